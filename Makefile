@@ -1,0 +1,112 @@
+# forged: build, test, sanitize, fuzz.
+#
+#   make            build build/forged
+#   make deps       install the Debian packages of design.md section 3 (idempotent)
+#   make test       build and run every test (unit, e2e); installs deps if missing;
+#                   ends with "tests: N passed, N failed"
+#   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
+#   make demo       generate a fixture checkpoint and run forged on it
+#   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
+#   make check-src  refuse banned libc functions in our sources
+
+CC      ?= cc
+PYTHON  ?= python3
+DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
+	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
+	python3-numpy libclang-rt-14-dev
+
+ifeq ($(SANITIZE),)
+BUILD   := build
+SANFLAGS :=
+else
+BUILD   := build/san
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wvla -Werror
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
+	$(SANFLAGS) -I. -MMD -MP
+LDLIBS  := -lcjson -lm -lpthread
+LDFLAGS += $(SANFLAGS)
+
+FORGE_SRC  := $(wildcard forge/*.c)
+DAEMON_SRC := $(wildcard daemon/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+
+FORGE_OBJ  := $(FORGE_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIBFORGE   := $(BUILD)/libforge.a
+FORGED     := $(BUILD)/forged
+FIXTURES   := $(BUILD)/fixtures
+
+.PHONY: all deps test test-build demo fuzz check-src clean
+.DEFAULT_GOAL := all
+
+all: $(FORGED)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBFORGE): $(FORGE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FORGED): $(DAEMON_OBJ) $(LIBFORGE)
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBFORGE) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBFORGE)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBFORGE) -lcmocka $(LDLIBS)
+
+# Installs only when something is missing, so `make test` stays fast and offline
+# on a machine that has everything.
+deps:
+	@missing=""; for p in $(DEPS_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+$(FIXTURES)/manifest.json: tests/fixtures/gen_fixtures.py
+	$(PYTHON) tests/fixtures/gen_fixtures.py $(FIXTURES)
+
+test: deps
+	@$(MAKE) --no-print-directory check-src test-build
+	@PYTHON=$(PYTHON) bash tests/run_all.sh $(BUILD)
+
+test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json
+
+demo: deps
+	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
+	$(FORGED) version
+	$(FORGED) tensors $(FIXTURES)/qwen35_mlx_sidecar/mtp.safetensors
+
+FUZZ_SECONDS ?= 60
+FUZZ_BIN := build/fuzz/fuzz_st_header
+$(FUZZ_BIN): tests/fuzz/fuzz_st_header.c $(FORGE_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
+		-o $@ tests/fuzz/fuzz_st_header.c $(FORGE_SRC) $(LDLIBS)
+
+fuzz: deps $(FUZZ_BIN)
+	@mkdir -p build/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+
+check-src:
+	@if grep -nE '(^|[^A-Za-z0-9_])(sprintf|strcpy|strcat|atoi|atol|strtok|gets)[[:space:]]*\(' \
+		$$(find forge daemon store api tests bench -name '*.[ch]' 2>/dev/null); then \
+		echo "check-src: banned function above"; exit 1; \
+	else echo "check-src: ok"; fi
+
+clean:
+	rm -rf build
+
+-include $(FORGE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

@@ -1,0 +1,183 @@
+/*
+ * cmd_verdict.c: `forged verdict ROWS.json [--json] [--collapse-threshold X]`:
+ * the MTP verdict of a forged.verification.v1 document (design.md section 7).
+ *
+ * The rules live in forge/verify.c; this file reads the file, prints the
+ * result and maps the verdict's severity to the exit code: an error verdict
+ * (mtp_acceptance_collapsed: do not ship) exits 1, bad input or usage 2.
+ */
+#include "daemon/cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forge/checkpoint.h"
+#include "forge/verify.h"
+
+/* Same cap as an API request body: a verification document is a few rows. */
+#define VERDICT_JSON_MAX (1u << 20)
+
+static int run_verdict(int argc, char **argv);
+
+const struct fg_cmd fg_cmd_verdict = {
+	.name = "verdict",
+	.summary = "decide the MTP verdict from verification rows",
+	.usage = "forged verdict ROWS.json [--json] [--collapse-threshold X]\n\n"
+		 "Reads a forged.verification.v1 document (tok/s, per-position acceptance and\n"
+		 "a quality flag per MTP depth, depth 0 being plain decode) and decides, in\n"
+		 "order: mtp_depth_wins (a depth > 0 beats plain decode, quality not failed;\n"
+		 "the fastest wins), no_quality_passed_mtp_depth_beat_ar (a faster depth failed\n"
+		 "quality), mtp_acceptance_collapsed (best first-position acceptance at most X,\n"
+		 "default 0.10; X must lie in (0, 1)), no_mtp_depth_beat_ar (otherwise).\n"
+		 "--json prints one forged.verdict.v1 document.  Exit 1 for\n"
+		 "mtp_acceptance_collapsed (do not ship), 2 for bad usage or input.\n",
+	.run = run_verdict,
+};
+
+/* X of --collapse-threshold, which must be a number strictly inside (0, 1). */
+static int parse_threshold(const char *text, double *out)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno || end == text || *end || !(v > 0.0 && v < 1.0))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int print_json(const struct fg_verify_result *r)
+{
+	cJSON *o = fg_verify_result_json(r);
+	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	cJSON_Delete(o);
+	if (!text) {
+		fprintf(stderr, "forged: error: out of memory printing the verdict\n");
+		return FG_EXIT_INTERNAL;
+	}
+	fputs(text, stdout);
+	fputc('\n', stdout);
+	free(text);
+	return FG_EXIT_OK;
+}
+
+static void print_row(const struct fg_verify_row *row, double ar_tok_s)
+{
+	static const char *const quality[] = { "-", "failed", "passed" };
+
+	printf("%5d  %9.2f  %8.3fx  %-7s ", row->depth, row->tok_s, row->tok_s / ar_tok_s,
+	       quality[row->quality + 1]);
+	if (row->n_accept == 0)
+		printf(" -");
+	for (size_t k = 0; k < row->n_accept; k++)
+		printf(" %.3f", row->accept[k]);
+	printf("\n");
+}
+
+static int print_human(const char *path, const struct fg_verify_input *in,
+		       const struct fg_verify_result *r)
+{
+	const struct fg_verify_row *by_depth[FG_VERIFY_MAX_DEPTH + 1] = { 0 };
+	size_t n_rules = 0;
+
+	while (fg_verify_verdict_at(n_rules))
+		n_rules++;
+	for (size_t i = 0; i < in->n_rows; i++)
+		by_depth[in->rows[i].depth] = &in->rows[i];
+	printf("%s: %s (%s%s)\n", path, r->verdict->code,
+	       fg_verify_severity_name(r->verdict->severity),
+	       r->verdict->severity == FG_VERIFY_ERROR ? ": do not ship" : "");
+	if (r->runtime[0] || r->hardware[0])
+		printf("runtime %s on %s\n", r->runtime[0] ? r->runtime : "(unnamed)",
+		       r->hardware[0] ? r->hardware : "(unnamed hardware)");
+	if (r->best_depth >= 0)
+		printf("best depth: %d\n", r->best_depth);
+	else
+		printf("best depth: none\n");
+	printf("depth      tok/s   speed-up  quality  acceptance\n");
+	for (int d = 0; d <= FG_VERIFY_MAX_DEPTH; d++)
+		if (by_depth[d])
+			print_row(by_depth[d], r->ar_tok_s);
+	if (r->best_accept_depth >= 0)
+		printf("best first-position acceptance: %.3f (depth %d), collapse threshold %g\n",
+		       r->best_first_acceptance, r->best_accept_depth, r->collapse_threshold);
+	else
+		printf("best first-position acceptance: none reported, collapse threshold %g\n",
+		       r->collapse_threshold);
+	printf("decided by rule %d of %zu: %s\n", r->verdict->rule, n_rules, r->verdict->meaning);
+	return FG_EXIT_OK;
+}
+
+static int run_verdict(int argc, char **argv)
+{
+	struct fg_verify_input in = { .rows = NULL };
+	struct fg_verify_result r;
+	struct fg_err err = { 0, "" };
+	double threshold = FG_VERIFY_COLLAPSE_DEFAULT;
+	const char *path = NULL;
+	cJSON *doc = NULL;
+	int json = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *value = NULL;
+
+		if (fg_cli_is_help(arg)) {
+			fputs(fg_cmd_verdict.usage, stdout);
+			return FG_EXIT_OK;
+		}
+		if (strcmp(arg, "--json") == 0) {
+			json = 1;
+			continue;
+		}
+		if (strcmp(arg, "--collapse-threshold") == 0) {
+			if (i + 1 >= argc)
+				return fg_cli_usage_error(&fg_cmd_verdict,
+							  "--collapse-threshold needs a value");
+			value = argv[++i];
+		} else if (strncmp(arg, "--collapse-threshold=", 21) == 0) {
+			value = arg + 21;
+		}
+		if (value) {
+			if (parse_threshold(value, &threshold) != 0)
+				return fg_cli_usage_error(&fg_cmd_verdict,
+							  "collapse threshold '%s' is not a number in (0, 1)",
+							  value);
+		} else if (arg[0] == '-' && arg[1]) {
+			return fg_cli_usage_error(&fg_cmd_verdict, "unknown option '%s'", arg);
+		} else if (path) {
+			return fg_cli_usage_error(&fg_cmd_verdict, "one ROWS.json only (got '%s' and '%s')",
+						  path, arg);
+		} else {
+			path = arg;
+		}
+	}
+	if (!path)
+		return fg_cli_usage_error(&fg_cmd_verdict, "missing ROWS.json");
+
+	rc = fg_json_load(&doc, path, VERDICT_JSON_MAX, &err);
+	if (rc == 0 && (rc = fg_verify_parse(&in, doc, &err)) != 0)
+		fg_err_prefix(&err, rc, "%s: ", path);
+	if (rc == 0)
+		rc = fg_verify_decide(&in, threshold, &r, &err);
+	if (rc) {
+		rc = fg_cli_fail(&err);
+		goto out;
+	}
+	rc = json ? print_json(&r) : print_human(path, &in, &r);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "forged: error: writing output failed\n");
+		rc = FG_EXIT_INTERNAL;
+	}
+	if (rc == FG_EXIT_OK && r.verdict->severity == FG_VERIFY_ERROR)
+		rc = FG_EXIT_VERDICT;
+out:
+	fg_verify_release(&in);
+	cJSON_Delete(doc);
+	return rc;
+}

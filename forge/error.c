@@ -1,0 +1,85 @@
+/*
+ * error.c: the error record every forge/ function fills on failure, and the
+ * mapping from error kinds to the exit codes of design.md section 4.
+ */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int fg_err_set(struct fg_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
+{
+	char prefix[FG_ERR_MSG_MAX];
+	char old[FG_ERR_MSG_MAX];
+	va_list ap;
+
+	if (!err)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	/* Truncation is fine: the message is capped by design. */
+	size_t plen = strnlen(prefix, sizeof(prefix) - 1);
+	memcpy(err->msg, prefix, plen);
+	size_t olen = strnlen(old, sizeof(old) - 1 - plen);
+	memcpy(err->msg + plen, old, olen);
+	err->msg[plen + olen] = '\0';
+	if (!err->code)
+		err->code = code;
+	return err->code;
+}
+
+void fg_err_clear(struct fg_err *err)
+{
+	if (!err)
+		return;
+	err->code = 0;
+	err->msg[0] = '\0';
+}
+
+int fg_err_exit_code(int code)
+{
+	switch (code) {
+	case FG_OK:
+		return 0;
+	case FG_EUSAGE:
+	case FG_EINPUT:
+	case FG_EIO:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+const char *fg_err_kind(int code)
+{
+	switch (code) {
+	case FG_OK:
+		return "ok";
+	case FG_EUSAGE:
+		return "usage";
+	case FG_EINPUT:
+		return "input";
+	case FG_EIO:
+		return "io";
+	case FG_ENOMEM:
+		return "memory";
+	default:
+		return "internal";
+	}
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# run_all.sh BUILD: runs every unit test binary and end-to-end script against
+# the build in BUILD, then prints one closing line "tests: N passed, N failed".
+# Each unit binary is a cmocka program; each e2e script ends with its own
+# "NAME: N passed, N failed" line, which is summed here.
+set -u
+build=${1:?usage: run_all.sh BUILD}
+build=$(cd "$build" && pwd)
+export FORGED=$build/forged FIXTURES=$build/fixtures PYTHON=${PYTHON:-python3}
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+tally() { # tally STATUS: add the counts found in $log
+	local p f
+	p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p; s/^[a-z_]*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p; s/^[a-z_]*: [0-9]* passed, \([0-9]*\) failed$/\1/p' "$log" | tail -n 1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	# A crash or a non-zero exit without a count still fails the run.
+	if [ "$1" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+}
+
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] || continue
+	echo "== $t"
+	timeout 600 "$t" >"$log" 2>&1
+	st=$?
+	cat "$log"
+	tally "$st"
+done
+for t in tests/e2e/test_*.sh; do
+	echo "== $t"
+	timeout 900 bash "$t" >"$log" 2>&1
+	st=$?
+	cat "$log"
+	tally "$st"
+done
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

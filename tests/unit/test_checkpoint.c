@@ -1,0 +1,319 @@
+/*
+ * test_checkpoint.c: a checkpoint folder as mlx-lm, Hugging Face tools and
+ * MTPLX each see it: shard glob, index cross-check, sidecar discovery,
+ * text_config merge, and the errors for broken folders.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "forge/checkpoint.h"
+
+static char root[64];
+static int case_no;
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	FILE *fp;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fp = fopen(p, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+/* A shard holding the named 1-element F32 tensors (a NULL-terminated list). */
+static void write_shard(const char *dir, const char *name, const char *const *tensors)
+{
+	static const float one = 1.0f;
+	struct fg_st_out out[16];
+	struct fg_err err = { 0, "" };
+	char p[512];
+	size_t n = 0;
+
+	for (; tensors[n]; n++) {
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].name = tensors[n];
+		out[n].dtype = FG_DT_F32;
+		out[n].rank = 1;
+		out[n].shape[0] = 1;
+		out[n].data = &one;
+	}
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	assert_int_equal(fg_st_write(p, out, n, NULL, 0, &err), 0);
+}
+
+/* A fresh folder for one test case. */
+static const char *new_case(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/case%d", root, ++case_no);
+	assert_int_equal(mkdir(buf, 0755), 0);
+	return buf;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/fg-ckpt-XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const struct fg_ckpt_file *file_named(const struct fg_ckpt *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_files; i++)
+		if (strcmp(c->files[i].name, name) == 0)
+			return &c->files[i];
+	return NULL;
+}
+
+static void test_glob_index_and_merge(void **state)
+{
+	static const char *const s1[] = { "model.embed.weight", "model.layers.0.q_norm.weight", NULL };
+	static const char *const s2[] = { "lm_head.weight", NULL };
+	char dir[128];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0, "" };
+	const struct fg_ckpt_file *where = NULL;
+	const struct fg_tensor *t;
+	const cJSON *v;
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json",
+		   "{\"model_type\": \"qwen3_5\", \"hidden_size\": 1, \"tie\": true,"
+		   " \"text_config\": {\"model_type\": \"qwen3_5_text\", \"hidden_size\": 64,"
+		   " \"mtp_num_hidden_layers\": 1}}");
+	write_shard(dir, "model-00002-of-00002.safetensors", s2);
+	write_shard(dir, "model-00001-of-00002.safetensors", s1);
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"metadata\": {\"total_size\": 12}, \"weight_map\": {"
+		   "\"model.embed.weight\": \"model-00001-of-00002.safetensors\","
+		   "\"model.layers.0.q_norm.weight\": \"model-00001-of-00002.safetensors\","
+		   "\"lm_head.weight\": \"model-00002-of-00002.safetensors\"}}");
+	write_text(dir, "notes.safetensors.txt", "not a shard");
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	assert_int_equal(c->n_files, 2);
+	/* Sorted by name, both globbed and indexed, no stray, no mismatch. */
+	assert_string_equal(c->files[0].name, "model-00001-of-00002.safetensors");
+	assert_true(c->files[0].globbed && c->files[0].in_index && !c->files[0].stray);
+	assert_int_equal(c->n_mismatch, 0);
+	assert_int_equal(fg_ckpt_stray_count(c), 0);
+	assert_int_equal(c->sidecar, -1);
+	t = fg_ckpt_find(c, "lm_head.weight", &where);
+	assert_non_null(t);
+	assert_string_equal(where->name, "model-00002-of-00002.safetensors");
+	assert_null(fg_ckpt_find(c, "mtp.fc.weight", NULL));
+	/* text_config wins over the top level, but model_type stays the top level's. */
+	v = cJSON_GetObjectItemCaseSensitive(c->config, "hidden_size");
+	assert_int_equal(v->valueint, 64);
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(c->config, "mtp_num_hidden_layers"));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->config, "tie")));
+	assert_string_equal(fg_ckpt_model_type(c), "qwen3_5");
+	assert_string_equal(fg_ckpt_text_model_type(c), "qwen3_5_text");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(c->config, "model_type")->valuestring,
+			    "qwen3_5");
+	fg_ckpt_free(c);
+}
+
+static void test_stray_and_pruned_index(void **state)
+{
+	static const char *const trunk[] = { "model.norm.weight", "mtp.fc.weight", NULL };
+	static const char *const extra[] = { "mtp.norm.weight", NULL };
+	char dir[128];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0, "" };
+	const struct fg_ckpt_file *where = NULL;
+	int unlisted = 0, missing = 0;
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	write_shard(dir, "model.safetensors", trunk);
+	write_shard(dir, "model-extra.safetensors", extra);
+	/* The index was pruned of mtp.fc.weight and names a tensor the shard lacks. */
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"model.norm.weight\": \"model.safetensors\","
+		   " \"model.ghost.weight\": \"model.safetensors\"}}");
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	assert_int_equal(c->n_files, 2);
+	assert_true(file_named(c, "model-extra.safetensors")->stray);
+	assert_false(file_named(c, "model.safetensors")->stray);
+	assert_int_equal(fg_ckpt_stray_count(c), 1);
+	/* mlx-lm's view still finds the pruned and the stray tensors. */
+	assert_non_null(fg_ckpt_find(c, "mtp.fc.weight", NULL));
+	assert_non_null(fg_ckpt_find(c, "mtp.norm.weight", &where));
+	assert_string_equal(where->name, "model-extra.safetensors");
+	for (size_t i = 0; i < c->n_mismatch; i++) {
+		if (c->mismatch[i].problem == FG_INDEX_UNLISTED)
+			unlisted++;
+		if (c->mismatch[i].problem == FG_INDEX_MISSING) {
+			missing++;
+			assert_string_equal(c->mismatch[i].tensor, "model.ghost.weight");
+		}
+	}
+	assert_int_equal(unlisted, 2); /* mtp.fc.weight and mtp.norm.weight */
+	assert_int_equal(missing, 1);
+	fg_ckpt_free(c);
+}
+
+static void test_sidecars(void **state)
+{
+	static const char *const trunk[] = { "model.norm.weight", NULL };
+	static const char *const head[] = { "mtp.fc.weight", NULL };
+	char dir[128], sub[160];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0, "" };
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json",
+		   "{\"model_type\": \"qwen3_5\", \"mlx_lm_extra_tensors\": {\"mtp_file\": \"heads/h.safetensors\"}}");
+	write_shard(dir, "model.safetensors", trunk);
+	snprintf(sub, sizeof(sub), "%s/heads", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_shard(sub, "h.safetensors", head);
+	write_shard(dir, "mtp.safetensors", head);
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	/* The pointer wins; the conventional name is still recorded as a sidecar. */
+	assert_true(c->sidecar >= 0);
+	assert_string_equal(c->files[c->sidecar].name, "heads/h.safetensors");
+	assert_true(file_named(c, "mtp.safetensors")->sidecar);
+	/* Sidecars are not shards: lookups do not see their tensors. */
+	assert_null(fg_ckpt_find(c, "mtp.fc.weight", NULL));
+	fg_ckpt_free(c);
+
+	/* Without a pointer: mtp.safetensors, before mtp/weights.safetensors. */
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	write_shard(dir, "model.safetensors", trunk);
+	snprintf(sub, sizeof(sub), "%s/mtp", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_shard(sub, "weights.safetensors", head);
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	assert_string_equal(c->files[c->sidecar].name, "mtp/weights.safetensors");
+	fg_ckpt_free(c);
+
+	/* model-mtp.safetensors is a sidecar that mlx-lm's glob also loads. */
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	write_shard(dir, "model.safetensors", trunk);
+	write_shard(dir, "model-mtp.safetensors", head);
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	assert_string_equal(c->files[c->sidecar].name, "model-mtp.safetensors");
+	assert_true(c->files[c->sidecar].globbed);
+	assert_non_null(fg_ckpt_find(c, "mtp.fc.weight", NULL));
+	fg_ckpt_free(c);
+}
+
+static void expect_open_error(const char *dir, int code, const char *phrase)
+{
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0, "" };
+
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), code);
+	assert_null(c);
+	if (!strstr(err.msg, phrase))
+		fail_msg("message '%s' lacks '%s'", err.msg, phrase);
+}
+
+static void test_broken_folders(void **state)
+{
+	static const char *const trunk[] = { "model.norm.weight", NULL };
+	char dir[128], p[256];
+	FILE *fp;
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_shard(dir, "model.safetensors", trunk);
+	expect_open_error(dir, FG_EINPUT, "no config.json");
+
+	write_text(dir, "config.json", "{\"model_type\": ");
+	expect_open_error(dir, FG_EINPUT, "config.json: invalid JSON");
+
+	write_text(dir, "config.json", "[1]");
+	expect_open_error(dir, FG_EINPUT, "config.json: not a JSON object");
+
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"model.norm.weight\": \"model-00009-of-00009.safetensors\"}}");
+	expect_open_error(dir, FG_EINPUT, "names 'model-00009-of-00009.safetensors'");
+
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"model.norm.weight\": \"../../etc/passwd\"}}");
+	expect_open_error(dir, FG_EINPUT, "outside the folder");
+
+	write_text(dir, "model.safetensors.index.json", "{\"metadata\": {}}");
+	expect_open_error(dir, FG_EINPUT, "no \"weight_map\"");
+	snprintf(p, sizeof(p), "%s/model.safetensors.index.json", dir);
+	unlink(p);
+
+	write_text(dir, "config.json",
+		   "{\"model_type\": \"qwen3_5\", \"mlx_lm_extra_tensors\": {\"mtp_file\": \"/etc/passwd\"}}");
+	expect_open_error(dir, FG_EINPUT, "mtp_file is not a relative path");
+	write_text(dir, "config.json",
+		   "{\"model_type\": \"qwen3_5\", \"mlx_lm_extra_tensors\": {\"mtp_file\": \"gone.safetensors\"}}");
+	expect_open_error(dir, FG_EINPUT, "names 'gone.safetensors', which is missing");
+
+	/* An unreadable (truncated) shard names the checkpoint and the shard. */
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	snprintf(p, sizeof(p), "%s/model-2.safetensors", dir);
+	fp = fopen(p, "w");
+	assert_non_null(fp);
+	fwrite("\x40\0\0\0\0\0\0\0{\"a\"", 1, 12, fp);
+	fclose(fp);
+	expect_open_error(dir, FG_EINPUT, "model-2.safetensors: header length 64 runs past the end");
+
+	expect_open_error("/nonexistent/ckpt", FG_EIO, "/nonexistent/ckpt: cannot open checkpoint");
+}
+
+static void test_single_file(void **state)
+{
+	static const char *const head[] = { "mtp.fc.weight", "mtp.norm.weight", NULL };
+	char dir[128], p[256];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0, "" };
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_shard(dir, "head.safetensors", head);
+	snprintf(p, sizeof(p), "%s/head.safetensors", dir);
+	/* A lone file needs no config.json. */
+	assert_int_equal(fg_ckpt_open(&c, p, &err), 0);
+	assert_true(c->single_file);
+	assert_null(c->config);
+	assert_int_equal(c->n_files, 1);
+	assert_non_null(fg_ckpt_find(c, "mtp.norm.weight", NULL));
+	fg_ckpt_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_glob_index_and_merge),
+		cmocka_unit_test(test_stray_and_pruned_index),
+		cmocka_unit_test(test_sidecars),
+		cmocka_unit_test(test_broken_folders),
+		cmocka_unit_test(test_single_file),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,512 @@
+/*
+ * test_verify.c: verification rows to MTP verdicts (design.md section 7):
+ * the issue-306 reference case, its healthy control, each rule in order, the
+ * collapse-threshold boundary, the result JSON, and one message per
+ * validation error.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forge/verify.h"
+
+/* MTPLX issue 306 as measured (domain.md section 3); design.md section 7's example. */
+static const char issue_306[] =
+	"{\"schema\": \"forged.verification.v1\", \"hardware\": \"M4 Max\", \"runtime\": \"mtplx-2.12\",\n"
+	" \"rows\": [{\"depth\": 0, \"tok_s\": 15.04},\n"
+	"          {\"depth\": 1, \"tok_s\": 13.46, \"acceptance\": [0.067], \"quality_passed\": true},\n"
+	"          {\"depth\": 2, \"tok_s\": 11.48, \"acceptance\": [0.067, 0.004]},\n"
+	"          {\"depth\": 3, \"tok_s\": 11.18, \"acceptance\": [0.067, 0.004, 0.0]}]}\n";
+
+/*
+ * The same quantization without embedded mtp.* keys: 97.8 % acceptance,
+ * 2.271x at depth 1, 3.140x at depth 3 (tok/s = 15.04 x ratio; depth 2 is
+ * not published, 2.8x is in between).
+ */
+static const char control[] =
+	"{\"rows\": [{\"depth\": 0, \"tok_s\": 15.04},\n"
+	"  {\"depth\": 1, \"tok_s\": 34.15584, \"acceptance\": [0.978], \"quality_passed\": true},\n"
+	"  {\"depth\": 2, \"tok_s\": 42.112, \"acceptance\": [0.978, 0.95], \"quality_passed\": true},\n"
+	"  {\"depth\": 3, \"tok_s\": 47.2256, \"acceptance\": [0.978, 0.95, 0.93], \"quality_passed\": true}]}";
+
+/* Parse and decide text; both must succeed. */
+static void decide_text(const char *text, double threshold, struct fg_verify_result *r)
+{
+	struct fg_verify_input in = { .rows = NULL };
+	struct fg_err err = { 0, "" };
+
+	if (fg_verify_parse_text(&in, text, strlen(text), &err) != 0)
+		fail_msg("parse failed: %s", err.msg);
+	if (fg_verify_decide(&in, threshold, r, &err) != 0)
+		fail_msg("decide failed: %s", err.msg);
+	fg_verify_release(&in);
+}
+
+static const char *verdict_of(const char *text, double threshold)
+{
+	struct fg_verify_result r;
+
+	decide_text(text, threshold, &r);
+	return r.verdict->code;
+}
+
+/* The printed form of o[key] (a number or null), in buf. */
+static const char *printed(const cJSON *o, const char *key, char *buf, size_t len)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	char *text;
+
+	assert_non_null(v);
+	text = cJSON_PrintUnformatted(v);
+	assert_non_null(text);
+	snprintf(buf, len, "%s", text);
+	free(text);
+	return buf;
+}
+
+static void test_issue_306_collapses(void **state)
+{
+	struct fg_verify_result r;
+	cJSON *o, *sp;
+	char buf[64];
+
+	(void)state;
+	decide_text(issue_306, FG_VERIFY_COLLAPSE_DEFAULT, &r);
+	assert_string_equal(r.verdict->code, "mtp_acceptance_collapsed");
+	assert_int_equal(r.verdict->severity, FG_VERIFY_ERROR);
+	assert_int_equal(r.verdict->rule, 3);
+	assert_int_equal(r.best_depth, -1);
+	assert_int_equal(r.n_speedups, 3);
+	assert_int_equal(r.speedups[0].depth, 1);
+	assert_true(fabs(r.speedups[0].speedup - 13.46 / 15.04) < 1e-12);
+	assert_int_equal(r.best_accept_depth, 1);
+	assert_true(r.best_first_acceptance == 0.067);
+	assert_string_equal(r.runtime, "mtplx-2.12");
+	assert_string_equal(r.hardware, "M4 Max");
+
+	o = fg_verify_result_json(&r);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "schema")->valuestring,
+			    "forged.verdict.v1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "verdict")->valuestring,
+			    "mtp_acceptance_collapsed");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "severity")->valuestring, "error");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "best_depth")));
+	sp = cJSON_GetObjectItemCaseSensitive(o, "speedups");
+	assert_true(cJSON_IsObject(sp));
+	assert_int_equal(cJSON_GetArraySize(sp), 3);
+	assert_string_equal(printed(sp, "1", buf, sizeof(buf)), "0.895");
+	assert_string_equal(printed(sp, "2", buf, sizeof(buf)), "0.763");
+	assert_string_equal(printed(sp, "3", buf, sizeof(buf)), "0.743");
+	assert_null(cJSON_GetObjectItemCaseSensitive(sp, "0"));
+	assert_string_equal(printed(o, "best_first_acceptance", buf, sizeof(buf)), "0.067");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "runtime")->valuestring,
+			    "mtplx-2.12");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "hardware")->valuestring, "M4 Max");
+	cJSON_Delete(o);
+}
+
+static void test_control_wins_at_depth_3(void **state)
+{
+	struct fg_verify_result r;
+	cJSON *o, *sp;
+	char buf[64];
+
+	(void)state;
+	decide_text(control, FG_VERIFY_COLLAPSE_DEFAULT, &r);
+	assert_string_equal(r.verdict->code, "mtp_depth_wins");
+	assert_int_equal(r.verdict->severity, FG_VERIFY_INFO);
+	assert_int_equal(r.best_depth, 3);
+	assert_true(r.best_first_acceptance == 0.978);
+
+	o = fg_verify_result_json(&r);
+	assert_non_null(o);
+	assert_string_equal(printed(o, "best_depth", buf, sizeof(buf)), "3");
+	sp = cJSON_GetObjectItemCaseSensitive(o, "speedups");
+	assert_string_equal(printed(sp, "1", buf, sizeof(buf)), "2.271");
+	assert_string_equal(printed(sp, "2", buf, sizeof(buf)), "2.8");
+	assert_string_equal(printed(sp, "3", buf, sizeof(buf)), "3.14");
+	/* No labels in the input: null, not missing. */
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "runtime")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "hardware")));
+	cJSON_Delete(o);
+}
+
+static void test_rule_order(void **state)
+{
+	struct fg_verify_result r;
+
+	(void)state;
+	/* A faster depth that failed quality, the others slower. */
+	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+				       "{\"depth\": 1, \"tok_s\": 14, \"acceptance\": [0.8], \"quality_passed\": false},"
+				       "{\"depth\": 2, \"tok_s\": 9, \"acceptance\": [0.8], \"quality_passed\": true}]}",
+				       0.10),
+			    "no_quality_passed_mtp_depth_beat_ar");
+	/* Rule 2 wins over rule 3 even with collapsed acceptance. */
+	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+				       "{\"depth\": 1, \"tok_s\": 14, \"acceptance\": [0.01], \"quality_passed\": false}]}",
+				       0.10),
+			    "no_quality_passed_mtp_depth_beat_ar");
+	/* A faster depth with quality absent wins over a faster one that failed. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 1, \"tok_s\": 20, \"quality_passed\": false},"
+		    "{\"depth\": 2, \"tok_s\": 12}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "mtp_depth_wins");
+	assert_int_equal(r.best_depth, 2);
+	/* Rule 1 wins even when acceptance looks collapsed. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 1, \"tok_s\": 11, \"acceptance\": [0.05]}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "mtp_depth_wins");
+	assert_int_equal(r.best_depth, 1);
+	/* Slower depths with healthy acceptance. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.6], \"quality_passed\": true},"
+		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.6, 0.4], \"quality_passed\": true}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.verdict->severity, FG_VERIFY_WARNING);
+	assert_int_equal(r.best_depth, -1);
+	/* No acceptance data at all cannot collapse. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}, {\"depth\": 1, \"tok_s\": 5}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.best_accept_depth, -1);
+	/* Depth 0 alone: nothing beat plain decode. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}]}", 0.10, &r);
+	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.n_speedups, 0);
+	/* Acceptance reported only at depth 0 does not count. */
+	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"acceptance\": [0.0]},"
+				       "{\"depth\": 1, \"tok_s\": 5}]}",
+				       0.10),
+			    "no_mtp_depth_beat_ar");
+}
+
+static void test_speedup_edges(void **state)
+{
+	struct fg_verify_result r;
+
+	(void)state;
+	/* Exactly as fast as plain decode does not beat it. */
+	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+				       "{\"depth\": 1, \"tok_s\": 10, \"acceptance\": [0.5]}]}",
+				       0.10),
+			    "no_mtp_depth_beat_ar");
+	/* A tie between faster depths keeps the shallower one; rows in any order. */
+	decide_text("{\"rows\": [{\"depth\": 3, \"tok_s\": 20}, {\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 2, \"tok_s\": 20}, {\"depth\": 1, \"tok_s\": 15}]}",
+		    0.10, &r);
+	assert_int_equal(r.best_depth, 2);
+	assert_int_equal(r.n_speedups, 3);
+	assert_int_equal(r.speedups[0].depth, 1);
+	assert_int_equal(r.speedups[2].depth, 3);
+	/* Zero tok/s at a depth > 0 is a (very slow) measurement. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 1, \"tok_s\": 0, \"acceptance\": [0.0]}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "mtp_acceptance_collapsed");
+	assert_true(r.speedups[0].speedup == 0.0);
+	/* The best first-position acceptance is over all depths > 0. */
+	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.05]},"
+		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.3, 0.01]}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.best_accept_depth, 2);
+}
+
+static void test_threshold_boundary(void **state)
+{
+	static const char at[] = "{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+				 "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.10]}]}";
+	static const char above[] = "{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+				    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.1001]}]}";
+
+	(void)state;
+	assert_string_equal(verdict_of(at, FG_VERIFY_COLLAPSE_DEFAULT), "mtp_acceptance_collapsed");
+	assert_string_equal(verdict_of(above, FG_VERIFY_COLLAPSE_DEFAULT), "no_mtp_depth_beat_ar");
+	/* A configured threshold moves the boundary both ways. */
+	assert_string_equal(verdict_of(above, 0.2), "mtp_acceptance_collapsed");
+	assert_string_equal(verdict_of(issue_306, 0.05), "no_mtp_depth_beat_ar");
+	assert_string_equal(verdict_of(issue_306, 0.067), "mtp_acceptance_collapsed");
+}
+
+static void test_decide_rejects(void **state)
+{
+	static const double bad[] = { 0.0, 1.0, -0.1, 1.5 };
+	struct fg_verify_row rows[2] = { { .depth = 1, .tok_s = 5, .quality = -1 },
+					 { .depth = 1, .tok_s = 5, .quality = -1 } };
+	struct fg_verify_input in = { .n_rows = 1, .rows = rows };
+	struct fg_verify_result r, sentinel;
+	struct fg_err err = { 0, "" };
+
+	(void)state;
+	memset(&sentinel, 0x5a, sizeof(sentinel));
+	memcpy(&r, &sentinel, sizeof(r));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rows[0].depth = 0;
+		assert_int_equal(fg_verify_decide(&in, bad[i], &r, &err), FG_EUSAGE);
+		assert_non_null(strstr(err.msg, "collapse threshold"));
+	}
+	assert_int_equal(fg_verify_decide(&in, NAN, &r, &err), FG_EUSAGE);
+	/* Hand-built input without a depth 0, or with a repeated depth. */
+	rows[0].depth = 1;
+	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), FG_EINPUT);
+	assert_string_equal(err.msg, "rows have no depth 0 (plain decode) to compare against");
+	rows[0].depth = 0;
+	rows[0].tok_s = 0;
+	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), FG_EINPUT);
+	rows[0].tok_s = 5;
+	in.n_rows = 2;
+	rows[1].depth = 0;
+	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), FG_EINPUT);
+	rows[1].depth = FG_VERIFY_MAX_DEPTH + 1;
+	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), FG_EINPUT);
+	assert_memory_equal(&r, &sentinel, sizeof(r));
+	rows[1].depth = 1;
+	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), 0);
+	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+}
+
+static void test_verdict_table(void **state)
+{
+	static const struct {
+		const char *code;
+		enum fg_verify_severity severity;
+	} want[] = {
+		{ "mtp_depth_wins", FG_VERIFY_INFO },
+		{ "no_quality_passed_mtp_depth_beat_ar", FG_VERIFY_WARNING },
+		{ "mtp_acceptance_collapsed", FG_VERIFY_ERROR },
+		{ "no_mtp_depth_beat_ar", FG_VERIFY_WARNING },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; fg_verify_verdict_at(i); i++) {
+		const struct fg_verify_verdict *v = fg_verify_verdict_at(i);
+
+		assert_true(i < sizeof(want) / sizeof(want[0]));
+		assert_string_equal(v->code, want[i].code);
+		assert_int_equal(v->severity, want[i].severity);
+		assert_int_equal(v->rule, (int)i + 1);
+		assert_true(v->meaning && v->meaning[0]);
+		assert_ptr_equal(fg_verify_verdict_find(v->code), v);
+	}
+	assert_int_equal(i, sizeof(want) / sizeof(want[0]));
+	assert_null(fg_verify_verdict_find("embedded_mtp_shift_hazard"));
+	assert_null(fg_verify_verdict_find(NULL));
+	assert_string_equal(fg_verify_severity_name(FG_VERIFY_INFO), "info");
+	assert_string_equal(fg_verify_severity_name(FG_VERIFY_WARNING), "warning");
+	assert_string_equal(fg_verify_severity_name(FG_VERIFY_ERROR), "error");
+}
+
+static void test_lenient_where_documented(void **state)
+{
+	struct fg_verify_input in = { .rows = NULL };
+	struct fg_err err = { 0, "" };
+	char *exact;
+	static const char text[] =
+		"  {\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"note\": \"warm\"},"
+		"{\"depth\": 1.0, \"tok_s\": 12, \"acceptance\": [], \"quality_passed\": true,"
+		" \"extra\": {\"x\": [1, 2]}}], \"runner\": \"ci-7\"}\n\t ";
+
+	(void)state;
+	/* Unknown fields ignored, schema optional, 1.0 is an integer, empty acceptance. */
+	assert_int_equal(fg_verify_parse_text(&in, text, strlen(text), &err), 0);
+	assert_int_equal(in.n_rows, 2);
+	assert_int_equal(in.rows[1].depth, 1);
+	assert_int_equal(in.rows[1].n_accept, 0);
+	assert_int_equal(in.rows[1].quality, 1);
+	assert_int_equal(in.rows[0].quality, -1);
+	assert_string_equal(in.hardware, "");
+	fg_verify_release(&in);
+	assert_null(in.rows);
+	assert_int_equal(in.n_rows, 0);
+	fg_verify_release(&in);
+	fg_verify_release(NULL);
+	/* The text need not be NUL-terminated: only len bytes are read. */
+	exact = malloc(sizeof(control) - 1);
+	assert_non_null(exact);
+	memcpy(exact, control, sizeof(control) - 1);
+	assert_int_equal(fg_verify_parse_text(&in, exact, sizeof(control) - 1, &err), 0);
+	assert_int_equal(in.n_rows, 4);
+	assert_true(in.rows[3].accept[2] == 0.93);
+	fg_verify_release(&in);
+	free(exact);
+}
+
+/* Each malformed document and the exact message it gets. */
+static const struct {
+	const char *text;
+	const char *msg;
+} rejects[] = {
+	{ "[]", "verification document is not a JSON object" },
+	{ "{\"schema\": \"forged.verification.v2\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}",
+	  "\"schema\" is 'forged.verification.v2', expected 'forged.verification.v1'" },
+	{ "{\"schema\": 1, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"schema\" is not a string" },
+	{ "{\"hardware\": 5, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"hardware\" is not a string" },
+	{ "{\"runtime\": null, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"runtime\" is not a string" },
+	{ "{\"runtime\": \"0123456789012345678901234567890123456789012345678901234567890123\","
+	  " \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}",
+	  "\"runtime\" is longer than 63 bytes" },
+	{ "{}", "no \"rows\" array" },
+	{ "{\"rows\": {\"depth\": 0}}", "\"rows\" is not an array" },
+	{ "{\"rows\": []}", "\"rows\" is empty" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, 5]}", "rows[1] is not an object" },
+	{ "{\"rows\": [{\"tok_s\": 1}]}", "rows[0]: \"depth\" is missing" },
+	{ "{\"rows\": [{\"depth\": \"0\", \"tok_s\": 1}]}", "rows[0]: \"depth\" is not an integer" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1.5, \"tok_s\": 1}]}",
+	  "rows[1]: \"depth\" is not an integer" },
+	{ "{\"rows\": [{\"depth\": -1, \"tok_s\": 1}]}", "rows[0]: \"depth\" -1 is outside 0..16" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 17, \"tok_s\": 1}]}",
+	  "rows[1]: \"depth\" 17 is outside 0..16" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1},"
+	  " {\"depth\": 1, \"tok_s\": 2}]}",
+	  "rows[2]: depth 1 repeats rows[1]" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1}]}", "rows[1]: \"tok_s\" is missing" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": \"fast\"}]}", "rows[0]: \"tok_s\" is not a number" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1e999}]}", "rows[0]: \"tok_s\" is not finite" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": -1}]}",
+	  "rows[1]: \"tok_s\" is negative (-1)" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 0}, {\"depth\": 1, \"tok_s\": 1}]}",
+	  "rows[0]: \"tok_s\" at depth 0 must be positive (got 0)" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": 0.5}]}",
+	  "rows[1]: \"acceptance\" is not an array" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": [1.5]}]}",
+	  "rows[1]: \"acceptance\"[0] is 1.5, outside [0, 1]" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	  " \"acceptance\": [0.5, -0.1]}]}",
+	  "rows[1]: \"acceptance\"[1] is -0.1, outside [0, 1]" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	  " \"acceptance\": [0.5, null]}]}",
+	  "rows[1]: \"acceptance\"[1] is not a number" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	  " \"acceptance\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]}",
+	  "rows[1]: \"acceptance\" has 17 entries, more than 16" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	  " \"quality_passed\": \"yes\"}]}",
+	  "rows[1]: \"quality_passed\" is not a boolean" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	  " \"quality_passed\": 1}]}",
+	  "rows[1]: \"quality_passed\" is not a boolean" },
+	{ "{\"rows\": [{\"depth\": 1, \"tok_s\": 13.46}, {\"depth\": 2, \"tok_s\": 11.48}]}",
+	  "rows have no depth 0 (plain decode) to compare against" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}]} x", "trailing data after the JSON document at byte 37" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}", "invalid JSON near byte " },
+	{ "", "invalid JSON near byte 0" },
+};
+
+/* Message of the first failure of text; *out must stay untouched. */
+static void expect_reject(const char *text, size_t len, const char *msg, int prefix_only)
+{
+	struct fg_verify_row marker;
+	struct fg_verify_input in = { "hw", "rt", 7, &marker };
+	struct fg_err err = { 0, "" };
+
+	assert_int_equal(fg_verify_parse_text(&in, text, len, &err), FG_EINPUT);
+	assert_int_equal(err.code, FG_EINPUT);
+	if (prefix_only ? strncmp(err.msg, msg, strlen(msg)) != 0 : strcmp(err.msg, msg) != 0)
+		fail_msg("for %s\n got  '%s'\n want '%s'", text, err.msg, msg);
+	assert_int_equal(in.n_rows, 7);
+	assert_ptr_equal(in.rows, &marker);
+	assert_string_equal(in.hardware, "hw");
+}
+
+static void test_validation_messages(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rejects) / sizeof(rejects[0]); i++) {
+		const char *msg = rejects[i].msg;
+		size_t n = strlen(msg);
+
+		expect_reject(rejects[i].text, strlen(rejects[i].text), msg, msg[n - 1] == ' ');
+	}
+	/* A NUL inside the given length. */
+	expect_reject("{\"rows\"\0: []}", 13, "not JSON text (contains a NUL byte)", 0);
+}
+
+static void test_caps(void **state)
+{
+	char hw[300], *text, *p;
+	size_t cap = 64 * 40 + 128;
+	struct fg_verify_input in = { .rows = NULL };
+	struct fg_err err = { 0, "" };
+
+	(void)state;
+	memset(hw, 'x', 128);
+	hw[128] = '\0';
+	text = malloc(cap);
+	assert_non_null(text);
+	snprintf(text, cap, "{\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
+	expect_reject(text, strlen(text), "\"hardware\" is longer than 127 bytes", 0);
+	hw[127] = '\0';
+	snprintf(text, cap, "{\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
+	assert_int_equal(fg_verify_parse_text(&in, text, strlen(text), &err), 0);
+	assert_int_equal(strlen(in.hardware), 127);
+	fg_verify_release(&in);
+
+	/* 65 rows are over the cap before any row is looked at. */
+	p = text + snprintf(text, cap, "{\"rows\": [");
+	for (int i = 0; i < 65; i++)
+		p += snprintf(p, cap - (size_t)(p - text), "%s{\"depth\": 0}", i ? "," : "");
+	snprintf(p, cap - (size_t)(p - text), "]}");
+	expect_reject(text, strlen(text), "\"rows\" has 65 rows, more than the cap of 64", 0);
+	/* 64 rows pass the cap and fail on the repeated depth instead. */
+	p = text + snprintf(text, cap, "{\"rows\": [");
+	for (int i = 0; i < 64; i++)
+		p += snprintf(p, cap - (size_t)(p - text), "%s{\"depth\": 0, \"tok_s\": 1}", i ? "," : "");
+	snprintf(p, cap - (size_t)(p - text), "]}");
+	expect_reject(text, strlen(text), "rows[1]: depth 0 repeats rows[0]", 0);
+	free(text);
+}
+
+static void test_parse_tree(void **state)
+{
+	struct fg_verify_input in = { .rows = NULL };
+	struct fg_err err = { 0, "" };
+	cJSON *doc = cJSON_Parse(issue_306);
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(fg_verify_parse(&in, doc, &err), 0);
+	assert_int_equal(in.n_rows, 4);
+	assert_int_equal(in.rows[3].depth, 3);
+	assert_int_equal(in.rows[3].n_accept, 3);
+	assert_true(in.rows[2].accept[1] == 0.004);
+	assert_int_equal(in.rows[2].quality, -1);
+	assert_string_equal(in.runtime, "mtplx-2.12");
+	fg_verify_release(&in);
+	cJSON_Delete(doc);
+	assert_int_equal(fg_verify_parse(&in, NULL, &err), FG_EINPUT);
+	/* A NULL err is allowed. */
+	assert_int_equal(fg_verify_parse(&in, NULL, NULL), FG_EINPUT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_issue_306_collapses),
+		cmocka_unit_test(test_control_wins_at_depth_3),
+		cmocka_unit_test(test_rule_order),
+		cmocka_unit_test(test_speedup_edges),
+		cmocka_unit_test(test_threshold_boundary),
+		cmocka_unit_test(test_decide_rejects),
+		cmocka_unit_test(test_verdict_table),
+		cmocka_unit_test(test_lenient_where_documented),
+		cmocka_unit_test(test_validation_messages),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_parse_tree),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
