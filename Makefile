@@ -86,7 +86,8 @@ test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json
 demo: deps
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
 	$(FORGED) version
-	$(FORGED) tensors $(FIXTURES)/qwen35_mlx_sidecar/mtp.safetensors
+	$(FORGED) inspect $(FIXTURES)/qwen35_mlx_sidecar
+	-$(FORGED) inspect $(FIXTURES)/qwen35_mlx_embedded
 
 FUZZ_SECONDS ?= 60
 FUZZ_BIN := build/fuzz/fuzz_st_header

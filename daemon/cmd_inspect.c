@@ -1,0 +1,182 @@
+/*
+ * cmd_inspect.c: `forged inspect SOURCE [--json] [--runtime ID]...`: the
+ * inspect report as a five-second table for people, or the
+ * forged.inspect.v1 document.  Exit 1 when a verdict has error severity.
+ */
+#include "daemon/cli.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forge/inspect.h"
+
+#define MAX_RUNTIME_ARGS 16
+
+static int run_inspect(int argc, char **argv);
+
+const struct fg_cmd fg_cmd_inspect = {
+	.name = "inspect",
+	.summary = "decide norm conventions, predict every runtime, give verdicts",
+	.usage = "forged inspect SOURCE [--json] [--runtime ID]...\n\n"
+		 "SOURCE is a checkpoint folder or one .safetensors file.  Reads the headers\n"
+		 "and the norm tensors only.  Decides each tensor set's convention once\n"
+		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
+		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
+		 "(mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf);\n"
+		 "by default the layout's own.  Exit 0 ok, 1 error verdicts (do not ship),\n"
+		 "2 unreadable or malformed input.\n",
+	.run = run_inspect,
+};
+
+struct palette {
+	const char *error, *warning, *info, *bold, *reset;
+};
+
+static struct palette palette_for(FILE *out)
+{
+	static const struct palette plain = { "", "", "", "", "" };
+	static const struct palette ansi = { "\033[31m", "\033[33m", "\033[36m", "\033[1m", "\033[0m" };
+	const char *no_color = getenv("NO_COLOR");
+
+	return isatty(fileno(out)) && !(no_color && *no_color) ? ansi : plain;
+}
+
+static void print_figure(const char *label, int has, double v)
+{
+	if (has)
+		printf("  %s %.4f", label, v);
+	else
+		printf("  %s -", label);
+}
+
+static void print_human(const struct fg_inspect *r)
+{
+	struct palette p = palette_for(stdout);
+	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head] : NULL;
+	size_t errors = 0;
+
+	printf("%s%s%s  family %s, %s norms, %s layout%s\n", p.bold, r->ckpt->source, p.reset,
+	       r->family->id, fg_norm_style_name(r->family->norm_style), r->layout, r->moe ? ", MoE" : "");
+	printf("mtp: %s", r->location);
+	if (head)
+		printf(", %s, %zu tensors%s", fg_head_scheme_name(r->scheme) ? fg_head_scheme_name(r->scheme) : "sidecar",
+		       head->n_tensors, head->n_quantized ? ", quantized" : "");
+	if (r->ckpt->sidecar >= 0)
+		printf(", sidecar %s", r->ckpt->files[r->ckpt->sidecar].name);
+	if (r->declared_mtp >= 0)
+		printf(", config declares %d", r->declared_mtp);
+	printf("\n\nsets\n");
+	for (size_t i = 0; i < r->n_sets; i++) {
+		const struct fg_decision *d = &r->decisions[i];
+
+		printf("  %-14s %-15s %6zu tensors %4zu norms", r->sets[i].name, fg_conv_name(d->conv),
+		       r->sets[i].n_tensors, r->sets[i].n_norms);
+		print_figure("qk_max", d->has_qk, d->qk_max);
+		print_figure("low_min", d->has_low, d->low_min);
+		if (i == 0 && d->probe)
+			printf("  probe %s %.4f", d->probe->t->name, d->probe->st.mean);
+		printf("\n");
+	}
+	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
+	for (size_t i = 0; i < r->n_runtimes; i++) {
+		const struct fg_rt_result *rt = &r->runtimes[i];
+		const char *col = strcmp(rt->outcome, "ok") == 0 ? "" :
+				  strcmp(rt->outcome, "degraded") == 0 ? p.warning : p.error;
+
+		printf("%c %-13s %-15s %-15s %s%-9s%s", rt->targeted ? '*' : ' ', rt->rt->id, rt->trunk,
+		       rt->head, col, rt->outcome, p.reset);
+		if (rt->has_probe)
+			printf(" %11.4f", rt->trunk_probe_after);
+		else
+			printf(" %11s", "-");
+		printf("  %s\n", rt->trunk_shift ? rt->shift_reason : "-");
+	}
+	printf("  (* targeted)\n\nverdicts\n");
+	if (!r->verdicts.n)
+		printf("  none\n");
+	for (size_t i = 0; i < r->verdicts.n; i++) {
+		const struct fg_verdict *v = &r->verdicts.v[i];
+		enum fg_severity s = v->code->severity;
+		const char *col = s == FG_SEV_ERROR ? p.error : s == FG_SEV_WARNING ? p.warning : p.info;
+
+		errors += s == FG_SEV_ERROR;
+		printf("  %s%-7s %s%s", col, fg_severity_name(s), v->code->code, p.reset);
+		if (v->set[0])
+			printf(" [%s]", v->set);
+		printf(": %s", v->detail);
+		for (size_t k = 0; k < v->n_runtimes; k++)
+			printf("%s%s", k ? ", " : " (", v->runtimes[k]);
+		printf("%s\n", v->n_runtimes ? ")" : "");
+	}
+	if (r->ok)
+		printf("\n%sok%s: no error verdict for the targeted runtimes\n", p.bold, p.reset);
+	else
+		printf("\n%sNOT OK%s: %zu error verdict(s): do not ship\n", p.error, p.reset, errors);
+}
+
+static int run_inspect(int argc, char **argv)
+{
+	const char *runtimes[MAX_RUNTIME_ARGS];
+	struct fg_inspect *r = NULL;
+	struct fg_err err = { 0, "" };
+	const char *source = NULL;
+	size_t n_runtimes = 0;
+	int json = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (fg_cli_is_help(argv[i])) {
+			fputs(fg_cmd_inspect.usage, stdout);
+			return FG_EXIT_OK;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+		} else if (strcmp(argv[i], "--runtime") == 0 || strncmp(argv[i], "--runtime=", 10) == 0) {
+			const char *id = argv[i][9] == '=' ? argv[i] + 10 : (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!id || !*id)
+				return fg_cli_usage_error(&fg_cmd_inspect, "--runtime needs an ID");
+			if (n_runtimes == MAX_RUNTIME_ARGS)
+				return fg_cli_usage_error(&fg_cmd_inspect, "too many --runtime options");
+			runtimes[n_runtimes++] = id;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return fg_cli_usage_error(&fg_cmd_inspect, "unknown option '%s'", argv[i]);
+		} else if (source) {
+			return fg_cli_usage_error(&fg_cmd_inspect, "one SOURCE only (got '%s' and '%s')",
+						  source, argv[i]);
+		} else {
+			source = argv[i];
+		}
+	}
+	if (!source)
+		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
+	rc = fg_inspect_run(&r, source, runtimes, n_runtimes, &err);
+	if (rc == FG_EUSAGE)
+		return fg_cli_usage_error(&fg_cmd_inspect, "%s", err.msg);
+	if (rc)
+		return fg_cli_fail(&err);
+	if (json) {
+		cJSON *doc = fg_inspect_json(r);
+		char *text = doc ? cJSON_Print(doc) : NULL;
+
+		cJSON_Delete(doc);
+		if (!text) {
+			fg_inspect_free(r);
+			fprintf(stderr, "forged: error: out of memory printing the report\n");
+			return FG_EXIT_INTERNAL;
+		}
+		puts(text);
+		free(text);
+	} else {
+		print_human(r);
+	}
+	rc = r->ok ? FG_EXIT_OK : FG_EXIT_VERDICT;
+	fg_inspect_free(r);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "forged: error: writing output failed\n");
+		return FG_EXIT_INTERNAL;
+	}
+	return rc;
+}
