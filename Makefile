@@ -28,7 +28,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
 	$(SANFLAGS) -I. -MMD -MP
-LDLIBS  := -lcjson -lm -lpthread
+LDLIBS  := -lcjson -lzstd -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*.c)

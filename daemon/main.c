@@ -9,6 +9,7 @@
 #include <string.h>
 
 static const struct fg_cmd *const commands[] = {
+	&fg_cmd_forge,
 	&fg_cmd_inspect,
 	&fg_cmd_tensors,
 	&fg_cmd_verdict,

@@ -57,6 +57,8 @@ int fg_err_exit_code(int code)
 	switch (code) {
 	case FG_OK:
 		return 0;
+	case FG_EVERDICT:
+		return 1;
 	case FG_EUSAGE:
 	case FG_EINPUT:
 	case FG_EIO:
@@ -79,6 +81,8 @@ const char *fg_err_kind(int code)
 		return "io";
 	case FG_ENOMEM:
 		return "memory";
+	case FG_EVERDICT:
+		return "verdict";
 	default:
 		return "internal";
 	}

@@ -18,6 +18,7 @@ enum fg_errcode {
 	FG_EIO = -3,       /* a file could not be opened, read or written (exit 2) */
 	FG_ENOMEM = -4,    /* out of memory (exit 3) */
 	FG_EINTERNAL = -5, /* a bug or an impossible state (exit 3) */
+	FG_EVERDICT = -6,  /* input is well-formed but an error verdict refuses it (exit 1) */
 };
 
 #define FG_ERR_MSG_MAX 512

@@ -70,7 +70,7 @@ static enum fg_head_scheme choose_scheme(const struct fg_inspect *r)
 	return FG_SCHEME_NONE;
 }
 
-static int is_head_tensor(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name)
+int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name)
 {
 	if (is_sidecar_only(f))
 		return 1;
@@ -94,7 +94,7 @@ static void scan_structure(struct fg_inspect *r)
 
 			if (strstr(t->name, "mtp."))
 				ff->mtp_keys++;
-			if (is_head_tensor(r, f, t->name))
+			if (fg_inspect_is_head(r, f, t->name))
 				ff->head_tensors++;
 			if (is_sidecar_only(f))
 				continue;
@@ -152,7 +152,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			continue;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
-			int head = is_head_tensor(r, f, t->name);
+			int head = fg_inspect_is_head(r, f, t->name);
 
 			rc = fg_tset_add(&r->sets[head ? embedded : trunk], t, f->name, err);
 			if (rc)
@@ -172,7 +172,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			snprintf(name, sizeof(name), "sidecar:%.50s", f->name);
 		s = new_set(r, name, FG_ROLE_SIDECAR_HEAD, f->name);
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
-			if (!is_head_tensor(r, f, f->st->tensors[k].name))
+			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
 				continue;
 			rc = fg_tset_add(&r->sets[s], &f->st->tensors[k], f->name, err);
 			if (rc)

@@ -73,6 +73,9 @@ void fg_inspect_free(struct fg_inspect *r);
 /* The forged.inspect.v1 document; caller frees with cJSON_Delete. NULL on ENOMEM. */
 cJSON *fg_inspect_json(const struct fg_inspect *r);
 
+/* 1 when name, held by file f of r's checkpoint, belongs to the MTP head. */
+int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name);
+
 /* The set called name, or NULL. */
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
 				     const struct fg_decision **decision);

@@ -1,0 +1,462 @@
+/*
+ * extract.c: plans and materializes an MTP sidecar (extract.h).
+ *
+ * The plan is built from the inspect report, so the head's convention is the
+ * one decided for its whole set (never per tensor) and the expert layout is
+ * the one decided from shapes.  Materialization converts through F32 where
+ * values change and copies bytes where they do not.
+ */
+#include "forge/extract.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FP8_BLOCK 128
+#define ROW_CHUNK 4096
+
+/* Families whose head names lose their container prefixes (-> mtp.*). */
+static const char *const strip_families[] = { "qwen3_5", "qwen3_next" };
+
+static const char *const mlx_targets[] = {
+	"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12",
+};
+
+int fg_target_is_mlx(const char *runtime)
+{
+	for (size_t i = 0; i < sizeof(mlx_targets) / sizeof(mlx_targets[0]); i++)
+		if (strcmp(runtime, mlx_targets[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int strips_names(const struct fg_family *fam)
+{
+	for (size_t i = 0; i < sizeof(strip_families) / sizeof(strip_families[0]); i++)
+		if (strcmp(fam->id, strip_families[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+uint64_t fg_head_out_bytes(const struct fg_head_out *o)
+{
+	uint64_t n = 0;
+
+	fg_shape_nelem(o->shape, o->rank, &n);
+	return n * fg_dtype_size(o->dtype);
+}
+
+static struct fg_head_out *plan_add(struct fg_head_plan *plan, const char *name, struct fg_err *err)
+{
+	struct fg_head_out *o;
+
+	if (plan->n == plan->cap) {
+		size_t ncap = plan->cap ? plan->cap * 2 : 64;
+		struct fg_head_out *nt = realloc(plan->t, ncap * sizeof(*nt));
+
+		if (!nt) {
+			fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+			return NULL;
+		}
+		plan->t = nt;
+		plan->cap = ncap;
+	}
+	o = &plan->t[plan->n++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	return o;
+}
+
+void fg_head_plan_release(struct fg_head_plan *plan)
+{
+	for (size_t i = 0; plan && i < plan->n; i++) {
+		free(plan->t[i].srcs);
+		free(plan->t[i].scale_invs);
+	}
+	if (plan) {
+		free(plan->t);
+		memset(plan, 0, sizeof(*plan));
+	}
+}
+
+/* The output name of a source name under the family's naming rule. */
+static void out_name(const struct fg_inspect *r, const char *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", strips_names(r->family) ? fg_name_strip(src) : src);
+}
+
+static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
+{
+	for (size_t i = 0; i < set->n_tensors; i++)
+		if (strcmp(set->tensors[i]->name, name) == 0)
+			return set->tensors[i];
+	return NULL;
+}
+
+/* The *_scale_inv companion of an FP8 tensor; FG_EINPUT when missing or malformed. */
+static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
+		      const struct fg_tensor **out, struct fg_err *err)
+{
+	char name[320];
+	const struct fg_tensor *s;
+	uint64_t rows, cols;
+
+	snprintf(name, sizeof(name), "%s_scale_inv", t->name);
+	s = find_in_set(set, name);
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s' has no '%s' block scales", t->name, name);
+	if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
+		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
+				  t->name);
+	rows = (t->shape[0] + FP8_BLOCK - 1) / FP8_BLOCK;
+	cols = (t->shape[1] + FP8_BLOCK - 1) / FP8_BLOCK;
+	if (s->shape[0] != rows || s->shape[1] != cols)
+		return fg_err_set(err, FG_EINPUT,
+				  "'%s' is [%llu,%llu], the 128x128 blocks of '%s' need [%llu,%llu]",
+				  name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
+				  t->name, (unsigned long long)rows, (unsigned long long)cols);
+	*out = s;
+	return 0;
+}
+
+/* The output dtype of a weight: FP8 becomes BF16. */
+static enum fg_dtype widened(enum fg_dtype dt)
+{
+	return dt == FG_DT_F8_E4M3 || dt == FG_DT_F8_E5M2 ? FG_DT_BF16 : dt;
+}
+
+/* Does name belong to one of the expert blocks being restacked? */
+static const struct fg_expert_block *block_of(const char *name, const struct fg_expert_block *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(name, b[i].prefix, strlen(b[i].prefix)) == 0)
+			return &b[i];
+	return NULL;
+}
+
+/* "...mlp.experts." -> "...mlp.switch_mlp.PROJ.weight" under the naming rule. */
+static void switch_name(const struct fg_inspect *r, const struct fg_expert_block *b, const char *proj,
+			char *buf, size_t len)
+{
+	char src[300];
+	size_t plen = strlen(b->prefix) - strlen("experts.");
+
+	snprintf(src, sizeof(src), "%.*sswitch_mlp.%s.weight", (int)plen, b->prefix, proj);
+	out_name(r, src, buf, len);
+}
+
+static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
+			 const struct fg_expert_block *b, struct fg_head_plan *plan, struct fg_err *err)
+{
+	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+	uint64_t experts = b->n_numbered / 3;
+
+	for (size_t p = 0; p < 3; p++) {
+		char name[256], src_name[320];
+		struct fg_head_out *o;
+
+		switch_name(r, b, projs[p], name, sizeof(name));
+		o = plan_add(plan, name, err);
+		if (!o)
+			return FG_ENOMEM;
+		o->op = FG_HEAD_STACK;
+		o->srcs = calloc(experts, sizeof(*o->srcs));
+		o->scale_invs = calloc(experts, sizeof(*o->scale_invs));
+		if (!o->srcs || !o->scale_invs)
+			return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
+		o->n_srcs = experts;
+		for (uint64_t e = 0; e < experts; e++) {
+			const struct fg_tensor *t;
+
+			snprintf(src_name, sizeof(src_name), "%s%llu.%s.weight", b->prefix,
+				 (unsigned long long)e, projs[p]);
+			t = find_in_set(set, src_name);
+			if (!t)
+				return fg_err_set(err, FG_EVERDICT,
+						  "expert_layout_ambiguous: '%s' is missing (experts are never dropped)",
+						  src_name);
+			if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
+						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
+				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
+						  src_name);
+			if (t->dtype == FG_DT_F8_E4M3 && fp8_scales(set, t, &o->scale_invs[e], err))
+				return err->code;
+			o->srcs[e] = t;
+		}
+		o->dtype = widened(o->srcs[0]->dtype);
+		o->rank = 3;
+		o->shape[0] = experts;
+		o->shape[1] = o->srcs[0]->shape[0];
+		o->shape[2] = o->srcs[0]->shape[1];
+		o->changed = 1;
+	}
+	return 0;
+}
+
+static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *b,
+		      struct fg_head_plan *plan, struct fg_err *err)
+{
+	int bmm = b->layout == FG_EXPERTS_FUSED_BMM;
+	uint64_t E = b->gate_up->shape[0];
+	uint64_t two_i = bmm ? b->gate_up->shape[2] : b->gate_up->shape[1];
+	uint64_t h = bmm ? b->gate_up->shape[1] : b->gate_up->shape[2];
+	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+
+	if (!fg_dtype_is_float(b->gate_up->dtype) || b->gate_up->dtype == FG_DT_F8_E4M3 ||
+	    b->gate_up->dtype != b->down->dtype)
+		return fg_err_set(err, FG_EINPUT, "fused experts '%s': dtype %s is not supported",
+				  b->gate_up->name, fg_dtype_name(b->gate_up->dtype));
+	for (int p = 0; p < 3; p++) {
+		char name[256];
+		struct fg_head_out *o;
+
+		switch_name(r, b, projs[p], name, sizeof(name));
+		o = plan_add(plan, name, err);
+		if (!o)
+			return FG_ENOMEM;
+		o->dtype = b->gate_up->dtype;
+		o->rank = 3;
+		o->shape[0] = E;
+		o->changed = 1;
+		if (p < 2) {
+			o->op = bmm ? FG_HEAD_SPLIT_T : FG_HEAD_SPLIT;
+			o->src = b->gate_up;
+			o->half = p;
+			o->shape[1] = two_i / 2;
+			o->shape[2] = h;
+		} else {
+			o->op = bmm ? FG_HEAD_TRANSPOSE : FG_HEAD_VIEW;
+			o->src = b->down;
+			o->shape[1] = h;
+			o->shape[2] = two_i / 2;
+			o->changed = bmm;
+		}
+	}
+	return 0;
+}
+
+/* The convention the target loads norms in, for the family's style. */
+static enum fg_convention target_convention(const struct fg_inspect *r, const char *target)
+{
+	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
+		return FG_CONV_PLAIN;
+	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+}
+
+static int refuse_convention(const struct fg_tset *set, const struct fg_decision *d, struct fg_err *err)
+{
+	switch (d->conv) {
+	case FG_CONV_DOUBLE_SHIFTED:
+		return fg_err_set(err, FG_EVERDICT, "head_double_shifted: head set '%s' q/k max %.4f is above %.1f",
+				  set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
+	case FG_CONV_MIXED:
+		return fg_err_set(err, FG_EVERDICT,
+				  "mixed_convention: head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
+				  set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
+	case FG_CONV_NO_EVIDENCE:
+	case FG_CONV_EMPTY:
+		return fg_err_set(err, FG_EVERDICT,
+				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
+				  set->name);
+	default:
+		return 0;
+	}
+}
+
+static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
+		       struct fg_head_plan *plan, struct fg_err *err)
+{
+	char name[256];
+	struct fg_head_out *o;
+	int shift = plan->source_conv != plan->target_conv &&
+		    (plan->target_conv == FG_CONV_ABSOLUTE || plan->target_conv == FG_CONV_DELTA) &&
+		    fg_norm_classify(t->name) != FG_NORM_NONE && fg_norm_zero_centred(t->name);
+
+	out_name(r, t->name, name, sizeof(name));
+	o = plan_add(plan, name, err);
+	if (!o)
+		return FG_ENOMEM;
+	o->src = t;
+	o->rank = t->rank;
+	memcpy(o->shape, t->shape, sizeof(o->shape));
+	o->dtype = t->dtype;
+	o->op = FG_HEAD_VIEW;
+	if (t->dtype == FG_DT_F8_E4M3) {
+		o->op = FG_HEAD_FP8;
+		o->dtype = FG_DT_BF16;
+		o->changed = 1;
+		return fp8_scales(set, t, &o->scale_inv, err);
+	}
+	if (shift) {
+		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))
+			return fg_err_set(err, FG_EINPUT, "norm '%s' is not a 1-D float vector", t->name);
+		o->op = FG_HEAD_SHIFT;
+		o->dtype = FG_DT_F32;
+		o->shift = plan->target_conv == FG_CONV_ABSOLUTE ? 1.0f : -1.0f;
+		o->changed = 1;
+		plan->n_shifted++;
+	}
+	return 0;
+}
+
+int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_head_plan *plan,
+		    struct fg_err *err)
+{
+	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
+	struct fg_expert_dims dims;
+	const struct fg_tset *set;
+	const struct fg_decision *d;
+	size_t n_blocks;
+	int restack, rc = 0;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->target = target;
+	if (r->primary_head < 0 || r->sets[r->primary_head].n_tensors == 0)
+		return fg_err_set(err, FG_EINPUT, "%s: no MTP head (no mtp.*, appended layer or mtp_layers tensors)",
+				  r->ckpt->source);
+	set = &r->sets[r->primary_head];
+	d = &r->decisions[r->primary_head];
+	plan->source_conv = d->conv;
+	plan->target_conv = target_convention(r, target);
+	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && (rc = refuse_convention(set, d, err)))
+		return rc;
+	fg_experts_dims(r->ckpt->config, &dims);
+	n_blocks = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
+	for (size_t i = 0; i < n_blocks; i++) {
+		if (blocks[i].layout == FG_EXPERTS_AMBIGUOUS || blocks[i].layout == FG_EXPERTS_INVALID)
+			return fg_err_set(err, FG_EVERDICT, "expert_layout_ambiguous: %s*: %s",
+					  blocks[i].prefix, blocks[i].why);
+		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
+			 fg_expert_layout_name(blocks[i].layout));
+	}
+	restack = fg_target_is_mlx(target) && n_blocks;
+	for (size_t i = 0; i < set->n_tensors; i++) {
+		const struct fg_tensor *t = set->tensors[i];
+		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;
+
+		if (ends_with(t->name, "_scale_inv"))
+			continue; /* consumed with its FP8 weight */
+		if (b) {
+			/* A block is planned once, where its first tensor appears. */
+			int first = b->gate_up ? t == b->gate_up : strstr(t->name + strlen(b->prefix), ".gate_proj.weight") &&
+				    strncmp(t->name + strlen(b->prefix), "0.", 2) == 0;
+
+			if (first)
+				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, set, b, plan, err)
+								      : plan_fused(r, b, plan, err);
+		} else {
+			rc = plan_tensor(r, set, t, plan, err);
+		}
+		if (rc)
+			break;
+	}
+	if (rc)
+		fg_head_plan_release(plan);
+	return rc;
+}
+
+/* ---- materialization ---- */
+
+static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out)
+{
+	uint64_t rows = t->shape[0], cols = t->shape[1];
+	float in[ROW_CHUNK], res[ROW_CHUNK];
+
+	for (uint64_t r = 0; r < rows; r++) {
+		for (uint64_t c0 = 0; c0 < cols; c0 += ROW_CHUNK) {
+			size_t n = cols - c0 < ROW_CHUNK ? (size_t)(cols - c0) : ROW_CHUNK;
+
+			fg_dtype_to_f32(t->dtype, t->data + r * cols + c0, in, n);
+			for (size_t k = 0; k < n; k++) {
+				uint64_t si = (r / FP8_BLOCK) * scale_inv->shape[1] + (c0 + k) / FP8_BLOCK;
+
+				res[k] = in[k] * (float)fg_dtype_load_f64(scale_inv->dtype, scale_inv->data, si);
+			}
+			fg_dtype_from_f32(FG_DT_BF16, res, out + 2 * (r * cols + c0), n);
+		}
+	}
+	return 0;
+}
+
+static void shift_norm(const struct fg_tensor *t, float shift, uint8_t *out)
+{
+	float buf[ROW_CHUNK];
+
+	for (uint64_t i = 0; i < t->nelem; i += ROW_CHUNK) {
+		size_t n = t->nelem - i < ROW_CHUNK ? (size_t)(t->nelem - i) : ROW_CHUNK;
+
+		fg_dtype_to_f32(t->dtype, t->data + i * fg_dtype_size(t->dtype), buf, n);
+		for (size_t k = 0; k < n; k++)
+			buf[k] = buf[k] + shift; /* F32 arithmetic: BF16 would lose offsets below 2^-8 */
+		memcpy(out + i * 4, buf, n * 4);
+	}
+}
+
+/* out[e][i][j] = src[e][j][col0 + i] for i < ni, j < nj: a per-expert transpose. */
+static void transpose_experts(const uint8_t *src, uint64_t experts, uint64_t src_rows, uint64_t src_cols,
+			      uint64_t col0, uint64_t ni, size_t es, uint8_t *out)
+{
+	for (uint64_t e = 0; e < experts; e++) {
+		const uint8_t *s = src + e * src_rows * src_cols * es;
+		uint8_t *d = out + e * ni * src_rows * es;
+
+		for (uint64_t i = 0; i < ni; i++)
+			for (uint64_t j = 0; j < src_rows; j++)
+				memcpy(d + (i * src_rows + j) * es, s + (j * src_cols + col0 + i) * es, es);
+	}
+}
+
+int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			struct fg_err *err)
+{
+	const struct fg_tensor *t = o->src;
+	size_t es = fg_dtype_size(o->dtype);
+
+	(void)plan;
+	switch (o->op) {
+	case FG_HEAD_VIEW:
+		memcpy(buf, t->data, (size_t)fg_tensor_bytes(t));
+		return 0;
+	case FG_HEAD_SHIFT:
+		shift_norm(t, o->shift, buf);
+		return 0;
+	case FG_HEAD_FP8:
+		return fp8_dequant(t, o->scale_inv, buf);
+	case FG_HEAD_STACK: {
+		uint64_t piece = o->shape[1] * o->shape[2] * es;
+
+		for (size_t e = 0; e < o->n_srcs; e++) {
+			if (o->scale_invs[e])
+				fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece);
+			else
+				memcpy(buf + e * piece, o->srcs[e]->data, (size_t)piece);
+		}
+		return 0;
+	}
+	case FG_HEAD_SPLIT: {
+		uint64_t rows = o->shape[1], cols = o->shape[2];
+
+		for (uint64_t e = 0; e < o->shape[0]; e++)
+			memcpy(buf + e * rows * cols * es,
+			       t->data + (e * 2 * rows + (uint64_t)o->half * rows) * cols * es, (size_t)(rows * cols * es));
+		return 0;
+	}
+	case FG_HEAD_SPLIT_T:
+		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2],
+				  (uint64_t)o->half * o->shape[1], o->shape[1], es, buf);
+		return 0;
+	case FG_HEAD_TRANSPOSE:
+		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2], 0, t->shape[2], es, buf);
+		return 0;
+	case FG_HEAD_QUANT:
+		break;
+	}
+	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
+}
