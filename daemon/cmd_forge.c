@@ -5,6 +5,7 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,21 @@ const struct fg_cmd fg_cmd_forge = {
 	.run = run_forge,
 };
 
-static void show_progress(void *ctx, const char *stage, double fraction)
+/*
+ * Progress on a TTY.  FORGED_FAULT_STAGE=STAGE kills the process with SIGKILL
+ * when STAGE begins: the crash tests use it to prove that an interrupted forge
+ * leaves nothing at the destination.
+ */
+static void on_progress(void *ctx, const char *stage, double fraction)
 {
+	const char *fault = getenv("FORGED_FAULT_STAGE");
+
 	(void)ctx;
-	fprintf(stderr, "\rforge: %-10s %3d%%%s", stage, (int)(fraction * 100.0), fraction >= 1.0 ? "\n" : "");
+	if (fault && strcmp(fault, stage) == 0)
+		raise(SIGKILL);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "\rforge: %-10s %3d%%%s", stage, (int)(fraction * 100.0),
+			fraction >= 1.0 ? "\n" : "");
 }
 
 /* The value of --name VALUE or --name=VALUE at argv[*i], or NULL when argv[*i] is not --name. */
@@ -96,8 +108,7 @@ static int run_forge(int argc, char **argv)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing SOURCE");
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
-	if (isatty(STDERR_FILENO))
-		o.progress = show_progress;
+	o.progress = on_progress;
 	rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_EUSAGE) {
 		fg_forge_result_release(&res);

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `forged forge` per family and per incident: the sidecar's values checked by
+# numpy (check_forge.py), the artifact inspected for its target, refusals with
+# their exit codes, and atomicity (a killed forge leaves nothing; a rerun works).
+set -u
+. "$(dirname "$0")/lib.sh"
+here=$(dirname "$0")
+NUMPY_PY=${NUMPY_PY:-/usr/bin/python3}
+
+# forge NAME OUT [ARGS...]: exit code in $RC, JSON in $TMP/OUT.json
+forge() {
+	local name=$1 out=$2; shift 2
+	RC=0
+	"$FORGED" forge "$FIXTURES/$name" --out "$TMP/$out" --json "$@" >"$TMP/$out.json" 2>"$TMP/$out.err" || RC=$?
+}
+numpy_check() { # numpy_check DESC MODE SRC ART
+	if out=$("$NUMPY_PY" "$here/check_forge.py" "$2" "$3" "$4" 2>&1); then ok; else bad "$1: $out"; fi
+}
+inspect_clean() { # inspect_clean DESC ART TARGET
+	local rc=0
+	"$FORGED" inspect "$2" --runtime "$3" --json >"$TMP/insp.json" 2>&1 || rc=$?
+	check "$1: artifact inspects clean for $3 (exit $rc)" [ "$rc" -eq 0 ]
+}
+
+# Raw Hugging Face Qwen3.5: absolute F32 norms = 1 + offsets, exactly.
+forge qwen35_hf hf_mtplx --target mtplx-2.12
+check "raw HF -> mtplx: exit 0" [ "$RC" -eq 0 ]
+check "raw HF -> mtplx: 7 shifted" [ "$(jq '.shifted_tensors|length' "$TMP/hf_mtplx.json")" = 7 ]
+check "raw HF -> mtplx: ok" [ "$(jq .ok "$TMP/hf_mtplx.json")" = true ]
+check "raw HF -> mtplx: fingerprint" [ "$(jq -r '.fingerprint|length' "$TMP/hf_mtplx.json")" = 64 ]
+numpy_check "raw HF -> mtplx" shift "$FIXTURES/qwen35_hf" "$TMP/hf_mtplx"
+inspect_clean "raw HF -> mtplx" "$TMP/hf_mtplx" mtplx-2.12
+check "raw HF -> mtplx: sidecar set absolute" \
+	[ "$(jq -r '.sets[]|select(.name=="mtp").convention' "$TMP/insp.json")" = absolute ]
+check "raw HF -> mtplx: shard without head is hard-linked" \
+	[ "$(stat -c %i "$TMP/hf_mtplx/model-00001-of-00002.safetensors")" = "$(stat -c %i "$FIXTURES/qwen35_hf/model-00001-of-00002.safetensors")" ]
+check "raw HF -> mtplx: shard with head is rewritten" \
+	[ "$(stat -c %i "$TMP/hf_mtplx/model-00002-of-00002.safetensors")" != "$(stat -c %i "$FIXTURES/qwen35_hf/model-00002-of-00002.safetensors")" ]
+blob=$(jq -r '.originals[0].blob' "$TMP/hf_mtplx/forged.json")
+want=$(jq -r '.originals[0].sha256' "$TMP/hf_mtplx/forged.json")
+check "originals: zstd blob decompresses to the recorded bytes" \
+	[ "$(zstd -dc "$TMP/hf_mtplx/$blob" | sha256sum | cut -d' ' -f1)" = "$want" ]
+
+# Raw HF kept delta for a Hugging Face target: nothing shifted.
+forge qwen35_hf hf_hf --target hf
+check "raw HF -> hf: exit 0" [ "$RC" -eq 0 ]
+check "raw HF -> hf: no shift" [ "$(jq '.shifted_tensors|length' "$TMP/hf_hf.json")" = 0 ]
+check "raw HF -> hf: delta encoding declared" [ "$(jq -r .mtp_norm_encoding "$TMP/hf_hf/config.json")" = delta ]
+
+# Incident 1: an MLX artifact with embedded absolute head keys.
+forge qwen35_mlx_embedded embedded
+check "306 artifact: exit 0" [ "$RC" -eq 0 ]
+check "306 artifact: 29 keys removed" [ "$(jq '.removed_from_backbone|length' "$TMP/embedded.json")" = 29 ]
+numpy_check "306 artifact: norms untouched" same "$FIXTURES/qwen35_mlx_embedded" "$TMP/embedded"
+inspect_clean "306 artifact" "$TMP/embedded" mlx-lm-0.31
+inspect_clean "306 artifact" "$TMP/embedded" mtplx-2.12
+forge qwen35_mlx_stray_shard stray
+check "stray shard: exit 0" [ "$RC" -eq 0 ]
+inspect_clean "stray shard" "$TMP/stray" mlx-lm-0.31
+
+# An absolute source is never shifted again.
+forge qwen35_mlx_sidecar absolute
+check "absolute source: exit 0" [ "$RC" -eq 0 ]
+numpy_check "absolute source" same "$FIXTURES/qwen35_mlx_sidecar" "$TMP/absolute"
+
+# Incident 3: a raw delta sidecar gets healed into an absolute one.
+forge qwen35_mlx_raw_head rawhead
+check "176 raw head: exit 0" [ "$RC" -eq 0 ]
+check "176 raw head: shifted" [ "$(jq '.shifted_tensors|length' "$TMP/rawhead.json")" = 7 ]
+inspect_clean "176 raw head" "$TMP/rawhead" mtplx-2.11
+
+# Plain families: heads extracted, norms unchanged, source names kept.
+for name in glm45 glm47_flash deepseek_v32 mimo mimo_v2; do
+	forge "$name" "plain_$name" --target mtplx-2.12
+	check "$name: exit 0 ($(head -c 200 "$TMP/plain_$name.err"))" [ "$RC" -eq 0 ]
+	check "$name: nothing shifted" [ "$(jq '.shifted_tensors|length' "$TMP/plain_$name.json")" = 0 ]
+	numpy_check "$name" same "$FIXTURES/$name" "$TMP/plain_$name"
+done
+forge deepseek_v3_fp8 fp8 --target hf
+check "deepseek fp8: exit 0 ($(head -c 200 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
+numpy_check "deepseek fp8" fp8 "$FIXTURES/deepseek_v3_fp8" "$TMP/fp8"
+
+# MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.
+for layout in numbered fused_linear fused_bmm; do
+	forge "qwen35_moe_hf_$layout" "moe_$layout" --target mtplx-2.12
+	check "moe $layout: exit 0 ($(head -c 200 "$TMP/moe_$layout.err"))" [ "$RC" -eq 0 ]
+	numpy_check "moe $layout" experts "$FIXTURES/qwen35_moe_hf_numbered" "$TMP/moe_$layout"
+done
+check "moe: fused-linear sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_linear/mtp.safetensors"
+check "moe: fused-bmm sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_bmm/mtp.safetensors"
+
+# Refusals: a verdict exits 1, bad input 2, and nothing is written either way.
+forge qwen35_mlx_head_shifted refused1
+check "301 head: exit 1" [ "$RC" -eq 1 ]
+check "301 head: names head_double_shifted" grep -q head_double_shifted "$TMP/refused1.err"
+check "301 head: nothing written" [ ! -e "$TMP/refused1" ]
+forge qwen35_mlx_mixed_head refused2
+check "mixed head: exit 1, mixed_convention" [ "$RC" -eq 1 ]
+check "mixed head: message" grep -q mixed_convention "$TMP/refused2.err"
+forge qwen35_moe_hf_ambiguous refused3
+check "ambiguous experts: exit 1" [ "$RC" -eq 1 ]
+check "ambiguous experts: message" grep -q expert_layout_ambiguous "$TMP/refused3.err"
+forge qwen35_mlx_no_head_declared refused4
+check "no head: exit 2" [ "$RC" -eq 2 ]
+check "no head: message" grep -q "no MTP head" "$TMP/refused4.err"
+forge qwen35_hf refused5 --backbone "$FIXTURES/glm45"
+check "backbone of another family: exit 2" [ "$RC" -eq 2 ]
+check "backbone of another family: message" grep -q "family glm4_moe" "$TMP/refused5.err"
+forge qwen35_hf hf_mtplx
+check "existing out without --force: exit 2" [ "$RC" -eq 2 ]
+check "existing out: message" grep -q "already exists" "$TMP/hf_mtplx.err"
+forge qwen35_hf refused6 --quant affine:7:64
+check "bad policy: exit 2" [ "$RC" -eq 2 ]
+for n in 1 2 3 4 5 6; do check "refusal $n left nothing" [ ! -e "$TMP/refused$n" ]; done
+check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
+
+# --force replaces an artifact atomically.
+forge qwen35_mlx_sidecar hf_mtplx --force
+check "--force: exit 0" [ "$RC" -eq 0 ]
+check "--force: new content" [ "$(jq '.decisions.shifted_tensors|length' "$TMP/hf_mtplx/forged.json")" = 0 ]
+
+# Crash at any stage leaves nothing at the destination; a rerun succeeds.
+for stage in backbone sidecar provenance check; do
+	rc=0
+	{ FORGED_FAULT_STAGE=$stage "$FORGED" forge "$FIXTURES/qwen35_hf" --out "$TMP/crash" >/dev/null 2>&1 || rc=$?; } 2>/dev/null
+	check "kill -9 at $stage: killed (exit $rc)" [ "$rc" -eq 137 ]
+	check "kill -9 at $stage: nothing at the destination" [ ! -e "$TMP/crash" ]
+done
+forge qwen35_hf crash
+check "rerun after crashes: exit 0" [ "$RC" -eq 0 ]
+check "rerun after crashes: stale temporaries cleaned" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
+numpy_check "rerun after crashes" shift "$FIXTURES/qwen35_hf" "$TMP/crash"
+finish
