@@ -28,17 +28,24 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
 	$(SANFLAGS) -I. -MMD -MP
-LDLIBS  := -lcjson -lzstd -lcrypto -lm -lpthread
+LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*.c)
+STORE_SRC  := $(wildcard store/*.c)
+API_SRC    := $(wildcard api/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 FORGE_OBJ  := $(FORGE_SRC:%.c=$(BUILD)/%.o)
+STORE_OBJ  := $(STORE_SRC:%.c=$(BUILD)/%.o)
+API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBFORGE   := $(BUILD)/libforge.a
+LIBSTORE   := $(BUILD)/libstore.a
+LIBAPI     := $(BUILD)/libapi.a
+LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
 
@@ -55,12 +62,29 @@ $(LIBFORGE): $(FORGE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FORGED): $(DAEMON_OBJ) $(LIBFORGE)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBFORGE) $(LDLIBS)
+$(LIBSTORE): $(STORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBFORGE)
+$(LIBAPI): $(API_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The OpenAPI document is kept in docs/ and compiled in, so the binary serves
+# exactly the document CI checks.
+$(BUILD)/gen/openapi.c: docs/openapi.json tests/embed.py
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIBFORGE) -lcmocka $(LDLIBS)
+	$(PYTHON) tests/embed.py fg_openapi_json $< $@
+
+$(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	$(CC) -std=c11 $(CFLAGS) $(SANFLAGS) -c $< -o $@
+
+$(FORGED): $(DAEMON_OBJ) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) -lcmocka $(LDLIBS)
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
@@ -110,4 +134,4 @@ check-src:
 clean:
 	rm -rf build
 
--include $(FORGE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+-include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)

@@ -62,6 +62,8 @@ int fg_err_exit_code(int code)
 	case FG_EUSAGE:
 	case FG_EINPUT:
 	case FG_EIO:
+	case FG_ENOTFOUND:
+	case FG_ECONFLICT:
 		return 2;
 	default:
 		return 3;
@@ -83,6 +85,12 @@ const char *fg_err_kind(int code)
 		return "memory";
 	case FG_EVERDICT:
 		return "verdict";
+	case FG_ENOTFOUND:
+		return "not found";
+	case FG_ECONFLICT:
+		return "conflict";
+	case FG_EBUSY:
+		return "busy";
 	default:
 		return "internal";
 	}

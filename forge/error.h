@@ -19,6 +19,9 @@ enum fg_errcode {
 	FG_ENOMEM = -4,    /* out of memory (exit 3) */
 	FG_EINTERNAL = -5, /* a bug or an impossible state (exit 3) */
 	FG_EVERDICT = -6,  /* input is well-formed but an error verdict refuses it (exit 1) */
+	FG_ENOTFOUND = -7, /* no such record (HTTP 404) */
+	FG_ECONFLICT = -8, /* an idempotency key reused with another body (HTTP 422) */
+	FG_EBUSY = -9,     /* a queue or limit is full (HTTP 503) */
 };
 
 #define FG_ERR_MSG_MAX 512

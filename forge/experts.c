@@ -147,9 +147,10 @@ size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *d
 		b = block_for(blocks, &n, max, t->name, (size_t)(rest - t->name));
 		if (!b)
 			continue;
-		if (strncmp(rest, "gate_up_proj", 12) == 0)
+		/* Exact names only: gate_up_proj_scale_inv and friends are not experts. */
+		if (strcmp(rest, "gate_up_proj") == 0 || strcmp(rest, "gate_up_proj.weight") == 0)
 			b->gate_up = t;
-		else if (strncmp(rest, "down_proj", 9) == 0)
+		else if (strcmp(rest, "down_proj") == 0 || strcmp(rest, "down_proj.weight") == 0)
 			b->down = t;
 		else if (*rest >= '0' && *rest <= '9' && strlen(rest) > 12 &&
 			 strcmp(rest + strlen(rest) - 12, "_proj.weight") == 0)

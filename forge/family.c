@@ -127,9 +127,12 @@ const struct fg_family *fg_family_detect(const cJSON *config, int *moe)
 		match_type(json_str(tc, "model_type"), &is_moe);
 	if (!fam && cJSON_IsArray(arch)) {
 		cJSON_ArrayForEach(a, arch) {
-			for (size_t i = 0; !fam && i < N_FAMILIES; i++)
-				if (cJSON_IsString(a) && list_index(families[i].architectures, a->valuestring) >= 0)
+			for (size_t i = 0; !fam && i < N_FAMILIES; i++) {
+				if (cJSON_IsString(a) && list_index(families[i].architectures, a->valuestring) >= 0) {
 					fam = &families[i];
+					is_moe |= strstr(a->valuestring, "Moe") != NULL;
+				}
+			}
 		}
 	}
 	if (!fam)

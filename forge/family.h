@@ -70,10 +70,10 @@ int fg_family_declared_mtp(const struct fg_family *fam, const cJSON *config);
 /* Evidence classes of norm tensors (domain.md section 2). */
 enum fg_norm_class {
 	FG_NORM_QK,     /* self_attn.q_norm / k_norm */
-	FG_NORM_LOW,    /* input/post-attention layernorms and the pre-fc norms */
+	FG_NORM_LOW,    /* input/post-attention layernorms and the pre-fc norms (enorm/hnorm too) */
 	FG_NORM_FINAL,  /* model.norm, mtp.norm: zero-centred but never evidence */
 	FG_NORM_NEVER,  /* linear_attn.norm: never zero-centred */
-	FG_NORM_OTHER,  /* other norms (enorm, hnorm, q_a_layernorm, ...) */
+	FG_NORM_OTHER,  /* other norms (shared_head.norm, q_a_layernorm, ...) */
 	FG_NORM_NONE,   /* not a norm */
 };
 
