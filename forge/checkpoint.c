@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,11 +304,19 @@ static int confined_relpath(const char *p)
 	return 1;
 }
 
+static int find_file(const struct fg_ckpt *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_files; i++)
+		if (strcmp(c->files[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
 static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 {
 	char *path = path_join(c->dir, "model.safetensors.index.json");
 	const cJSON *wm, *kv;
-	int rc = 0;
+	int rc = 0, last = -1;
 
 	if (!path)
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
@@ -335,8 +344,12 @@ static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 					path, kv->string, kv->valuestring);
 			goto out;
 		}
-		if (c->n_files && strcmp(c->files[c->n_files - 1].name, kv->valuestring) == 0) {
-			c->files[c->n_files - 1].in_index = 1;
+		/* Index entries repeat a few file names: stat each name once. */
+		if (last >= 0 && strcmp(c->files[last].name, kv->valuestring) == 0)
+			continue;
+		last = find_file(c, kv->valuestring);
+		if (last >= 0) {
+			c->files[last].in_index = 1;
 			continue;
 		}
 		file_path = path_join(c->dir, kv->valuestring);
@@ -353,6 +366,7 @@ static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 			goto out;
 		}
 		c->files[idx].in_index = 1;
+		last = idx;
 	}
 out:
 	free(path);
@@ -428,54 +442,49 @@ static int is_shard(const struct fg_ckpt_file *f)
 	return f->globbed || f->in_index || !f->sidecar;
 }
 
-/* Build the shard name table and compare it with the index. */
+/*
+ * Compare the index with the shard headers.  Every index entry is looked up
+ * in the file it names (O(1) per entry); when each shard then has exactly as
+ * many index entries found as it holds tensors, nothing is unlisted and no
+ * second table is needed.  Only a mismatch pays for the name -> file table
+ * that tells which tensors the index omits or misplaces.
+ */
 static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 {
-	struct name_map *m = calloc(1, sizeof(*m));
 	struct name_map idx = { 0, 0, NULL };
 	const cJSON *wm = c->index ? cJSON_GetObjectItemCaseSensitive(c->index, "weight_map") : NULL;
-	const struct fg_ckpt_file *last = NULL;
+	size_t *found = NULL, mcap = 0;
 	const cJSON *kv;
-	size_t total = 0, mcap = 0;
-	int rc = 0;
+	int last = -1, rc = 0, complete = 1;
 
-	if (!m)
-		goto nomem;
-	c->names = m;
-	for (size_t i = 0; i < c->n_files; i++)
-		total += c->files[i].st->n_tensors;
-	if (map_init(m, total) != 0)
-		goto nomem;
-	for (size_t i = 0; i < c->n_files; i++) {
-		const struct fg_ckpt_file *f = &c->files[i];
-
-		if (!is_shard(f))
-			continue;
-		for (size_t k = 0; k < f->st->n_tensors; k++)
-			map_put(m, f->st->tensors[k].name, i, NULL);
-	}
 	if (!wm)
 		return 0;
-	if (map_init(&idx, (size_t)cJSON_GetArraySize(wm)) != 0)
+	found = calloc(c->n_files ? c->n_files : 1, sizeof(*found));
+	if (!found)
 		goto nomem;
-	/* Index entries: does the named file hold the tensor? */
 	cJSON_ArrayForEach(kv, wm) {
-		map_put(&idx, kv->string, 0, kv->valuestring);
-		if (!last || strcmp(last->name, kv->valuestring) != 0) {
-			last = NULL;
-			for (size_t i = 0; i < c->n_files && !last; i++)
-				if (c->files[i].in_index && strcmp(c->files[i].name, kv->valuestring) == 0)
-					last = &c->files[i];
-		}
-		if (last && !fg_st_find(last->st, kv->string) &&
-		    add_mismatch(c, &mcap, FG_INDEX_MISSING, kv->string, last->name) != 0)
+		if (last < 0 || strcmp(c->files[last].name, kv->valuestring) != 0)
+			last = find_file(c, kv->valuestring);
+		if (last < 0)
+			continue;
+		if (fg_st_find(c->files[last].st, kv->string))
+			found[last]++;
+		else if (add_mismatch(c, &mcap, FG_INDEX_MISSING, kv->string, c->files[last].name) != 0)
 			goto nomem;
 	}
-	/* Shard tensors: does the index map each to its file? */
+	for (size_t i = 0; i < c->n_files; i++)
+		if (is_shard(&c->files[i]) && found[i] != c->files[i].st->n_tensors)
+			complete = 0;
+	if (complete)
+		goto out;
+	if (map_init(&idx, (size_t)cJSON_GetArraySize(wm)) != 0)
+		goto nomem;
+	cJSON_ArrayForEach(kv, wm)
+		map_put(&idx, kv->string, 0, kv->valuestring);
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
 
-		if (!is_shard(f))
+		if (!is_shard(f) || found[i] == f->st->n_tensors)
 			continue;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const char *name = f->st->tensors[k].name;
@@ -493,19 +502,103 @@ static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 nomem:
 	rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory cross-checking the index", c->source);
 out:
+	free(found);
 	map_release(&idx);
 	return rc;
 }
 
-static int open_all(struct fg_ckpt *c, struct fg_err *err)
-{
-	for (size_t i = 0; i < c->n_files; i++) {
-		int rc = fg_st_open(&c->files[i].st, c->files[i].path, err);
+/*
+ * Files are opened by a few threads: parsing a 100,000-tensor checkpoint's
+ * headers is most of an inspection's time, and headers are independent.  The
+ * globbed shards start opening while the calling thread parses the index.
+ * Workers see only the pool's own arrays, never c->files, which the index
+ * may grow meanwhile.
+ */
+#define OPEN_THREADS_MAX 8
 
-		if (rc)
-			return fg_err_prefix(err, rc, "checkpoint '%s': ", c->source);
+struct open_pool {
+	size_t n;
+	const char **paths;
+	struct fg_st_file **st;
+	int *rc;
+	struct fg_err *errs;
+	size_t next;             /* next file to open, taken under lock */
+	pthread_mutex_t lock;
+	pthread_t tids[OPEN_THREADS_MAX];
+	size_t started;
+};
+
+static void *open_worker(void *arg)
+{
+	struct open_pool *p = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i >= p->n)
+			return NULL;
+		p->rc[i] = fg_st_open(&p->st[i], p->paths[i], &p->errs[i]);
 	}
+}
+
+/* Start opening files [from, c->n_files) on n_threads threads. */
+static int pool_start(struct open_pool *p, const struct fg_ckpt *c, size_t from, size_t n_threads)
+{
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	p->n = c->n_files - from;
+	p->paths = calloc(p->n ? p->n : 1, sizeof(*p->paths));
+	p->st = calloc(p->n ? p->n : 1, sizeof(*p->st));
+	p->rc = calloc(p->n ? p->n : 1, sizeof(*p->rc));
+	p->errs = calloc(p->n ? p->n : 1, sizeof(*p->errs));
+	if (!p->paths || !p->st || !p->rc || !p->errs)
+		return -1;
+	for (size_t i = 0; i < p->n; i++)
+		p->paths[i] = c->files[from + i].path;
+	if (n_threads > OPEN_THREADS_MAX)
+		n_threads = OPEN_THREADS_MAX;
+	if (n_threads > p->n)
+		n_threads = p->n;
+	for (size_t i = 0; i < n_threads; i++)
+		if (pthread_create(&p->tids[p->started], NULL, open_worker, p) == 0)
+			p->started++;
 	return 0;
+}
+
+/* Wait for the pool (helping it), hand its files to c from index from, free it. */
+static int pool_finish(struct open_pool *p, struct fg_ckpt *c, size_t from, int rc, struct fg_err *err)
+{
+	if (p->paths && p->st && p->rc && p->errs)
+		open_worker(p);
+	for (size_t i = 0; i < p->started; i++)
+		pthread_join(p->tids[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	if (!p->paths || !p->st || !p->rc || !p->errs)
+		rc = rc ? rc : fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+	for (size_t i = 0; p->st && i < p->n; i++) {
+		c->files[from + i].st = p->st[i];
+		/* Report the first failing file in files[] order, as a serial open would. */
+		if (!rc && p->rc[i]) {
+			if (err)
+				*err = p->errs[i];
+			rc = fg_err_prefix(err, p->rc[i], "checkpoint '%s': ", c->source);
+		}
+	}
+	free(p->paths);
+	free(p->st);
+	free(p->rc);
+	free(p->errs);
+	return rc;
+}
+
+static size_t open_threads(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus > 1 ? (size_t)cpus : 1;
 }
 
 static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *err)
@@ -574,11 +667,25 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err)
 		c->files[rc].globbed = fnmatch("model*.safetensors", c->files[rc].name, 0) == 0;
 		rc = 0;
 	} else {
+		struct open_pool pool;
+		size_t n_glob;
+
 		rc = glob_shards(c, &cap, err);
-		if (!rc)
+		if (rc)
+			goto out;
+		n_glob = c->n_files;
+		/* The calling thread parses the index while the pool opens the shards. */
+		if (pool_start(&pool, c, 0, open_threads()) == 0) {
 			rc = load_index(c, &cap, err);
-		if (!rc)
-			rc = find_sidecars(c, &cap, err);
+			if (!rc)
+				rc = find_sidecars(c, &cap, err);
+		}
+		rc = pool_finish(&pool, c, 0, rc, err);
+		if (!rc && c->n_files > n_glob) {
+			if (pool_start(&pool, c, n_glob, open_threads()) != 0)
+				rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
+			rc = pool_finish(&pool, c, n_glob, rc, err);
+		}
 		if (rc)
 			goto out;
 		for (size_t i = 0; i < c->n_files; i++)
@@ -588,7 +695,11 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err)
 			goto out;
 		}
 	}
-	rc = open_all(c, err);
+	if (c->single_file) {
+		rc = fg_st_open(&c->files[0].st, c->files[0].path, err);
+		if (rc)
+			rc = fg_err_prefix(err, rc, "checkpoint '%s': ", c->source);
+	}
 	if (!rc)
 		rc = cross_check(c, err);
 out:
@@ -610,8 +721,6 @@ void fg_ckpt_free(struct fg_ckpt *c)
 		free(c->files[i].name);
 		free(c->files[i].path);
 	}
-	map_release(c->names);
-	free(c->names);
 	free(c->files);
 	free(c->mismatch);
 	cJSON_Delete(c->config_raw);
@@ -625,17 +734,20 @@ void fg_ckpt_free(struct fg_ckpt *c)
 const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
 				     const struct fg_ckpt_file **file)
 {
-	const struct name_map *m = c->names;
-	const struct name_slot *s;
+	/* Each shard's own table answers in O(1); checkpoints have tens of shards. */
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_tensor *t;
 
-	if (!m || !m->n_slots)
-		return NULL;
-	s = map_slot(m, name);
-	if (!s->name)
-		return NULL;
-	if (file)
-		*file = &c->files[s->file];
-	return fg_st_find(c->files[s->file].st, name);
+		if (!is_shard(&c->files[i]))
+			continue;
+		t = fg_st_find(c->files[i].st, name);
+		if (t) {
+			if (file)
+				*file = &c->files[i];
+			return t;
+		}
+	}
+	return NULL;
 }
 
 const char *fg_ckpt_model_type(const struct fg_ckpt *c)

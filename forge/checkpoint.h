@@ -58,8 +58,6 @@ struct fg_ckpt {
 	int sidecar;          /* the sidecar MTPLX loads: index into files, or -1 */
 	size_t n_mismatch;
 	struct fg_index_mismatch *mismatch;
-	/* private */
-	void *names;          /* tensor name -> file map of the shards */
 };
 
 /*
@@ -79,7 +77,7 @@ void fg_ckpt_free(struct fg_ckpt *c);
 /*
  * The tensor called name in the shards (not the sidecars), or NULL.  When file
  * is not NULL it receives the file holding it.  A name held by several shards
- * resolves to the first by file name.
+ * resolves to the first in files[] order (shards sorted by name).
  */
 const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
 				     const struct fg_ckpt_file **file);
