@@ -28,7 +28,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
 	$(SANFLAGS) -I. -MMD -MP
-LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread
+LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*.c)
@@ -101,11 +101,16 @@ deps:
 $(FIXTURES)/manifest.json: tests/fixtures/gen_fixtures.py
 	$(PYTHON) tests/fixtures/gen_fixtures.py $(FIXTURES)
 
+# Quantization goldens come from numpy (Debian's python3-numpy, hence /usr/bin/python3).
+QUANT_GOLDEN := $(BUILD)/fixtures/quant_golden
+$(QUANT_GOLDEN)/index.json: tests/fixtures/quant_golden.py
+	/usr/bin/python3 tests/fixtures/quant_golden.py $(QUANT_GOLDEN)
+
 test: deps
 	@$(MAKE) --no-print-directory check-src test-build
-	@PYTHON=$(PYTHON) bash tests/run_all.sh $(BUILD)
+	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) bash tests/run_all.sh $(BUILD)
 
-test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json
+test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
 
 demo: deps
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
@@ -135,3 +140,22 @@ clean:
 	rm -rf build
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+
+# ---- install: binary, systemd unit, example config (design.md section 10) ----
+# `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
+# move things and the unit's paths follow.  An existing config.json or tokens
+# file is never overwritten.
+PREFIX     ?= /usr/local
+UNITDIR    ?= /lib/systemd/system
+SYSCONFDIR ?= /etc
+.PHONY: install
+install: $(FORGED)
+	install -D -m 0755 $(FORGED) $(DESTDIR)$(PREFIX)/bin/forged
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/forged $(DESTDIR)$(PREFIX)/share/doc/forged
+	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' systemd/forged.service \
+		>$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
+	install -m 0644 README.md systemd/config.example.json $(DESTDIR)$(PREFIX)/share/doc/forged/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/config.json ] || \
+		sed 's|"/etc/forged/|"$(SYSCONFDIR)/forged/|' systemd/config.example.json >$(DESTDIR)$(SYSCONFDIR)/forged/config.json
+	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/tokens ] || \
+		install -m 0644 systemd/tokens.example $(DESTDIR)$(SYSCONFDIR)/forged/tokens

@@ -35,7 +35,7 @@ const struct fg_cmd fg_cmd_forge = {
  * when STAGE begins: the crash tests use it to prove that an interrupted forge
  * leaves nothing at the destination.
  */
-static void on_progress(void *ctx, const char *stage, double fraction)
+static int on_progress(void *ctx, const char *stage, double fraction)
 {
 	const char *fault = getenv("FORGED_FAULT_STAGE");
 
@@ -45,6 +45,7 @@ static void on_progress(void *ctx, const char *stage, double fraction)
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "\rforge: %-10s %3d%%%s", stage, (int)(fraction * 100.0),
 			fraction >= 1.0 ? "\n" : "");
+	return 0;
 }
 
 /* The value of --name VALUE or --name=VALUE at argv[*i], or NULL when argv[*i] is not --name. */

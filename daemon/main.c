@@ -11,6 +11,7 @@
 static const struct fg_cmd *const commands[] = {
 	&fg_cmd_forge,
 	&fg_cmd_inspect,
+	&fg_cmd_serve,
 	&fg_cmd_tensors,
 	&fg_cmd_verdict,
 	&fg_cmd_version,

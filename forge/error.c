@@ -91,6 +91,8 @@ const char *fg_err_kind(int code)
 		return "conflict";
 	case FG_EBUSY:
 		return "busy";
+	case FG_ECANCELLED:
+		return "cancelled";
 	default:
 		return "internal";
 	}

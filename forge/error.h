@@ -22,6 +22,7 @@ enum fg_errcode {
 	FG_ENOTFOUND = -7, /* no such record (HTTP 404) */
 	FG_ECONFLICT = -8, /* an idempotency key reused with another body (HTTP 422) */
 	FG_EBUSY = -9,     /* a queue or limit is full (HTTP 503) */
+	FG_ECANCELLED = -10, /* stopped on request (job cancel or shutdown) */
 };
 
 #define FG_ERR_MSG_MAX 512

@@ -8,6 +8,8 @@
  */
 #include "forge/extract.h"
 
+#include "forge/quant.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,23 @@ static struct fg_head_out *plan_add(struct fg_head_plan *plan, const char *name,
 	return o;
 }
 
+/* The outputs of the last quantized tensor, shared by its two or three parts. */
+struct fg_quant_cache {
+	int base;
+	uint8_t *part[3];
+	uint64_t bytes[3];
+};
+
+static void qcache_clear(struct fg_quant_cache *c)
+{
+	for (int i = 0; i < 3; i++) {
+		free(c->part[i]);
+		c->part[i] = NULL;
+		c->bytes[i] = 0;
+	}
+	c->base = -1;
+}
+
 void fg_head_plan_release(struct fg_head_plan *plan)
 {
 	for (size_t i = 0; plan && i < plan->n; i++) {
@@ -81,6 +100,9 @@ void fg_head_plan_release(struct fg_head_plan *plan)
 		free(plan->t[i].scale_invs);
 	}
 	if (plan) {
+		if (plan->qcache)
+			qcache_clear(plan->qcache);
+		free(plan->qcache);
 		free(plan->t);
 		memset(plan, 0, sizeof(*plan));
 	}
@@ -318,6 +340,10 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 
 	memset(plan, 0, sizeof(*plan));
 	plan->target = target;
+	plan->qcache = calloc(1, sizeof(*plan->qcache));
+	if (!plan->qcache)
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	plan->qcache->base = -1;
 	if (r->primary_head < 0 || r->sets[r->primary_head].n_tensors == 0)
 		return fg_err_set(err, FG_EINPUT, "%s: no MTP head (no mtp.*, appended layer or mtp_layers tensors)",
 				  r->ckpt->source);
@@ -364,25 +390,33 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 
 /* ---- materialization ---- */
 
-static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out)
+/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant.c does the arithmetic). */
+static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
+		       struct fg_err *err)
 {
-	uint64_t rows = t->shape[0], cols = t->shape[1];
-	float in[ROW_CHUNK], res[ROW_CHUNK];
+	uint64_t rows = t->shape[0], cols = t->shape[1], band = 256;
+	float *scales = NULL;
+	int rc = 0;
 
-	for (uint64_t r = 0; r < rows; r++) {
-		for (uint64_t c0 = 0; c0 < cols; c0 += ROW_CHUNK) {
-			size_t n = cols - c0 < ROW_CHUNK ? (size_t)(cols - c0) : ROW_CHUNK;
-
-			fg_dtype_to_f32(t->dtype, t->data + r * cols + c0, in, n);
-			for (size_t k = 0; k < n; k++) {
-				uint64_t si = (r / FP8_BLOCK) * scale_inv->shape[1] + (c0 + k) / FP8_BLOCK;
-
-				res[k] = in[k] * (float)fg_dtype_load_f64(scale_inv->dtype, scale_inv->data, si);
-			}
-			fg_dtype_from_f32(FG_DT_BF16, res, out + 2 * (r * cols + c0), n);
-		}
+	if (scale_inv->dtype != FG_DT_F32) {
+		/* quant.c reads F32 grids: widen a BF16 grid once (it is tiny). */
+		scales = malloc((size_t)scale_inv->nelem * sizeof(float) + 1);
+		if (!scales)
+			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", scale_inv->name);
+		fg_dtype_to_f32(scale_inv->dtype, scale_inv->data, scales, (size_t)scale_inv->nelem);
 	}
-	return 0;
+	for (uint64_t r0 = 0; !rc && r0 < rows; r0 += band) {
+		uint64_t n = rows - r0 < band ? rows - r0 : band;
+
+		rc = fg_fp8_block_dequant_rows_bf16(t->data, (size_t)rows, (size_t)cols,
+						    scales ? scales : (const float *)(const void *)scale_inv->data,
+						    (size_t)scale_inv->shape[0], (size_t)scale_inv->shape[1],
+						    (size_t)r0, (size_t)n, (uint16_t *)(void *)(out + 2 * r0 * cols), err);
+	}
+	free(scales);
+	if (rc)
+		fg_err_prefix(err, rc, "dequantizing '%s': ", t->name);
+	return rc;
 }
 
 static void shift_norm(const struct fg_tensor *t, float shift, uint8_t *out)
@@ -413,13 +447,15 @@ static void transpose_experts(const uint8_t *src, uint64_t experts, uint64_t src
 	}
 }
 
+static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			     struct fg_err *err);
+
 int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
 			struct fg_err *err)
 {
 	const struct fg_tensor *t = o->src;
 	size_t es = fg_dtype_size(o->dtype);
 
-	(void)plan;
 	switch (o->op) {
 	case FG_HEAD_VIEW:
 		memcpy(buf, t->data, (size_t)fg_tensor_bytes(t));
@@ -428,15 +464,15 @@ int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_ou
 		shift_norm(t, o->shift, buf);
 		return 0;
 	case FG_HEAD_FP8:
-		return fp8_dequant(t, o->scale_inv, buf);
+		return fp8_dequant(t, o->scale_inv, buf, err);
 	case FG_HEAD_STACK: {
 		uint64_t piece = o->shape[1] * o->shape[2] * es;
 
 		for (size_t e = 0; e < o->n_srcs; e++) {
-			if (o->scale_invs[e])
-				fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece);
-			else
+			if (!o->scale_invs[e])
 				memcpy(buf + e * piece, o->srcs[e]->data, (size_t)piece);
+			else if (fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece, err))
+				return err->code;
 		}
 		return 0;
 	}
@@ -456,7 +492,308 @@ int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_ou
 		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2], 0, t->shape[2], es, buf);
 		return 0;
 	case FG_HEAD_QUANT:
-		break;
+		return materialize_quant(plan, o, buf, err);
 	}
 	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
+}
+
+/* ---- quantization policies ---- */
+
+int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
+{
+	const char *q = text ? text : "keep";
+	int bits, group;
+	char tail;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->text, sizeof(out->text), "%s", q);
+	if (strcmp(q, "keep") == 0) {
+		out->kind = FG_QUANT_KEEP;
+	} else if (strcmp(q, "match") == 0) {
+		out->kind = FG_QUANT_MATCH;
+	} else if (strcmp(q, "mxfp4") == 0) {
+		out->kind = FG_QUANT_MXFP4;
+		out->spec.bits = 4;
+		out->spec.group = FG_MXFP4_GROUP;
+		out->spec.mxfp4 = 1;
+	} else if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) == 2 &&
+		   fg_quant_affine_check(1, (size_t)group, bits, group, NULL) == 0) {
+		out->kind = FG_QUANT_AFFINE;
+		out->spec.bits = bits;
+		out->spec.group = group;
+	} else {
+		return fg_err_set(err, FG_EUSAGE,
+				  "quantization policy '%s': use keep, match, mxfp4 or affine:BITS:GROUP "
+				  "(bits 2 3 4 5 6 8, group 32 64 128)", q);
+	}
+	return 0;
+}
+
+/* Module path of an output weight ("x.y.weight" -> "x.y"); 0 when not a .weight. */
+static int module_of(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (!ends_with(name, ".weight") || n - 7 >= len)
+		return 0;
+	snprintf(buf, len, "%.*s", (int)(n - 7), name);
+	return 1;
+}
+
+/* The part after the decoder layer ("...layers.3.self_attn.q_proj" -> "self_attn.q_proj"). */
+static const char *layer_suffix(const char *module)
+{
+	const char *p = strstr(module, "layers."), *q;
+
+	while (p) {
+		q = p + 7;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > p + 7 && *q == '.')
+			return q + 1;
+		p = strstr(p + 1, "layers.");
+	}
+	q = strrchr(module, '.');
+	return q ? q + 1 : module;
+}
+
+static const char *last_part(const char *module)
+{
+	const char *q = strrchr(module, '.');
+
+	return q ? q + 1 : module;
+}
+
+/* Linears an explicit policy quantizes; routers, fc/eh_proj/input_proj and embeddings never. */
+static int explicit_linear(const char *module)
+{
+	static const char *const linears[] = {
+		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+		"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk",
+	};
+	const char *last = last_part(module);
+
+	for (size_t i = 0; i < sizeof(linears) / sizeof(linears[0]); i++)
+		if (strcmp(last, linears[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The backbone's quantized module whose layer suffix is suffix, or NULL. */
+static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char *buf, size_t len)
+{
+	const struct fg_ckpt *c = bb->ckpt;
+
+	for (size_t f = 0; f < c->n_files; f++) {
+		if (!c->files[f].globbed && !c->files[f].in_index)
+			continue;
+		for (size_t k = 0; k < c->files[f].st->n_tensors; k++) {
+			const char *name = c->files[f].st->tensors[k].name;
+			size_t n = strlen(name);
+
+			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || n - 7 >= len ||
+			    fg_inspect_is_head(bb, &c->files[f], name))
+				continue;
+			snprintf(buf, len, "%.*s", (int)(n - 7), name);
+			if (strcmp(layer_suffix(buf), suffix) == 0)
+				return buf;
+		}
+	}
+	return NULL;
+}
+
+static int spec_from(const cJSON *q, struct fg_quant_spec *spec)
+{
+	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
+	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+
+	memset(spec, 0, sizeof(*spec));
+	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
+	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
+	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+}
+
+/* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
+static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_quant_spec *spec)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
+	const cJSON *over;
+	char path[256];
+	const char *cp;
+
+	memset(spec, 0, sizeof(*spec));
+	if (!cJSON_IsObject(q))
+		return;
+	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
+	if (!cp)
+		return;
+	over = cJSON_GetObjectItemCaseSensitive(q, cp);
+	if (cJSON_IsObject(over)) {
+		if (spec_from(over, spec))
+			memset(spec, 0, sizeof(*spec));
+	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
+		memset(spec, 0, sizeof(*spec));
+	}
+}
+
+static int quantizable(const struct fg_head_out *o, const struct fg_quant_spec *spec)
+{
+	uint64_t cols = o->rank ? o->shape[o->rank - 1] : 0;
+
+	if (o->hidden || o->op == FG_HEAD_QUANT || (o->rank != 2 && o->rank != 3) || !cols)
+		return 0;
+	if (o->dtype != FG_DT_F32 && o->dtype != FG_DT_F16 && o->dtype != FG_DT_BF16)
+		return 0;
+	if (spec->mxfp4)
+		return cols % FG_MXFP4_GROUP == 0;
+	return fg_quant_affine_check(1, (size_t)cols, spec->bits, spec->group, NULL) == 0;
+}
+
+static cJSON *spec_json(const struct fg_quant_spec *spec)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "bits", spec->bits);
+	cJSON_AddNumberToObject(o, "group_size", spec->group);
+	cJSON_AddStringToObject(o, "mode", spec->mxfp4 ? "mxfp4" : "affine");
+	return o;
+}
+
+int fg_quant_apply(struct fg_head_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
+		   cJSON *record, struct fg_err *err)
+{
+	struct fg_head_plan out;
+
+	if (policy->kind == FG_QUANT_KEEP)
+		return 0;
+	memset(&out, 0, sizeof(out));
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct fg_head_out *o = &plan->t[i];
+		struct fg_quant_spec spec = policy->spec;
+		char module[256];
+		int base;
+
+		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
+			fg_head_plan_release(&out);
+			return fg_err_set(err, FG_EUSAGE,
+					  "the head is already quantized ('%s'); use --quant keep", o->src->name);
+		}
+		if (!module_of(o->name, module, sizeof(module)) || fg_norm_classify(o->name) != FG_NORM_NONE) {
+			spec.bits = 0;
+		} else if (policy->kind == FG_QUANT_MATCH) {
+			match_spec(backbone, module, &spec);
+		} else if (!explicit_linear(module)) {
+			spec.bits = 0;
+		}
+		if (spec.bits && !quantizable(o, &spec))
+			spec.bits = 0;
+		if (record && module_of(o->name, module, sizeof(module)) && fg_norm_classify(o->name) == FG_NORM_NONE)
+			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
+		/* Copy the entry (srcs arrays move with it). */
+		{
+			struct fg_head_out *copy = plan_add(&out, o->name, err);
+
+			if (!copy) {
+				fg_head_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			*copy = *o;
+			plan->t[i].srcs = NULL;
+			plan->t[i].scale_invs = NULL;
+		}
+		if (!spec.bits)
+			continue;
+		base = (int)out.n - 1;
+		out.t[base].hidden = 1;
+		out.t[base].changed = 1; /* its bytes are replaced: keep the originals */
+		for (int part = 0; part < (spec.mxfp4 ? 2 : 3); part++) {
+			static const char *const suffix[] = { "weight", "scales", "biases" };
+			const struct fg_head_out *b = &out.t[base];
+			char name[300];
+			struct fg_head_out *q;
+			uint64_t cols = b->shape[b->rank - 1];
+
+			snprintf(name, sizeof(name), "%s.%s", module, suffix[part]);
+			q = plan_add(&out, name, err);
+			if (!q) {
+				fg_head_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			b = &out.t[base];
+			q->op = FG_HEAD_QUANT;
+			q->base = base;
+			q->quant = spec;
+			q->part = (enum fg_quant_part)part;
+			q->changed = 1;
+			q->rank = b->rank;
+			memcpy(q->shape, b->shape, sizeof(q->shape));
+			if (part == FG_QPART_WEIGHT) {
+				q->dtype = FG_DT_U32;
+				q->shape[b->rank - 1] = spec.mxfp4 ? cols / 8 : cols * (uint64_t)spec.bits / 32;
+			} else {
+				q->dtype = spec.mxfp4 ? FG_DT_U8 : b->dtype;
+				q->shape[b->rank - 1] = cols / (uint64_t)spec.group;
+			}
+		}
+	}
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->t[i].srcs);
+		free(plan->t[i].scale_invs);
+	}
+	free(plan->t);
+	plan->t = out.t;
+	plan->n = out.n;
+	plan->cap = out.cap;
+	return 0;
+}
+
+static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			     struct fg_err *err)
+{
+	struct fg_quant_cache *c = plan->qcache;
+	const struct fg_head_out *b = &plan->t[o->base];
+	uint64_t cols = b->shape[b->rank - 1], rows, in_bytes = fg_head_out_bytes(b);
+	uint8_t *input = NULL;
+	int rc = 0;
+
+	if (!c)
+		return fg_err_set(err, FG_EINTERNAL, "tensor '%s': no quantization cache", o->name);
+	if (c->base != o->base) {
+		qcache_clear(c);
+		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
+		for (int p = 0; p < 3; p++) {
+			const struct fg_head_out *sib = o + (p - (int)o->part);
+
+			if (p == 2 && o->quant.mxfp4)
+				break;
+			c->bytes[p] = fg_head_out_bytes(sib);
+			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
+			if (!c->part[p])
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+		}
+		input = rc ? NULL : malloc(in_bytes ? (size_t)in_bytes : 1);
+		if (!rc && !input)
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+		if (!rc)
+			rc = fg_head_materialize(plan, b, input, err);
+		if (!rc && o->quant.mxfp4)
+			rc = fg_quant_mxfp4_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols,
+						    (uint32_t *)(void *)c->part[0], c->part[1], err);
+		else if (!rc)
+			rc = fg_quant_affine_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols, o->quant.bits,
+						     o->quant.group, (uint32_t *)(void *)c->part[0], c->part[1],
+						     c->part[2], err);
+		free(input);
+		if (rc) {
+			qcache_clear(c);
+			return fg_err_prefix(err, rc, "quantizing '%s': ", b->name);
+		}
+		c->base = o->base;
+	}
+	memcpy(buf, c->part[o->part], (size_t)c->bytes[o->part]);
+	return 0;
 }

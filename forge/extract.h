@@ -43,6 +43,20 @@ struct fg_quant_spec {
 	int mxfp4;             /* 1: mxfp4 (no biases) */
 };
 
+/* A quantization policy: keep, match (the backbone's block), affine, mxfp4. */
+enum fg_quant_policy { FG_QUANT_KEEP, FG_QUANT_MATCH, FG_QUANT_AFFINE, FG_QUANT_MXFP4 };
+
+struct fg_policy {
+	enum fg_quant_policy kind;
+	struct fg_quant_spec spec;      /* AFFINE: bits and group; MXFP4: group 32 */
+	char text[32];                  /* as given: "keep", "affine:4:64", ... */
+};
+
+/* Parse "keep", "match", "affine:BITS:GROUP" or "mxfp4" (NULL: keep); FG_EUSAGE otherwise. */
+int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err);
+
+struct fg_quant_cache;
+
 struct fg_head_out {
 	char name[256];
 	enum fg_dtype dtype;
@@ -72,6 +86,7 @@ struct fg_head_plan {
 	const char *target;
 	size_t n_shifted;
 	char expert_layout[32];             /* "numbered", "fused_linear", ... or "" */
+	struct fg_quant_cache *qcache;      /* the last quantized tensor's outputs (owned) */
 };
 
 /* 1 when a runtime id is an MLX-style target (absolute norms, stacked experts). */
@@ -89,6 +104,20 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 		    struct fg_err *err);
 
 void fg_head_plan_release(struct fg_head_plan *plan);
+
+/*
+ * Apply a quantization policy to a plan: each head linear the policy selects
+ * becomes a hidden input of MLX-quantized outputs (`.weight` U32, `.scales`,
+ * `.biases`; mxfp4 has no biases).  With FG_QUANT_MATCH the backbone's
+ * config.json `quantization` block and the backbone's own `.scales` tensors
+ * decide, module by module: a head linear is quantized as its backbone
+ * counterpart is, and not at all when the counterpart is not (or there is
+ * none: fc, eh_proj and input_proj).  Norms, biases and routers are never
+ * selected unless the backbone quantizes its own.  record (a cJSON object,
+ * may be NULL) receives module -> {"bits","group_size","mode"} or null.
+ */
+int fg_quant_apply(struct fg_head_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
+		   cJSON *record, struct fg_err *err);
 
 /* Bytes of one plan entry's output. */
 uint64_t fg_head_out_bytes(const struct fg_head_out *o);

@@ -34,18 +34,27 @@ struct forge {
 	struct fg_inspect *src;
 	struct fg_inspect *bb;          /* == src when the backbone is the source */
 	struct fg_head_plan plan;
+	struct fg_policy policy;
+	cJSON *quant_record;            /* module -> what was done */
 	char tmp[PATH_MAX];
 	cJSON *files;                   /* artifact file name -> sha256 */
 	cJSON *originals;               /* array of original-tensor records */
 	cJSON *weight_map;              /* tensor -> shard, for the new index */
 	unsigned long long total_size;
 	size_t n_shards_written;
+	int stopped;                    /* the progress callback asked to stop */
 };
 
 static void progress(struct forge *f, const char *stage, double frac)
 {
-	if (f->o->progress)
-		f->o->progress(f->o->progress_ctx, stage, frac);
+	if (f->o->progress && f->o->progress(f->o->progress_ctx, stage, frac))
+		f->stopped = 1;
+}
+
+/* FG_ECANCELLED once the callback asked to stop; checked between stages. */
+static int stop_requested(struct forge *f, struct fg_err *err)
+{
+	return f->stopped ? fg_err_set(err, FG_ECANCELLED, "forge stopped on request") : 0;
 }
 
 /* ---- file system helpers ---- */
@@ -419,6 +428,8 @@ static int write_backbone(struct forge *f, struct fg_err *err)
 			continue;
 		rc = write_shard(f, i, err);
 		progress(f, "backbone", 0.1 + 0.3 * (double)(i + 1) / (double)c->n_files);
+		if (!rc)
+			rc = stop_requested(f, err);
 	}
 	if (!rc && (c->index || f->n_shards_written > 1))
 		rc = write_index(f, err);
@@ -626,7 +637,7 @@ static int write_config(struct forge *f, struct fg_err *err)
 	q = cJSON_AddObjectToObject(cfg, "mtp_quantization");
 	if (q) {
 		cJSON_AddStringToObject(q, "policy", f->res->policy);
-		cJSON_AddObjectToObject(q, "modules");
+		cJSON_AddItemToObject(q, "modules", cJSON_Duplicate(f->quant_record, 1));
 	}
 	rc = join(path, sizeof(path), f->tmp, "config.json", err);
 	if (!rc)
@@ -750,16 +761,6 @@ static int check_backbone(const struct fg_inspect *src, const struct fg_inspect 
 	return 0;
 }
 
-static int parse_policy(const char *quant, struct fg_forge_result *res, struct fg_err *err)
-{
-	const char *q = quant ? quant : "keep";
-
-	if (strcmp(q, "keep") != 0)
-		return fg_err_set(err, FG_EUSAGE, "quantization policy '%s' is not supported (keep)", q);
-	snprintf(res->policy, sizeof(res->policy), "%s", q);
-	return 0;
-}
-
 static int finish(struct forge *f, const char *parent, struct fg_err *err)
 {
 	const char *target = f->res->target;
@@ -768,6 +769,8 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	int rc;
 
 	progress(f, "check", 0.9);
+	if ((rc = stop_requested(f, err)) != 0)
+		return rc;
 	rc = fg_inspect_run(&f->res->check, f->tmp, &target, 1, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "inspecting the new artifact: ");
@@ -813,8 +816,9 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : DEFAULT_TARGET);
 	if (!fg_runtime_find(res->target))
 		return fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
-	if ((rc = parse_policy(o->quant, res, err)))
+	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
 		return rc;
+	snprintf(res->policy, sizeof(res->policy), "%s", f.policy.text);
 	if (!o->out || !*o->out)
 		return fg_err_set(err, FG_EUSAGE, "--out DIR is required");
 	if (lstat(o->out, &st) == 0 && !o->force)
@@ -839,6 +843,14 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	rc = fg_extract_plan(f.src, res->target, &f.plan, err);
 	if (rc)
 		goto out;
+	f.quant_record = cJSON_CreateObject();
+	if (!f.quant_record) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = fg_quant_apply(&f.plan, &f.policy, f.bb, f.quant_record, err);
+	if (rc)
+		goto out;
 	split_out(o->out, parent, sizeof(parent), base, sizeof(base));
 	clean_stale(parent, base);
 	if (snprintf(f.tmp, sizeof(f.tmp), "%s/.%s.forged-tmp-%ld", parent, base, (long)getpid()) >=
@@ -860,15 +872,21 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		goto out;
 	}
 	progress(&f, "backbone", 0.1);
-	rc = write_backbone(&f, err);
+	rc = stop_requested(&f, err);
+	if (!rc)
+		rc = write_backbone(&f, err);
 	if (!rc) {
 		progress(&f, "sidecar", 0.4);
-		rc = write_sidecar(&f, err);
+		rc = stop_requested(&f, err);
 	}
+	if (!rc)
+		rc = write_sidecar(&f, err);
 	if (!rc) {
 		progress(&f, "provenance", 0.7);
-		rc = write_originals(&f, err);
+		rc = stop_requested(&f, err);
 	}
+	if (!rc)
+		rc = write_originals(&f, err);
 	if (!rc)
 		rc = write_config(&f, err);
 	if (!rc)
@@ -881,6 +899,7 @@ out:
 	if (f.tmp[0])
 		rm_rf(f.tmp); /* after a successful rename this path no longer exists */
 	fg_head_plan_release(&f.plan);
+	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);
 	cJSON_Delete(f.originals);
 	cJSON_Delete(f.weight_map);

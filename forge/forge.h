@@ -31,8 +31,12 @@ struct fg_forge_opts {
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	const char *version;    /* forged's version, for provenance */
-	/* Progress, may be NULL: stage name and 0..1 over the whole run. */
-	void (*progress)(void *ctx, const char *stage, double fraction);
+	/*
+	 * Progress, may be NULL: stage name and 0..1 over the whole run.  A
+	 * non-zero return stops the forge before its next stage (FG_ECANCELLED,
+	 * nothing left behind).
+	 */
+	int (*progress)(void *ctx, const char *stage, double fraction);
 	void *progress_ctx;
 };
 
@@ -55,7 +59,8 @@ struct fg_forge_result {
  * artifact inspects clean; when not, nothing is left at out and the return is
  * FG_EVERDICT), or an error: FG_EUSAGE (bad options, out exists without
  * force), FG_EINPUT/FG_EIO (unreadable or unsuitable input, nothing written),
- * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err).
+ * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err),
+ * FG_ECANCELLED (the progress callback asked to stop).
  * Release res with fg_forge_result_release() in every case.
  */
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err);

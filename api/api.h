@@ -1,0 +1,82 @@
+/*
+ * api.h: forged's HTTP API (design.md section 8) on libmicrohttpd 0.9.75.
+ *
+ * The server runs MHD's internal polling thread with epoll and a small thread
+ * pool; connection timeout, per-IP and total connection limits and a memory
+ * limit are set explicitly.  Bodies accumulate into a buffer capped at
+ * max_body_bytes (413 past it, answered once the upload ends), must be
+ * application/json (415), and parse with cJSON under a depth cap (400).
+ * Errors are application/problem+json with a stable `type` per error.  Each
+ * request carries an X-Request-Id (echoed, or made) that is logged.  Handler
+ * threads each keep their own store connection.
+ */
+#ifndef FG_API_H
+#define FG_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forge/error.h"
+
+#define FG_API_MAX_ROOTS 16
+
+struct fg_api_config {
+	const char *listen_addr;       /* IPv4 or IPv6 literal, e.g. "127.0.0.1" */
+	uint16_t port;                 /* 0: an ephemeral port (see fg_api_port) */
+	const char *db_path;           /* the store's database */
+	const char *state_dir;         /* default job outputs go to STATE/artifacts/ID */
+	const char *tokens_file;       /* NULL: no authentication (logged as a warning) */
+	const char *allow_roots[FG_API_MAX_ROOTS]; /* folders sources and outputs may be in */
+	size_t n_allow_roots;
+	size_t max_body_bytes;         /* 1 MiB by default */
+	unsigned threads;              /* handler threads */
+	unsigned connection_limit;
+	unsigned per_ip_limit;
+	unsigned timeout_seconds;
+	size_t memory_limit;           /* per connection */
+	int queue_cap;                 /* jobs queued at most (503 past it) */
+	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
+	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	/* Wakes the workers after an enqueue. */
+	void (*job_enqueued)(void *ctx);
+	/* 1 when every worker thread is alive. */
+	int (*workers_alive)(void *ctx);
+	void *ctx;
+};
+
+struct fg_api;
+
+/* Start serving.  The config is copied.  On failure nothing runs. */
+int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg_err *err);
+
+/* Stop accepting, finish in-flight requests, free everything.  NULL allowed. */
+void fg_api_stop(struct fg_api *api);
+
+/* The port actually bound. */
+uint16_t fg_api_port(const struct fg_api *api);
+
+/* Re-read the tokens file (SIGHUP).  On failure the old tokens stay. */
+int fg_api_reload_tokens(struct fg_api *api, struct fg_err *err);
+
+/*
+ * Artifacts, verdicts or fleet reports changed outside the API's handlers (a
+ * worker stored an artifact): answers cached from the store are dropped.
+ * NULL allowed.
+ */
+void fg_api_data_changed(struct fg_api *api);
+
+/* Record a finished job's duration for /metrics. */
+void fg_api_job_finished(struct fg_api *api, double seconds);
+
+/* The routes the server answers: "METHOD PATH" pairs, PATH in OpenAPI form. */
+struct fg_api_route_info {
+	const char *method;
+	const char *path;
+};
+const struct fg_api_route_info *fg_api_routes(size_t *n);
+
+/* The OpenAPI document compiled in from docs/openapi.json. */
+extern const char fg_openapi_json[];
+extern const size_t fg_openapi_json_len;
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * internal.h: what api/server.c and api/routes.c share.
+ *
+ * Locks: api->tokens_lock, api->metrics_lock and api->health_lock are
+ * never held together, nor while calling the store or forge.
+ */
+#ifndef FG_API_INTERNAL_H
+#define FG_API_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "api/api.h"
+#include "api/auth.h"
+#include "store/store.h"
+
+#define FG_API_JSON_DEPTH 32
+#define FG_API_STATUS_SLOTS 16
+#define FG_API_DURATION_BUCKETS 8
+
+struct fg_api {
+	struct fg_api_config cfg;
+	char *owned[FG_API_MAX_ROOTS + 4];   /* copies of the config strings */
+	struct MHD_Daemon *mhd;
+	uint16_t port;
+	pthread_key_t store_key;             /* per-thread store connection */
+	pthread_rwlock_t tokens_lock;
+	struct fg_tokens tokens;
+	int auth_enabled;
+	/* metrics */
+	unsigned long long status_code[FG_API_STATUS_SLOTS];
+	unsigned long long status_count[FG_API_STATUS_SLOTS];
+	pthread_mutex_t metrics_lock;
+	unsigned long long dur_bucket[FG_API_DURATION_BUCKETS + 1];
+	double dur_sum;
+	unsigned long long dur_count;
+	/*
+	 * GET /v1/fleet/health is answered from the last document built while
+	 * nothing was written since (generation unchanged) and for at most
+	 * FG_API_HEALTH_MAX_AGE_MS, which bounds staleness from writers outside
+	 * this process.  Building it reads the whole fleet (milliseconds at
+	 * thousands of hosts); serving the copy costs a memcpy.
+	 */
+	pthread_mutex_t health_lock;
+	unsigned long long generation;       /* bumped after each write that can change health */
+	unsigned long long health_gen;       /* the generation health_body was built at */
+	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
+	char *health_body;                   /* owned; NULL: none */
+	size_t health_len;
+};
+
+#define FG_API_HEALTH_MAX_AGE_MS 1000
+
+/* One request, from the first MHD callback to the completion callback. */
+struct fg_req {
+	struct fg_api *api;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;
+	char request_id[72];
+	char *body;
+	size_t body_len, body_cap;
+	int too_large;
+	int64_t id;                           /* {id} of the route, when it has one */
+	enum fg_role role;
+	const char *token_name;
+};
+
+/* What a handler answers. */
+struct fg_resp {
+	unsigned status;
+	char *body;                          /* owned, NUL-terminated */
+	const char *content_type;
+	char location[128];
+};
+
+typedef void (*fg_handler)(struct fg_req *req, struct fg_resp *resp);
+
+struct fg_route {
+	const char *method;
+	const char *path;                    /* OpenAPI form, "{id}" for a number */
+	enum fg_role need;                   /* FG_ROLE_NONE: open */
+	int json_body;                       /* requires application/json */
+	fg_handler fn;
+};
+
+extern const struct fg_route fg_routes[];
+extern const size_t fg_n_routes;
+
+/* The store connection of the calling thread (opened on first use); NULL with err set. */
+struct fg_store *fg_api_store(struct fg_api *api, struct fg_err *err);
+
+/* Set resp to an application/problem+json error. */
+void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const char *slug,
+		const char *title, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Set resp to a JSON document (takes ownership of doc and frees it). */
+void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc);
+
+/* The problem for a store/forge error code (404, 422, 503, 500). */
+void fg_problem_from_err(struct fg_resp *resp, struct fg_req *req, const struct fg_err *err);
+
+/* Parse the request body as a JSON object under the depth cap, or answer 400. */
+cJSON *fg_req_json(struct fg_req *req, struct fg_resp *resp);
+
+/* A query parameter or request header, or NULL. */
+const char *fg_req_query(struct fg_req *req, const char *key);
+const char *fg_req_header(struct fg_req *req, const char *key);
+
+/* Prometheus text for /metrics (counts from the store added by the caller). */
+char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *counts, const cJSON *by_verdict);
+
+#endif

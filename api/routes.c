@@ -1,0 +1,591 @@
+/*
+ * routes.c: the handlers of design.md section 8 and their table.
+ *
+ * Handlers validate the request, confine every path to the allowed roots,
+ * call forge/ (inspect, verify) or the store, and answer JSON or a problem.
+ * Forge work itself never runs here: POST /v1/jobs enqueues, workers run.
+ */
+#include "api/internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/paths.h"
+#include "forge/extract.h"
+#include "forge/fingerprint.h"
+#include "forge/inspect.h"
+#include "forge/runtimes.h"
+#include "forge/verify.h"
+
+#define LIST_LIMIT_DEFAULT 50
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static struct fg_store *store_or_problem(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = fg_api_store(req->api, &err);
+
+	if (!s)
+		fg_problem(resp, req, 503, "store-unavailable", "Store unavailable", "%s", err.msg);
+	return s;
+}
+
+/* Confine a path field; answers 403/422 and returns -1 when it is not allowed. */
+static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, const char *path, int must_exist,
+		   char *resolved)
+{
+	const struct fg_api_config *cfg = &req->api->cfg;
+	const char *why = "";
+
+	switch (fg_path_confine(path, cfg->allow_roots, cfg->n_allow_roots, must_exist, resolved, &why)) {
+	case FG_CONFINE_OK:
+		return 0;
+	case FG_CONFINE_FORBIDDEN:
+		fg_problem(resp, req, 403, "path-forbidden", "Path not allowed", "%s '%s': %s", field, path, why);
+		return -1;
+	case FG_CONFINE_MISSING:
+		fg_problem(resp, req, 422, "path-missing", "Path missing", "%s '%s': %s", field, path, why);
+		return -1;
+	default:
+		fg_problem(resp, req, 422, strstr(why, "URL") ? "url-source-unsupported" : "bad-path", "Bad path",
+			   "%s '%s': %s", field, path, why);
+		return -1;
+	}
+}
+
+/* A positive integer query parameter, or def; -1 when malformed. */
+static long long query_int(struct fg_req *req, const char *key, long long def)
+{
+	const char *v = fg_req_query(req, key);
+	char *end;
+	long long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtoll(v, &end, 10);
+	return *end || n < 0 ? -1 : n;
+}
+
+/* ---- probes, metrics, openapi ---- */
+
+static void get_livez(struct fg_req *req, struct fg_resp *resp)
+{
+	cJSON *doc = cJSON_CreateObject();
+
+	(void)req;
+	cJSON_AddStringToObject(doc, "status", "alive");
+	fg_json_reply(resp, 200, doc);
+}
+
+static void get_readyz(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_store_counts counts;
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = fg_api_store(req->api, &err);
+	const struct fg_api_config *cfg = &req->api->cfg;
+	cJSON *doc = cJSON_CreateObject();
+	const char *why = NULL;
+
+	if (!s || fg_store_counts(s, &counts, NULL, &err) != 0)
+		why = "the database is not available";
+	else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
+		why = "a worker thread is not running";
+	else if (cfg->queue_cap > 0 && counts.jobs[FG_JOB_QUEUED] >= cfg->queue_cap)
+		why = "the job queue is full";
+	cJSON_AddStringToObject(doc, "status", why ? "not_ready" : "ready");
+	if (why)
+		cJSON_AddStringToObject(doc, "reason", why);
+	fg_json_reply(resp, why ? 503 : 200, doc);
+}
+
+static void get_metrics(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_store_counts counts;
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = store_or_problem(req, resp);
+	cJSON *by_verdict = NULL;
+
+	if (!s)
+		return;
+	if (fg_store_counts(s, &counts, &by_verdict, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		return;
+	}
+	resp->status = 200;
+	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	resp->body = fg_api_metrics_text(req->api, &counts, by_verdict);
+	cJSON_Delete(by_verdict);
+}
+
+static void get_openapi(struct fg_req *req, struct fg_resp *resp)
+{
+	(void)req;
+	resp->status = 200;
+	resp->content_type = "application/json";
+	resp->body = strndup(fg_openapi_json, fg_openapi_json_len);
+}
+
+/* ---- inspections ---- */
+
+static double probe_mean(const struct fg_inspect *r)
+{
+	return r->n_sets && r->decisions[0].probe ? r->decisions[0].probe->st.mean : NAN;
+}
+
+static const char *head_convention(const struct fg_inspect *r)
+{
+	return r->primary_head >= 0 && r->sets[r->primary_head].n_tensors
+		       ? fg_conv_name(r->decisions[r->primary_head].conv) : NULL;
+}
+
+static void post_inspections(struct fg_req *req, struct fg_resp *resp)
+{
+	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
+	char resolved[PATH_MAX];
+	struct fg_err err = { 0, "" };
+	struct fg_inspect *r = NULL;
+	struct fg_store *s;
+	const cJSON *rts, *it;
+	const char *source;
+	size_t n_rt = 0;
+	cJSON *body = fg_req_json(req, resp), *report, *doc;
+	int64_t id;
+
+	if (!body)
+		return;
+	source = json_str(body, "source");
+	rts = cJSON_GetObjectItemCaseSensitive(body, "runtimes");
+	if (!source) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"source\" must be a string");
+		goto out;
+	}
+	if (rts && !cJSON_IsArray(rts)) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"runtimes\" must be an array of ids");
+		goto out;
+	}
+	cJSON_ArrayForEach(it, rts) {
+		if (!cJSON_IsString(it) || !fg_runtime_find(it->valuestring) || n_rt == FG_INSPECT_MAX_RUNTIMES) {
+			fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime",
+				   "\"runtimes\" holds %s", cJSON_IsString(it) ? it->valuestring : "a non-string");
+			goto out;
+		}
+		runtimes[n_rt++] = it->valuestring;
+	}
+	if (confine(req, resp, "source", source, 1, resolved))
+		goto out;
+	if (!(s = store_or_problem(req, resp)))
+		goto out;
+	if (fg_inspect_run(&r, resolved, runtimes, n_rt, &err) != 0) {
+		fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);
+		goto out;
+	}
+	report = fg_inspect_json(r);
+	if (!report) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		goto out;
+	}
+	{
+		struct fg_artifact_in a = {
+			.source = source, .family = r->family->id, .report = report, .ok = r->ok,
+			.probe_mean = probe_mean(r), .head_convention = head_convention(r),
+		};
+
+		if (fg_store_artifact_put(s, &a, &id, &err) != 0) {
+			cJSON_Delete(report);
+			fg_problem_from_err(resp, req, &err);
+			goto out;
+		}
+		fg_api_data_changed(req->api);
+	}
+	doc = cJSON_CreateObject();
+	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
+	cJSON_AddItemToObject(doc, "report", report);
+	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)id);
+	fg_json_reply(resp, 201, doc);
+out:
+	fg_inspect_free(r);
+	cJSON_Delete(body);
+}
+
+/* ---- jobs ---- */
+
+static int valid_policy(const char *q)
+{
+	int bits, group;
+	char tail;
+
+	if (strcmp(q, "keep") == 0 || strcmp(q, "match") == 0 || strcmp(q, "mxfp4") == 0)
+		return 1;
+	if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) != 2)
+		return 0;
+	return (bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8) &&
+	       (group == 32 || group == 64 || group == 128);
+}
+
+static void post_jobs(struct fg_req *req, struct fg_resp *resp)
+{
+	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
+	struct fg_err err = { 0, "" };
+	struct fg_job job;
+	struct fg_store *s;
+	const char *kind, *source, *backbone, *target, *quant, *outp, *key;
+	cJSON *body = fg_req_json(req, resp), *params = NULL;
+	char *params_text = NULL;
+	int replayed = 0;
+
+	memset(&job, 0, sizeof(job));
+	if (!body)
+		return;
+	kind = json_str(body, "kind");
+	source = json_str(body, "source");
+	backbone = json_str(body, "backbone");
+	target = json_str(body, "target");
+	quant = json_str(body, "quant");
+	outp = json_str(body, "out");
+	if (!kind || strcmp(kind, "forge") != 0) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"kind\" must be \"forge\"");
+		goto out;
+	}
+	if (!source) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"source\" must be a string");
+		goto out;
+	}
+	if (target && !fg_runtime_find(target)) {
+		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"target\" '%s' is not a runtime id",
+			   target);
+		goto out;
+	}
+	if (quant && !valid_policy(quant)) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field",
+			   "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP");
+		goto out;
+	}
+	if (confine(req, resp, "source", source, 1, src) ||
+	    (backbone && confine(req, resp, "backbone", backbone, 1, bb)) ||
+	    (outp && confine(req, resp, "out", outp, 0, out)))
+		goto out;
+	params = cJSON_CreateObject();
+	cJSON_AddStringToObject(params, "kind", "forge");
+	cJSON_AddStringToObject(params, "source", src);
+	if (backbone)
+		cJSON_AddStringToObject(params, "backbone", bb);
+	cJSON_AddStringToObject(params, "target", target ? target : "mtplx-2.12");
+	cJSON_AddStringToObject(params, "quant", quant ? quant : "keep");
+	if (outp)
+		cJSON_AddStringToObject(params, "out", out);
+	params_text = cJSON_PrintUnformatted(params);
+	fg_sha256_buf(req->body, req->body_len, hex);
+	key = fg_req_header(req, "Idempotency-Key");
+	if (key && (strlen(key) > 200 || !*key)) {
+		fg_problem(resp, req, 400, "bad-idempotency-key", "Bad Idempotency-Key", "the key must be 1-200 bytes");
+		goto out;
+	}
+	if (!params_text || !(s = store_or_problem(req, resp)))
+		goto out;
+	if (fg_store_job_enqueue(s, "forge", params_text, key, hex, req->api->cfg.queue_cap, &job, &replayed,
+				 &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		goto out;
+	}
+	if (!replayed && req->api->cfg.job_enqueued)
+		req->api->cfg.job_enqueued(req->api->cfg.ctx);
+	snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%lld", (long long)job.id);
+	fg_json_reply(resp, 202, fg_job_json(&job));
+out:
+	fg_job_release(&job);
+	free(params_text);
+	cJSON_Delete(params);
+	cJSON_Delete(body);
+}
+
+static void get_job(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = store_or_problem(req, resp);
+	struct fg_job job;
+
+	memset(&job, 0, sizeof(job));
+	if (!s)
+		return;
+	if (fg_store_job_get(s, req->id, &job, &err) != 0)
+		fg_problem_from_err(resp, req, &err);
+	else
+		fg_json_reply(resp, 200, fg_job_json(&job));
+	fg_job_release(&job);
+}
+
+static void list_reply(struct fg_resp *resp, cJSON *items, int64_t next)
+{
+	cJSON *doc = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(doc, "items", items);
+	if (next)
+		cJSON_AddNumberToObject(doc, "next_cursor", (double)next);
+	else
+		cJSON_AddNullToObject(doc, "next_cursor");
+	fg_json_reply(resp, 200, doc);
+}
+
+static void get_jobs(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s;
+	const char *state = fg_req_query(req, "state");
+	enum fg_job_state st;
+	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	cJSON *items = NULL;
+	int64_t next = 0;
+
+	if (state && fg_job_state_parse(state, &st) != 0) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "state '%s' is not a job state", state);
+		return;
+	}
+	if (cursor < 0 || limit < 1 || limit > 500) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+		return;
+	}
+	if (!(s = store_or_problem(req, resp)))
+		return;
+	if (fg_store_job_list(s, state ? (int)st : -1, cursor, (int)limit, &items, &next, &err) != 0)
+		fg_problem_from_err(resp, req, &err);
+	else
+		list_reply(resp, items, next);
+}
+
+static void delete_job(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = store_or_problem(req, resp);
+	struct fg_job job;
+
+	memset(&job, 0, sizeof(job));
+	if (!s)
+		return;
+	if (fg_store_job_cancel(s, req->id, &job, &err) != 0)
+		fg_problem_from_err(resp, req, &err);
+	else
+		fg_json_reply(resp, job.state == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+	fg_job_release(&job);
+}
+
+/* ---- artifacts ---- */
+
+static void get_artifact(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s = store_or_problem(req, resp);
+	cJSON *doc = NULL;
+
+	if (!s)
+		return;
+	if (fg_store_artifact_get(s, req->id, &doc, &err) != 0)
+		fg_problem_from_err(resp, req, &err);
+	else
+		fg_json_reply(resp, 200, doc);
+}
+
+static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s;
+	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	cJSON *items = NULL;
+	int64_t next = 0;
+
+	if (cursor < 0 || limit < 1 || limit > 500) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+		return;
+	}
+	if (!(s = store_or_problem(req, resp)))
+		return;
+	if (fg_store_artifact_list(s, fg_req_query(req, "verdict"), fg_req_query(req, "family"), cursor, (int)limit,
+				   &items, &next, &err) != 0)
+		fg_problem_from_err(resp, req, &err);
+	else
+		list_reply(resp, items, next);
+}
+
+static void post_verifications(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_verify_input in;
+	struct fg_verify_result res;
+	struct fg_err err = { 0, "" };
+	struct fg_store *s;
+	cJSON *body = fg_req_json(req, resp), *result = NULL, *doc;
+	int64_t id;
+
+	memset(&in, 0, sizeof(in));
+	if (!body)
+		return;
+	if (fg_verify_parse(&in, body, &err) != 0 ||
+	    fg_verify_decide(&in, FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
+		goto out;
+	}
+	if (!(s = store_or_problem(req, resp)))
+		goto out;
+	/* An unknown artifact is the store's FG_ENOTFOUND (a foreign key), hence 404. */
+	result = fg_verify_result_json(&res);
+	if (!result) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		goto out;
+	}
+	if (fg_store_verification_put(s, req->id, req->body, result, &id, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		goto out;
+	}
+	fg_api_data_changed(req->api);
+	doc = cJSON_CreateObject();
+	cJSON_AddNumberToObject(doc, "id", (double)id);
+	cJSON_AddNumberToObject(doc, "artifact_id", (double)req->id);
+	cJSON_AddItemToObject(doc, "result", result);
+	result = NULL;
+	fg_json_reply(resp, 201, doc);
+out:
+	cJSON_Delete(result);
+	fg_verify_release(&in);
+	cJSON_Delete(body);
+}
+
+/* ---- fleet ---- */
+
+static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0, "" };
+	struct fg_store *s;
+	cJSON *body = fg_req_json(req, resp), *doc;
+	const cJSON *art, *observed;
+	const char *host, *runtime;
+	int64_t id = 0;
+
+	if (!body)
+		return;
+	host = json_str(body, "host");
+	runtime = json_str(body, "runtime");
+	art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
+	observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
+	if (!host || !*host || strlen(host) > 255) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"host\" must be a string of 1-255 bytes");
+		goto out;
+	}
+	if (!runtime || !fg_runtime_find(runtime)) {
+		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"runtime\" must be a runtime id");
+		goto out;
+	}
+	if (observed && !cJSON_IsObject(observed)) {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"observed\" must be an object");
+		goto out;
+	}
+	if (!(s = store_or_problem(req, resp)))
+		goto out;
+	if (cJSON_IsNumber(art) && art->valuedouble >= 1 && art->valuedouble == floor(art->valuedouble)) {
+		id = (int64_t)art->valuedouble;
+	} else if (cJSON_IsString(art)) {
+		if (fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
+			fg_problem_from_err(resp, req, &err);
+			goto out;
+		}
+	} else {
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field",
+			   "\"artifact\" must be an artifact id or a fingerprint");
+		goto out;
+	}
+	if (fg_store_fleet_report(s, host, id, runtime, observed, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		goto out;
+	}
+	fg_api_data_changed(req->api);
+	doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "host", host);
+	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
+	cJSON_AddStringToObject(doc, "runtime", runtime);
+	fg_json_reply(resp, 201, doc);
+out:
+	cJSON_Delete(body);
+}
+
+static double ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/*
+ * The cached document while no write happened since it was built (see
+ * internal.h); else a fresh one, cached unless a write landed meanwhile.
+ * The generation is read before the store is, so a write that races the
+ * build leaves the cache marked stale rather than hiding the write.
+ */
+static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_api *api = req->api;
+	struct fg_err err = { 0, "" };
+	struct fg_store *s;
+	unsigned long long gen;
+	cJSON *doc = NULL;
+
+	pthread_mutex_lock(&api->health_lock);
+	gen = api->generation;
+	if (api->health_body && api->health_gen == gen && ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS)
+		resp->body = strndup(api->health_body, api->health_len);
+	pthread_mutex_unlock(&api->health_lock);
+	if (resp->body) {
+		resp->status = 200;
+		resp->content_type = "application/json";
+		return;
+	}
+	if (!(s = store_or_problem(req, resp)))
+		return;
+	if (fg_store_fleet_health(s, &doc, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		return;
+	}
+	fg_json_reply(resp, 200, doc);
+	if (resp->status != 200)
+		return;
+	pthread_mutex_lock(&api->health_lock);
+	if (api->generation == gen) {
+		char *copy = strdup(resp->body);
+
+		if (copy) {
+			free(api->health_body);
+			api->health_body = copy;
+			api->health_len = strlen(copy);
+			api->health_gen = gen;
+			clock_gettime(CLOCK_MONOTONIC, &api->health_at);
+		}
+	}
+	pthread_mutex_unlock(&api->health_lock);
+}
+
+const struct fg_route fg_routes[] = {
+	{ "GET", "/livez", FG_ROLE_NONE, 0, get_livez },
+	{ "GET", "/readyz", FG_ROLE_NONE, 0, get_readyz },
+	{ "GET", "/healthz", FG_ROLE_NONE, 0, get_readyz },
+	{ "GET", "/metrics", FG_ROLE_NONE, 0, get_metrics },
+	{ "GET", "/openapi.json", FG_ROLE_NONE, 0, get_openapi },
+	{ "POST", "/v1/inspections", FG_ROLE_WRITE, 1, post_inspections },
+	{ "POST", "/v1/jobs", FG_ROLE_WRITE, 1, post_jobs },
+	{ "GET", "/v1/jobs", FG_ROLE_READ, 0, get_jobs },
+	{ "GET", "/v1/jobs/{id}", FG_ROLE_READ, 0, get_job },
+	{ "DELETE", "/v1/jobs/{id}", FG_ROLE_WRITE, 0, delete_job },
+	{ "GET", "/v1/artifacts", FG_ROLE_READ, 0, get_artifacts },
+	{ "GET", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
+	{ "POST", "/v1/artifacts/{id}/verifications", FG_ROLE_WRITE, 1, post_verifications },
+	{ "POST", "/v1/fleet/reports", FG_ROLE_WRITE, 1, post_fleet_reports },
+	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
+};
+
+const size_t fg_n_routes = sizeof(fg_routes) / sizeof(fg_routes[0]);

@@ -1,0 +1,196 @@
+/*
+ * cmd_serve.c: `forged serve`: bind, migrate, recover jobs, start workers,
+ * announce READY=1, then wait for signals: SIGHUP reloads tokens,
+ * SIGTERM/SIGINT drain (STOPPING=1, finish or requeue running jobs within
+ * drain_seconds) and exit.  STATUS= carries queue figures.
+ */
+#include "daemon/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/workers.h"
+#include "store/store.h"
+
+static int run_serve(int argc, char **argv);
+
+const struct fg_cmd fg_cmd_serve = {
+	.name = "serve",
+	.summary = "run the REST API and the forge workers",
+	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
+		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
+		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n\n"
+		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
+		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
+		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
+		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
+		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
+		 "queues jobs without running any.\n",
+	.run = run_serve,
+};
+
+static void make_instance_id(char *buf, size_t len)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(buf, len, "%lx-%lx", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
+}
+
+static int make_dir(const char *path)
+{
+	return mkdir(path, 0750) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static void status_line(struct fg_store *s, struct fg_workers *w)
+{
+	struct fg_store_counts c;
+	struct fg_err err = { 0, "" };
+	char msg[160];
+
+	if (fg_store_counts(s, &c, NULL, &err) != 0)
+		return;
+	snprintf(msg, sizeof(msg), "STATUS=queued %lld, running %u, succeeded %lld, failed %lld",
+		 (long long)c.jobs[FG_JOB_QUEUED], fg_workers_busy(w), (long long)c.jobs[FG_JOB_SUCCEEDED],
+		 (long long)c.jobs[FG_JOB_FAILED]);
+	fg_notify(msg);
+}
+
+static int run_serve(int argc, char **argv)
+{
+	struct fg_config cfg;
+	struct fg_err err = { 0, "" };
+	struct fg_store *store = NULL;
+	struct fg_workers *workers = NULL;
+	struct fg_api *api = NULL;
+	struct fg_api_config acfg;
+	struct fg_workers_config wcfg;
+	char db[PATH_MAX + 16], instance[64];
+	sigset_t sigs;
+	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
+
+	for (int i = 1; i < argc; i++) {
+		if (fg_cli_is_help(argv[i])) {
+			fputs(fg_cmd_serve.usage, stdout);
+			return FG_EXIT_OK;
+		}
+	}
+	fg_log_init();
+	if (fg_config_load(&cfg, argc, argv, &err) != 0)
+		return err.code == FG_EUSAGE ? fg_cli_usage_error(&fg_cmd_serve, "%s", err.msg) : fg_cli_fail(&err);
+	if (make_dir(cfg.state_dir) != 0) {
+		fg_log(FG_LOG_ERR, "%s: cannot create the state folder: %s", cfg.state_dir, strerror(errno));
+		return FG_EXIT_USAGE;
+	}
+	{
+		/* Absolute from here on: artifact paths are stored and handed to clients. */
+		char abs[PATH_MAX];
+
+		if (realpath(cfg.state_dir, abs))
+			snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", abs);
+	}
+	snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	make_instance_id(instance, sizeof(instance));
+	if (fg_store_open(&store, db, &err) != 0) {
+		fg_log(FG_LOG_ERR, "%s", err.msg);
+		return FG_EXIT_USAGE;
+	}
+	if (fg_store_jobs_recover(store, instance, 60, cfg.max_attempts, &requeued, &failed, &err) != 0) {
+		fg_log(FG_LOG_ERR, "recovering jobs: %s", err.msg);
+		fg_store_close(store);
+		return FG_EXIT_INTERNAL;
+	}
+	if (requeued || failed)
+		fg_log(FG_LOG_NOTICE, "recovered jobs of a previous instance: %d requeued, %d failed for good",
+		       requeued, failed);
+	/* Signals go to this thread only: block them before any thread starts. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	memset(&wcfg, 0, sizeof(wcfg));
+	wcfg.n = cfg.workers;
+	wcfg.db_path = db;
+	wcfg.state_dir = cfg.state_dir;
+	wcfg.instance_id = instance;
+	wcfg.watchdog_usec = fg_notify_watchdog_usec();
+
+	memset(&acfg, 0, sizeof(acfg));
+	acfg.listen_addr = cfg.listen_addr;
+	acfg.port = cfg.port;
+	acfg.db_path = db;
+	acfg.state_dir = cfg.state_dir;
+	acfg.tokens_file = cfg.tokens_file[0] ? cfg.tokens_file : NULL;
+	for (size_t i = 0; i < cfg.n_allow_roots; i++)
+		acfg.allow_roots[acfg.n_allow_roots++] = cfg.allow_roots[i];
+	acfg.max_body_bytes = cfg.max_body_bytes;
+	acfg.threads = 4;
+	acfg.connection_limit = 256;
+	acfg.per_ip_limit = 128;
+	acfg.timeout_seconds = 30;
+	acfg.memory_limit = 128 * 1024;
+	acfg.queue_cap = cfg.queue_cap;
+	acfg.log = fg_log;
+	acfg.job_enqueued = fg_workers_wake;
+	acfg.workers_alive = fg_workers_alive;
+
+	if (fg_workers_start(&workers, &wcfg, &err) != 0) {
+		fg_log(FG_LOG_ERR, "%s", err.msg);
+		fg_store_close(store);
+		return FG_EXIT_INTERNAL;
+	}
+	acfg.ctx = workers;
+	if (fg_api_start(&api, &acfg, &err) != 0) {
+		fg_log(FG_LOG_ERR, "%s", err.msg);
+		fg_workers_stop(workers, 0);
+		fg_store_close(store);
+		return FG_EXIT_USAGE;
+	}
+	fg_workers_set_api(workers, api);
+	if (!acfg.tokens_file)
+		fg_log(FG_LOG_WARNING, "no tokens_file: the API accepts requests without a token");
+	/* Tests start the server on port 0 and read the port from this line. */
+	fg_log(FG_LOG_NOTICE, "listening on %s port %u, state %s, %u workers, instance %s", cfg.listen_addr,
+	       fg_api_port(api), cfg.state_dir, cfg.workers, instance);
+	fg_notify("READY=1");
+	status_line(store, workers);
+	for (;;) {
+		struct timespec tick = { 5, 0 };
+		int sig = sigtimedwait(&sigs, NULL, &tick);
+
+		if (sig == SIGHUP) {
+			/* sd_notify(3): RELOADING=1, then READY=1 once done. */
+			fg_notify("RELOADING=1");
+			if (fg_api_reload_tokens(api, &err) != 0)
+				fg_log(FG_LOG_ERR, "reloading tokens: %s (the old tokens stay)", err.msg);
+			else
+				fg_log(FG_LOG_NOTICE, "tokens reloaded");
+			fg_notify("READY=1");
+		} else if (sig == SIGTERM || sig == SIGINT) {
+			fg_log(FG_LOG_NOTICE, "%s: draining (up to %u s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+			       cfg.drain_seconds);
+			fg_notify("STOPPING=1");
+			break;
+		}
+		status_line(store, workers);
+	}
+	fg_api_stop(api);
+	fg_workers_stop(workers, cfg.drain_seconds);
+	fg_store_close(store);
+	fg_log(FG_LOG_NOTICE, "stopped");
+	return rc;
+}

@@ -1,0 +1,245 @@
+/*
+ * config.c: defaults, config file and flags for `forged serve` (config.h).
+ * Each setting is a row of one table, read from the file and from flags by
+ * the same code, so a key and its flag cannot drift apart.
+ */
+#include "daemon/config.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forge/checkpoint.h"
+
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
+
+struct setting {
+	const char *key;
+	enum kind kind;
+	size_t offset;
+	long long min, max;
+};
+
+static const struct setting settings[] = {
+	{ "listen", K_LISTEN, 0, 0, 0 },
+	{ "state_dir", K_PATH, offsetof(struct fg_config, state_dir), 0, 0 },
+	{ "workers", K_UINT, offsetof(struct fg_config, workers), 0, 256 },
+	{ "tokens_file", K_PATH, offsetof(struct fg_config, tokens_file), 0, 0 },
+	{ "allow_roots", K_ROOTS, 0, 0, 0 },
+	{ "allow_hosts", K_HOSTS, 0, 0, 0 },
+	{ "max_body_bytes", K_SIZE, offsetof(struct fg_config, max_body_bytes), 1024, 1 << 30 },
+	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
+	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
+	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+};
+
+#define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static void defaults(struct fg_config *cfg)
+{
+	const char *sd = getenv("STATE_DIRECTORY");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
+	cfg->port = 8470;
+	/* systemd may pass several folders separated by ':'; the first is ours. */
+	if (sd && *sd)
+		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%.*s", (int)strcspn(sd, ":"), sd);
+	else
+		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "./forged-state");
+	cfg->workers = cpus > 0 ? (unsigned)cpus : 1;
+	cfg->max_body_bytes = 1u << 20;
+	cfg->queue_cap = 1000;
+	cfg->drain_seconds = 30;
+	cfg->max_attempts = 3;
+}
+
+/* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
+static int parse_listen(struct fg_config *cfg, const char *v, struct fg_err *err)
+{
+	const char *colon = strrchr(v, ':');
+	char *end;
+	long port;
+	size_t alen;
+
+	if (!colon)
+		return fg_err_set(err, FG_EUSAGE, "listen '%s' is not ADDR:PORT", v);
+	port = strtol(colon + 1, &end, 10);
+	if (*end || port < 0 || port > 65535 || colon[1] == '\0')
+		return fg_err_set(err, FG_EUSAGE, "listen '%s': bad port", v);
+	alen = (size_t)(colon - v);
+	if (alen >= 2 && v[0] == '[' && v[alen - 1] == ']') {
+		v++;
+		alen -= 2;
+	}
+	if (alen >= sizeof(cfg->listen_addr))
+		return fg_err_set(err, FG_EUSAGE, "listen '%s': address too long", v);
+	if (alen)
+		snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "%.*s", (int)alen, v);
+	cfg->port = (uint16_t)port;
+	return 0;
+}
+
+static int add_list(char (*list)[PATH_MAX], size_t *n, size_t width, const char *v, const char *key,
+		    struct fg_err *err)
+{
+	char *base = (char *)list;
+
+	if (*n == FG_CONFIG_MAX_LIST)
+		return fg_err_set(err, FG_EUSAGE, "%s: more than %d entries", key, FG_CONFIG_MAX_LIST);
+	if (!*v || strlen(v) >= width)
+		return fg_err_set(err, FG_EUSAGE, "%s: entry '%s' is empty or too long", key, v);
+	snprintf(base + *n * width, width, "%s", v);
+	(*n)++;
+	return 0;
+}
+
+/* Apply one setting from text (flags, file strings) or a number (file). */
+static int apply(struct fg_config *cfg, const struct setting *st, const char *text, double num, int is_num,
+		 struct fg_err *err)
+{
+	char *field = (char *)cfg + st->offset, *end;
+	long long v;
+
+	switch (st->kind) {
+	case K_LISTEN:
+		return is_num ? fg_err_set(err, FG_EUSAGE, "listen must be a string") : parse_listen(cfg, text, err);
+	case K_PATH:
+		if (is_num || !*text || strlen(text) >= PATH_MAX)
+			return fg_err_set(err, FG_EUSAGE, "%s must be a non-empty path", st->key);
+		snprintf(field, PATH_MAX, "%s", text);
+		return 0;
+	case K_ROOTS:
+		return add_list(cfg->allow_roots, &cfg->n_allow_roots, PATH_MAX, text, st->key, err);
+	case K_HOSTS:
+		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
+	default:
+		break;
+	}
+	if (is_num) {
+		v = (long long)num;
+		if ((double)v != num)
+			return fg_err_set(err, FG_EUSAGE, "%s must be an integer", st->key);
+	} else {
+		v = strtoll(text, &end, 10);
+		if (!*text || *end)
+			return fg_err_set(err, FG_EUSAGE, "%s '%s' is not an integer", st->key, text);
+	}
+	if (v < st->min || v > st->max)
+		return fg_err_set(err, FG_EUSAGE, "%s %lld is outside %lld..%lld", st->key, v, st->min, st->max);
+	if (st->kind == K_UINT)
+		*(unsigned *)field = (unsigned)v;
+	else if (st->kind == K_SIZE)
+		*(size_t *)field = (size_t)v;
+	else
+		*(int *)field = (int)v;
+	return 0;
+}
+
+static int load_file(struct fg_config *cfg, const char *path, struct fg_err *err)
+{
+	cJSON *doc = NULL;
+	const cJSON *kv, *item;
+	int rc = fg_json_load(&doc, path, 1u << 20, err);
+
+	if (rc)
+		return rc;
+	if (!cJSON_IsObject(doc)) {
+		cJSON_Delete(doc);
+		return fg_err_set(err, FG_EINPUT, "%s: not a JSON object", path);
+	}
+	cJSON_ArrayForEach(kv, doc) {
+		const struct setting *st = NULL;
+
+		for (size_t i = 0; i < N_SETTINGS; i++)
+			if (strcmp(settings[i].key, kv->string) == 0)
+				st = &settings[i];
+		if (!st) {
+			rc = fg_err_set(err, FG_EINPUT, "%s: unknown key '%s'", path, kv->string);
+			break;
+		}
+		if (st->kind == K_ROOTS || st->kind == K_HOSTS) {
+			if (!cJSON_IsArray(kv)) {
+				rc = fg_err_set(err, FG_EINPUT, "%s: '%s' must be an array of strings", path, kv->string);
+				break;
+			}
+			cJSON_ArrayForEach(item, kv) {
+				rc = cJSON_IsString(item) ? apply(cfg, st, item->valuestring, 0, 0, err)
+							  : fg_err_set(err, FG_EINPUT, "%s: '%s' holds a non-string", path, kv->string);
+				if (rc)
+					break;
+			}
+		} else if (cJSON_IsString(kv)) {
+			rc = apply(cfg, st, kv->valuestring, 0, 0, err);
+		} else if (cJSON_IsNumber(kv)) {
+			rc = apply(cfg, st, NULL, kv->valuedouble, 1, err);
+		} else {
+			rc = fg_err_set(err, FG_EINPUT, "%s: '%s' has the wrong type", path, kv->string);
+		}
+		if (rc) {
+			fg_err_prefix(err, FG_EINPUT, "%s: ", path);
+			break;
+		}
+	}
+	cJSON_Delete(doc);
+	return rc;
+}
+
+int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *err)
+{
+	const char *file = NULL;
+	int roots_from_flags = 0, hosts_from_flags = 0, rc;
+
+	defaults(cfg);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			file = argv[++i];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			file = argv[i] + 9;
+	}
+	if (file && (rc = load_file(cfg, file, err)) != 0)
+		return rc;
+	for (int i = 1; i < argc; i++) {
+		const struct setting *st = NULL;
+		const char *arg = argv[i], *value = NULL;
+		char name[64];
+		size_t n;
+
+		if (strncmp(arg, "--", 2) != 0)
+			return fg_err_set(err, FG_EUSAGE, "unexpected argument '%s'", arg);
+		n = strcspn(arg + 2, "=");
+		snprintf(name, sizeof(name), "%.*s", (int)n, arg + 2);
+		for (char *p = name; *p; p++)
+			if (*p == '-')
+				*p = '_';
+		if (strcmp(name, "config") == 0) {
+			if (!arg[2 + n])
+				i++;
+			continue;
+		}
+		for (size_t k = 0; k < N_SETTINGS; k++)
+			if (strcmp(settings[k].key, name) == 0)
+				st = &settings[k];
+		if (!st)
+			return fg_err_set(err, FG_EUSAGE, "unknown option '%s'", arg);
+		if (arg[2 + n] == '=')
+			value = arg + 3 + n;
+		else if (i + 1 < argc)
+			value = argv[++i];
+		else
+			return fg_err_set(err, FG_EUSAGE, "%s needs a value", arg);
+		/* A list flag replaces the file's list; repeat the flag to add more. */
+		if (st->kind == K_ROOTS && !roots_from_flags++)
+			cfg->n_allow_roots = 0;
+		if (st->kind == K_HOSTS && !hosts_from_flags++)
+			cfg->n_allow_hosts = 0;
+		if ((rc = apply(cfg, st, value, 0, 0, err)) != 0)
+			return rc;
+	}
+	if (!cfg->n_allow_roots && getcwd(cfg->allow_roots[0], PATH_MAX))
+		cfg->n_allow_roots = 1;
+	return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * workers.h: N worker threads on the durable job queue.
+ *
+ * Each worker has its own store connection, claims the oldest queued job,
+ * runs it (a forge), records progress and the result, and waits on one
+ * condition variable when the queue is empty.  Lock order: workers->lock is
+ * the only lock here and is never held across the store or forge.
+ */
+#ifndef FG_WORKERS_H
+#define FG_WORKERS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "forge/error.h"
+
+struct fg_api;
+
+struct fg_workers;
+
+struct fg_workers_config {
+	unsigned n;
+	const char *db_path;
+	const char *state_dir;
+	const char *instance_id;
+	struct fg_api *api;            /* for job-duration metrics; may be NULL */
+	unsigned long long watchdog_usec; /* 0: no watchdog */
+};
+
+int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cfg, struct fg_err *err);
+
+/* Give the workers the API once it runs, for job-duration metrics. */
+void fg_workers_set_api(struct fg_workers *w, struct fg_api *api);
+
+/* Wake an idle worker (a job was enqueued). */
+void fg_workers_wake(void *workers);
+
+/* 1 when every worker thread is running its loop. */
+int fg_workers_alive(void *workers);
+
+/* Jobs running now. */
+unsigned fg_workers_busy(struct fg_workers *w);
+
+/*
+ * Stop: no new claims; running jobs get drain_seconds to finish, then are
+ * stopped at their next stage and put back in the queue.  Joins and frees.
+ */
+void fg_workers_stop(struct fg_workers *w, unsigned drain_seconds);
+
+#endif

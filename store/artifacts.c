@@ -1,0 +1,665 @@
+/*
+ * artifacts.c: artifacts and what hangs off them: the stored inspect report
+ * and provenance, one verdict row per code (origin 'static' from the report,
+ * 'verification' from the latest verification), the file fingerprints of
+ * forged artifacts, and verification runs.
+ *
+ * Verdict rows are the queryable face of an artifact: listing by verdict
+ * code, counting by code for /metrics and fleet health.  A verification
+ * replaces the artifact's previous verification verdict row (its history
+ * stays in the verifications table), so listings and counts describe each
+ * artifact as it stands now.  The derived artifacts.unhealthy flag is
+ * recomputed by one statement in every transaction that changes verdicts.
+ */
+#include "store/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODE_MAX 64         /* verdict code bytes */
+#define FILE_MAX 4096       /* fingerprinted file name bytes */
+#define SHA_MAX 128         /* digest text bytes */
+
+/* Verdict codes are identifiers; refusing anything else keeps listings and metrics label-safe. */
+static int valid_code(const char *code)
+{
+	size_t n = 0;
+
+	if (!code || !*code)
+		return 0;
+	for (const char *p = code; *p; p++, n++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	return n <= CODE_MAX;
+}
+
+static int valid_severity(const char *sev)
+{
+	return sev && (strcmp(sev, "info") == 0 || strcmp(sev, "warning") == 0 || strcmp(sev, "error") == 0);
+}
+
+/* ---- the unhealthy flag ---- */
+
+/* The rule of store.h, in one place: an error-severity static verdict, or a collapsed latest verification. */
+static const char sql_refresh_health[] =
+	"UPDATE artifacts SET unhealthy ="
+	" (EXISTS (SELECT 1 FROM verdicts WHERE artifact_id = ?1 AND origin = 'static' AND severity = 'error')"
+	"  OR coalesce((SELECT verdict FROM verifications WHERE artifact_id = ?1 ORDER BY id DESC LIMIT 1)"
+	"   = 'mtp_acceptance_collapsed', 0))"
+	" WHERE id = ?1";
+
+static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql_refresh_health, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	return fg_st_exec(s, st, err, "updating the artifact's health");
+}
+
+/* ---- storing an artifact ---- */
+
+/* The report's verdicts, checked before anything is written.  No verdicts key: none. */
+static int check_verdicts(const cJSON *report, struct fg_err *err)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(report, "verdicts");
+	const cJSON *v;
+	int i = 0;
+
+	if (!list || cJSON_IsNull(list))
+		return 0;
+	if (!cJSON_IsArray(list))
+		return fg_err_set(err, FG_EINPUT, "report.verdicts is not an array");
+	cJSON_ArrayForEach(v, list) {
+		const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code"));
+		const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity"));
+
+		if (!valid_code(code))
+			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].code is missing or not a verdict code", i);
+		if (!valid_severity(sev))
+			return fg_err_set(err, FG_EINPUT,
+					  "report.verdicts[%d].severity is not info, warning or error", i);
+		i++;
+	}
+	return 0;
+}
+
+/*
+ * provenance.files as forge writes it ({"name": "sha256hex", ...}), or as an
+ * array of {"name" or "file", "sha256"}.  Calls add(name, sha) for each when
+ * add is non-NULL; with add NULL only checks.
+ */
+typedef int (*file_fn)(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err);
+
+static int each_file(struct fg_store *s, int64_t id, const cJSON *provenance, file_fn add, struct fg_err *err)
+{
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(provenance, "files");
+	const cJSON *f;
+	int i = 0, rc;
+
+	if (!files || cJSON_IsNull(files))
+		return 0;
+	if (!cJSON_IsObject(files) && !cJSON_IsArray(files))
+		return fg_err_set(err, FG_EINPUT, "provenance.files is neither an object nor an array");
+	cJSON_ArrayForEach(f, files) {
+		const char *name, *sha;
+
+		if (cJSON_IsObject(files)) {
+			name = f->string;
+			sha = cJSON_GetStringValue(f);
+		} else {
+			name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
+			if (!name)
+				name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file"));
+			sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "sha256"));
+		}
+		if (!name || !*name || strlen(name) > FILE_MAX)
+			return fg_err_set(err, FG_EINPUT, "provenance.files[%d] has no usable file name", i);
+		if (!sha || !*sha || strlen(sha) > SHA_MAX)
+			return fg_err_set(err, FG_EINPUT, "provenance.files['%s'] has no usable sha256", name);
+		if (add) {
+			rc = add(s, id, name, sha, err);
+			if (rc)
+				return rc;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static const char sql_fingerprint_insert[] =
+	"INSERT INTO fingerprints (artifact_id, file, sha256) VALUES (?1, ?2, ?3)"
+	" ON CONFLICT (artifact_id, file) DO UPDATE SET sha256 = excluded.sha256";
+
+static int add_fingerprint(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql_fingerprint_insert, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	fg_st_bind_text(st, 2, file);
+	fg_st_bind_text(st, 3, sha);
+	return fg_st_exec(s, st, err, "storing a file fingerprint");
+}
+
+/* A code raised for two tensor sets is one row; the first severity stays (the table fixes it per code). */
+static const char sql_verdict_insert[] =
+	"INSERT INTO verdicts (artifact_id, code, severity, origin) VALUES (?1, ?2, ?3, ?4)"
+	" ON CONFLICT (artifact_id, code) DO NOTHING";
+
+static int add_verdict(struct fg_store *s, int64_t id, const char *code, const char *severity, const char *origin,
+		       struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql_verdict_insert, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	fg_st_bind_text(st, 2, code);
+	fg_st_bind_text(st, 3, severity);
+	fg_st_bind_text(st, 4, origin);
+	return fg_st_exec(s, st, err, "storing a verdict");
+}
+
+static const char sql_artifact_insert[] =
+	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_ST_NOW ")";
+static const char sql_doc_insert[] =
+	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
+
+int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	char *report = NULL, *provenance = NULL;
+	const cJSON *v;
+	int64_t new_id = 0;
+	int rc;
+
+	if (!s || !a || !id)
+		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
+	if (!a->source || !*a->source)
+		return fg_err_set(err, FG_EINPUT, "storing an artifact: no source");
+	if (!cJSON_IsObject(a->report))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the report is not a JSON object", a->source);
+	if (a->provenance && !cJSON_IsObject(a->provenance))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the provenance is not a JSON object",
+				  a->source);
+	rc = check_verdicts(a->report, err);
+	if (!rc && a->provenance)
+		rc = each_file(s, 0, a->provenance, NULL, err);
+	if (rc)
+		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+	report = cJSON_PrintUnformatted(a->report);
+	provenance = a->provenance ? cJSON_PrintUnformatted(a->provenance) : NULL;
+	if (!report || (a->provenance && !provenance)) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+
+	rc = fg_st_begin(s, err);
+	if (rc)
+		goto out;
+	rc = fg_st_get(s, sql_artifact_insert, &st, err);
+	if (rc)
+		goto out;
+	fg_st_bind_text(st, 1, a->source);
+	fg_st_bind_text(st, 2, a->path);
+	fg_st_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
+	fg_st_bind_text(st, 4, a->fingerprint && *a->fingerprint ? a->fingerprint : NULL);
+	sqlite3_bind_int(st, 5, a->ok != 0);
+	/* NAN means "no probe"; infinities are not a measurement either. */
+	if (isfinite(a->probe_mean))
+		sqlite3_bind_double(st, 6, a->probe_mean);
+	else
+		sqlite3_bind_null(st, 6);
+	fg_st_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
+	rc = fg_st_exec(s, st, err, "inserting an artifact");
+	st = NULL;
+	if (rc)
+		goto out;
+	new_id = sqlite3_last_insert_rowid(s->db);
+	rc = fg_st_get(s, sql_doc_insert, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, new_id);
+	fg_st_bind_text(st, 2, report);
+	fg_st_bind_text(st, 3, provenance);
+	rc = fg_st_exec(s, st, err, "storing the report");
+	st = NULL;
+	if (rc)
+		goto out;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a->report, "verdicts")) {
+		rc = add_verdict(s, new_id, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code")),
+				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity")), "static", err);
+		if (rc)
+			goto out;
+	}
+	if (a->provenance) {
+		rc = each_file(s, new_id, a->provenance, add_fingerprint, err);
+		if (rc)
+			goto out;
+	}
+	rc = refresh_health(s, new_id, err);
+	if (!rc)
+		rc = fg_st_commit(s, err);
+	if (!rc)
+		*id = new_id;
+out:
+	fg_st_put(st);
+	if (rc) {
+		fg_st_rollback(s);
+		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+	}
+	cJSON_free(report);
+	cJSON_free(provenance);
+	return rc;
+}
+
+/* ---- reading one artifact ---- */
+
+static const char sql_artifact_doc[] =
+	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance"
+	" FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id WHERE a.id = ?1";
+static const char sql_artifact_verdicts[] =
+	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
+static const char sql_artifact_verifications[] =
+	"SELECT id, verdict, result, created_at FROM verifications WHERE artifact_id = ?1 ORDER BY id";
+static const char sql_artifact_fingerprints[] =
+	"SELECT file, sha256 FROM fingerprints WHERE artifact_id = ?1 ORDER BY file";
+
+/* Add text column col of st to o as key (SQL NULL: JSON null). */
+static int add_text(cJSON *o, const char *key, sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+
+	return (t ? cJSON_AddStringToObject(o, key, t) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+static int add_json(cJSON *o, const char *key, sqlite3_stmt *st, int col, struct fg_err *err)
+{
+	cJSON *j = NULL;
+	int rc = fg_st_column_json(st, col, &j, err, key);
+
+	if (rc)
+		return rc;
+	if (!cJSON_AddItemToObject(o, key, j)) {
+		cJSON_Delete(j);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* The rows of st (bound by the caller) as an array under key, each built by row(). */
+typedef int (*row_fn)(cJSON *item, sqlite3_stmt *st, struct fg_err *err);
+
+static int add_rows(struct fg_store *s, cJSON *doc, const char *key, sqlite3_stmt *st, row_fn row,
+		    struct fg_err *err)
+{
+	cJSON *arr = cJSON_AddArrayToObject(doc, key);
+	int rc;
+
+	if (!arr)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cJSON *item = cJSON_CreateObject();
+
+		if (!item || !cJSON_AddItemToArray(arr, item)) {
+			cJSON_Delete(item);
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		}
+		rc = row(item, st, err);
+		if (rc)
+			return rc;
+	}
+	if (rc != SQLITE_DONE)
+		return fg_st_fail(s, rc, err, key);
+	return 0;
+}
+
+static int verdict_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
+{
+	if (!add_text(item, "code", st, 0) || !add_text(item, "severity", st, 1) || !add_text(item, "origin", st, 2))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
+{
+	int rc;
+
+	if (!cJSON_AddNumberToObject(item, "id", (double)sqlite3_column_int64(st, 0)) ||
+	    !add_text(item, "verdict", st, 1))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = add_json(item, "result", st, 2, err);
+	if (rc)
+		return rc;
+	if (!add_text(item, "created_at", st, 3))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return 0;
+}
+
+int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+{
+	static const struct {
+		const char *key;
+		const char *sql;
+		row_fn row;
+	} lists[] = {
+		{ "verdicts", sql_artifact_verdicts, verdict_row },
+		{ "verifications", sql_artifact_verifications, verification_row },
+	};
+	sqlite3_stmt *st = NULL;
+	cJSON *doc = NULL, *prints;
+	int rc;
+
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "reading an artifact: no store or no output");
+	doc = cJSON_CreateObject();
+	if (!doc)
+		return fg_err_set(err, FG_ENOMEM, "reading artifact %lld: out of memory", (long long)id);
+	/* One snapshot: a verification landing meanwhile shows up whole or not at all. */
+	rc = fg_st_begin_read(s, err);
+	if (rc)
+		goto out;
+	rc = fg_st_get(s, sql_artifact_doc, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "artifact %lld: no such artifact", (long long)id);
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_st_fail(s, rc, err, "reading an artifact");
+		goto out;
+	}
+	if (!cJSON_AddNumberToObject(doc, "id", (double)sqlite3_column_int64(st, 0)) ||
+	    !add_text(doc, "source", st, 1) || !add_text(doc, "path", st, 2) || !add_text(doc, "family", st, 3) ||
+	    !add_text(doc, "fingerprint", st, 4) || !cJSON_AddBoolToObject(doc, "ok", sqlite3_column_int(st, 5)) ||
+	    !add_text(doc, "created_at", st, 6)) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = add_json(doc, "report", st, 7, err);
+	if (!rc)
+		rc = add_json(doc, "provenance", st, 8, err);
+	if (rc)
+		goto out;
+	fg_st_put(st);
+	st = NULL;
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		rc = fg_st_get(s, lists[i].sql, &st, err);
+		if (rc)
+			goto out;
+		sqlite3_bind_int64(st, 1, id);
+		rc = add_rows(s, doc, lists[i].key, st, lists[i].row, err);
+		if (rc)
+			goto out;
+		fg_st_put(st);
+		st = NULL;
+	}
+	/* design.md section 8 promises the fingerprints too: {file: sha256}. */
+	prints = cJSON_AddObjectToObject(doc, "fingerprints");
+	if (!prints) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = fg_st_get(s, sql_artifact_fingerprints, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!cJSON_AddStringToObject(prints, (const char *)sqlite3_column_text(st, 0),
+					     (const char *)sqlite3_column_text(st, 1))) {
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "reading fingerprints");
+		goto out;
+	}
+	fg_st_put(st);
+	st = NULL;
+	rc = fg_st_commit(s, err);
+	if (rc)
+		goto out;
+	*out = doc;
+	doc = NULL;
+out:
+	fg_st_put(st);
+	if (rc) {
+		fg_st_rollback(s);
+		if (rc != FG_ENOTFOUND)
+			fg_err_prefix(err, rc, "reading artifact %lld: ", (long long)id);
+	}
+	cJSON_Delete(doc);
+	return rc;
+}
+
+static const char sql_artifact_by_fingerprint[] =
+	"SELECT id FROM artifacts WHERE fingerprint = ?1 ORDER BY id DESC LIMIT 1";
+
+int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s || !id || !fingerprint || !*fingerprint)
+		return fg_err_set(err, FG_EINPUT, "finding an artifact: no store, fingerprint or output");
+	rc = fg_st_get(s, sql_artifact_by_fingerprint, &st, err);
+	if (rc)
+		return rc;
+	fg_st_bind_text(st, 1, fingerprint);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has fingerprint '%s'", fingerprint);
+	} else {
+		rc = fg_st_fail(s, rc, err, "finding an artifact by fingerprint");
+	}
+	fg_st_put(st);
+	return rc;
+}
+
+/* ---- listing ---- */
+
+/*
+ * One statement per filter combination, each able to walk an index in id
+ * order and stop at the limit: by verdict the (code, artifact_id) index
+ * drives, by family the (family) index, else the table itself.
+ */
+#define ITEM_COLS                                                                     \
+	"a.id, a.source, a.family, a.fingerprint, a.ok, a.created_at,"                \
+	" (SELECT json_group_array(code) FROM"                                        \
+	" (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id))"
+
+static const char sql_list_all[] =
+	"SELECT " ITEM_COLS " FROM artifacts a WHERE a.id < ?1 ORDER BY a.id DESC LIMIT ?2";
+static const char sql_list_family[] =
+	"SELECT " ITEM_COLS " FROM artifacts a WHERE a.family = ?4 AND a.id < ?1 ORDER BY a.id DESC LIMIT ?2";
+static const char sql_list_verdict[] =
+	"SELECT " ITEM_COLS " FROM verdicts v JOIN artifacts a ON a.id = v.artifact_id"
+	" WHERE v.code = ?3 AND v.artifact_id < ?1 ORDER BY v.artifact_id DESC LIMIT ?2";
+static const char sql_list_both[] =
+	"SELECT " ITEM_COLS " FROM verdicts v JOIN artifacts a ON a.id = v.artifact_id"
+	" WHERE v.code = ?3 AND a.family = ?4 AND v.artifact_id < ?1 ORDER BY v.artifact_id DESC LIMIT ?2";
+
+static int list_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
+{
+	cJSON *item = cJSON_CreateObject();
+	int rc;
+
+	if (!item || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
+	if (!cJSON_AddNumberToObject(item, "id", (double)sqlite3_column_int64(st, 0)) ||
+	    !add_text(item, "source", st, 1) || !add_text(item, "family", st, 2) ||
+	    !add_text(item, "fingerprint", st, 3) || !cJSON_AddBoolToObject(item, "ok", sqlite3_column_int(st, 4)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = add_json(item, "verdicts", st, 6, err);
+	if (rc)
+		return rc;
+	if (!add_text(item, "created_at", st, 5))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return 0;
+}
+
+int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
+			   cJSON **out, int64_t *next, struct fg_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	const char *sql;
+	cJSON *arr = NULL;
+	int64_t last = 0;
+	int n = 0, rc;
+
+	if (!s || !out || !next)
+		return fg_err_set(err, FG_EINPUT, "listing artifacts: no store or no output");
+	if (cursor < 0)
+		return fg_err_set(err, FG_EINPUT, "listing artifacts: cursor %lld is negative", (long long)cursor);
+	if (verdict && !*verdict)
+		verdict = NULL;
+	if (family && !*family)
+		family = NULL;
+	limit = fg_st_clamp_limit(limit);
+	sql = verdict ? (family ? sql_list_both : sql_list_verdict) : (family ? sql_list_family : sql_list_all);
+	arr = cJSON_CreateArray();
+	if (!arr)
+		return fg_err_set(err, FG_ENOMEM, "listing artifacts: out of memory");
+	rc = fg_st_get(s, sql, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, cursor > 0 ? cursor : INT64_MAX);
+	sqlite3_bind_int(st, 2, limit);
+	if (verdict)
+		fg_st_bind_text(st, 3, verdict);
+	if (family)
+		fg_st_bind_text(st, 4, family);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = list_item(arr, st, err);
+		if (rc)
+			goto out;
+		last = sqlite3_column_int64(st, 0);
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "listing artifacts");
+		goto out;
+	}
+	rc = 0;
+	*next = n == limit ? last : 0;
+	*out = arr;
+	arr = NULL;
+out:
+	fg_st_put(st);
+	cJSON_Delete(arr);
+	if (rc)
+		fg_err_prefix(err, rc, "listing artifacts: ");
+	return rc;
+}
+
+/* ---- verifications ---- */
+
+static const char sql_verification_insert[] =
+	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
+	" VALUES (?1, ?2, ?3, ?4, " FG_ST_NOW ")";
+static const char sql_verdicts_drop_verification[] =
+	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
+
+/*
+ * The severity of a verification verdict: the result's own "severity" (the
+ * forged.verdict.v1 object carries it), else error for a collapse (the one
+ * verification code the health rule names) and info otherwise.
+ */
+static const char *verification_severity(const cJSON *result, const char *verdict)
+{
+	const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "severity"));
+
+	if (valid_severity(sev))
+		return sev;
+	return strcmp(verdict, "mtp_acceptance_collapsed") == 0 ? "error" : "info";
+}
+
+int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
+			      int64_t *id, struct fg_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	char *result_text = NULL;
+	const char *verdict;
+	cJSON *rows;
+	int64_t new_id = 0;
+	int rc;
+
+	if (!s || !rows_json || !result)
+		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
+	rows = cJSON_Parse(rows_json);
+	if (!rows)
+		return fg_err_set(err, FG_EINPUT, "storing a verification of artifact %lld: the rows are not JSON",
+				  (long long)artifact_id);
+	cJSON_Delete(rows);
+	verdict = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict"));
+	if (!valid_code(verdict))
+		return fg_err_set(err, FG_EINPUT,
+				  "storing a verification of artifact %lld: result.verdict is missing or not a code",
+				  (long long)artifact_id);
+	result_text = cJSON_PrintUnformatted(result);
+	if (!result_text)
+		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
+
+	rc = fg_st_begin(s, err);
+	if (rc)
+		goto out;
+	rc = fg_st_get(s, sql_verification_insert, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, artifact_id);
+	fg_st_bind_text(st, 2, rows_json);
+	fg_st_bind_text(st, 3, result_text);
+	fg_st_bind_text(st, 4, verdict);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "artifact %lld: no such artifact", (long long)artifact_id);
+		goto out;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "inserting a verification");
+		goto out;
+	}
+	new_id = sqlite3_last_insert_rowid(s->db);
+	fg_st_put(st);
+	rc = fg_st_get(s, sql_verdicts_drop_verification, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, artifact_id);
+	rc = fg_st_exec(s, st, err, "replacing the verification verdict");
+	st = NULL;
+	if (!rc)
+		rc = add_verdict(s, artifact_id, verdict, verification_severity(result, verdict), "verification", err);
+	if (!rc)
+		rc = refresh_health(s, artifact_id, err);
+	if (!rc)
+		rc = fg_st_commit(s, err);
+	if (!rc && id)
+		*id = new_id;
+out:
+	fg_st_put(st);
+	if (rc) {
+		fg_st_rollback(s);
+		if (rc != FG_ENOTFOUND)
+			fg_err_prefix(err, rc, "storing a verification of artifact %lld: ", (long long)artifact_id);
+	}
+	cJSON_free(result_text);
+	return rc;
+}

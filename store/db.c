@@ -1,0 +1,668 @@
+/*
+ * db.c: the store's connection: opening a database file, the pragmas that
+ * make it durable and concurrent (WAL, synchronous=FULL, busy_timeout,
+ * foreign keys), schema migrations by PRAGMA user_version, the per-connection
+ * cache of prepared statements, the transaction and error helpers the other
+ * store files share, the integrity check and the counts /metrics reads.
+ *
+ * Migrations are a table of SQL texts: entry i brings a database from
+ * version i to i + 1, inside one BEGIN IMMEDIATE transaction that also bumps
+ * user_version, so a crash or a second process opening the same file at the
+ * same moment never sees half a schema.  A released migration is never
+ * edited; a schema change is a new entry and a new FG_STORE_SCHEMA_VERSION.
+ */
+#include "store/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUSY_TIMEOUT_MS 5000
+#define WAL_RETRY_MS 10
+
+/*
+ * Version 1.  Notes on choices that are not obvious from the columns:
+ * - artifacts holds the small, often-read fields; the report and the
+ *   provenance (kilobytes each) live in artifact_docs, so listings and joins
+ *   over artifacts read compact pages.
+ * - artifacts.unhealthy is derived (an error-severity static verdict, or a
+ *   latest verification verdict of mtp_acceptance_collapsed) and refreshed
+ *   by artifacts.c in the same transaction that changes the verdicts; fleet
+ *   health lists unhealthy artifacts through its partial index instead of
+ *   re-deriving the rule over every verdict.
+ * - verdicts keeps one row per (artifact, code): a report may raise a code
+ *   for two tensor sets, but listings and counts are per artifact.
+ * - artifact_stats holds the counts fleet health and /metrics show (all
+ *   artifacts, unhealthy ones, by family, by verdict code, by probe bucket),
+ *   kept by triggers in the same transaction as the rows they count.  A
+ *   GROUP BY over 100,000 artifacts and their verdicts costs tens of
+ *   milliseconds per health request; the triggers cost a few row updates
+ *   per write.  tests/unit/test_store.c checks them against the GROUP BYs.
+ * - probe_bucket names the q-norm bucket of probe_mean (the bounds of
+ *   fg_st_probe_buckets); a virtual column, so the triggers share one CASE.
+ * - CHECKs over more than two values are written as OR chains: SQLite
+ *   codes "x IN (a, b, c)" in a CHECK by building a temporary table on every
+ *   row written, which more than doubled the cost of storing an artifact.
+ * - timestamps are RFC 3339 UTC text with milliseconds (FG_ST_NOW), which
+ *   order correctly as text.
+ */
+static const char schema_v1[] =
+	"CREATE TABLE artifacts ("
+	" id INTEGER PRIMARY KEY,"
+	" source TEXT NOT NULL,"
+	" path TEXT,"
+	" family TEXT NOT NULL,"
+	" fingerprint TEXT,"
+	" ok INTEGER NOT NULL CHECK (ok IN (0, 1)),"
+	" probe_mean REAL,"
+	" probe_bucket TEXT GENERATED ALWAYS AS (CASE WHEN probe_mean IS NULL THEN NULL"
+	"  WHEN probe_mean < 1.25 THEN 'below' WHEN probe_mean < 1.74 THEN 'low'"
+	"  WHEN probe_mean <= 1.83 THEN 'band' WHEN probe_mean <= 2.4 THEN 'high' ELSE 'above' END) VIRTUAL,"
+	" head_convention TEXT,"
+	" unhealthy INTEGER NOT NULL DEFAULT 0,"
+	" created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+	");"
+	"CREATE INDEX artifacts_fingerprint ON artifacts(fingerprint) WHERE fingerprint IS NOT NULL;"
+	"CREATE INDEX artifacts_family ON artifacts(family);"
+	"CREATE INDEX artifacts_unhealthy ON artifacts(unhealthy) WHERE unhealthy = 1;"
+	"CREATE TABLE artifact_docs ("
+	" artifact_id INTEGER PRIMARY KEY REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" report TEXT NOT NULL,"
+	" provenance TEXT"
+	");"
+	"CREATE TABLE verdicts ("
+	" id INTEGER PRIMARY KEY,"
+	" artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" code TEXT NOT NULL,"
+	" severity TEXT NOT NULL CHECK (severity = 'info' OR severity = 'warning' OR severity = 'error'),"
+	" origin TEXT NOT NULL CHECK (origin IN ('static', 'verification')),"
+	" UNIQUE (artifact_id, code)"
+	");"
+	"CREATE INDEX verdicts_code ON verdicts(code, artifact_id);"
+	"CREATE TABLE fingerprints ("
+	" artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" file TEXT NOT NULL,"
+	" sha256 TEXT NOT NULL,"
+	" PRIMARY KEY (artifact_id, file)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE verifications ("
+	" id INTEGER PRIMARY KEY,"
+	" artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" rows TEXT NOT NULL,"
+	" result TEXT NOT NULL,"
+	" verdict TEXT NOT NULL,"
+	" created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+	");"
+	"CREATE INDEX verifications_artifact ON verifications(artifact_id, id);"
+	"CREATE TABLE jobs ("
+	" id INTEGER PRIMARY KEY,"
+	" kind TEXT NOT NULL,"
+	" state TEXT NOT NULL DEFAULT 'queued'"
+	"  CHECK (state = 'queued' OR state = 'running' OR state = 'succeeded' OR state = 'failed'"
+	"   OR state = 'cancelled'),"
+	" stage TEXT NOT NULL DEFAULT '',"
+	" progress REAL NOT NULL DEFAULT 0,"
+	" error TEXT NOT NULL DEFAULT '',"
+	" artifact_id INTEGER REFERENCES artifacts(id) ON DELETE SET NULL,"
+	" attempts INTEGER NOT NULL DEFAULT 0,"
+	" cancel_requested INTEGER NOT NULL DEFAULT 0,"
+	" params TEXT NOT NULL DEFAULT '{}',"
+	" idem_key TEXT UNIQUE,"
+	" body_sha256 TEXT,"
+	" worker TEXT,"
+	" heartbeat_at TEXT,"
+	" created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"
+	" updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+	");"
+	"CREATE INDEX jobs_state_id ON jobs(state, id);"
+	"CREATE INDEX jobs_artifact ON jobs(artifact_id);"
+	"CREATE TABLE fleet_reports ("
+	" host TEXT NOT NULL,"
+	" runtime TEXT NOT NULL,"
+	" artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" observed TEXT NOT NULL,"
+	" reported_at TEXT NOT NULL,"
+	" PRIMARY KEY (host, runtime)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX fleet_reports_artifact ON fleet_reports(artifact_id);"
+	"CREATE TABLE artifact_stats ("
+	" dim TEXT NOT NULL CHECK (dim = 'total' OR dim = 'unhealthy' OR dim = 'family' OR dim = 'verdict'"
+	"  OR dim = 'probe'),"
+	" key TEXT NOT NULL,"
+	" n INTEGER NOT NULL,"
+	" PRIMARY KEY (dim, key)"
+	") WITHOUT ROWID;"
+	"CREATE TRIGGER artifacts_stats_insert AFTER INSERT ON artifacts BEGIN"
+	" INSERT INTO artifact_stats (dim, key, n) VALUES ('total', '', 1), ('family', NEW.family, 1)"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" INSERT INTO artifact_stats (dim, key, n) SELECT 'probe', NEW.probe_bucket, 1"
+	"  WHERE NEW.probe_bucket IS NOT NULL ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" INSERT INTO artifact_stats (dim, key, n) SELECT 'unhealthy', '', 1"
+	"  WHERE NEW.unhealthy ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER artifacts_stats_delete AFTER DELETE ON artifacts BEGIN"
+	" UPDATE artifact_stats SET n = n - 1 WHERE (dim = 'total' AND key = '')"
+	"  OR (dim = 'family' AND key = OLD.family) OR (dim = 'probe' AND key = OLD.probe_bucket)"
+	"  OR (dim = 'unhealthy' AND key = '' AND OLD.unhealthy);"
+	" END;"
+	"CREATE TRIGGER artifacts_stats_health AFTER UPDATE OF unhealthy ON artifacts"
+	" WHEN OLD.unhealthy IS NOT NEW.unhealthy BEGIN"
+	" INSERT INTO artifact_stats (dim, key, n) VALUES ('unhealthy', '', NEW.unhealthy - OLD.unhealthy)"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER artifacts_stats_update AFTER UPDATE OF family, probe_mean ON artifacts BEGIN"
+	" UPDATE artifact_stats SET n = n - 1"
+	"  WHERE (dim = 'family' AND key = OLD.family) OR (dim = 'probe' AND key = OLD.probe_bucket);"
+	" INSERT INTO artifact_stats (dim, key, n) VALUES ('family', NEW.family, 1)"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" INSERT INTO artifact_stats (dim, key, n) SELECT 'probe', NEW.probe_bucket, 1"
+	"  WHERE NEW.probe_bucket IS NOT NULL ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER verdicts_stats_insert AFTER INSERT ON verdicts BEGIN"
+	" INSERT INTO artifact_stats (dim, key, n) VALUES ('verdict', NEW.code, 1)"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER verdicts_stats_delete AFTER DELETE ON verdicts BEGIN"
+	" UPDATE artifact_stats SET n = n - 1 WHERE dim = 'verdict' AND key = OLD.code;"
+	" END;"
+	"CREATE TRIGGER verdicts_stats_update AFTER UPDATE OF code ON verdicts BEGIN"
+	" UPDATE artifact_stats SET n = n - 1 WHERE dim = 'verdict' AND key = OLD.code;"
+	" INSERT INTO artifact_stats (dim, key, n) VALUES ('verdict', NEW.code, 1)"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;";
+
+static const char *const migrations[] = {
+	schema_v1,
+};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+/* ---- helpers shared by the store files (internal.h) ---- */
+
+int fg_st_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what)
+{
+	int code = (rc & 0xff) == SQLITE_NOMEM ? FG_ENOMEM : FG_EIO;
+
+	return fg_err_set(err, code, "%s: %s", what, s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+static uint64_t sql_hash(const char *sql)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return h;
+}
+
+int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err)
+{
+	uint64_t h = sql_hash(sql);
+	sqlite3_stmt *st = NULL;
+	const char *tail = NULL;
+	int rc;
+
+	for (size_t i = 0; i < s->n_slots; i++) {
+		if (s->slots[i].hash == h && strcmp(sqlite3_sql(s->slots[i].stmt), sql) == 0) {
+			st = s->slots[i].stmt;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			*out = st;
+			return 0;
+		}
+	}
+	if (s->n_slots == FG_ST_CACHE_MAX)
+		return fg_err_set(err, FG_EINTERNAL, "statement cache full (%d statements)", FG_ST_CACHE_MAX);
+	/* PERSISTENT: the statement lives as long as the connection. */
+	rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, &tail);
+	if (rc != SQLITE_OK) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "preparing \"%.60s\"", sql);
+		return fg_st_fail(s, rc, err, what);
+	}
+	if (!st || (tail && *tail)) {
+		/* Only one statement per text: a second one would silently never run. */
+		sqlite3_finalize(st);
+		return fg_err_set(err, FG_EINTERNAL, "statement \"%.60s\" is empty or holds two", sql);
+	}
+	s->slots[s->n_slots].hash = h;
+	s->slots[s->n_slots].stmt = st;
+	s->n_slots++;
+	*out = st;
+	return 0;
+}
+
+void fg_st_put(sqlite3_stmt *st)
+{
+	if (!st)
+		return;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+int fg_st_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, what);
+		fg_st_put(st);
+		return rc;
+	}
+	fg_st_put(st);
+	return 0;
+}
+
+static int run_sql(struct fg_store *s, const char *sql, struct fg_err *err, const char *what)
+{
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql, &st, err);
+
+	return rc ? rc : fg_st_exec(s, st, err, what);
+}
+
+int fg_st_begin(struct fg_store *s, struct fg_err *err)
+{
+	return run_sql(s, "BEGIN IMMEDIATE", err, "starting a write transaction");
+}
+
+int fg_st_begin_read(struct fg_store *s, struct fg_err *err)
+{
+	return run_sql(s, "BEGIN", err, "starting a read transaction");
+}
+
+int fg_st_commit(struct fg_store *s, struct fg_err *err)
+{
+	int rc = run_sql(s, "COMMIT", err, "committing");
+
+	if (rc)
+		fg_st_rollback(s);
+	return rc;
+}
+
+void fg_st_rollback(struct fg_store *s)
+{
+	/* Some errors (SQLITE_FULL, IOERR, NOMEM) already rolled back: nothing to do then. */
+	if (!s || sqlite3_get_autocommit(s->db))
+		return;
+	(void)run_sql(s, "ROLLBACK", NULL, "rolling back");
+}
+
+int fg_st_bind_text(sqlite3_stmt *st, int i, const char *text)
+{
+	if (!text)
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
+}
+
+void fg_st_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	size_t len;
+
+	if (!cap)
+		return;
+	if (!t) {
+		dst[0] = '\0';
+		return;
+	}
+	len = (size_t)sqlite3_column_bytes(st, col);
+	if (len >= cap) {
+		len = cap - 1;
+		/* Step back over continuation bytes so no character is cut in half. */
+		while (len > 0 && (t[len] & 0xc0) == 0x80)
+			len--;
+	}
+	memcpy(dst, t, len);
+	dst[len] = '\0';
+}
+
+int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	cJSON *j;
+
+	if (!t) {
+		if (sqlite3_column_type(st, col) != SQLITE_NULL)
+			return fg_err_set(err, FG_ENOMEM, "%s: out of memory", what);
+		j = cJSON_CreateNull();
+		if (!j)
+			return fg_err_set(err, FG_ENOMEM, "%s: out of memory", what);
+		*out = j;
+		return 0;
+	}
+	j = cJSON_ParseWithLength(t, (size_t)sqlite3_column_bytes(st, col));
+	if (!j)
+		return fg_err_set(err, FG_EIO, "%s: the stored JSON does not parse", what);
+	*out = j;
+	return 0;
+}
+
+int fg_st_clamp_limit(int limit)
+{
+	if (limit < 1)
+		return 1;
+	return limit > FG_ST_LIMIT_MAX ? FG_ST_LIMIT_MAX : limit;
+}
+
+/* ---- opening, migrating, closing ---- */
+
+static int read_user_version(struct fg_store *s, int *version, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, "PRAGMA user_version", &st, err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = fg_st_fail(s, rc, err, "reading the schema version");
+		fg_st_put(st);
+		return rc;
+	}
+	*version = sqlite3_column_int(st, 0);
+	fg_st_put(st);
+	return 0;
+}
+
+static int refuse_newer(int version, const char *path, struct fg_err *err)
+{
+	return fg_err_set(err, FG_EIO,
+			  "database '%s' has schema version %d, newer than this forged's %d: "
+			  "run a newer forged",
+			  path, version, FG_STORE_SCHEMA_VERSION);
+}
+
+/*
+ * Bring the schema to FG_STORE_SCHEMA_VERSION.  The version is read again
+ * inside each write transaction because another process may have migrated
+ * between our first look and our lock.
+ */
+static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
+{
+	int version = 0;
+	int rc = read_user_version(s, &version, err);
+
+	if (rc)
+		return rc;
+	if (version > FG_STORE_SCHEMA_VERSION)
+		return refuse_newer(version, path, err);
+	while (version < FG_STORE_SCHEMA_VERSION) {
+		char *msg = NULL;
+		char bump[48];
+
+		rc = fg_st_begin(s, err);
+		if (rc)
+			return fg_err_prefix(err, rc, "migrating '%s': ", path);
+		rc = read_user_version(s, &version, err);
+		if (rc)
+			goto fail;
+		if (version > FG_STORE_SCHEMA_VERSION) {
+			/* A newer forged migrated it while we waited for the lock. */
+			rc = refuse_newer(version, path, err);
+			goto fail;
+		}
+		if (version == FG_STORE_SCHEMA_VERSION) {
+			fg_st_rollback(s);
+			break;
+		}
+		rc = sqlite3_exec(s->db, migrations[version], NULL, NULL, &msg);
+		if (rc == SQLITE_OK) {
+			snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", version + 1);
+			rc = sqlite3_exec(s->db, bump, NULL, NULL, &msg);
+		}
+		if (rc != SQLITE_OK) {
+			rc = fg_err_set(err, (rc & 0xff) == SQLITE_NOMEM ? FG_ENOMEM : FG_EIO,
+					"migrating '%s' to schema version %d: %s", path, version + 1,
+					msg ? msg : sqlite3_errstr(rc));
+			sqlite3_free(msg);
+			goto fail;
+		}
+		rc = fg_st_commit(s, err);
+		if (rc)
+			return fg_err_prefix(err, rc, "migrating '%s' to schema version %d: ", path, version + 1);
+		version++;
+	}
+	s->user_version = version;
+	return 0;
+fail:
+	fg_st_rollback(s);
+	return rc;
+}
+
+static int configure(struct fg_store *s, const char *path, struct fg_err *err)
+{
+	static const char *const pragmas[] = {
+		/* FULL: a commit is on disk before we tell a client it is stored. */
+		"PRAGMA synchronous = FULL",
+		"PRAGMA foreign_keys = ON",
+	};
+	sqlite3_stmt *st;
+	const char *mode;
+	int rc;
+
+	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+	rc = fg_st_get(s, "PRAGMA journal_mode = WAL", &st, err);
+	if (rc)
+		return rc;
+	/*
+	 * Several first opens of a new file race to switch it from a rollback
+	 * journal to WAL; the losers hold a read lock while asking for the write
+	 * lock, and SQLite then answers SQLITE_BUSY at once instead of calling
+	 * the busy handler (waiting could deadlock).  So wait here instead.
+	 */
+	for (int waited = 0;; waited += WAL_RETRY_MS) {
+		rc = sqlite3_step(st);
+		if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS)
+			break;
+		sqlite3_reset(st);
+		sqlite3_sleep(WAL_RETRY_MS);
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_st_fail(s, rc, err, "setting WAL mode");
+		fg_st_put(st);
+		return fg_err_prefix(err, rc, "database '%s': ", path);
+	}
+	mode = (const char *)sqlite3_column_text(st, 0);
+	/* An in-memory database (":memory:", tests) cannot be WAL and needs no durability. */
+	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
+		rc = fg_err_set(err, FG_EIO, "database '%s' cannot use WAL (journal mode stays '%s')", path,
+				mode ? mode : "?");
+		fg_st_put(st);
+		return rc;
+	}
+	fg_st_put(st);
+	for (size_t i = 0; i < sizeof(pragmas) / sizeof(pragmas[0]); i++) {
+		rc = run_sql(s, pragmas[i], err, pragmas[i]);
+		if (rc)
+			return fg_err_prefix(err, rc, "database '%s': ", path);
+	}
+	return 0;
+}
+
+int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err)
+{
+	struct fg_store *s = NULL;
+	int rc;
+
+	if (!out || !path || !*path)
+		return fg_err_set(err, FG_EINPUT, "opening the store: no database path");
+	/* Each thread has its own connection, but they share the library's state. */
+	if (!sqlite3_threadsafe())
+		return fg_err_set(err, FG_EIO, "opening '%s': libsqlite3 was built without thread support", path);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return fg_err_set(err, FG_ENOMEM, "opening '%s': out of memory", path);
+	/* NOMUTEX: a connection is never shared between threads (internal.h). */
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		rc = fg_err_set(err, s->db ? FG_EIO : FG_ENOMEM, "opening database '%s': %s", path,
+				s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		goto out;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	rc = configure(s, path, err);
+	if (!rc)
+		rc = migrate(s, path, err);
+	if (!rc) {
+		*out = s;
+		s = NULL;
+	}
+out:
+	fg_store_close(s);
+	return rc;
+}
+
+void fg_store_close(struct fg_store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_slots; i++)
+		sqlite3_finalize(s->slots[i].stmt);
+	/* close_v2 still frees everything if a statement were somehow left behind. */
+	sqlite3_close_v2(s->db);
+	free(s);
+}
+
+int fg_store_user_version(struct fg_store *s)
+{
+	return s ? s->user_version : -1;
+}
+
+/* ---- checks and counts ---- */
+
+int fg_store_check(struct fg_store *s, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	const char *first;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "integrity check: no store");
+	rc = fg_st_get(s, "PRAGMA integrity_check", &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = fg_st_fail(s, rc, err, "integrity check");
+		goto out;
+	}
+	first = (const char *)sqlite3_column_text(st, 0);
+	if (!first || strcmp(first, "ok") != 0) {
+		rc = fg_err_set(err, FG_EIO, "integrity check failed: %s", first ? first : "(no message)");
+		goto out;
+	}
+	rc = 0;
+out:
+	fg_st_put(st);
+	return rc;
+}
+
+const char *const fg_st_probe_buckets[FG_ST_PROBE_BUCKETS] = { "below", "low", "band", "high", "above" };
+
+static const char sql_stats[] = "SELECT dim, key, n FROM artifact_stats WHERE n <> 0";
+
+int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verdict, cJSON *by_family,
+		     struct fg_err *err)
+{
+	struct fg_st_stats c;
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql_stats, &st, err);
+
+	if (rc)
+		return rc;
+	memset(&c, 0, sizeof(c));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *dim = (const char *)sqlite3_column_text(st, 0);
+		const char *key = (const char *)sqlite3_column_text(st, 1);
+		int64_t n = sqlite3_column_int64(st, 2);
+		cJSON *obj = NULL;
+
+		if (!dim || !key)
+			continue;
+		if (strcmp(dim, "total") == 0) {
+			c.artifacts = n;
+		} else if (strcmp(dim, "unhealthy") == 0) {
+			c.unhealthy = n;
+		} else if (strcmp(dim, "probe") == 0) {
+			for (int i = 0; i < FG_ST_PROBE_BUCKETS; i++)
+				if (strcmp(key, fg_st_probe_buckets[i]) == 0)
+					c.probe[i] = n;
+		} else if (strcmp(dim, "verdict") == 0) {
+			obj = by_verdict;
+		} else if (strcmp(dim, "family") == 0) {
+			obj = by_family;
+		}
+		if (obj && !cJSON_AddNumberToObject(obj, key, (double)n)) {
+			fg_st_put(st);
+			return fg_err_set(err, FG_ENOMEM, "reading artifact counts: out of memory");
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fg_st_fail(s, rc, err, "reading artifact counts");
+	fg_st_put(st);
+	if (!rc)
+		*out = c;
+	return rc;
+}
+
+static const char sql_jobs_by_state[] = "SELECT state, count(*) FROM jobs GROUP BY state";
+
+int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err)
+{
+	struct fg_store_counts c;
+	struct fg_st_stats stats;
+	sqlite3_stmt *st = NULL;
+	cJSON *verdicts = NULL;
+	int rc;
+
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "counting: no store or no output");
+	memset(&c, 0, sizeof(c));
+	if (by_verdict) {
+		verdicts = cJSON_CreateObject();
+		if (!verdicts)
+			return fg_err_set(err, FG_ENOMEM, "counting: out of memory");
+	}
+	/* One snapshot for the job and artifact figures. */
+	rc = fg_st_begin_read(s, err);
+	if (rc)
+		goto out;
+	rc = fg_st_get(s, sql_jobs_by_state, &st, err);
+	if (rc)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		enum fg_job_state js;
+
+		if (fg_job_state_parse((const char *)sqlite3_column_text(st, 0), &js) == 0)
+			c.jobs[js] = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "counting jobs");
+		goto out;
+	}
+	fg_st_put(st);
+	st = NULL;
+	rc = fg_st_read_stats(s, &stats, verdicts, NULL, err);
+	if (!rc)
+		rc = fg_st_commit(s, err);
+	if (rc)
+		goto out;
+	c.artifacts = stats.artifacts;
+	c.artifacts_unhealthy = stats.unhealthy;
+	*out = c;
+	if (by_verdict) {
+		*by_verdict = verdicts;
+		verdicts = NULL;
+	}
+out:
+	fg_st_put(st);
+	if (rc)
+		fg_st_rollback(s);
+	cJSON_Delete(verdicts);
+	return rc;
+}

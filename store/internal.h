@@ -1,0 +1,130 @@
+/*
+ * internal.h: what the store's .c files share and nothing outside store/
+ * may use (tests and the store benchmark excepted): the connection struct,
+ * the prepared-statement cache, transaction and error helpers, and the SQL
+ * fragments every file writes the same way (the timestamp format).
+ *
+ * A struct fg_store is one SQLite connection plus the statements prepared
+ * on it.  It is not thread-safe and must not be shared: the connection is
+ * opened with SQLITE_OPEN_NOMUTEX and the cached statements hold per-call
+ * state, so each thread opens its own store (SQLite's file locks, WAL and
+ * busy_timeout serialise the writers of different connections).
+ */
+#ifndef FG_STORE_INTERNAL_H
+#define FG_STORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "forge/error.h"
+#include "store/store.h"
+
+/*
+ * RFC 3339 UTC with milliseconds.  Every timestamp the store writes uses
+ * this exact form, so text comparison orders them (the stale-heartbeat test
+ * of recovery relies on it).
+ */
+#define FG_ST_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+/* Distinct SQL texts one connection may cache; the store uses fewer than 50. */
+#define FG_ST_CACHE_MAX 96
+
+/* The largest page a list returns (the smallest is 1). */
+#define FG_ST_LIMIT_MAX 500
+
+struct fg_st_slot {
+	uint64_t hash;          /* FNV-1a of the SQL text, checked before strcmp */
+	sqlite3_stmt *stmt;     /* sqlite3_sql(stmt) is the key itself */
+};
+
+struct fg_store {
+	sqlite3 *db;
+	int user_version;       /* after migration */
+	size_t n_slots;
+	struct fg_st_slot slots[FG_ST_CACHE_MAX];
+};
+
+/*
+ * The statement for sql on this connection, prepared on first use and kept
+ * until fg_store_close.  The statement comes back reset with its bindings
+ * cleared; the caller binds, steps, and hands it back with fg_st_put (which
+ * resets it, ending any read it holds open).  A statement may be in use once
+ * at a time: a caller must not fetch the same SQL again before putting it.
+ * FG_EIO with SQLite's message when the SQL does not prepare, FG_EINTERNAL
+ * when the cache is full.
+ */
+int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err);
+
+/* Reset st and clear its bindings (so large bound texts are freed).  NULL allowed. */
+void fg_st_put(sqlite3_stmt *st);
+
+/*
+ * Record a SQLite failure of rc in err as "<what>: <sqlite3_errmsg>" and
+ * return its FG_E* code: FG_ENOMEM for SQLITE_NOMEM, FG_EIO otherwise.
+ */
+int fg_st_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what);
+
+/*
+ * Transactions.  fg_st_begin takes the write lock at once (BEGIN IMMEDIATE:
+ * a read-then-write never meets SQLITE_BUSY halfway, and busy_timeout waits
+ * for the lock); fg_st_begin_read opens a deferred transaction so several
+ * SELECTs see one snapshot.  fg_st_commit commits (rolling back if the commit
+ * fails); fg_st_rollback rolls back when a transaction is open and never fails.
+ */
+int fg_st_begin(struct fg_store *s, struct fg_err *err);
+int fg_st_begin_read(struct fg_store *s, struct fg_err *err);
+int fg_st_commit(struct fg_store *s, struct fg_err *err);
+void fg_st_rollback(struct fg_store *s);
+
+/* Run a statement that returns no rows (or whose rows are ignored) to completion. */
+int fg_st_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what);
+
+/*
+ * Bind text (NULL binds SQL NULL).  The text is copied by SQLite
+ * (SQLITE_TRANSIENT) so the caller's buffer may go away before the step.
+ */
+int fg_st_bind_text(sqlite3_stmt *st, int i, const char *text);
+
+/*
+ * Copy column col of the current row into dst of cap bytes, truncated at a
+ * UTF-8 character boundary; a NULL column gives "".
+ */
+void fg_st_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap);
+
+/*
+ * Parse stored JSON text of column col (NULL column: JSON null).  FG_EIO
+ * naming what when the stored text is not JSON (a corrupted row), FG_ENOMEM.
+ */
+int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what);
+
+/* Clamp a page size to 1..FG_ST_LIMIT_MAX. */
+int fg_st_clamp_limit(int limit);
+
+/*
+ * The probe q-norm buckets, in order, as the schema's probe_bucket column
+ * names them: [0, 1.25), [1.25, 1.74), [1.74, 1.83] (the healthy band),
+ * (1.83, 2.4], (2.4, inf).  fleet.c holds the matching numeric ranges.
+ */
+#define FG_ST_PROBE_BUCKETS 5
+#define FG_ST_PROBE_BAND 2
+extern const char *const fg_st_probe_buckets[FG_ST_PROBE_BUCKETS];
+
+/* The artifact figures the artifact_stats triggers keep. */
+struct fg_st_stats {
+	int64_t artifacts;
+	int64_t unhealthy;
+	int64_t probe[FG_ST_PROBE_BUCKETS];
+};
+
+/*
+ * Read artifact_stats: the totals into *out, and {code: n} / {family: n}
+ * into by_verdict / by_family when they are non-NULL (counts of zero are
+ * left out, as a GROUP BY would).  Call inside a read transaction when
+ * other queries must agree with these figures.
+ */
+int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verdict, cJSON *by_family,
+		     struct fg_err *err);
+
+#endif

@@ -1,0 +1,658 @@
+/*
+ * jobs.c: the durable job queue.  A job is a row that moves queued ->
+ * running -> succeeded | failed | cancelled; workers of any number of
+ * processes claim the oldest queued row with one UPDATE ... RETURNING inside
+ * BEGIN IMMEDIATE, so the write lock makes every claim see the claims before
+ * it and no job is handed out twice.  The running row carries its worker
+ * ("INSTANCE/N") and a heartbeat, which is what start-up recovery reads to
+ * tell a job whose worker died from one still in progress.
+ *
+ * Idempotency keys are a UNIQUE column checked and written in the same
+ * IMMEDIATE transaction: two clients racing with one key serialise on the
+ * write lock, and the second sees the first's row.
+ */
+#include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Column order read by job_read. */
+#define JOB_COLS                                                                               \
+	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
+	"created_at, updated_at"
+
+#define KEY_MAX 255        /* idempotency key bytes */
+#define HASH_MAX 128       /* body digest bytes (hex SHA-256 is 64) */
+#define WORKER_MAX 128
+#define STAGE_MAX (sizeof(((struct fg_job *)0)->stage) - 1)
+
+static const char *const state_names[] = {
+	[FG_JOB_QUEUED] = "queued",
+	[FG_JOB_RUNNING] = "running",
+	[FG_JOB_SUCCEEDED] = "succeeded",
+	[FG_JOB_FAILED] = "failed",
+	[FG_JOB_CANCELLED] = "cancelled",
+};
+
+#define N_STATES ((int)(sizeof(state_names) / sizeof(state_names[0])))
+
+const char *fg_job_state_name(enum fg_job_state s)
+{
+	if ((unsigned)s < (unsigned)N_STATES)
+		return state_names[s];
+	return "unknown";
+}
+
+int fg_job_state_parse(const char *name, enum fg_job_state *out)
+{
+	if (!name || !out)
+		return FG_EINPUT;
+	for (int i = 0; i < N_STATES; i++) {
+		if (strcmp(name, state_names[i]) == 0) {
+			*out = (enum fg_job_state)i;
+			return 0;
+		}
+	}
+	return FG_EINPUT;
+}
+
+void fg_job_release(struct fg_job *job)
+{
+	if (!job)
+		return;
+	free(job->params);
+	job->params = NULL;
+}
+
+cJSON *fg_job_json(const struct fg_job *job)
+{
+	cJSON *o;
+
+	if (!job)
+		return NULL;
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (!cJSON_AddNumberToObject(o, "id", (double)job->id) ||
+	    !cJSON_AddStringToObject(o, "kind", job->kind) ||
+	    !cJSON_AddStringToObject(o, "state", fg_job_state_name(job->state)) ||
+	    !cJSON_AddStringToObject(o, "stage", job->stage) ||
+	    !cJSON_AddNumberToObject(o, "progress", job->progress) ||
+	    !(job->error[0] ? cJSON_AddStringToObject(o, "error", job->error) : cJSON_AddNullToObject(o, "error")) ||
+	    !(job->artifact_id > 0 ? cJSON_AddNumberToObject(o, "artifact_id", (double)job->artifact_id)
+				   : cJSON_AddNullToObject(o, "artifact_id")) ||
+	    !cJSON_AddStringToObject(o, "created_at", job->created_at) ||
+	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Fill *out from the JOB_COLS of st's current row (starting at column first). */
+static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_err *err)
+{
+	struct fg_job j;
+	const char *state = (const char *)sqlite3_column_text(st, first + 2);
+	const char *params;
+
+	memset(&j, 0, sizeof(j));
+	j.id = sqlite3_column_int64(st, first + 0);
+	fg_st_column_copy(st, first + 1, j.kind, sizeof(j.kind));
+	if (fg_job_state_parse(state, &j.state))
+		return fg_err_set(err, FG_EIO, "job %lld has an unknown state '%s'", (long long)j.id,
+				  state ? state : "(null)");
+	fg_st_column_copy(st, first + 3, j.stage, sizeof(j.stage));
+	j.progress = sqlite3_column_double(st, first + 4);
+	fg_st_column_copy(st, first + 5, j.error, sizeof(j.error));
+	j.artifact_id = sqlite3_column_int64(st, first + 6);
+	j.attempts = sqlite3_column_int(st, first + 7);
+	j.cancel_requested = sqlite3_column_int(st, first + 8) != 0;
+	params = (const char *)sqlite3_column_text(st, first + 9);
+	j.params = strdup(params ? params : "{}");
+	if (!j.params)
+		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
+	fg_st_column_copy(st, first + 10, j.created_at, sizeof(j.created_at));
+	fg_st_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
+	*out = j;
+	return 0;
+}
+
+/*
+ * Step st, which returns at most one job row, and read it.  Returns 1 with
+ * *out filled, 0 when there was no row.  Leaves st stepped: the caller puts it.
+ */
+static int step_job(struct fg_store *s, sqlite3_stmt *st, struct fg_job *out, struct fg_err *err,
+		    const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return fg_st_fail(s, rc, err, what);
+	rc = job_read(st, 0, out, err);
+	if (rc)
+		return rc;
+	/* Finish the statement: an UPDATE ... RETURNING is only complete at SQLITE_DONE. */
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		fg_job_release(out);
+		return fg_st_fail(s, rc, err, what);
+	}
+	return 1;
+}
+
+/* Why an UPDATE guarded by "state = 'running'" changed nothing: no such job, or not running. */
+static int not_running(struct fg_store *s, int64_t id, const char *what, struct fg_err *err)
+{
+	static const char sql[] = "SELECT state FROM jobs WHERE id = ?1";
+	sqlite3_stmt *st;
+	int rc = fg_st_get(s, sql, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		rc = fg_err_set(err, FG_ENOTFOUND, "%s job %lld: no such job", what, (long long)id);
+	else if (rc == SQLITE_ROW)
+		rc = fg_err_set(err, FG_ECONFLICT, "%s job %lld: the job is %s, not running", what, (long long)id,
+				(const char *)sqlite3_column_text(st, 0));
+	else
+		rc = fg_st_fail(s, rc, err, what);
+	fg_st_put(st);
+	return rc;
+}
+
+static int check_text(const char *text, size_t max, int required, const char *name, struct fg_err *err)
+{
+	if (!text)
+		return required ? fg_err_set(err, FG_EINPUT, "%s is missing", name) : 0;
+	if (required && !*text)
+		return fg_err_set(err, FG_EINPUT, "%s is empty", name);
+	if (strlen(text) > max)
+		return fg_err_set(err, FG_EINPUT, "%s is longer than %zu bytes", name, max);
+	return 0;
+}
+
+/* ---- enqueue ---- */
+
+static const char sql_job_by_key[] = "SELECT body_sha256, " JOB_COLS " FROM jobs WHERE idem_key = ?1";
+static const char sql_count_queued[] = "SELECT count(*) FROM jobs WHERE state = 'queued'";
+static const char sql_job_insert[] =
+	"INSERT INTO jobs (kind, params, idem_key, body_sha256, created_at, updated_at)"
+	" VALUES (?1, ?2, ?3, ?4, " FG_ST_NOW ", " FG_ST_NOW ") RETURNING " JOB_COLS;
+
+/*
+ * The job already holding idem_key, if any: 1 with *out filled (same body),
+ * FG_ECONFLICT (another body), 0 (key unused).
+ */
+static int find_by_key(struct fg_store *s, const char *key, const char *body_sha256, struct fg_job *out,
+		       struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	const char *stored;
+	int rc = fg_st_get(s, sql_job_by_key, &st, err);
+
+	if (rc)
+		return rc;
+	fg_st_bind_text(st, 1, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = 0;
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_st_fail(s, rc, err, "looking up an idempotency key");
+		goto out;
+	}
+	stored = (const char *)sqlite3_column_text(st, 0);
+	if (!stored || strcmp(stored, body_sha256) != 0) {
+		rc = fg_err_set(err, FG_ECONFLICT,
+				"idempotency key '%s' was already used with another request body (job %lld)", key,
+				(long long)sqlite3_column_int64(st, 1));
+		goto out;
+	}
+	rc = job_read(st, 1, out, err);
+	if (!rc)
+		rc = 1;
+out:
+	fg_st_put(st);
+	return rc;
+}
+
+int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
+			 const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+			 struct fg_err *err)
+{
+	struct fg_job j;
+	sqlite3_stmt *st = NULL;
+	cJSON *parsed;
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store or no output");
+	rc = check_text(kind, sizeof(j.kind) - 1, 1, "job kind", err);
+	if (!rc)
+		rc = check_text(idem_key, KEY_MAX, 0, "idempotency key", err);
+	if (!rc && idem_key)
+		rc = check_text(body_sha256, HASH_MAX, 1, "request body digest", err);
+	if (rc)
+		return rc;
+	if (idem_key && !*idem_key)
+		return fg_err_set(err, FG_EINPUT, "idempotency key is empty");
+	if (!params_json)
+		params_json = "{}";
+	/* Stored params are parsed by workers later; refuse now what they could not read. */
+	parsed = cJSON_Parse(params_json);
+	if (!parsed)
+		return fg_err_set(err, FG_EINPUT, "job parameters are not JSON");
+	cJSON_Delete(parsed);
+
+	rc = fg_st_begin(s, err);
+	if (rc)
+		return fg_err_prefix(err, rc, "enqueueing a job: ");
+	if (idem_key) {
+		rc = find_by_key(s, idem_key, body_sha256, &j, err);
+		if (rc < 0)
+			goto out;
+		if (rc == 1) {
+			/* A replay answers even when the queue is full: the job exists already. */
+			rc = fg_st_commit(s, err);
+			if (rc)
+				goto out;
+			if (replayed)
+				*replayed = 1;
+			*out = j;
+			return 0;
+		}
+	}
+	if (queue_cap > 0) {
+		int64_t queued;
+
+		rc = fg_st_get(s, sql_count_queued, &st, err);
+		if (rc)
+			goto out;
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW) {
+			rc = fg_st_fail(s, rc, err, "counting queued jobs");
+			goto out;
+		}
+		queued = sqlite3_column_int64(st, 0);
+		fg_st_put(st);
+		st = NULL;
+		if (queued >= queue_cap) {
+			rc = fg_err_set(err, FG_EBUSY, "the job queue is full (%lld queued, cap %d)",
+					(long long)queued, queue_cap);
+			goto out;
+		}
+	}
+	rc = fg_st_get(s, sql_job_insert, &st, err);
+	if (rc)
+		goto out;
+	fg_st_bind_text(st, 1, kind);
+	fg_st_bind_text(st, 2, params_json);
+	fg_st_bind_text(st, 3, idem_key);
+	fg_st_bind_text(st, 4, idem_key ? body_sha256 : NULL);
+	rc = step_job(s, st, &j, err, "inserting a job");
+	if (rc == 0)
+		rc = fg_err_set(err, FG_EINTERNAL, "inserting a job returned no row");
+	if (rc < 0)
+		goto out;
+	fg_st_put(st);
+	st = NULL;
+	rc = fg_st_commit(s, err);
+	if (rc)
+		goto out;
+	if (replayed)
+		*replayed = 0;
+	*out = j;
+	return 0;
+out:
+	fg_st_put(st);
+	fg_st_rollback(s);
+	fg_job_release(&j);
+	return rc;
+}
+
+/* ---- the worker's side ---- */
+
+static const char sql_job_claim[] =
+	"UPDATE jobs SET state = 'running', worker = ?1, stage = '', progress = 0,"
+	" heartbeat_at = " FG_ST_NOW ", updated_at = " FG_ST_NOW
+	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1)"
+	" RETURNING " JOB_COLS;
+
+int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *out, struct fg_err *err)
+{
+	struct fg_job j;
+	sqlite3_stmt *st = NULL;
+	int rc, got;
+
+	memset(&j, 0, sizeof(j));
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "claiming a job: no store or no output");
+	rc = check_text(worker, WORKER_MAX, 1, "worker name", err);
+	if (rc)
+		return rc;
+	rc = fg_st_begin(s, err);
+	if (rc)
+		return fg_err_prefix(err, rc, "claiming a job: ");
+	rc = fg_st_get(s, sql_job_claim, &st, err);
+	if (rc)
+		goto out;
+	fg_st_bind_text(st, 1, worker);
+	got = step_job(s, st, &j, err, "claiming a job");
+	if (got < 0) {
+		rc = got;
+		goto out;
+	}
+	fg_st_put(st);
+	st = NULL;
+	rc = fg_st_commit(s, err);
+	if (rc)
+		goto out;
+	if (got)
+		*out = j;
+	return got;
+out:
+	fg_st_put(st);
+	fg_st_rollback(s);
+	fg_job_release(&j);
+	return rc;
+}
+
+static const char sql_job_progress[] =
+	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3,"
+	" heartbeat_at = " FG_ST_NOW ", updated_at = " FG_ST_NOW " WHERE id = ?1 AND state = 'running'";
+
+int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "reporting progress: no store");
+	if (!(progress >= 0.0 && progress <= 1.0))
+		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: progress %g is outside 0..1",
+				  (long long)id, progress);
+	rc = check_text(stage, STAGE_MAX, 0, "job stage", err);
+	if (rc)
+		return rc;
+	rc = fg_st_get(s, sql_job_progress, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	fg_st_bind_text(st, 2, stage);
+	sqlite3_bind_double(st, 3, progress);
+	rc = fg_st_exec(s, st, err, "reporting job progress");
+	if (rc)
+		return rc;
+	if (sqlite3_changes(s->db) == 0)
+		return not_running(s, id, "reporting progress of", err);
+	return 0;
+}
+
+static const char sql_job_finish[] =
+	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4,"
+	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
+	" updated_at = " FG_ST_NOW " WHERE id = ?1 AND state = 'running'";
+
+int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
+			int64_t artifact_id, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "finishing a job: no store");
+	if (state != FG_JOB_SUCCEEDED && state != FG_JOB_FAILED && state != FG_JOB_CANCELLED)
+		return fg_err_set(err, FG_EINPUT, "finishing job %lld: '%s' is not a final state", (long long)id,
+				  fg_job_state_name(state));
+	if (artifact_id < 0)
+		return fg_err_set(err, FG_EINPUT, "finishing job %lld: artifact id %lld is negative", (long long)id,
+				  (long long)artifact_id);
+	rc = fg_st_get(s, sql_job_finish, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	fg_st_bind_text(st, 2, fg_job_state_name(state));
+	fg_st_bind_text(st, 3, error ? error : "");
+	if (artifact_id > 0)
+		sqlite3_bind_int64(st, 4, artifact_id);
+	else
+		sqlite3_bind_null(st, 4);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
+				(long long)artifact_id);
+		fg_st_put(st);
+		return rc;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "finishing a job");
+		fg_st_put(st);
+		return rc;
+	}
+	fg_st_put(st);
+	if (sqlite3_changes(s->db) == 0)
+		return not_running(s, id, "finishing", err);
+	return 0;
+}
+
+/*
+ * One statement decides by the row's state, so a worker finishing the job at
+ * the same moment either finishes first (and the cancel leaves it alone) or
+ * sees cancel_requested.
+ */
+static const char sql_job_cancel[] =
+	"UPDATE jobs SET"
+	" state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,"
+	" cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END,"
+	" updated_at = CASE WHEN state IN ('queued', 'running') THEN " FG_ST_NOW " ELSE updated_at END"
+	" WHERE id = ?1 RETURNING " JOB_COLS;
+
+int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
+{
+	struct fg_job j;
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "cancelling a job: no store");
+	rc = fg_st_get(s, sql_job_cancel, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = step_job(s, st, &j, err, "cancelling a job");
+	fg_st_put(st);
+	if (rc == 0)
+		return fg_err_set(err, FG_ENOTFOUND, "cancelling job %lld: no such job", (long long)id);
+	if (rc < 0)
+		return rc;
+	if (out)
+		*out = j;
+	else
+		fg_job_release(&j);
+	return 0;
+}
+
+/* A cancel requested while the job ran wins over the requeue. */
+static const char sql_job_requeue[] =
+	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
+	" worker = NULL, heartbeat_at = NULL, stage = '', progress = 0, updated_at = " FG_ST_NOW
+	" WHERE id = ?1 AND state = 'running'";
+
+int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "requeueing a job: no store");
+	rc = fg_st_get(s, sql_job_requeue, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = fg_st_exec(s, st, err, "requeueing a job");
+	if (rc)
+		return rc;
+	if (sqlite3_changes(s->db) == 0)
+		return not_running(s, id, "requeueing", err);
+	return 0;
+}
+
+/* ---- reading ---- */
+
+static const char sql_job_get[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+
+int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "reading a job: no store or no output");
+	rc = fg_st_get(s, sql_job_get, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = step_job(s, st, out, err, "reading a job");
+	fg_st_put(st);
+	if (rc == 0)
+		return fg_err_set(err, FG_ENOTFOUND, "job %lld: no such job", (long long)id);
+	return rc < 0 ? rc : 0;
+}
+
+static const char sql_job_list[] = "SELECT " JOB_COLS " FROM jobs WHERE id > ?1 ORDER BY id LIMIT ?2";
+static const char sql_job_list_state[] =
+	"SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND id > ?1 ORDER BY id LIMIT ?2";
+
+int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out, int64_t *next,
+		      struct fg_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	cJSON *arr = NULL;
+	int64_t last = 0;
+	int n = 0, rc;
+
+	if (!s || !out || !next)
+		return fg_err_set(err, FG_EINPUT, "listing jobs: no store or no output");
+	if (state >= N_STATES)
+		return fg_err_set(err, FG_EINPUT, "listing jobs: unknown state %d", state);
+	if (cursor < 0)
+		return fg_err_set(err, FG_EINPUT, "listing jobs: cursor %lld is negative", (long long)cursor);
+	limit = fg_st_clamp_limit(limit);
+	arr = cJSON_CreateArray();
+	if (!arr)
+		return fg_err_set(err, FG_ENOMEM, "listing jobs: out of memory");
+	rc = fg_st_get(s, state < 0 ? sql_job_list : sql_job_list_state, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, cursor);
+	sqlite3_bind_int(st, 2, limit);
+	if (state >= 0)
+		fg_st_bind_text(st, 3, fg_job_state_name((enum fg_job_state)state));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct fg_job j;
+		cJSON *item;
+
+		rc = job_read(st, 0, &j, err);
+		if (rc)
+			goto out;
+		item = fg_job_json(&j);
+		last = j.id;
+		fg_job_release(&j);
+		if (!item || !cJSON_AddItemToArray(arr, item)) {
+			cJSON_Delete(item);
+			rc = fg_err_set(err, FG_ENOMEM, "listing jobs: out of memory");
+			goto out;
+		}
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "listing jobs");
+		goto out;
+	}
+	rc = 0;
+	*next = n == limit ? last : 0;
+	*out = arr;
+	arr = NULL;
+out:
+	fg_st_put(st);
+	cJSON_Delete(arr);
+	return rc;
+}
+
+/* ---- recovery ---- */
+
+/*
+ * A job is abandoned when it is running and its worker belongs to another
+ * instance (worker is "INSTANCE/N"; compared by prefix with substr, not LIKE,
+ * since an instance id may hold '%' or '_'), or its heartbeat is older than
+ * ?2 seconds (when ?2 > 0).  Each abandoned run counts as an attempt; at
+ * ?3 attempts the job fails for good.  A job whose cancel was requested is
+ * simply cancelled: nobody wants it run again.  SET expressions read the row
+ * as it was, so every "attempts + 1" below is the new count.
+ */
+static const char sql_jobs_recover[] =
+	"UPDATE jobs SET"
+	" state = CASE WHEN cancel_requested THEN 'cancelled'"
+	"  WHEN attempts + 1 >= ?3 THEN 'failed' ELSE 'queued' END,"
+	" error = CASE WHEN cancel_requested THEN error"
+	"  WHEN attempts + 1 >= ?3 THEN 'abandoned after ' || (attempts + 1) || ' attempts' ELSE error END,"
+	" attempts = attempts + 1,"
+	" worker = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN worker ELSE NULL END,"
+	" heartbeat_at = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN heartbeat_at ELSE NULL END,"
+	" stage = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN stage ELSE '' END,"
+	" progress = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN progress ELSE 0 END,"
+	" updated_at = " FG_ST_NOW
+	" WHERE state = 'running' AND ("
+	"  worker IS NULL OR NOT (worker = ?1 OR substr(worker, 1, length(?1) + 1) = ?1 || '/')"
+	"  OR heartbeat_at IS NULL"
+	"  OR (?2 > 0 AND heartbeat_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ?2 || ' seconds')))"
+	" RETURNING state";
+
+int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale_seconds, int max_attempts,
+			  int *requeued, int *failed, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int n_requeued = 0, n_failed = 0, rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "recovering jobs: no store");
+	rc = check_text(instance_id, WORKER_MAX, 1, "instance id", err);
+	if (rc)
+		return rc;
+	if (max_attempts < 1)
+		return fg_err_set(err, FG_EINPUT, "recovering jobs: max attempts %d is below 1", max_attempts);
+	rc = fg_st_get(s, sql_jobs_recover, &st, err);
+	if (rc)
+		return rc;
+	fg_st_bind_text(st, 1, instance_id);
+	sqlite3_bind_int(st, 2, stale_seconds > 0 ? stale_seconds : 0);
+	sqlite3_bind_int(st, 3, max_attempts);
+	/* One statement, one implicit transaction: all abandoned jobs move, or none. */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *state = (const char *)sqlite3_column_text(st, 0);
+
+		if (state && strcmp(state, "queued") == 0)
+			n_requeued++;
+		else if (state && strcmp(state, "failed") == 0)
+			n_failed++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, "recovering jobs");
+		fg_st_put(st);
+		return rc;
+	}
+	fg_st_put(st);
+	if (requeued)
+		*requeued = n_requeued;
+	if (failed)
+		*failed = n_failed;
+	return 0;
+}

@@ -1,0 +1,197 @@
+/*
+ * store.h: forged's SQLite store: one connection per thread, migrations, the
+ * durable job queue, artifacts with their fingerprints and verdicts,
+ * verifications, and fleet reports.
+ *
+ * The database runs in WAL mode with synchronous=FULL (nothing a client was
+ * told is stored may be lost by a crash), busy_timeout, foreign_keys=ON.
+ * Migrations run by PRAGMA user_version, each in one BEGIN IMMEDIATE
+ * transaction; a database newer than this binary is refused.  Every function
+ * returns 0 or a negative FG_E* code with err set (FG_EIO for SQLite errors,
+ * FG_EINPUT for bad arguments, FG_ENOTFOUND / FG_ECONFLICT below).  The store
+ * knows nothing of HTTP; JSON arguments and results are text or cJSON trees.
+ * Statements are prepared once per connection and kept.
+ */
+#ifndef FG_STORE_H
+#define FG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/error.h"
+
+#define FG_STORE_SCHEMA_VERSION 1
+
+struct fg_store;
+
+/* Open (creating) the database at path, migrate it, prepare statements. */
+int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err);
+void fg_store_close(struct fg_store *s);
+
+/* The schema version of the open database. */
+int fg_store_user_version(struct fg_store *s);
+
+/* ---- jobs ---- */
+
+enum fg_job_state {
+	FG_JOB_QUEUED,
+	FG_JOB_RUNNING,
+	FG_JOB_SUCCEEDED,
+	FG_JOB_FAILED,
+	FG_JOB_CANCELLED,
+};
+
+const char *fg_job_state_name(enum fg_job_state s);
+int fg_job_state_parse(const char *name, enum fg_job_state *out);
+
+struct fg_job {
+	int64_t id;
+	char kind[16];                 /* "forge" */
+	enum fg_job_state state;
+	char stage[32];
+	double progress;               /* 0..1 */
+	char error[512];               /* empty when none */
+	int64_t artifact_id;           /* 0 when none */
+	int attempts;
+	int cancel_requested;
+	char *params;                  /* the job's parameters (JSON text), owned */
+	char created_at[32];           /* RFC 3339 UTC */
+	char updated_at[32];
+};
+
+/* Free job->params (the struct itself is the caller's). NULL allowed. */
+void fg_job_release(struct fg_job *job);
+
+/* The design.md section 8 job object: id, kind, state, stage, progress, error, artifact_id, created_at, updated_at. */
+cJSON *fg_job_json(const struct fg_job *job);
+
+/*
+ * Enqueue a job.  With an idempotency key: the same key with the same
+ * body_sha256 returns the first job and sets *replayed; the same key with
+ * another body returns FG_ECONFLICT.  queue_cap > 0 refuses (FG_EBUSY) when
+ * that many jobs are queued already.
+ */
+int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json,
+			 const char *idem_key, const char *body_sha256, int queue_cap,
+			 struct fg_job *out, int *replayed, struct fg_err *err);
+
+/*
+ * Claim the oldest queued job for worker (instance id + worker number) with
+ * one UPDATE ... RETURNING inside BEGIN IMMEDIATE.  Returns 1 and fills out
+ * when a job was claimed, 0 when the queue is empty.
+ */
+int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *out, struct fg_err *err);
+
+/* Heartbeat and progress of a running job (stage may be NULL: unchanged). */
+int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress,
+			  struct fg_err *err);
+
+/* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
+int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
+			int64_t artifact_id, struct fg_err *err);
+
+/*
+ * Cancel: a queued job becomes cancelled at once; a running job gets
+ * cancel_requested (its worker stops at the next stage); finished jobs are
+ * left alone.  FG_ENOTFOUND for an unknown id.  *out (may be NULL) gets the job after.
+ */
+int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
+
+/* Put a running job back in the queue (graceful drain), attempts unchanged. */
+int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err);
+
+int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
+
+/*
+ * List jobs (optionally of one state; state < 0 means any) with id > cursor in
+ * id order, at most limit (1..500).  Returns a cJSON array of job objects in
+ * *out and the cursor of the next page in *next (0 when there is none).
+ */
+int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out,
+		      int64_t *next, struct fg_err *err);
+
+/*
+ * At start-up: jobs left running by another instance (worker not starting
+ * with instance_id) or with a heartbeat older than stale_seconds go back to
+ * queued with attempts + 1, or to failed ("abandoned after N attempts") when
+ * attempts reaches max_attempts.
+ */
+int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale_seconds,
+			  int max_attempts, int *requeued, int *failed, struct fg_err *err);
+
+/* ---- artifacts ---- */
+
+struct fg_artifact_in {
+	const char *source;            /* as the client named it */
+	const char *path;              /* artifact folder for forge jobs, else NULL */
+	const char *family;
+	const char *fingerprint;       /* NULL for a plain inspection */
+	const cJSON *report;           /* the forged.inspect.v1 report (copied) */
+	const cJSON *provenance;       /* forged.json for forge jobs, else NULL */
+	int ok;
+	double probe_mean;             /* trunk probe q-norm mean, NAN when none */
+	const char *head_convention;   /* convention of the "mtp" set, or NULL */
+};
+
+/*
+ * Store an artifact: its report, the verdict codes of report.verdicts (one
+ * row each: code, severity), fingerprints (file SHA-256s of provenance.files).
+ */
+int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id,
+			  struct fg_err *err);
+
+/*
+ * The artifact document: {"id", "source", "path", "family", "fingerprint", "ok",
+ * "created_at", "report", "provenance", "verdicts": [...], "verifications": [...]}.
+ */
+int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
+
+/* The id of the artifact with this fingerprint (newest), FG_ENOTFOUND when none. */
+int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id,
+				     struct fg_err *err);
+
+/*
+ * List artifacts with id < cursor (0: from the newest), newest first, filtered by
+ * a verdict code (static or verification) and/or family (NULL: any), at most
+ * limit.  Items: {"id", "source", "family", "fingerprint", "ok", "verdicts": [codes], "created_at"}.
+ */
+int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor,
+			   int limit, cJSON **out, int64_t *next, struct fg_err *err);
+
+/* Store verification rows (JSON text) and their result (cJSON, with "verdict"). */
+int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			      const cJSON *result, int64_t *id, struct fg_err *err);
+
+/* ---- fleet ---- */
+
+/* A serving host says it runs artifact_id under runtime; observed is stored as given. */
+int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
+			  const cJSON *observed, struct fg_err *err);
+
+/*
+ * Fleet health: {"artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
+ * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "verdicts": [...], "hosts": [{"host", "runtime", "reported_at"}]}],
+ * "probe_qnorm": {"healthy_band": [1.74, 1.83], "buckets": [{"range": [lo, hi], "count": n}], "outside_band": n},
+ * "warnings": [{"code": "mixed_head_conventions_in_fleet", "detail": ...}]}.
+ * An artifact is unhealthy when it has an error-severity verdict or its latest
+ * verification verdict is mtp_acceptance_collapsed.  Only the latest report
+ * per (host, runtime) counts.
+ */
+int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
+
+/* ---- metrics ---- */
+
+struct fg_store_counts {
+	int64_t jobs[5];               /* by enum fg_job_state */
+	int64_t artifacts;
+	int64_t artifacts_unhealthy;
+};
+
+int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err);
+
+/* PRAGMA integrity_check == "ok" (tests, readiness). */
+int fg_store_check(struct fg_store *s, struct fg_err *err);
+
+#endif

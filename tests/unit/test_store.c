@@ -1,0 +1,1448 @@
+/*
+ * test_store.c: the SQLite store (store/store.h), each test on a fresh
+ * database in its own temporary folder: opening and migrating (pragmas,
+ * refusal of a newer schema, concurrent first opens), the job queue
+ * (idempotency, queue cap, claim/progress/finish/cancel/requeue, keyset
+ * pages, start-up recovery, and claims racing from several threads with a
+ * connection each), artifacts with verdicts, fingerprints and
+ * verifications, fleet reports and the health document, counts, and that a
+ * SQLite failure comes back with SQLite's own message.
+ *
+ * Threads never call cmocka: they record what they saw and the main thread
+ * asserts.  The store's private header is included only to reach the raw
+ * connection for setting up states the API cannot make (old heartbeats,
+ * a newer user_version, a held write lock).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/internal.h"
+#include "store/store.h"
+
+struct fixture {
+	char dir[256];
+	char path[300];
+	struct fg_store *s;
+};
+
+static int make_dir(struct fixture *f)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(f->dir, sizeof(f->dir), "%s/forged-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/forged.db", f->dir);
+	return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char p[600];
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct fg_err err = { 0 };
+
+	if (!f || make_dir(f)) {
+		free(f);
+		return -1;
+	}
+	if (fg_store_open(&f->s, f->path, &err)) {
+		fprintf(stderr, "setup: %s\n", err.msg);
+		remove_dir(f->dir);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+/* A folder but no open store: for tests of opening itself. */
+static int setup_dir(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f || make_dir(f)) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	fg_store_close(f->s);
+	remove_dir(f->dir);
+	free(f);
+	return 0;
+}
+
+static void exec_sql(struct fg_store *s, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
+		sqlite3_free(msg);
+		fail();
+	}
+}
+
+static int64_t query_int(struct fg_store *s, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/*
+ * The counts the triggers keep in artifact_stats equal what GROUP BYs over
+ * the rows give, dimension by dimension, for every key on either side.
+ */
+static void assert_stats_consistent(struct fg_store *s)
+{
+	static const char sql[] =
+		"WITH truth(dim, key, n) AS ("
+		" SELECT 'total', '', count(*) FROM artifacts"
+		" UNION ALL SELECT 'unhealthy', '', count(*) FROM artifacts WHERE unhealthy = 1"
+		" UNION ALL SELECT 'family', family, count(*) FROM artifacts GROUP BY family"
+		" UNION ALL SELECT 'verdict', code, count(*) FROM verdicts GROUP BY code"
+		" UNION ALL SELECT 'probe', probe_bucket, count(*) FROM artifacts"
+		"  WHERE probe_bucket IS NOT NULL GROUP BY probe_bucket),"
+		" kept AS (SELECT dim, key, n FROM artifact_stats WHERE n <> 0)"
+		" SELECT (SELECT count(*) FROM (SELECT * FROM truth WHERE n <> 0 EXCEPT SELECT * FROM kept))"
+		" + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth WHERE n <> 0))";
+	sqlite3_stmt *st = NULL;
+
+	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	if (sqlite3_column_int(st, 0) != 0) {
+		sqlite3_finalize(st);
+		fail_msg("artifact_stats disagrees with the rows it counts");
+	}
+	sqlite3_finalize(st);
+}
+
+static int64_t enqueue(struct fg_store *s, const char *key, const char *hash)
+{
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int replayed = -1;
+	int rc = fg_store_job_enqueue(s, "forge", "{\"source\":\"m\"}", key, hash, 0, &j, &replayed, &err);
+
+	if (rc)
+		fail_msg("enqueue: %s", err.msg);
+	fg_job_release(&j);
+	return j.id;
+}
+
+static int64_t claim(struct fg_store *s, const char *worker)
+{
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int rc = fg_store_job_claim(s, worker, &j, &err);
+
+	if (rc < 0)
+		fail_msg("claim: %s", err.msg);
+	if (rc == 0)
+		return 0;
+	fg_job_release(&j);
+	return j.id;
+}
+
+static struct fg_job get_job(struct fg_store *s, int64_t id)
+{
+	struct fg_job j;
+	struct fg_err err = { 0 };
+
+	if (fg_store_job_get(s, id, &j, &err))
+		fail_msg("get job %lld: %s", (long long)id, err.msg);
+	fg_job_release(&j);
+	return j;
+}
+
+/*
+ * An artifact whose report carries verdicts (JSON array text, may be NULL)
+ * with the given probe mean and head convention.
+ */
+static int64_t put_artifact(struct fg_store *s, const char *source, const char *family, const char *fp,
+			    const char *verdicts, double probe, const char *head)
+{
+	char text[1024];
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *report;
+	int64_t id = 0;
+	int rc;
+
+	snprintf(text, sizeof(text), "{\"schema\":\"forged.inspect.v1\",\"source\":\"%s\",\"verdicts\":%s}", source,
+		 verdicts ? verdicts : "[]");
+	report = cJSON_Parse(text);
+	assert_non_null(report);
+	a.source = source;
+	a.family = family;
+	a.fingerprint = fp;
+	a.report = report;
+	a.ok = !(verdicts && strstr(verdicts, "\"error\""));
+	a.probe_mean = probe;
+	a.head_convention = head;
+	rc = fg_store_artifact_put(s, &a, &id, &err);
+	cJSON_Delete(report);
+	if (rc)
+		fail_msg("artifact_put: %s", err.msg);
+	return id;
+}
+
+#define ERR_VERDICT "[{\"code\":\"embedded_mtp_shift_hazard\",\"severity\":\"error\",\"set\":\"trunk\"}]"
+#define WARN_VERDICT "[{\"code\":\"stray_shard\",\"severity\":\"warning\"}]"
+
+static void put_verification(struct fg_store *s, int64_t artifact, const char *verdict)
+{
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_CreateObject();
+	int64_t id = 0;
+
+	assert_non_null(result);
+	cJSON_AddStringToObject(result, "verdict", verdict);
+	if (fg_store_verification_put(s, artifact, "[{\"depth\":0,\"tok_s\":15.0}]", result, &id, &err))
+		fail_msg("verification_put: %s", err.msg);
+	cJSON_Delete(result);
+	assert_true(id > 0);
+}
+
+/* ---- opening ---- */
+
+static void test_open_pragmas(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	sqlite3_stmt *st;
+
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
+	assert_int_equal(query_int(f->s, "PRAGMA user_version"), FG_STORE_SCHEMA_VERSION);
+	assert_int_equal(query_int(f->s, "PRAGMA synchronous"), 2); /* FULL */
+	assert_int_equal(query_int(f->s, "PRAGMA foreign_keys"), 1);
+	assert_int_equal(query_int(f->s, "PRAGMA busy_timeout"), 5000);
+	assert_int_equal(sqlite3_prepare_v2(f->s->db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	assert_int_equal(fg_store_check(f->s, &err), 0);
+
+	/* Reopening migrates nothing and keeps the data. */
+	enqueue(f->s, NULL, NULL);
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
+	assert_int_equal(get_job(f->s, 1).id, 1);
+}
+
+static void test_open_refuses_newer(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *other = (struct fg_store *)0x1;
+	struct fg_err err = { 0 };
+	char want[32];
+
+	exec_sql(f->s, "PRAGMA user_version = 7");
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&other, f->path, &err), FG_EIO);
+	assert_ptr_equal(other, (struct fg_store *)0x1); /* untouched on failure */
+	assert_non_null(strstr(err.msg, "schema version 7"));
+	snprintf(want, sizeof(want), "forged's %d", FG_STORE_SCHEMA_VERSION);
+	assert_non_null(strstr(err.msg, want));
+	assert_non_null(strstr(err.msg, f->path));
+}
+
+static void test_open_bad_args(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+	char path[400];
+
+	assert_int_equal(fg_store_open(&s, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_open(&s, "", &err), FG_EINPUT);
+	assert_int_equal(fg_store_open(NULL, f->path, &err), FG_EINPUT);
+	snprintf(path, sizeof(path), "%s/no/such/dir/x.db", f->dir);
+	assert_int_equal(fg_store_open(&s, path, &err), FG_EIO);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "unable to open"));
+	/* A file that is not a database. */
+	snprintf(path, sizeof(path), "%s/junk.db", f->dir);
+	{
+		FILE *fp = fopen(path, "w");
+
+		assert_non_null(fp);
+		for (int i = 0; i < 64; i++)
+			fputs("this is not an SQLite database, just text. ", fp);
+		fclose(fp);
+	}
+	assert_int_equal(fg_store_open(&s, path, &err), FG_EIO);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "not a database"));
+	/* Destructors and readers accept NULL. */
+	fg_store_close(NULL);
+	fg_job_release(NULL);
+	assert_int_equal(fg_store_user_version(NULL), -1);
+	assert_null(fg_job_json(NULL));
+}
+
+struct opener {
+	const char *path;
+	int rc;
+	int version;
+	char msg[FG_ERR_MSG_MAX];
+};
+
+static void *open_thread(void *arg)
+{
+	struct opener *o = arg;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+
+	o->rc = fg_store_open(&s, o->path, &err);
+	memcpy(o->msg, err.msg, sizeof(o->msg));
+	o->version = fg_store_user_version(s);
+	fg_store_close(s);
+	return NULL;
+}
+
+/*
+ * Several first opens of one new file at once: one switches it to WAL and
+ * migrates, the others wait and see version 1.  Repeated, since the race
+ * that once made an opener fail ("setting WAL mode: database is locked")
+ * does not show every time.
+ */
+static void test_open_concurrent_migration(void **state)
+{
+	struct fixture *f = *state;
+	struct opener o[4];
+	pthread_t t[4];
+
+	for (int round = 0; round < 10; round++) {
+		static const char *const suffixes[] = { "", "-wal", "-shm" };
+
+		for (size_t k = 0; k < 3; k++) {
+			char p[400];
+
+			snprintf(p, sizeof(p), "%s%s", f->path, suffixes[k]);
+			unlink(p);
+		}
+		for (int i = 0; i < 4; i++) {
+			memset(&o[i], 0, sizeof(o[i]));
+			o[i].path = f->path;
+			assert_int_equal(pthread_create(&t[i], NULL, open_thread, &o[i]), 0);
+		}
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 4; i++) {
+			if (o[i].rc)
+				fail_msg("round %d, opener %d: %s", round, i, o[i].msg);
+			assert_int_equal(o[i].version, FG_STORE_SCHEMA_VERSION);
+		}
+	}
+}
+
+/* ---- jobs ---- */
+
+static void test_job_states(void **state)
+{
+	enum fg_job_state js;
+
+	(void)state;
+	for (int i = FG_JOB_QUEUED; i <= FG_JOB_CANCELLED; i++) {
+		assert_int_equal(fg_job_state_parse(fg_job_state_name((enum fg_job_state)i), &js), 0);
+		assert_int_equal(js, i);
+	}
+	assert_string_equal(fg_job_state_name(FG_JOB_CANCELLED), "cancelled");
+	assert_string_equal(fg_job_state_name((enum fg_job_state)99), "unknown");
+	assert_int_equal(fg_job_state_parse("done", &js), FG_EINPUT);
+	assert_int_equal(fg_job_state_parse(NULL, &js), FG_EINPUT);
+}
+
+static void test_job_enqueue_get_json(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j, g;
+	struct fg_err err = { 0 };
+	int replayed = -1;
+	cJSON *o;
+	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "artifact_id", "created_at",
+			       "updated_at" };
+
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, 0, &j, &replayed, &err),
+			 0);
+	assert_int_equal(replayed, 0);
+	assert_int_equal(j.id, 1);
+	assert_string_equal(j.kind, "forge");
+	assert_int_equal(j.state, FG_JOB_QUEUED);
+	assert_string_equal(j.params, "{\"source\":\"a\"}");
+	assert_int_equal(strlen(j.created_at), 24); /* 2026-01-02T03:04:05.678Z */
+	assert_int_equal(j.created_at[23], 'Z');
+	assert_int_equal(j.created_at[19], '.');
+	assert_string_equal(j.created_at, j.updated_at);
+
+	assert_int_equal(fg_store_job_get(f->s, 1, &g, &err), 0);
+	assert_string_equal(g.params, j.params);
+	assert_string_equal(g.created_at, j.created_at);
+	o = fg_job_json(&g);
+	assert_non_null(o);
+	assert_int_equal(cJSON_GetArraySize(o), (int)(sizeof(keys) / sizeof(keys[0])));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_non_null(cJSON_GetObjectItemCaseSensitive(o, keys[i]));
+	assert_string_equal(cJSON_GetObjectItem(o, "state")->valuestring, "queued");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "error")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "artifact_id")));
+	assert_int_equal(cJSON_GetObjectItem(o, "id")->valueint, 1);
+	cJSON_Delete(o);
+	fg_job_release(&j);
+	fg_job_release(&g);
+
+	/* Bad arguments. */
+	assert_int_equal(fg_store_job_enqueue(f->s, NULL, "{}", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "", "{}", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "a_kind_far_too_long", "{}", NULL, NULL, 0, &j, NULL, &err),
+			 FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{nope", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", "key", NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_get(f->s, 42, &g, &err), FG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "42"));
+	/* NULL params mean an empty object. */
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", NULL, NULL, NULL, 0, &j, NULL, &err), 0);
+	assert_string_equal(j.params, "{}");
+	fg_job_release(&j);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 2);
+}
+
+static void test_job_idempotency(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int replayed = -1;
+
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k1", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(replayed, 0);
+	assert_int_equal(j.id, 1);
+	fg_job_release(&j);
+	/* Same key, same body: the first job again, even after it has moved on. */
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k1", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(replayed, 1);
+	assert_int_equal(j.id, 1);
+	assert_int_equal(j.state, FG_JOB_RUNNING);
+	assert_string_equal(j.params, "{\"a\":1}");
+	fg_job_release(&j);
+	/* Same key, another body: a conflict naming the key. */
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":2}", "k1", "h2", 0, &j, &replayed, &err),
+			 FG_ECONFLICT);
+	assert_non_null(strstr(err.msg, "'k1'"));
+	/* Another key: a new job. */
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k2", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(replayed, 0);
+	assert_int_equal(j.id, 2);
+	fg_job_release(&j);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 2);
+}
+
+struct racer {
+	const char *path;
+	int rc;
+	int replays;
+	int64_t ids[25];
+	char msg[FG_ERR_MSG_MAX];
+};
+
+static void *idem_thread(void *arg)
+{
+	struct racer *r = arg;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+
+	r->rc = fg_store_open(&s, r->path, &err);
+	for (int i = 0; !r->rc && i < 25; i++) {
+		struct fg_job j;
+		int replayed = 0;
+
+		r->rc = fg_store_job_enqueue(s, "forge", "{}", "same-key", "same-hash", 0, &j, &replayed, &err);
+		if (!r->rc) {
+			r->ids[i] = j.id;
+			r->replays += replayed;
+			fg_job_release(&j);
+		}
+	}
+	memcpy(r->msg, err.msg, sizeof(r->msg));
+	fg_store_close(s);
+	return NULL;
+}
+
+/* Four connections race with one key: exactly one job, every other answer a replay of it. */
+static void test_job_idempotency_concurrent(void **state)
+{
+	struct fixture *f = *state;
+	struct racer r[4];
+	pthread_t t[4];
+	int replays = 0;
+
+	for (int i = 0; i < 4; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].path = f->path;
+		assert_int_equal(pthread_create(&t[i], NULL, idem_thread, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		if (r[i].rc)
+			fail_msg("racer %d: %s", i, r[i].msg);
+		for (int k = 0; k < 25; k++)
+			assert_int_equal(r[i].ids[k], 1);
+		replays += r[i].replays;
+	}
+	assert_int_equal(replays, 99);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 1);
+}
+
+static void test_job_queue_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int replayed = 0;
+
+	for (int i = 0; i < 2; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", key, "h", 2, &j, &replayed, &err), 0);
+		fg_job_release(&j);
+	}
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 2, &j, &replayed, &err), FG_EBUSY);
+	assert_non_null(strstr(err.msg, "full"));
+	/* A replay answers even when full: the job exists already. */
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", "k0", "h", 2, &j, &replayed, &err), 0);
+	assert_int_equal(replayed, 1);
+	fg_job_release(&j);
+	/* Running jobs do not count against the cap. */
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 2, &j, &replayed, &err), 0);
+	fg_job_release(&j);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 3);
+}
+
+static void test_job_lifecycle(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int64_t art;
+
+	for (int i = 0; i < 3; i++)
+		enqueue(f->s, NULL, NULL);
+	art = put_artifact(f->s, "m", "qwen3_5", "fp", NULL, NAN, NULL);
+	assert_int_equal(fg_store_job_claim(f->s, "inst/0", &j, &err), 1);
+	assert_int_equal(j.id, 1);
+	assert_int_equal(j.state, FG_JOB_RUNNING);
+	assert_string_equal(j.params, "{\"source\":\"m\"}");
+	fg_job_release(&j);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE id = 1 AND worker = 'inst/0'"
+					 " AND heartbeat_at IS NOT NULL"), 1);
+
+	assert_int_equal(fg_store_job_progress(f->s, 1, "extract", 0.5, &err), 0);
+	j = get_job(f->s, 1);
+	assert_string_equal(j.stage, "extract");
+	assert_true(j.progress == 0.5);
+	/* NULL stage keeps the stage. */
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, 0.75, &err), 0);
+	j = get_job(f->s, 1);
+	assert_string_equal(j.stage, "extract");
+	assert_true(j.progress == 0.75);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "x", 1.5, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "x", NAN, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "a stage name that is far too long for it", 0.1, &err),
+			 FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 2, "x", 0.1, &err), FG_ECONFLICT);
+	assert_non_null(strstr(err.msg, "queued"));
+	assert_int_equal(fg_store_job_progress(f->s, 99, "x", 0.1, &err), FG_ENOTFOUND);
+
+	/* Finishing. */
+	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_QUEUED, NULL, 0, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_SUCCEEDED, NULL, 999, &err), FG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "999"));
+	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_SUCCEEDED, NULL, art, &err), 0);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_SUCCEEDED);
+	assert_int_equal(j.artifact_id, art);
+	assert_true(j.progress == 1.0);
+	assert_string_equal(j.error, "");
+	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_FAILED, "again", 0, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_finish(f->s, 99, FG_JOB_FAILED, "x", 0, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "x", 0.1, &err), FG_ECONFLICT);
+
+	assert_int_equal(claim(f->s, "inst/1"), 2);
+	assert_int_equal(fg_store_job_finish(f->s, 2, FG_JOB_FAILED, "shard 3 is truncated", 0, &err), 0);
+	j = get_job(f->s, 2);
+	assert_int_equal(j.state, FG_JOB_FAILED);
+	assert_string_equal(j.error, "shard 3 is truncated");
+	assert_int_equal(j.artifact_id, 0);
+	assert_int_equal(claim(f->s, "inst/0"), 3);
+	assert_int_equal(claim(f->s, "inst/0"), 0);
+	assert_int_equal(fg_store_job_claim(f->s, "", &j, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_claim(f->s, NULL, &j, &err), FG_EINPUT);
+}
+
+static void test_job_cancel_requeue(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+
+	for (int i = 0; i < 4; i++)
+		enqueue(f->s, NULL, NULL);
+	/* Queued: cancelled at once, and never claimed. */
+	assert_int_equal(fg_store_job_cancel(f->s, 1, &j, &err), 0);
+	assert_int_equal(j.state, FG_JOB_CANCELLED);
+	fg_job_release(&j);
+	assert_int_equal(claim(f->s, "i/0"), 2);
+	/* Running: only flagged; the worker stops at its next stage. */
+	assert_int_equal(fg_store_job_cancel(f->s, 2, &j, &err), 0);
+	assert_int_equal(j.state, FG_JOB_RUNNING);
+	assert_int_equal(j.cancel_requested, 1);
+	fg_job_release(&j);
+	/* A drained job whose cancel was requested ends cancelled, not queued. */
+	assert_int_equal(fg_store_job_requeue(f->s, 2, &err), 0);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_CANCELLED);
+	/* Finished: left alone. */
+	assert_int_equal(fg_store_job_cancel(f->s, 2, NULL, &err), 0);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_CANCELLED);
+	assert_int_equal(fg_store_job_cancel(f->s, 77, NULL, &err), FG_ENOTFOUND);
+
+	/* Requeue: back in the queue with attempts unchanged, claimed again first. */
+	assert_int_equal(claim(f->s, "i/0"), 3);
+	assert_int_equal(fg_store_job_progress(f->s, 3, "norms", 0.3, &err), 0);
+	assert_int_equal(fg_store_job_requeue(f->s, 3, &err), 0);
+	j = get_job(f->s, 3);
+	assert_int_equal(j.state, FG_JOB_QUEUED);
+	assert_int_equal(j.attempts, 0);
+	assert_string_equal(j.stage, "");
+	assert_int_equal(fg_store_job_requeue(f->s, 3, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_requeue(f->s, 78, &err), FG_ENOTFOUND);
+	assert_int_equal(claim(f->s, "i/1"), 3);
+	j = get_job(f->s, 3);
+	assert_true(j.progress == 0.0);
+	assert_int_equal(claim(f->s, "i/1"), 4);
+}
+
+static void test_job_recover(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int requeued = -1, failed = -1;
+
+	enqueue(f->s, NULL, NULL);
+	/* Claimed by instance "old": each recovery by "new" is an attempt; the third fails it. */
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		char worker[16];
+
+		snprintf(worker, sizeof(worker), "old/%d", attempt);
+		assert_int_equal(claim(f->s, worker), 1);
+		assert_int_equal(fg_store_jobs_recover(f->s, "new", 3600, 3, &requeued, &failed, &err), 0);
+		j = get_job(f->s, 1);
+		assert_int_equal(j.attempts, attempt);
+		if (attempt < 3) {
+			assert_int_equal(requeued, 1);
+			assert_int_equal(failed, 0);
+			assert_int_equal(j.state, FG_JOB_QUEUED);
+			assert_string_equal(j.error, "");
+		} else {
+			assert_int_equal(requeued, 0);
+			assert_int_equal(failed, 1);
+			assert_int_equal(j.state, FG_JOB_FAILED);
+			assert_string_equal(j.error, "abandoned after 3 attempts");
+		}
+	}
+
+	/* Our own instance's job with a fresh heartbeat stays; "newer" is not "new". */
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "new/1"), 2);
+	assert_int_equal(claim(f->s, "newer/1"), 3);
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 3600, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_RUNNING);
+	assert_int_equal(get_job(f->s, 3).state, FG_JOB_QUEUED);
+	/* A stale heartbeat counts even for our own instance id. */
+	exec_sql(f->s, "UPDATE jobs SET heartbeat_at = '2000-01-01T00:00:00.000Z' WHERE id = 2");
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 60, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	j = get_job(f->s, 2);
+	assert_int_equal(j.state, FG_JOB_QUEUED);
+	assert_int_equal(j.attempts, 1);
+	/* stale_seconds 0 turns the heartbeat test off. */
+	assert_int_equal(claim(f->s, "new/1"), 2);
+	exec_sql(f->s, "UPDATE jobs SET heartbeat_at = '2000-01-01T00:00:00.000Z' WHERE id = 2");
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 0, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 0);
+	/* A cancel requested before the crash cancels instead of requeueing. */
+	assert_int_equal(fg_store_job_cancel(f->s, 2, NULL, &err), 0);
+	assert_int_equal(fg_store_jobs_recover(f->s, "newest", 0, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_CANCELLED);
+
+	assert_int_equal(fg_store_jobs_recover(f->s, "", 0, 3, &requeued, &failed, &err), FG_EINPUT);
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 0, 0, &requeued, &failed, &err), FG_EINPUT);
+}
+
+static int64_t list_ids(struct fg_store *s, int state, int64_t cursor, int limit, int64_t *ids, int *n)
+{
+	struct fg_err err = { 0 };
+	cJSON *arr = NULL, *it;
+	int64_t next = -1;
+
+	if (fg_store_job_list(s, state, cursor, limit, &arr, &next, &err))
+		fail_msg("job_list: %s", err.msg);
+	*n = 0;
+	cJSON_ArrayForEach(it, arr)
+		ids[(*n)++] = (int64_t)cJSON_GetObjectItem(it, "id")->valuedouble;
+	cJSON_Delete(arr);
+	return next;
+}
+
+static void test_job_list(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	int64_t ids[600], next;
+	cJSON *arr = NULL;
+	int n;
+
+	for (int i = 0; i < 7; i++)
+		enqueue(f->s, NULL, NULL);
+	next = list_ids(f->s, -1, 0, 3, ids, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], 1);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(next, 3);
+	next = list_ids(f->s, -1, next, 3, ids, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], 4);
+	assert_int_equal(next, 6);
+	next = list_ids(f->s, -1, next, 3, ids, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 7);
+	assert_int_equal(next, 0);
+
+	/* By state. */
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(claim(f->s, "i/0"), 2);
+	next = list_ids(f->s, FG_JOB_RUNNING, 0, 10, ids, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(next, 0);
+	next = list_ids(f->s, FG_JOB_QUEUED, 0, 10, ids, &n);
+	assert_int_equal(n, 5);
+	assert_int_equal(ids[0], 3);
+	next = list_ids(f->s, FG_JOB_QUEUED, 5, 10, ids, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 6);
+
+	/* Limits are clamped to 1..500. */
+	next = list_ids(f->s, -1, 0, 0, ids, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(next, 1);
+	next = list_ids(f->s, -1, 0, -5, ids, &n);
+	assert_int_equal(n, 1);
+	exec_sql(f->s, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600)"
+		       " INSERT INTO jobs (kind, created_at, updated_at) SELECT 'forge', 'x', 'x' FROM c");
+	next = list_ids(f->s, -1, 0, 100000, ids, &n);
+	assert_int_equal(n, 500);
+	assert_int_equal(next, 500);
+
+	assert_int_equal(fg_store_job_list(f->s, 5, 0, 10, &arr, &next, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_list(f->s, -1, -1, 10, &arr, &next, &err), FG_EINPUT);
+	assert_null(arr);
+}
+
+#define CLAIM_JOBS 200
+#define CLAIMERS 4
+
+struct claimer {
+	const char *path;
+	pthread_barrier_t *start;
+	int index;
+	int rc;
+	int n;
+	int64_t ids[CLAIM_JOBS];
+	char msg[FG_ERR_MSG_MAX];
+};
+
+static void *claim_thread(void *arg)
+{
+	struct claimer *c = arg;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+	char worker[32];
+
+	snprintf(worker, sizeof(worker), "inst/%d", c->index);
+	c->rc = fg_store_open(&s, c->path, &err);
+	/* Everyone starts claiming at once, and finishing each job interleaves more writes. */
+	pthread_barrier_wait(c->start);
+	while (!c->rc) {
+		struct fg_job j;
+		int got = fg_store_job_claim(s, worker, &j, &err);
+
+		if (got < 0)
+			c->rc = got;
+		if (got <= 0)
+			break;
+		if (c->n < CLAIM_JOBS)
+			c->ids[c->n] = j.id;
+		c->n++;
+		fg_job_release(&j);
+		c->rc = fg_store_job_finish(s, j.id, FG_JOB_SUCCEEDED, NULL, 0, &err);
+		/*
+		 * A moment of "work" outside the lock: SQLite's busy handler is not
+		 * fair (a waiter sleeps while the holder takes the lock again at
+		 * once), so without it one thread tends to drain the whole queue.
+		 */
+		usleep(200);
+	}
+	memcpy(c->msg, err.msg, sizeof(c->msg));
+	fg_store_close(s);
+	return NULL;
+}
+
+/* Several threads, a connection each, drain one queue: every job claimed exactly once. */
+static void test_job_claim_concurrent(void **state)
+{
+	struct fixture *f = *state;
+	struct claimer c[CLAIMERS];
+	pthread_t t[CLAIMERS];
+	pthread_barrier_t start;
+	int seen[CLAIM_JOBS + 1] = { 0 };
+	int total = 0;
+
+	for (int i = 0; i < CLAIM_JOBS; i++)
+		enqueue(f->s, NULL, NULL);
+	assert_int_equal(pthread_barrier_init(&start, NULL, CLAIMERS), 0);
+	for (int i = 0; i < CLAIMERS; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].path = f->path;
+		c[i].start = &start;
+		c[i].index = i;
+		assert_int_equal(pthread_create(&t[i], NULL, claim_thread, &c[i]), 0);
+	}
+	for (int i = 0; i < CLAIMERS; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < CLAIMERS; i++) {
+		if (c[i].rc)
+			fail_msg("claimer %d: %s", i, c[i].msg);
+		assert_true(c[i].n <= CLAIM_JOBS);
+		for (int k = 0; k < c[i].n; k++) {
+			assert_true(c[i].ids[k] >= 1 && c[i].ids[k] <= CLAIM_JOBS);
+			seen[c[i].ids[k]]++;
+		}
+		total += c[i].n;
+	}
+	assert_int_equal(total, CLAIM_JOBS);
+	/* The race was real: more than one connection won claims. */
+	assert_true((c[0].n > 0) + (c[1].n > 0) + (c[2].n > 0) + (c[3].n > 0) >= 2);
+	for (int id = 1; id <= CLAIM_JOBS; id++)
+		if (seen[id] != 1)
+			fail_msg("job %d claimed %d times", id, seen[id]);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE state = 'succeeded'"), CLAIM_JOBS);
+	/* Each row names the claimer that got it. */
+	assert_int_equal(query_int(f->s, "SELECT count(DISTINCT worker) FROM jobs"),
+			 (c[0].n > 0) + (c[1].n > 0) + (c[2].n > 0) + (c[3].n > 0));
+}
+
+/* ---- artifacts ---- */
+
+static void test_artifact_put_get(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *report, *prov, *doc = NULL, *v, *want;
+	int64_t id = 0;
+
+	report = cJSON_Parse("{\"schema\":\"forged.inspect.v1\",\"family\":\"qwen3_5\",\"ok\":false,\"verdicts\":["
+			     "{\"code\":\"mixed_convention\",\"severity\":\"error\",\"set\":\"trunk\"},"
+			     "{\"code\":\"quantized_mtp_head\",\"severity\":\"warning\"},"
+			     "{\"code\":\"mixed_convention\",\"severity\":\"error\",\"set\":\"mtp\"}]}");
+	prov = cJSON_Parse("{\"source\":\"models/q\",\"files\":{\"mtp.safetensors\":\"aa11\",\"config.json\":\"bb22\"}}");
+	assert_non_null(report);
+	assert_non_null(prov);
+	a.source = "models/q";
+	a.path = "/srv/artifacts/1";
+	a.family = "qwen3_5";
+	a.fingerprint = "f00d";
+	a.report = report;
+	a.provenance = prov;
+	a.ok = 0;
+	a.probe_mean = 1.79;
+	a.head_convention = "absolute";
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), 0);
+	assert_int_equal(id, 1);
+
+	assert_int_equal(fg_store_artifact_get(f->s, id, &doc, &err), 0);
+	assert_int_equal(cJSON_GetObjectItem(doc, "id")->valueint, 1);
+	assert_string_equal(cJSON_GetObjectItem(doc, "source")->valuestring, "models/q");
+	assert_string_equal(cJSON_GetObjectItem(doc, "path")->valuestring, "/srv/artifacts/1");
+	assert_string_equal(cJSON_GetObjectItem(doc, "family")->valuestring, "qwen3_5");
+	assert_string_equal(cJSON_GetObjectItem(doc, "fingerprint")->valuestring, "f00d");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(doc, "ok")));
+	assert_int_equal(strlen(cJSON_GetObjectItem(doc, "created_at")->valuestring), 24);
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "report"), report, 1));
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "provenance"), prov, 1));
+	/* One row per code, in report order, with origin. */
+	want = cJSON_Parse("[{\"code\":\"mixed_convention\",\"severity\":\"error\",\"origin\":\"static\"},"
+			   "{\"code\":\"quantized_mtp_head\",\"severity\":\"warning\",\"origin\":\"static\"}]");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "verdicts"), want, 1));
+	cJSON_Delete(want);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "verifications")), 0);
+	want = cJSON_Parse("{\"config.json\":\"bb22\",\"mtp.safetensors\":\"aa11\"}");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "fingerprints"), want, 1));
+	cJSON_Delete(want);
+	cJSON_Delete(doc);
+	doc = NULL;
+
+	/* With a verification, and a plain inspection without path, fingerprint or provenance. */
+	put_verification(f->s, id, "mtp_acceptance_collapsed");
+	assert_int_equal(fg_store_artifact_get(f->s, id, &doc, &err), 0);
+	v = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "verifications"), 0);
+	assert_non_null(v);
+	assert_string_equal(cJSON_GetObjectItem(v, "verdict")->valuestring, "mtp_acceptance_collapsed");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "result"), "verdict")->valuestring,
+			    "mtp_acceptance_collapsed");
+	assert_non_null(cJSON_GetObjectItem(v, "id"));
+	assert_non_null(cJSON_GetObjectItem(v, "created_at"));
+	v = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "verdicts"), 2);
+	assert_string_equal(cJSON_GetObjectItem(v, "origin")->valuestring, "verification");
+	assert_string_equal(cJSON_GetObjectItem(v, "severity")->valuestring, "error");
+	cJSON_Delete(doc);
+	doc = NULL;
+	id = put_artifact(f->s, "plain", NULL, NULL, NULL, NAN, NULL);
+	assert_int_equal(fg_store_artifact_get(f->s, id, &doc, &err), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "path")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "fingerprint")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "provenance")));
+	assert_string_equal(cJSON_GetObjectItem(doc, "family")->valuestring, "unknown");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "ok")));
+	cJSON_Delete(doc);
+	doc = NULL;
+
+	assert_int_equal(fg_store_artifact_get(f->s, 99, &doc, &err), FG_ENOTFOUND);
+	assert_null(doc);
+
+	/* Refused before anything is written. */
+	cJSON_ReplaceItemInObject(report, "verdicts",
+				  cJSON_Parse("[{\"code\":\"stray_shard\",\"severity\":\"fatal\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "severity"));
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"Bad Code\",\"severity\":\"info\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_CreateArray());
+	cJSON_ReplaceItemInObject(prov, "files", cJSON_Parse("{\"a\": 5}"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	a.provenance = NULL;
+	a.report = NULL;
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	a.report = report;
+	a.source = NULL;
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 2);
+	cJSON_Delete(report);
+	cJSON_Delete(prov);
+	assert_stats_consistent(f->s);
+}
+
+static void test_artifact_fingerprint_files_array(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *report = cJSON_Parse("{\"verdicts\":[]}");
+	cJSON *prov = cJSON_Parse("{\"files\":[{\"name\":\"a\",\"sha256\":\"01\"},{\"file\":\"b\",\"sha256\":\"02\"}]}");
+	int64_t id = 0;
+
+	a.source = "s";
+	a.report = report;
+	a.provenance = prov;
+	a.probe_mean = NAN;
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fingerprints WHERE artifact_id = 1"), 2);
+	cJSON_Delete(report);
+	cJSON_Delete(prov);
+}
+
+static void test_artifact_by_fingerprint(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	int64_t id = 0;
+
+	put_artifact(f->s, "a", "qwen3_5", "fp1", NULL, NAN, NULL);
+	put_artifact(f->s, "b", "qwen3_5", "fp2", NULL, NAN, NULL);
+	put_artifact(f->s, "a again", "qwen3_5", "fp1", NULL, NAN, NULL);
+	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, "fp1", &id, &err), 0);
+	assert_int_equal(id, 3);
+	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, "fp2", &id, &err), 0);
+	assert_int_equal(id, 2);
+	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, "nope", &id, &err), FG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "'nope'"));
+	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, NULL, &id, &err), FG_EINPUT);
+}
+
+/* Ids of a list page into ids; returns next. */
+static int64_t list_artifacts(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
+			      int64_t *ids, int *n, cJSON **keep)
+{
+	struct fg_err err = { 0 };
+	cJSON *arr = NULL, *it;
+	int64_t next = -1;
+
+	if (fg_store_artifact_list(s, verdict, family, cursor, limit, &arr, &next, &err))
+		fail_msg("artifact_list: %s", err.msg);
+	*n = 0;
+	cJSON_ArrayForEach(it, arr)
+		ids[(*n)++] = (int64_t)cJSON_GetObjectItem(it, "id")->valuedouble;
+	if (keep)
+		*keep = arr;
+	else
+		cJSON_Delete(arr);
+	return next;
+}
+
+static void test_artifact_list(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	int64_t ids[16], next;
+	cJSON *page = NULL, *item, *want;
+	int n;
+
+	put_artifact(f->s, "a1", "qwen3_5", "f1", ERR_VERDICT, NAN, NULL);   /* 1 */
+	put_artifact(f->s, "a2", "glm4_moe", "f2", WARN_VERDICT, NAN, NULL); /* 2 */
+	put_artifact(f->s, "a3", "qwen3_5", "f3", NULL, NAN, NULL);          /* 3 */
+	put_artifact(f->s, "a4", "glm4_moe", "f4", ERR_VERDICT, NAN, NULL);  /* 4 */
+	put_artifact(f->s, "a5", "qwen3_5", "f5", ERR_VERDICT, NAN, NULL);   /* 5 */
+
+	/* Newest first, keyset pages. */
+	next = list_artifacts(f->s, NULL, NULL, 0, 2, ids, &n, NULL);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 5);
+	assert_int_equal(ids[1], 4);
+	assert_int_equal(next, 4);
+	next = list_artifacts(f->s, NULL, NULL, next, 2, ids, &n, NULL);
+	assert_int_equal(ids[0], 3);
+	assert_int_equal(ids[1], 2);
+	assert_int_equal(next, 2);
+	next = list_artifacts(f->s, NULL, NULL, next, 2, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 1);
+	assert_int_equal(next, 0);
+
+	/* The item shape. */
+	list_artifacts(f->s, NULL, NULL, 0, 1, ids, &n, &page);
+	item = cJSON_GetArrayItem(page, 0);
+	assert_int_equal(cJSON_GetArraySize(item), 7);
+	assert_string_equal(cJSON_GetObjectItem(item, "source")->valuestring, "a5");
+	assert_string_equal(cJSON_GetObjectItem(item, "family")->valuestring, "qwen3_5");
+	assert_string_equal(cJSON_GetObjectItem(item, "fingerprint")->valuestring, "f5");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(item, "ok")));
+	assert_non_null(cJSON_GetObjectItem(item, "created_at"));
+	want = cJSON_Parse("[\"embedded_mtp_shift_hazard\"]");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(item, "verdicts"), want, 1));
+	cJSON_Delete(want);
+	cJSON_Delete(page);
+
+	/* Filters. */
+	next = list_artifacts(f->s, "embedded_mtp_shift_hazard", NULL, 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], 5);
+	assert_int_equal(ids[2], 1);
+	assert_int_equal(next, 0);
+	next = list_artifacts(f->s, "embedded_mtp_shift_hazard", NULL, 0, 2, ids, &n, NULL);
+	assert_int_equal(next, 4);
+	next = list_artifacts(f->s, "embedded_mtp_shift_hazard", NULL, next, 2, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 1);
+	next = list_artifacts(f->s, NULL, "glm4_moe", 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 4);
+	assert_int_equal(ids[1], 2);
+	next = list_artifacts(f->s, "embedded_mtp_shift_hazard", "glm4_moe", 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 4);
+	next = list_artifacts(f->s, "embedded_mtp_shift_hazard", "qwen3_5", 5, 10, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 1);
+	list_artifacts(f->s, "no_such_code", NULL, 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 0);
+	/* A verification verdict is listed like a static one; "" means no filter. */
+	put_verification(f->s, 3, "mtp_acceptance_collapsed");
+	list_artifacts(f->s, "mtp_acceptance_collapsed", "", 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 3);
+
+	assert_int_equal(fg_store_artifact_list(f->s, NULL, NULL, -3, 10, &page, &next, &err), FG_EINPUT);
+	next = list_artifacts(f->s, NULL, NULL, 0, 0, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(next, 5);
+	assert_stats_consistent(f->s);
+}
+
+static void test_verification(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store_counts c;
+	struct fg_err err = { 0 };
+	cJSON *result, *doc = NULL;
+	int64_t ids[8], id = 0;
+	int n;
+
+	put_artifact(f->s, "m", "qwen3_5", "fp", WARN_VERDICT, NAN, NULL);
+	put_verification(f->s, 1, "mtp_acceptance_collapsed");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1"
+					 " AND origin = 'verification' AND code = 'mtp_acceptance_collapsed'"), 1);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts_unhealthy, 1);
+	/* A later verification decides: the verdict row follows it, the history stays. */
+	put_verification(f->s, 1, "mtp_depth_wins");
+	list_artifacts(f->s, "mtp_acceptance_collapsed", NULL, 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 0);
+	list_artifacts(f->s, "mtp_depth_wins", NULL, 0, 10, ids, &n, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts_unhealthy, 0);
+	assert_int_equal(fg_store_artifact_get(f->s, 1, &doc, &err), 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "verifications")), 2);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "verdicts")), 2);
+	cJSON_Delete(doc);
+
+	/* The result's own severity is kept. */
+	result = cJSON_Parse("{\"verdict\":\"no_mtp_depth_beat_ar\",\"severity\":\"warning\",\"best_depth\":null}");
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), 0);
+	assert_int_equal(id, 3);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1 AND origin ="
+					 " 'verification' AND severity = 'warning'"), 1);
+	/* Refusals. */
+	assert_int_equal(fg_store_verification_put(f->s, 42, "[]", result, &id, &err), FG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "42"));
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[oops", result, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, NULL, result, &id, &err), FG_EINPUT);
+	cJSON_DeleteItemFromObject(result, "verdict");
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications"), 3);
+	cJSON_Delete(result);
+	assert_stats_consistent(f->s);
+}
+
+/* ---- fleet ---- */
+
+static void report(struct fg_store *s, const char *host, const char *runtime, int64_t artifact)
+{
+	struct fg_err err = { 0 };
+	cJSON *observed = cJSON_Parse("{\"tok_s\":12.5}");
+
+	if (fg_store_fleet_report(s, host, artifact, runtime, observed, &err))
+		fail_msg("fleet_report: %s", err.msg);
+	cJSON_Delete(observed);
+}
+
+static cJSON *health(struct fg_store *s)
+{
+	struct fg_err err = { 0 };
+	cJSON *h = NULL;
+
+	if (fg_store_fleet_health(s, &h, &err))
+		fail_msg("fleet_health: %s", err.msg);
+	return h;
+}
+
+static void test_fleet_health(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *h, *u, *want, *w;
+	int64_t bad, good, collapsed, plain;
+
+	bad = put_artifact(f->s, "bad", "qwen3_5", "fb", ERR_VERDICT, 1.0, "delta");
+	good = put_artifact(f->s, "good", "qwen3_5", "fg", WARN_VERDICT, 1.78, "absolute");
+	collapsed = put_artifact(f->s, "slow", "glm4_moe", NULL, NULL, 2.5, "absolute");
+	plain = put_artifact(f->s, "plain", "mimo", "fm", NULL, NAN, NULL);
+	put_verification(f->s, collapsed, "mtp_acceptance_collapsed");
+	report(f->s, "host1", "mlx-lm-0.31", bad);
+	report(f->s, "host1", "mlx-lm-0.31", good); /* replaces host1's first report */
+	report(f->s, "host2", "ollama", bad);
+	report(f->s, "host3", "ollama", plain);
+
+	h = health(f->s);
+	want = cJSON_Parse("{\"total\":4,\"by_verdict\":{\"embedded_mtp_shift_hazard\":1,\"stray_shard\":1,"
+			   "\"mtp_acceptance_collapsed\":1},\"by_family\":{\"qwen3_5\":2,\"glm4_moe\":1,\"mimo\":1}}");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(h, "artifacts"), want, 0));
+	cJSON_Delete(want);
+
+	/* Unhealthy: the served one first with its hosts (host1's old report no longer counts), then the rest. */
+	u = cJSON_GetObjectItem(h, "unhealthy");
+	assert_int_equal(cJSON_GetArraySize(u), 2);
+	assert_int_equal(cJSON_GetObjectItem(h, "unhealthy_total")->valueint, 2);
+	w = cJSON_GetArrayItem(u, 0);
+	assert_int_equal(cJSON_GetObjectItem(w, "artifact_id")->valueint, bad);
+	assert_string_equal(cJSON_GetObjectItem(w, "source")->valuestring, "bad");
+	assert_string_equal(cJSON_GetObjectItem(w, "family")->valuestring, "qwen3_5");
+	assert_string_equal(cJSON_GetObjectItem(w, "fingerprint")->valuestring, "fb");
+	want = cJSON_Parse("[\"embedded_mtp_shift_hazard\"]");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(w, "verdicts"), want, 1));
+	cJSON_Delete(want);
+	w = cJSON_GetObjectItem(w, "hosts");
+	assert_int_equal(cJSON_GetArraySize(w), 1);
+	w = cJSON_GetArrayItem(w, 0);
+	assert_string_equal(cJSON_GetObjectItem(w, "host")->valuestring, "host2");
+	assert_string_equal(cJSON_GetObjectItem(w, "runtime")->valuestring, "ollama");
+	assert_int_equal(strlen(cJSON_GetObjectItem(w, "reported_at")->valuestring), 24);
+	w = cJSON_GetArrayItem(u, 1);
+	assert_int_equal(cJSON_GetObjectItem(w, "artifact_id")->valueint, collapsed);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(w, "fingerprint")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(w, "hosts")), 0);
+
+	/* Probe distribution: 1.0, 1.78, 2.5; "plain" has none. */
+	want = cJSON_Parse("{\"healthy_band\":[1.74,1.83],\"buckets\":["
+			   "{\"range\":[0,1.25],\"count\":1},{\"range\":[1.25,1.74],\"count\":0},"
+			   "{\"range\":[1.74,1.83],\"count\":1},{\"range\":[1.83,2.4],\"count\":0},"
+			   "{\"range\":[2.4,null],\"count\":1}],\"outside_band\":2}");
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(h, "probe_qnorm"), want, 1));
+	cJSON_Delete(want);
+
+	/* host2 serves a delta head, host1 an absolute one. */
+	w = cJSON_GetArrayItem(cJSON_GetObjectItem(h, "warnings"), 0);
+	assert_non_null(w);
+	assert_string_equal(cJSON_GetObjectItem(w, "code")->valuestring, "mixed_head_conventions_in_fleet");
+	assert_non_null(strstr(cJSON_GetObjectItem(w, "detail")->valuestring, "delta"));
+	cJSON_Delete(h);
+
+	/* host2 moves to the good artifact: nothing unhealthy is served, one convention remains. */
+	report(f->s, "host2", "ollama", good);
+	h = health(f->s);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(h, "warnings")), 0);
+	u = cJSON_GetObjectItem(h, "unhealthy");
+	assert_int_equal(cJSON_GetArraySize(u), 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(u, 0), "artifact_id")->valueint, collapsed);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(u, 1), "hosts")), 0);
+	cJSON_Delete(h);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fleet_reports"), 3);
+
+	/* Reports for unknown artifacts or without host/runtime are refused. */
+	assert_int_equal(fg_store_fleet_report(f->s, "h", 999, "ollama", NULL, &err), FG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "999"));
+	assert_int_equal(fg_store_fleet_report(f->s, "", good, "ollama", NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_fleet_report(f->s, "h", good, NULL, NULL, &err), FG_EINPUT);
+	/* observed NULL is stored as an empty object. */
+	assert_int_equal(fg_store_fleet_report(f->s, "h4", good, "hf", NULL, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fleet_reports WHERE host = 'h4' AND observed = '{}'"),
+			 1);
+	assert_stats_consistent(f->s);
+}
+
+/* Bucket edges: [0,1.25) [1.25,1.74) [1.74,1.83] (1.83,2.4] (2.4,inf). */
+static void test_fleet_probe_buckets(void **state)
+{
+	struct fixture *f = *state;
+	static const double probes[] = { -0.5, 1.2499, 1.25, 1.7399, 1.74, 1.83, 1.8301, 2.4, 2.4001, 9.0 };
+	static const int want[] = { 2, 2, 2, 2, 2 };
+	cJSON *h, *b;
+	int i = 0;
+
+	for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++)
+		put_artifact(f->s, "p", "qwen3_5", NULL, NULL, probes[k], NULL);
+	put_artifact(f->s, "inf", "qwen3_5", NULL, NULL, INFINITY, NULL); /* not a measurement */
+	h = health(f->s);
+	cJSON_ArrayForEach(b, cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_qnorm"), "buckets"))
+		assert_int_equal(cJSON_GetObjectItem(b, "count")->valueint, want[i++]);
+	assert_int_equal(i, 5);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_qnorm"), "outside_band")->valueint, 8);
+	cJSON_Delete(h);
+	assert_stats_consistent(f->s);
+}
+
+static void test_fleet_health_empty(void **state)
+{
+	struct fixture *f = *state;
+	cJSON *h = health(f->s);
+	cJSON *want = cJSON_Parse("{\"artifacts\":{\"total\":0,\"by_verdict\":{},\"by_family\":{}},\"unhealthy\":[],"
+				  "\"unhealthy_total\":0,\"probe_qnorm\":{\"healthy_band\":[1.74,1.83],\"buckets\":["
+				  "{\"range\":[0,1.25],\"count\":0},{\"range\":[1.25,1.74],\"count\":0},"
+				  "{\"range\":[1.74,1.83],\"count\":0},{\"range\":[1.83,2.4],\"count\":0},"
+				  "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0},\"warnings\":[]}");
+
+	assert_true(cJSON_Compare(h, want, 1));
+	cJSON_Delete(want);
+	cJSON_Delete(h);
+}
+
+/* ---- counts, checks, errors ---- */
+/*
+ * The stats triggers follow every kind of change, including those the API
+ * does not make today (deletes cascading to verdicts, edits of family and
+ * probe), so a later migration or a manual repair cannot skew the counts.
+ */
+static void test_stats_triggers(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store_counts c;
+	struct fg_err err = { 0 };
+
+	put_artifact(f->s, "a", "qwen3_5", NULL, ERR_VERDICT, 1.0, "delta");
+	put_artifact(f->s, "b", "glm4_moe", NULL, WARN_VERDICT, 1.8, NULL);
+	put_artifact(f->s, "c", "qwen3_5", NULL, NULL, NAN, NULL);
+	put_verification(f->s, 3, "mtp_acceptance_collapsed");
+	put_verification(f->s, 3, "mtp_acceptance_collapsed");
+	assert_stats_consistent(f->s);
+	exec_sql(f->s, "UPDATE artifacts SET family = 'mimo', probe_mean = 2.0 WHERE id = 2");
+	exec_sql(f->s, "UPDATE artifacts SET probe_mean = NULL WHERE id = 1");
+	exec_sql(f->s, "UPDATE artifacts SET probe_mean = 3.0 WHERE id = 3");
+	assert_stats_consistent(f->s);
+	exec_sql(f->s, "UPDATE verdicts SET code = 'index_mismatch' WHERE code = 'stray_shard'");
+	assert_stats_consistent(f->s);
+	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 1");
+	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 3");
+	assert_stats_consistent(f->s);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts, 1);
+	assert_int_equal(c.artifacts_unhealthy, 0);
+	assert_int_equal(fg_store_check(f->s, &err), 0);
+}
+
+
+static void test_counts(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store_counts c;
+	struct fg_err err = { 0 };
+	cJSON *by = NULL, *want;
+
+	for (int i = 0; i < 5; i++)
+		enqueue(f->s, NULL, NULL);
+	claim(f->s, "i/0");
+	claim(f->s, "i/0");
+	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_FAILED, "x", 0, &err), 0);
+	assert_int_equal(fg_store_job_cancel(f->s, 5, NULL, &err), 0);
+	put_artifact(f->s, "a", "qwen3_5", NULL, ERR_VERDICT, NAN, NULL);
+	put_artifact(f->s, "b", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	put_artifact(f->s, "c", "qwen3_5", NULL, ERR_VERDICT, NAN, NULL);
+
+	assert_int_equal(fg_store_counts(f->s, &c, &by, &err), 0);
+	assert_int_equal(c.jobs[FG_JOB_QUEUED], 2);
+	assert_int_equal(c.jobs[FG_JOB_RUNNING], 1);
+	assert_int_equal(c.jobs[FG_JOB_SUCCEEDED], 0);
+	assert_int_equal(c.jobs[FG_JOB_FAILED], 1);
+	assert_int_equal(c.jobs[FG_JOB_CANCELLED], 1);
+	assert_int_equal(c.artifacts, 3);
+	assert_int_equal(c.artifacts_unhealthy, 2);
+	want = cJSON_Parse("{\"embedded_mtp_shift_hazard\":2,\"stray_shard\":1}");
+	assert_true(cJSON_Compare(by, want, 0));
+	cJSON_Delete(want);
+	cJSON_Delete(by);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(fg_store_counts(f->s, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_check(f->s, &err), 0);
+	assert_stats_consistent(f->s);
+}
+
+/* A SQLite failure (here: another connection holds the write lock) carries SQLite's message. */
+static void test_sqlite_error_message(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *other = NULL;
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	int64_t id = 0;
+
+	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
+	exec_sql(other, "BEGIN IMMEDIATE");
+	sqlite3_busy_timeout(f->s->db, 50);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "database is locked"));
+	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "database is locked"));
+	exec_sql(other, "COMMIT");
+	/* Once the lock is gone, the same connection works again (no transaction was left open). */
+	assert_true(sqlite3_get_autocommit(f->s->db));
+	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, "zz", &id, &err), FG_ENOTFOUND);
+	enqueue(f->s, NULL, NULL);
+	fg_store_close(other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_open_pragmas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_refuses_newer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_bad_args, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_open_concurrent_migration, setup_dir, teardown),
+		cmocka_unit_test(test_job_states),
+		cmocka_unit_test_setup_teardown(test_job_enqueue_get_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_idempotency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_idempotency_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_queue_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_cancel_requeue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_recover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_claim_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_artifact_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_artifact_fingerprint_files_array, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_artifact_by_fingerprint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_artifact_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verification, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_health, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_probe_buckets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_health_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
