@@ -16,6 +16,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import quant_golden as qg  # the numpy reference of MLX quantization and FP8 (independent of forged)
+
 ZERO_CENTRED = (".q_norm.weight", ".k_norm.weight", ".input_layernorm.weight",
                 ".post_attention_layernorm.weight", ".pre_fc_norm_embedding.weight",
                 ".pre_fc_norm_hidden.weight", "mtp.norm.weight")
@@ -44,18 +47,11 @@ def values(dtype, raw):
 
 
 def e4m3(raw):
-    b = np.frombuffer(raw, np.uint8).astype(np.int32)
-    s = np.where(b & 0x80, -1.0, 1.0)
-    e = (b >> 3) & 15
-    m = b & 7
-    v = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0))
-    return (s * v).astype(np.float32)
+    return qg.e4m3_table()[np.frombuffer(raw, np.uint8)].astype(np.float32)
 
 
 def to_bf16(x):
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return u.astype(np.uint16)
+    return qg.bf16_bits(np.ascontiguousarray(x, dtype=np.float32)).astype(np.uint16)
 
 
 def shards(d):
@@ -226,6 +222,41 @@ def mode_experts(src, art):
     print("ok experts: switch_mlp equals np.stack of the numbered experts")
 
 
+def mode_quant(src, art):
+    """Every quantized module equals numpy's MLX affine/mxfp4 of the source weight, bit for bit."""
+    s = shards(src)
+    side, _ = check_common(art)
+    cfg = json.load(open(os.path.join(art, "config.json")))
+    modules = cfg["mtp_quantization"]["modules"]
+    n = 0
+    for module, spec in modules.items():
+        srcname = next(k for k in s if strip(k) == module + ".weight")
+        sdt, shape, raw = s[srcname]
+        w = values(sdt, raw).reshape(shape[0], -1)
+        if spec is None:
+            if side[module + ".weight"][2] != raw:
+                fail(f"{module}: recorded unquantized but changed")
+            continue
+        if spec["mode"] == "mxfp4":
+            packed, e, _ = qg.mxfp4_quant(w)
+            got_scales = np.frombuffer(side[module + ".scales"][2], np.uint8).reshape(e.shape)
+            if not np.array_equal(got_scales, e):
+                fail(f"{module}: mxfp4 scales differ from numpy")
+        else:
+            packed, scale, bias = qg.affine_quant(w, spec["bits"], spec["group_size"])
+            for part, want in (("scales", scale), ("biases", bias)):
+                got = side[module + "." + part][2]
+                if got != qg.store_bytes(want, sdt):
+                    fail(f"{module}.{part}: differs from numpy's MLX affine")
+        got_w = np.frombuffer(side[module + ".weight"][2], "<u4").reshape(packed.shape)
+        if not np.array_equal(got_w, packed):
+            fail(f"{module}.weight: packed words differ from numpy's")
+        n += 1
+    if not n:
+        fail("no quantized module")
+    print(f"ok quant: {n} modules equal numpy's quantization bit for bit")
+
+
 if __name__ == "__main__":
-    {"shift": mode_shift, "same": mode_same, "fp8": mode_fp8, "experts": mode_experts}[sys.argv[1]](
-        sys.argv[2], sys.argv[3])
+    {"shift": mode_shift, "same": mode_same, "fp8": mode_fp8, "experts": mode_experts,
+     "quant": mode_quant}[sys.argv[1]](sys.argv[2], sys.argv[3])

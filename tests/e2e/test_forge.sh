@@ -89,6 +89,29 @@ done
 check "moe: fused-linear sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_linear/mtp.safetensors"
 check "moe: fused-bmm sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_bmm/mtp.safetensors"
 
+# Quantization policies: bit-exact with numpy's MLX affine and mxfp4.
+forge qwen35_hf quant_affine --quant affine:4:64
+check "affine:4:64: exit 0 ($(head -c 200 "$TMP/quant_affine.err"))" [ "$RC" -eq 0 ]
+numpy_check "affine:4:64" quant "$FIXTURES/qwen35_hf" "$TMP/quant_affine"
+check "affine:4:64: fc never quantized" [ "$(jq '.mtp_quantization.modules["mtp.fc"]' "$TMP/quant_affine/config.json")" = null ]
+inspect_clean "affine:4:64" "$TMP/quant_affine" mtplx-2.12
+forge qwen35_hf quant_mxfp4 --quant mxfp4
+check "mxfp4: exit 0 ($(head -c 200 "$TMP/quant_mxfp4.err"))" [ "$RC" -eq 0 ]
+numpy_check "mxfp4" quant "$FIXTURES/qwen35_hf" "$TMP/quant_mxfp4"
+forge qwen35_hf quant_match --quant match --backbone "$FIXTURES/qwen35_mlx_q4"
+check "match: exit 0 ($(head -c 200 "$TMP/quant_match.err"))" [ "$RC" -eq 0 ]
+numpy_check "match" quant "$FIXTURES/qwen35_hf" "$TMP/quant_match"
+want=$(jq -c '.quantization | {bits, group_size}' "$FIXTURES/qwen35_mlx_q4/config.json")
+check "match: q_proj quantized as the backbone's ($want)" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.q_proj"] | {bits, group_size}' "$TMP/quant_match/config.json")" = "$want" ]
+for shard in "$FIXTURES"/qwen35_mlx_q4/model*.safetensors; do
+	check "match: backbone shard $(basename "$shard") hard-linked" \
+		[ "$(stat -c %i "$shard")" = "$(stat -c %i "$TMP/quant_match/$(basename "$shard")")" ]
+done
+forge qwen35_hf quant_keep_bb --quant match --backbone "$FIXTURES/qwen35_mlx_sidecar"
+check "match with an unquantized backbone: nothing quantized" \
+	[ "$(jq '[.mtp_quantization.modules[] | select(. != null)] | length' "$TMP/quant_keep_bb/config.json")" = 0 ]
+
 # Refusals: a verdict exits 1, bad input 2, and nothing is written either way.
 forge qwen35_mlx_head_shifted refused1
 check "301 head: exit 1" [ "$RC" -eq 1 ]
