@@ -217,7 +217,8 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 		o->shape[0] = experts;
 		o->shape[1] = o->srcs[0]->shape[0];
 		o->shape[2] = o->srcs[0]->shape[1];
-		o->changed = 1;
+		o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+		o->relayout = 1;
 	}
 	return 0;
 }
@@ -246,7 +247,7 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 		o->dtype = b->gate_up->dtype;
 		o->rank = 3;
 		o->shape[0] = E;
-		o->changed = 1;
+		o->relayout = 1;
 		if (p < 2) {
 			o->op = bmm ? FG_HEAD_SPLIT_T : FG_HEAD_SPLIT;
 			o->src = b->gate_up;
@@ -258,7 +259,6 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 			o->src = b->down;
 			o->shape[1] = h;
 			o->shape[2] = two_i / 2;
-			o->changed = bmm;
 		}
 	}
 	return 0;

@@ -70,7 +70,8 @@ struct fg_head_out {
 	size_t n_srcs;
 	int half;                           /* SPLIT(_T): 0 gate, 1 up */
 	float shift;                        /* SHIFT: +1 (to absolute) or -1 (to delta) */
-	int changed;                        /* bytes differ from the source's */
+	int changed;                        /* values differ from the source's (originals kept) */
+	int relayout;                       /* same values, new layout (recorded, not copied) */
 	/* FG_HEAD_QUANT */
 	struct fg_quant_spec quant;
 	enum fg_quant_part part;

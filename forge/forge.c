@@ -39,6 +39,7 @@ struct forge {
 	char tmp[PATH_MAX];
 	cJSON *files;                   /* artifact file name -> sha256 */
 	cJSON *originals;               /* array of original-tensor records */
+	cJSON *relayouts;               /* tensors restacked or transposed, with their sources */
 	cJSON *weight_map;              /* tensor -> shard, for the new index */
 	unsigned long long total_size;
 	size_t n_shards_written;
@@ -505,9 +506,7 @@ static int write_sidecar(struct forge *f, struct fg_err *err)
 	f->res->head_tensors = n;
 	rc = join(path, sizeof(path), f->tmp, "mtp.safetensors", err);
 	if (!rc)
-		rc = fg_st_write(path, outs, n, &md, 1, err);
-	if (!rc)
-		rc = add_file_hash(f, "mtp.safetensors", err);
+		rc = fg_st_write(path, outs, n, &md, 1, err); /* hashed with the fingerprint */
 out:
 	for (size_t i = 0; prod && i < plan->n; i++)
 		free(prod[i].buf);
@@ -533,7 +532,7 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 	dst = malloc(cap ? cap : 1);
 	if (!dst)
 		return fg_err_set(err, FG_ENOMEM, "out of memory compressing '%s'", t->name);
-	len = ZSTD_compress(dst, cap, t->data, (size_t)fg_tensor_bytes(t), 3);
+	len = ZSTD_compress(dst, cap, t->data, (size_t)fg_tensor_bytes(t), 1); /* weights barely compress: be fast */
 	if (ZSTD_isError(len)) {
 		free(dst);
 		return fg_err_set(err, FG_EINTERNAL, "zstd: %s", ZSTD_getErrorName(len));
@@ -581,6 +580,34 @@ static const char *source_file_of(const struct fg_inspect *r, const struct fg_te
 	return "";
 }
 
+/*
+ * A restacked or transposed tensor holds its sources' values unchanged, so it
+ * is recorded (which sources, which operation) rather than copied: undoing it
+ * needs no original bytes.
+ */
+static int note_relayout(struct forge *f, const struct fg_head_out *e, struct fg_err *err)
+{
+	static const char *const ops[] = {
+		[FG_HEAD_STACK] = "stack", [FG_HEAD_SPLIT] = "split", [FG_HEAD_SPLIT_T] = "split_transpose",
+		[FG_HEAD_TRANSPOSE] = "transpose", [FG_HEAD_VIEW] = "rename",
+	};
+	cJSON *rec = cJSON_CreateObject(), *srcs;
+
+	if (!rec)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	cJSON_AddStringToObject(rec, "tensor", e->name);
+	cJSON_AddStringToObject(rec, "op", e->op < sizeof(ops) / sizeof(ops[0]) && ops[e->op] ? ops[e->op] : "relayout");
+	if (e->op == FG_HEAD_SPLIT || e->op == FG_HEAD_SPLIT_T)
+		cJSON_AddStringToObject(rec, "half", e->half ? "up" : "gate");
+	srcs = cJSON_AddArrayToObject(rec, "sources");
+	if (e->src)
+		cJSON_AddItemToArray(srcs, cJSON_CreateString(e->src->name));
+	for (size_t k = 0; k < e->n_srcs; k++)
+		cJSON_AddItemToArray(srcs, cJSON_CreateString(e->srcs[k]->name));
+	cJSON_AddItemToArray(f->relayouts, rec);
+	return 0;
+}
+
 static int write_originals(struct forge *f, struct fg_err *err)
 {
 	int rc = 0;
@@ -588,6 +615,8 @@ static int write_originals(struct forge *f, struct fg_err *err)
 	for (size_t i = 0; !rc && i < f->plan.n; i++) {
 		const struct fg_head_out *e = &f->plan.t[i];
 
+		if (e->relayout && !e->changed && !e->hidden && (rc = note_relayout(f, e, err)))
+			break;
 		if (!e->changed)
 			continue;
 		if (e->op == FG_HEAD_SHIFT && !(rc = 0)) {
@@ -648,23 +677,24 @@ static int write_config(struct forge *f, struct fg_err *err)
 	return rc;
 }
 
-/* SHA-256 over config.json then mtp.safetensors: the artifact's identity. */
+/*
+ * The fingerprint is SHA-256 over config.json then mtp.safetensors: the
+ * artifact's identity.  One pass over the sidecar feeds both the fingerprint
+ * and the sidecar's own file hash, so a multi-GB head is read once.
+ */
 static int fingerprint(struct forge *f, struct fg_err *err)
 {
-	static const char *const parts[] = { "config.json", "mtp.safetensors" };
-	struct fg_sha256 *h = fg_sha256_new();
+	struct fg_sha256 *fp = fg_sha256_new(), *file = fg_sha256_new();
 	uint8_t *buf = malloc(COPY_CHUNK);
-	int rc = 0;
+	char path[PATH_MAX], hex[FG_SHA256_HEX];
+	int rc = 0, fd = -1;
 
-	if (!h || !buf) {
+	if (!fp || !file || !buf) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; !rc && i < 2; i++) {
-		char path[PATH_MAX];
-		int fd;
-
-		if ((rc = join(path, sizeof(path), f->tmp, parts[i], err)))
+	for (int part = 0; !rc && part < 2; part++) {
+		if ((rc = join(path, sizeof(path), f->tmp, part ? "mtp.safetensors" : "config.json", err)))
 			break;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -674,21 +704,29 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 		for (;;) {
 			ssize_t got = read(fd, buf, COPY_CHUNK);
 
+			if (got < 0 && errno == EINTR)
+				continue;
 			if (got <= 0) {
 				if (got < 0)
 					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
 				break;
 			}
-			fg_sha256_update(h, buf, (size_t)got);
+			fg_sha256_update(fp, buf, (size_t)got);
+			if (part)
+				fg_sha256_update(file, buf, (size_t)got);
 		}
 		close(fd);
 	}
 	if (!rc) {
-		fg_sha256_final_hex(h, f->res->fingerprint);
-		h = NULL;
+		fg_sha256_final_hex(fp, f->res->fingerprint);
+		fg_sha256_final_hex(file, hex);
+		fp = file = NULL;
+		if (!cJSON_AddStringToObject(f->files, "mtp.safetensors", hex))
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 	}
 out:
-	fg_sha256_free(h);
+	fg_sha256_free(fp);
+	fg_sha256_free(file);
 	free(buf);
 	return rc;
 }
@@ -736,6 +774,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	}
 	cJSON_AddItemToObject(doc, "removed_from_backbone", string_array(f->res->removed, f->res->n_removed));
 	cJSON_AddItemReferenceToObject(doc, "originals", f->originals);
+	cJSON_AddItemReferenceToObject(doc, "relayouts", f->relayouts);
 	cJSON_AddItemReferenceToObject(doc, "files", f->files);
 	cJSON_AddStringToObject(doc, "fingerprint", f->res->fingerprint);
 	rc = join(path, sizeof(path), f->tmp, "forged.json", err);
@@ -866,8 +905,9 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	f.files = cJSON_CreateObject();
 	f.originals = cJSON_CreateArray();
+	f.relayouts = cJSON_CreateArray();
 	f.weight_map = cJSON_CreateObject();
-	if (!f.files || !f.originals || !f.weight_map) {
+	if (!f.files || !f.originals || !f.relayouts || !f.weight_map) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -902,6 +942,7 @@ out:
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);
 	cJSON_Delete(f.originals);
+	cJSON_Delete(f.relayouts);
 	cJSON_Delete(f.weight_map);
 	if (f.bb != f.src)
 		fg_inspect_free(f.bb);
