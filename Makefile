@@ -13,7 +13,7 @@ CC      ?= cc
 PYTHON  ?= python3
 DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
-	python3-numpy libclang-rt-14-dev zstd
+	python3-numpy libclang-rt-14-dev zstd nginx
 
 ifeq ($(SANITIZE),)
 BUILD   := build
