@@ -114,7 +114,6 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 {
 	struct stat st;
 	char *text = NULL;
-	const char *end = NULL;
 	cJSON *doc;
 	size_t got = 0;
 	int fd, rc = 0;
@@ -149,21 +148,37 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 		got += (size_t)r;
 	}
 	text[got] = '\0';
-	if (memchr(text, '\0', got)) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", path);
+	rc = fg_json_parse(&doc, text, got, path, err);
+	if (rc)
 		goto out;
-	}
-	doc = cJSON_ParseWithOpts(text, &end, 1);
-	if (!doc) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: invalid JSON near byte %td", path,
-				end ? end - text : (ptrdiff_t)0);
-		goto out;
-	}
 	*out = doc;
 out:
 	free(text);
 	close(fd);
 	return rc;
+}
+
+int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err)
+{
+	const char *end = NULL;
+	cJSON *doc;
+
+	if (memchr(text, '\0', len))
+		return fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
+	doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (doc && end) {
+		while ((size_t)(end - text) < len && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+			end++;
+		if ((size_t)(end - text) < len) {
+			cJSON_Delete(doc);
+			doc = NULL;
+		}
+	}
+	if (!doc)
+		return fg_err_set(err, FG_EINPUT, "%s: invalid JSON near byte %td", label,
+				  end ? end - text : (ptrdiff_t)0);
+	*out = doc;
+	return 0;
 }
 
 /* config with text_config's keys (but model_type) copied over the top level. */
@@ -312,39 +327,44 @@ static int find_file(const struct fg_ckpt *c, const char *name)
 	return -1;
 }
 
-static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
+/*
+ * Does the folder hold file name?  A remote folder cannot be listed: with
+ * probe, one small request asks (optional sidecars); without, the header fetch
+ * will tell (files the index names).
+ */
+static int file_exists(const struct fg_ckpt *c, const char *name, int probe)
 {
-	char *path = path_join(c->dir, "model.safetensors.index.json");
-	const cJSON *wm, *kv;
-	int rc = 0, last = -1;
+	struct fg_err ignored = { 0, "" };
+	uint64_t size;
+	char *path;
+	int exists;
 
-	if (!path)
-		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
-	if (access(path, F_OK) != 0)
-		goto out;
-	rc = fg_json_load(&c->index, path, FG_CKPT_JSON_MAX, err);
-	if (rc)
-		goto out;
-	wm = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map");
-	if (!cJSON_IsObject(wm)) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", path);
-		goto out;
-	}
+	if (c->pull)
+		return !probe || fg_pull_size(c->pull, name, &size, &ignored) == 0;
+	path = path_join(c->dir, name);
+	exists = path && is_regular(path);
+	free(path);
+	return exists;
+}
+
+/* Record the files the index's weight_map names; label names the index in errors. */
+static int process_index(struct fg_ckpt *c, size_t *cap, const char *label, struct fg_err *err)
+{
+	const cJSON *wm = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map"), *kv;
+	int last = -1;
+
+	if (!cJSON_IsObject(wm))
+		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", label);
 	cJSON_ArrayForEach(kv, wm) {
-		char *file_path;
-		int idx, exists;
+		int idx;
 
-		if (!cJSON_IsString(kv)) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' is not a file name",
-					path, kv->string);
-			goto out;
-		}
-		if (!confined_relpath(kv->valuestring)) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' names '%.200s', outside the folder",
-					path, kv->string, kv->valuestring);
-			goto out;
-		}
-		/* Index entries repeat a few file names: stat each name once. */
+		if (!cJSON_IsString(kv))
+			return fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' is not a file name",
+					  label, kv->string);
+		if (!confined_relpath(kv->valuestring))
+			return fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' names '%.200s', outside the folder",
+					  label, kv->string, kv->valuestring);
+		/* Index entries repeat a few file names: check each name once. */
 		if (last >= 0 && strcmp(c->files[last].name, kv->valuestring) == 0)
 			continue;
 		last = find_file(c, kv->valuestring);
@@ -352,23 +372,32 @@ static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 			c->files[last].in_index = 1;
 			continue;
 		}
-		file_path = path_join(c->dir, kv->valuestring);
-		exists = file_path && is_regular(file_path);
-		free(file_path);
-		if (!exists) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: weight_map names '%.200s' (for '%.200s'), which is missing",
-					path, kv->valuestring, kv->string);
-			goto out;
-		}
+		if (!file_exists(c, kv->valuestring, 0))
+			return fg_err_set(err, FG_EINPUT, "%s: weight_map names '%.200s' (for '%.200s'), which is missing",
+					  label, kv->valuestring, kv->string);
 		idx = add_file(c, cap, kv->valuestring, err);
-		if (idx < 0) {
-			rc = idx;
-			goto out;
-		}
+		if (idx < 0)
+			return idx;
 		c->files[idx].in_index = 1;
+		/* A remote folder cannot be listed: what the index names stands for the glob. */
+		c->files[idx].globbed = c->pull && fnmatch("model*.safetensors", kv->valuestring, 0) == 0;
 		last = idx;
 	}
-out:
+	return 0;
+}
+
+static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
+{
+	char *path = path_join(c->dir, "model.safetensors.index.json");
+	int rc = 0;
+
+	if (!path)
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
+	if (access(path, F_OK) == 0) {
+		rc = fg_json_load(&c->index, path, FG_CKPT_JSON_MAX, err);
+		if (!rc)
+			rc = process_index(c, cap, path, err);
+	}
 	free(path);
 	return rc;
 }
@@ -381,17 +410,11 @@ static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 	int idx;
 
 	if (ptr) {
-		char *path;
-		int exists;
-
 		if (!cJSON_IsString(ptr) || !confined_relpath(ptr->valuestring))
 			return fg_err_set(err, FG_EINPUT,
 					  "%s/config.json: mlx_lm_extra_tensors.mtp_file is not a relative path inside the folder",
 					  c->dir);
-		path = path_join(c->dir, ptr->valuestring);
-		exists = path && is_regular(path);
-		free(path);
-		if (!exists)
+		if (!file_exists(c, ptr->valuestring, 1))
 			return fg_err_set(err, FG_EINPUT,
 					  "%s/config.json: mlx_lm_extra_tensors.mtp_file names '%.200s', which is missing",
 					  c->dir, ptr->valuestring);
@@ -402,11 +425,7 @@ static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 		c->sidecar = idx;
 	}
 	for (size_t i = 0; i < sizeof(sidecar_candidates) / sizeof(*sidecar_candidates); i++) {
-		char *path = path_join(c->dir, sidecar_candidates[i]);
-		int exists = path && is_regular(path);
-
-		free(path);
-		if (!exists)
+		if (find_file(c, sidecar_candidates[i]) < 0 && !file_exists(c, sidecar_candidates[i], 1))
 			continue;
 		idx = add_file(c, cap, sidecar_candidates[i], err);
 		if (idx < 0)
@@ -623,7 +642,190 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 	return c->dir ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
 }
 
+/* ---- remote checkpoints ---- */
+
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o)
+{
+	static __thread char cache[PATH_MAX];
+	const char *env = getenv("FORGED_CACHE_DIR"), *home = getenv("HOME");
+
+	fg_pull_opts_init(o);
+	/* Norms sit megabytes apart in real models: exact ranges cost few extra requests. */
+	o->merge_gap = 0;
+	if (env && *env)
+		snprintf(cache, sizeof(cache), "%s", env);
+	else if (home && *home)
+		snprintf(cache, sizeof(cache), "%s/.cache/forged", home);
+	else
+		cache[0] = '\0';
+	o->cache_dir = cache[0] ? cache : NULL;
+}
+
+/* A small JSON file of the remote folder; FG_ENOTFOUND when it is not there. */
+static int remote_json(struct fg_ckpt *c, const char *name, cJSON **out, struct fg_err *err)
+{
+	uint8_t *text = NULL;
+	size_t len = 0;
+	char label[PATH_MAX];
+	int rc = fg_pull_get(c->pull, name, &text, &len, FG_CKPT_JSON_MAX, err);
+
+	if (rc)
+		return rc;
+	snprintf(label, sizeof(label), "%s/%s", c->dir, name);
+	rc = fg_json_parse(out, (const char *)text, len, label, err);
+	free(text);
+	return rc;
+}
+
+/*
+ * Every file's header by range requests: first the 8-byte lengths of all
+ * files in one parallel call, then all headers in a second one.
+ */
+static int remote_headers(struct fg_ckpt *c, struct fg_err *err)
+{
+	struct fg_pull_range *r = calloc(c->n_files ? c->n_files : 1, sizeof(*r));
+	int rc = 0;
+
+	if (!r)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < c->n_files; i++) {
+		r[i].file = c->files[i].name;
+		r[i].offset = 0;
+		r[i].len = 8;
+	}
+	rc = fg_pull_ranges(c->pull, r, c->n_files, err);
+	for (size_t i = 0; !rc && i < c->n_files; i++) {
+		uint64_t size = 0, hlen = 0;
+
+		rc = fg_pull_size(c->pull, c->files[i].name, &size, err);
+		for (int b = 7; !rc && b >= 0; b--)
+			hlen = (hlen << 8) | r[i].data[b];
+		if (!rc && (hlen > FG_ST_HEADER_MAX || hlen > size - 8))
+			rc = fg_err_set(err, FG_EINPUT, "%s: header length %llu is over the cap or past the end of the file",
+					c->files[i].path, (unsigned long long)hlen);
+		r[i].len = 8 + hlen;
+		r[i].data = NULL;
+	}
+	if (!rc)
+		rc = fg_pull_ranges(c->pull, r, c->n_files, err);
+	for (size_t i = 0; !rc && i < c->n_files; i++) {
+		uint64_t size = 0;
+
+		rc = fg_pull_size(c->pull, c->files[i].name, &size, err);
+		if (!rc)
+			rc = fg_st_parse_header(&c->files[i].st, r[i].data, (size_t)r[i].len, size,
+						c->files[i].path, err);
+	}
+	free(r);
+	if (rc == FG_ENOTFOUND)
+		rc = FG_EINPUT; /* a file the index or config names is missing: malformed */
+	return rc ? fg_err_prefix(err, rc, "checkpoint '%s': ", c->source) : 0;
+}
+
+static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pull_opts *o, size_t *cap,
+		       struct fg_err *err)
+{
+	const char *single;
+	size_t n;
+	int rc;
+
+	rc = fg_pull_open(&c->pull, source, o, err);
+	if (rc)
+		return rc;
+	c->source = strdup(source);
+	c->dir = strdup(fg_pull_base_url(c->pull));
+	if (!c->source || !c->dir)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	n = strlen(c->dir);
+	if (n > 1 && c->dir[n - 1] == '/')
+		c->dir[n - 1] = '\0';
+	single = fg_pull_source_file(c->pull);
+	c->single_file = single != NULL;
+	rc = remote_json(c, "config.json", &c->config_raw, err);
+	if (rc == FG_ENOTFOUND && single)
+		rc = 0;
+	else if (rc == FG_ENOTFOUND)
+		return fg_err_set(err, FG_EINPUT, "%s: no config.json in the checkpoint folder", source);
+	if (rc)
+		return rc;
+	if (c->config_raw && (!cJSON_IsObject(c->config_raw) || merge_text_config(&c->config, c->config_raw)))
+		return fg_err_set(err, FG_EINPUT, "%s/config.json: not a JSON object", c->dir);
+	if (single) {
+		rc = add_file(c, cap, single, err);
+		if (rc < 0)
+			return rc;
+		c->files[rc].globbed = fnmatch("model*.safetensors", single, 0) == 0;
+		return remote_headers(c, err);
+	}
+	rc = remote_json(c, "model.safetensors.index.json", &c->index, err);
+	if (rc == FG_ENOTFOUND) {
+		/* No index: a single-shard model, as the Hugging Face tools assume. */
+		rc = add_file(c, cap, "model.safetensors", err);
+		if (rc < 0)
+			return rc;
+		c->files[rc].globbed = 1;
+		rc = 0;
+	} else if (!rc) {
+		char label[PATH_MAX];
+
+		snprintf(label, sizeof(label), "%s/model.safetensors.index.json", c->dir);
+		rc = process_index(c, cap, label, err);
+	}
+	if (!rc)
+		rc = find_sidecars(c, cap, err);
+	if (!rc)
+		rc = remote_headers(c, err);
+	return rc;
+}
+
+int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err)
+{
+	struct fg_pull_range *r;
+	size_t *owner, m = 0;
+	int rc;
+
+	if (!c->pull || !n)
+		return 0;
+	r = calloc(n, sizeof(*r));
+	owner = calloc(n, sizeof(*owner));
+	if (!r || !owner) {
+		free(r);
+		free(owner);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fg_tensor *t = tensors[i];
+
+		if (t->data || !fg_tensor_bytes(t))
+			continue;
+		for (size_t f = 0; f < c->n_files; f++) {
+			const struct fg_st_file *st = c->files[f].st;
+
+			if (t >= st->tensors && t < st->tensors + st->n_tensors) {
+				r[m].file = c->files[f].name;
+				r[m].offset = st->data_start + t->begin;
+				r[m].len = fg_tensor_bytes(t);
+				owner[m++] = i;
+				break;
+			}
+		}
+	}
+	rc = fg_pull_ranges(c->pull, r, m, err);
+	/* The checkpoint owns its tensors: setting a view's data is its own business. */
+	for (size_t k = 0; !rc && k < m; k++)
+		((struct fg_tensor *)(uintptr_t)tensors[owner[k]])->data = r[k].data;
+	free(r);
+	free(owner);
+	return rc;
+}
+
 int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err)
+{
+	return fg_ckpt_open_opts(out, source, NULL, err);
+}
+
+int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
+		      struct fg_err *err)
 {
 	struct fg_ckpt *c = calloc(1, sizeof(*c));
 	size_t cap = 0;
@@ -633,6 +835,18 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err)
 	if (!c)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	c->sidecar = -1;
+	if (fg_pull_is_url(source)) {
+		struct fg_pull_opts defaults;
+
+		if (!pull) {
+			fg_ckpt_pull_defaults(&defaults);
+			pull = &defaults;
+		}
+		rc = open_remote(c, source, pull, &cap, err);
+		if (!rc)
+			rc = cross_check(c, err);
+		goto out;
+	}
 	rc = set_location(c, source, err);
 	if (rc)
 		goto out;
@@ -723,6 +937,7 @@ void fg_ckpt_free(struct fg_ckpt *c)
 	}
 	free(c->files);
 	free(c->mismatch);
+	fg_pull_close(c->pull); /* after the files: their views point into it */
 	cJSON_Delete(c->config_raw);
 	cJSON_Delete(c->config);
 	cJSON_Delete(c->index);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/error.h"
+#include "forge/pull.h"
 #include "forge/safetensors.h"
 
 #define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */
@@ -58,6 +59,7 @@ struct fg_ckpt {
 	int sidecar;          /* the sidecar MTPLX loads: index into files, or -1 */
 	size_t n_mismatch;
 	struct fg_index_mismatch *mismatch;
+	struct fg_pull *pull;  /* remote sources: the HTTP session (owned), else NULL */
 };
 
 /*
@@ -71,6 +73,28 @@ struct fg_ckpt {
  * a sidecar pointer that escapes the folder or names a missing file.
  */
 int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
+
+/*
+ * The same, also for remote sources (http(s)://, hf://, see pull.h): config
+ * and index are fetched whole, each shard's header by range requests, and no
+ * tensor data (tensors have data == NULL until fg_ckpt_fetch).  pull may be
+ * NULL: fg_ckpt_pull_defaults().  A remote folder cannot be listed, so the
+ * files the index names stand for mlx-lm's glob and stray shards cannot be
+ * seen.
+ */
+int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
+		      struct fg_err *err);
+
+/* Default pull options: cache in $FORGED_CACHE_DIR, else ~/.cache/forged. */
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o);
+
+/*
+ * Make the data of n tensors of c readable: a no-op for local files (mapped);
+ * for remote ones, their byte ranges are fetched (merged, in parallel, from
+ * the cache when present) and each tensor's data set.  The tensors must
+ * belong to c's files.
+ */
+int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
 
 void fg_ckpt_free(struct fg_ckpt *c);
 
@@ -91,5 +115,8 @@ size_t fg_ckpt_stray_count(const struct fg_ckpt *c);
 
 /* Read a whole JSON file (size-capped) and parse it.  Shared with later stages. */
 int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err);
+
+/* Parse len bytes of JSON text (no NUL bytes allowed); label names it in errors. */
+int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err);
 
 #endif

@@ -784,6 +784,39 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	return rc;
 }
 
+/* A remote source's head tensors are fetched (by ranges, cached) before writing. */
+static int fetch_head(struct forge *f, struct fg_err *err)
+{
+	const struct fg_tensor **want;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	if (!f->src->ckpt->pull)
+		return 0;
+	for (size_t i = 0; i < f->plan.n; i++)
+		cap += 2 + 2 * f->plan.t[i].n_srcs;
+	want = calloc(cap ? cap : 1, sizeof(*want));
+	if (!want)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < f->plan.n; i++) {
+		const struct fg_head_out *e = &f->plan.t[i];
+
+		if (e->src)
+			want[n++] = e->src;
+		if (e->scale_inv)
+			want[n++] = e->scale_inv;
+		for (size_t k = 0; k < e->n_srcs; k++) {
+			want[n++] = e->srcs[k];
+			if (e->scale_invs[k])
+				want[n++] = e->scale_invs[k];
+		}
+	}
+	progress(f, "fetch", 0.05);
+	rc = fg_ckpt_fetch(f->src->ckpt, want, n, err);
+	free(want);
+	return rc;
+}
+
 static int check_backbone(const struct fg_inspect *src, const struct fg_inspect *bb, struct fg_err *err)
 {
 	const cJSON *hs = cJSON_GetObjectItemCaseSensitive(src->ckpt->config, "hidden_size");
@@ -863,7 +896,13 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	if (lstat(o->out, &st) == 0 && !o->force)
 		return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
 	progress(&f, "inspect", 0.0);
-	rc = fg_inspect_run(&f.src, o->source, NULL, 0, err);
+	if (fg_pull_is_url(o->backbone ? o->backbone : o->source)) {
+		/* The artifact is the backbone's shards: they must be local files to link. */
+		rc = fg_err_set(err, FG_EUSAGE, "the backbone must be a local folder (--backbone DIR); "
+				"a remote source's head is fetched, its shards are not");
+		goto out;
+	}
+	rc = fg_inspect_run_opts(&f.src, o->source, NULL, 0, o->pull, err);
 	if (rc)
 		goto out;
 	if (o->backbone && strcmp(o->backbone, o->source) != 0) {
@@ -888,6 +927,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		goto out;
 	}
 	rc = fg_quant_apply(&f.plan, &f.policy, f.bb, f.quant_record, err);
+	if (!rc)
+		rc = fetch_head(&f, err);
 	if (rc)
 		goto out;
 	split_out(o->out, parent, sizeof(parent), base, sizeof(base));

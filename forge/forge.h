@@ -31,6 +31,7 @@ struct fg_forge_opts {
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	const char *version;    /* forged's version, for provenance */
+	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
 	/*
 	 * Progress, may be NULL: stage name and 0..1 over the whole run.  A
 	 * non-zero return stops the forge before its next stage (FG_ECANCELLED,

@@ -138,6 +138,29 @@ static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role
 	return (int)i;
 }
 
+/* Remote checkpoints: the norm tensors' bytes are all an inspection reads. */
+static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_tensor **want;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	if (!r->ckpt->pull)
+		return 0;
+	for (size_t s = 0; s < r->n_sets; s++)
+		cap += r->sets[s].n_tensors;
+	want = calloc(cap ? cap : 1, sizeof(*want));
+	if (!want)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t s = 0; s < r->n_sets; s++)
+		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
+			if (r->sets[s].tensors[i]->rank == 1 && fg_norm_classify(r->sets[s].tensors[i]->name) != FG_NORM_NONE)
+				want[n++] = r->sets[s].tensors[i];
+	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
+	free(want);
+	return rc;
+}
+
 static int build_sets(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_ckpt *c = r->ckpt;
@@ -189,6 +212,9 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			(r->n_sets - (size_t)embedded - 1) * sizeof(r->roles[0]));
 		r->n_sets--;
 	}
+	rc = fetch_norms(r, err);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < r->n_sets; i++) {
 		rc = fg_tset_measure(&r->sets[i], err);
 		if (rc)
@@ -495,7 +521,9 @@ static int head_payload_empty(const struct fg_tset *set)
 		const struct fg_tensor *t = set->tensors[i];
 		uint64_t n = fg_tensor_bytes(t) < DEGENERATE_SAMPLE ? fg_tensor_bytes(t) : DEGENERATE_SAMPLE;
 
-		for (uint64_t k = 0; t->data && k < n; k++)
+		if (!t->data && n)
+			return 0; /* not fetched (remote): no evidence of emptiness */
+		for (uint64_t k = 0; k < n; k++)
 			if (t->data[k])
 				return 0;
 	}
@@ -609,6 +637,12 @@ static int derive_verdicts(struct fg_inspect *r, struct fg_err *err)
 int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
 		   size_t n_runtimes, struct fg_err *err)
 {
+	return fg_inspect_run_opts(out, source, runtimes, n_runtimes, NULL, err);
+}
+
+int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err)
+{
 	struct fg_inspect *r = calloc(1, sizeof(*r));
 	int rc;
 
@@ -620,7 +654,7 @@ int fg_inspect_run(struct fg_inspect **out, const char *source, const char *cons
 			goto out;
 		}
 	}
-	rc = fg_ckpt_open(&r->ckpt, source, err);
+	rc = fg_ckpt_open_opts(&r->ckpt, source, pull, err);
 	if (rc)
 		goto out;
 	r->family = fg_family_detect(r->ckpt->config_raw, &r->moe);
@@ -856,6 +890,20 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 	cJSON_AddStringToObject(o, "layout", r->layout);
 	cJSON_AddBoolToObject(o, "moe", r->moe);
 	cJSON_AddItemToObject(o, "structure", structure_json(r));
+	if (r->ckpt->pull) {
+		struct fg_pull_stats st;
+		cJSON *rem = cJSON_AddObjectToObject(o, "remote");
+
+		fg_pull_stats(r->ckpt->pull, &st);
+		if (rem) {
+			cJSON_AddStringToObject(rem, "base_url", r->ckpt->dir);
+			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
+			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
+			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);
+			cJSON_AddStringToObject(rem, "note", "a remote listing cannot show stray shards: "
+							     "mlx-lm's glob sees local files only");
+		}
+	}
 	cJSON_AddItemToObject(o, "files", files_json(r));
 	cJSON_AddItemToObject(o, "mtp", mtp_json(r));
 	cJSON_AddItemToObject(o, "sets", sets_json(r));

@@ -68,6 +68,10 @@ struct fg_inspect {
 int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
 		   size_t n_runtimes, struct fg_err *err);
 
+/* The same for any source, remote ones with these pull options (NULL: defaults). */
+int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err);
+
 void fg_inspect_free(struct fg_inspect *r);
 
 /* The forged.inspect.v1 document; caller frees with cJSON_Delete. NULL on ENOMEM. */

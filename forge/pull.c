@@ -124,6 +124,7 @@ struct fg_pull {
 	char *cache;                 /* cache_dir/v1, or NULL */
 	uint64_t cap;
 	unsigned ttl, maxconn, timeout, connect_timeout, retries, backoff_ms;
+	uint64_t merge_gap;
 	CURLM *multi;
 	struct pfile **files;
 	size_t n_files, cap_files;
@@ -255,6 +256,7 @@ void fg_pull_opts_init(struct fg_pull_opts *o)
 	o->cache_cap_bytes = 10ull << 30;
 	o->cache_ttl_seconds = 3600;
 	o->max_connections = 8;
+	o->merge_gap = FG_PULL_MERGE_GAP;
 	o->timeout_seconds = 60;
 	o->connect_timeout_seconds = 10;
 	o->retries = 4;
@@ -2177,6 +2179,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	p->cap = o->cache_cap_bytes;
 	p->ttl = o->cache_ttl_seconds;
 	p->maxconn = o->max_connections ? o->max_connections : 1;
+	p->merge_gap = o->merge_gap;
 	p->timeout = o->timeout_seconds;
 	p->connect_timeout = o->connect_timeout_seconds;
 	p->retries = o->retries;
@@ -2533,7 +2536,7 @@ int fg_pull_ranges(struct fg_pull *p, struct fg_pull_range *r, size_t n, struct 
 					m++;
 				}
 			}
-			ns = fg_pull_plan(ext, m, FG_PULL_MERGE_GAP, order, spans);
+			ns = fg_pull_plan(ext, m, p->merge_gap, order, spans);
 			for (size_t s = 0; s < ns; s++) {
 				struct xfer *x = xfer_new(p, f, XK_RANGE, spans[s].offset, spans[s].len);
 

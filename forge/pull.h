@@ -36,6 +36,8 @@ struct fg_pull_opts {
 				       * that is a 40-hex commit is trusted for ever; 0: ask once
 				       * per pull (one 1-byte probe per file) */
 	unsigned max_connections;     /* parallel transfers (0 is taken as 1) */
+	uint64_t merge_gap;           /* misses of a file this close share a request (default
+				       * FG_PULL_MERGE_GAP; 0: only touching ranges merge) */
 	unsigned timeout_seconds;     /* a transfer receiving nothing this long fails; 0: none */
 	unsigned connect_timeout_seconds; /* 0: libcurl's default */
 	unsigned retries;             /* extra attempts on 5xx, 429, network errors, truncation */
