@@ -50,7 +50,8 @@
  * code uses unaligned loads and stores; a float pointer from the caller is
  * never dereferenced as a float.  Source and destination must not overlap.
  */
-#include "dtype.h"
+#include "forge/dtype.h"
+#include "forge/bytes.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -126,49 +127,13 @@ bool fg_dtype_is_float(enum fg_dtype dt)
 
 /* ---- bit access ----------------------------------------------------------- */
 
-static uint32_t f32_bits(float f)
-{
-	uint32_t x;
 
-	memcpy(&x, &f, sizeof(x));
-	return x;
-}
-
-static float bits_f32(uint32_t x)
-{
-	float f;
-
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
 
 /* Element loads and stores at any alignment (tensor data sits at arbitrary
  * offsets inside a mapping). */
-static uint16_t load_u16(const unsigned char *p)
-{
-	uint16_t v;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
 
-static void store_u16(unsigned char *p, uint16_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
 
-static float load_f32(const unsigned char *p)
-{
-	float v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static void store_f32(unsigned char *p, float v)
-{
-	memcpy(p, &v, sizeof(v));
-}
 
 #define F32_ABS_MASK 0x7fffffffu
 #define F32_INF 0x7f800000u
@@ -232,12 +197,12 @@ float fg_bf16_to_f32_ref(uint16_t h)
 
 	if ((x & F32_ABS_MASK) > F32_INF)
 		x |= F32_QUIET;
-	return bits_f32(x);
+	return fg_bits_f32(x);
 }
 
 uint16_t fg_f32_to_bf16_ref(float f)
 {
-	uint32_t x = f32_bits(f);
+	uint32_t x = fg_f32_bits(f);
 
 	/* Rounding a NaN could carry it into infinity: keep it a NaN. */
 	if ((x & F32_ABS_MASK) > F32_INF)
@@ -256,17 +221,17 @@ float fg_f16_to_f32_ref(uint16_t h)
 	float mag;
 
 	if (e == 0x1f)
-		return bits_f32(sign | F32_INF | (m ? F32_QUIET | m << 13 : 0));
+		return fg_bits_f32(sign | F32_INF | (m ? F32_QUIET | m << 13 : 0));
 	if (e)
 		mag = ldexpf((float)(m | 0x400), (int)e - 25);
 	else
 		mag = ldexpf((float)m, -24);
-	return bits_f32(sign | f32_bits(mag));
+	return fg_bits_f32(sign | fg_f32_bits(mag));
 }
 
 uint16_t fg_f32_to_f16_ref(float f)
 {
-	uint32_t x = f32_bits(f), a = x & F32_ABS_MASK;
+	uint32_t x = fg_f32_bits(f), a = x & F32_ABS_MASK;
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
 
 	if (a > F32_INF)
@@ -282,17 +247,17 @@ float fg_e4m3_to_f32_ref(uint8_t b)
 
 	/* E4M3FN: exponent 15 holds finite values, only S.1111.111 is NaN. */
 	if ((b & 0x7f) == 0x7f)
-		return bits_f32(sign | F32_INF | F32_QUIET);
+		return fg_bits_f32(sign | F32_INF | F32_QUIET);
 	if (e)
 		mag = ldexpf((float)(m | 8), e - 10);
 	else
 		mag = ldexpf((float)m, -9);
-	return bits_f32(sign | f32_bits(mag));
+	return fg_bits_f32(sign | fg_f32_bits(mag));
 }
 
 uint8_t fg_f32_to_e4m3_ref(float f)
 {
-	uint32_t x = f32_bits(f), a = x & F32_ABS_MASK;
+	uint32_t x = fg_f32_bits(f), a = x & F32_ABS_MASK;
 	uint8_t sign = (uint8_t)((x >> 24) & 0x80);
 
 	if (a > F32_INF)
@@ -307,17 +272,17 @@ float fg_e5m2_to_f32_ref(uint8_t b)
 	float mag;
 
 	if (e == 0x1f)
-		return bits_f32(sign | F32_INF | (m ? F32_QUIET | (uint32_t)m << 21 : 0));
+		return fg_bits_f32(sign | F32_INF | (m ? F32_QUIET | (uint32_t)m << 21 : 0));
 	if (e)
 		mag = ldexpf((float)(m | 4), e - 17);
 	else
 		mag = ldexpf((float)m, -16);
-	return bits_f32(sign | f32_bits(mag));
+	return fg_bits_f32(sign | fg_f32_bits(mag));
 }
 
 uint8_t fg_f32_to_e5m2_ref(float f)
 {
-	uint32_t x = f32_bits(f), a = x & F32_ABS_MASK;
+	uint32_t x = fg_f32_bits(f), a = x & F32_ABS_MASK;
 	uint8_t sign = (uint8_t)((x >> 24) & 0x80);
 
 	/* The high byte of the F16 NaN: quiet bit plus the top payload bit. */
@@ -345,7 +310,7 @@ static void f64_to_f32(const unsigned char *src, unsigned char *dst, size_t n)
 
 	for (i = 0; i < n; i++) {
 		memcpy(&d, src + 8 * i, sizeof(d));
-		store_f32(dst + 4 * i, (float)d);
+		fg_store_f32(dst + 4 * i, (float)d);
 	}
 }
 
@@ -355,7 +320,7 @@ static void f32_to_f64(const unsigned char *src, unsigned char *dst, size_t n)
 	double d;
 
 	for (i = 0; i < n; i++) {
-		d = load_f32(src + 4 * i);
+		d = fg_load_f32(src + 4 * i);
 		memcpy(dst + 8 * i, &d, sizeof(d));
 	}
 }
@@ -365,7 +330,7 @@ static void bf16_to_f32_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_f32(dst + 4 * i, fg_bf16_to_f32_ref(load_u16(src + 2 * i)));
+		fg_store_f32(dst + 4 * i, fg_bf16_to_f32_ref(fg_load_u16(src + 2 * i)));
 }
 
 static void f32_to_bf16_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -373,7 +338,7 @@ static void f32_to_bf16_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_u16(dst + 2 * i, fg_f32_to_bf16_ref(load_f32(src + 4 * i)));
+		fg_store_u16(dst + 2 * i, fg_f32_to_bf16_ref(fg_load_f32(src + 4 * i)));
 }
 
 static void f16_to_f32_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -381,7 +346,7 @@ static void f16_to_f32_scalar(const unsigned char *src, unsigned char *dst, size
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_f32(dst + 4 * i, fg_f16_to_f32_ref(load_u16(src + 2 * i)));
+		fg_store_f32(dst + 4 * i, fg_f16_to_f32_ref(fg_load_u16(src + 2 * i)));
 }
 
 static void f32_to_f16_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -389,7 +354,7 @@ static void f32_to_f16_scalar(const unsigned char *src, unsigned char *dst, size
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_u16(dst + 2 * i, fg_f32_to_f16_ref(load_f32(src + 4 * i)));
+		fg_store_u16(dst + 2 * i, fg_f32_to_f16_ref(fg_load_f32(src + 4 * i)));
 }
 
 static void e4m3_to_f32_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -397,7 +362,7 @@ static void e4m3_to_f32_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_f32(dst + 4 * i, fg_e4m3_to_f32_ref(src[i]));
+		fg_store_f32(dst + 4 * i, fg_e4m3_to_f32_ref(src[i]));
 }
 
 static void f32_to_e4m3_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -405,7 +370,7 @@ static void f32_to_e4m3_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		dst[i] = fg_f32_to_e4m3_ref(load_f32(src + 4 * i));
+		dst[i] = fg_f32_to_e4m3_ref(fg_load_f32(src + 4 * i));
 }
 
 static void e5m2_to_f32_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -413,7 +378,7 @@ static void e5m2_to_f32_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_f32(dst + 4 * i, fg_e5m2_to_f32_ref(src[i]));
+		fg_store_f32(dst + 4 * i, fg_e5m2_to_f32_ref(src[i]));
 }
 
 static void f32_to_e5m2_scalar(const unsigned char *src, unsigned char *dst, size_t n)
@@ -421,7 +386,7 @@ static void f32_to_e5m2_scalar(const unsigned char *src, unsigned char *dst, siz
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		dst[i] = fg_f32_to_e5m2_ref(load_f32(src + 4 * i));
+		dst[i] = fg_f32_to_e5m2_ref(fg_load_f32(src + 4 * i));
 }
 
 /* F32 bit patterns of every FP8 code, filled from the reference by
@@ -932,8 +897,8 @@ static void dispatch_init(void)
 	int i;
 
 	for (i = 0; i < 256; i++) {
-		e4m3_table[i] = f32_bits(fg_e4m3_to_f32_ref((uint8_t)i));
-		e5m2_table[i] = f32_bits(fg_e5m2_to_f32_ref((uint8_t)i));
+		e4m3_table[i] = fg_f32_bits(fg_e4m3_to_f32_ref((uint8_t)i));
+		e5m2_table[i] = fg_f32_bits(fg_e5m2_to_f32_ref((uint8_t)i));
 	}
 	active_kernels = &kernels_scalar;
 	if (cap && strcmp(cap, "scalar") == 0)
@@ -1017,11 +982,11 @@ double fg_dtype_load_f64(enum fg_dtype dt, const void *base, size_t i)
 		memcpy(&d, p + 8 * i, sizeof(d));
 		return d;
 	case FG_DT_F32:
-		return load_f32(p + 4 * i);
+		return fg_load_f32(p + 4 * i);
 	case FG_DT_F16:
-		return fg_f16_to_f32_ref(load_u16(p + 2 * i));
+		return fg_f16_to_f32_ref(fg_load_u16(p + 2 * i));
 	case FG_DT_BF16:
-		return fg_bf16_to_f32_ref(load_u16(p + 2 * i));
+		return fg_bf16_to_f32_ref(fg_load_u16(p + 2 * i));
 	case FG_DT_F8_E4M3:
 		return fg_e4m3_to_f32_ref(p[i]);
 	case FG_DT_F8_E5M2:

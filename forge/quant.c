@@ -73,7 +73,8 @@
  * Floating-point contraction: the dequantization product and sum are kept in
  * separate statements (and separate intrinsics) so no compiler fuses them.
  */
-#include "quant.h"
+#include "forge/quant.h"
+#include "forge/bytes.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -104,39 +105,10 @@ static const float affine_eps = 1e-7f;
 
 /* ---- byte access ---------------------------------------------------------- */
 
-static float load_f32(const unsigned char *p)
-{
-	float v;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
 
-static void store_f32(unsigned char *p, float v)
-{
-	memcpy(p, &v, sizeof(v));
-}
 
-static uint32_t load_u32(const unsigned char *p)
-{
-	uint32_t v;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static void store_u32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static float bits_f32(uint32_t x)
-{
-	float f;
-
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
 
 /* ---- parameters ------------------------------------------------------------- */
 
@@ -329,7 +301,7 @@ static int affine_row_ref(enum fg_dtype dt, const unsigned char *src, size_t n_g
 			stream |= (uint64_t)q << stream_bits;
 			stream_bits += bits;
 			if (stream_bits >= 32) {
-				store_u32(packed + 4 * word++, (uint32_t)stream);
+				fg_store_u32(packed + 4 * word++, (uint32_t)stream);
 				stream >>= 32;
 				stream_bits -= 32;
 			}
@@ -833,7 +805,7 @@ static void fp8_tail(const uint8_t *src, size_t n, float scale, unsigned char *d
 
 			memcpy(dst + 2 * i, &h, 2);
 		} else {
-			store_f32(dst + 4 * i, v);
+			fg_store_f32(dst + 4 * i, v);
 		}
 	}
 }
@@ -1152,13 +1124,13 @@ static int affine_dequant_run(enum fg_dtype dt, const uint32_t *packed, const vo
 			for (c = g0 * (size_t)group; c < (g0 + ng) * (size_t)group; c++) {
 				size_t pos = c * (size_t)bits, gi = c / (size_t)group - g0;
 				unsigned sh = (unsigned)(pos & 31);
-				uint32_t v = load_u32(row + 4 * (pos >> 5)) >> sh;
+				uint32_t v = fg_load_u32(row + 4 * (pos >> 5)) >> sh;
 				float t;
 
 				if (sh + (unsigned)bits > 32)
-					v |= load_u32(row + 4 * (pos >> 5) + 4) << (32 - sh);
+					v |= fg_load_u32(row + 4 * (pos >> 5) + 4) << (32 - sh);
 				t = sbuf[gi] * (float)(v & mask);
-				store_f32(dst + 4 * (r * cols + c), t + bbuf[gi]);
+				fg_store_f32(dst + 4 * (r * cols + c), t + bbuf[gi]);
 			}
 		}
 	}
@@ -1230,7 +1202,7 @@ static uint8_t e8m0_encode(float d)
 /* 2^(b - 127); b == 0 is 2^-127 (a subnormal), b == 255 is infinity. */
 static float e8m0_decode(uint8_t b)
 {
-	return bits_f32(b ? (uint32_t)b << 23 : 0x00400000u);
+	return fg_bits_f32(b ? (uint32_t)b << 23 : 0x00400000u);
 }
 
 /* One group of 32 finite F32 values to four words and a scale byte. */
@@ -1251,7 +1223,7 @@ static void mxfp4_group(const float *x, unsigned char *packed, uint8_t *scale)
 
 		for (i = 0; i < 8; i++)
 			word |= (uint32_t)e2m1_encode(x[8 * k + i] * enc) << (4 * i);
-		store_u32(packed + 4 * (size_t)k, word);
+		fg_store_u32(packed + 4 * (size_t)k, word);
 	}
 }
 
@@ -1337,7 +1309,7 @@ int fg_dequant_mxfp4_rows(const uint32_t *packed, const uint8_t *scales, size_t 
 
 			if (code & 8)
 				v = -v;
-			store_f32(dst + 4 * i, e8m0_decode(scales[r * gpr + c / FG_MXFP4_GROUP]) * v);
+			fg_store_f32(dst + 4 * i, e8m0_decode(scales[r * gpr + c / FG_MXFP4_GROUP]) * v);
 		}
 	}
 	return 0;
@@ -1383,7 +1355,7 @@ static int fp8_band_check(const uint8_t *w, size_t rows, size_t cols, const floa
 	 * checkpoint, not something to multiply through. */
 	for (br = row0 / FG_FP8_BLOCK; br <= (row0 + n_rows - 1) / FG_FP8_BLOCK; br++) {
 		for (bc = 0; bc < scale_cols; bc++) {
-			float s = load_f32((const unsigned char *)scale_inv + 4 * (br * scale_cols + bc));
+			float s = fg_load_f32((const unsigned char *)scale_inv + 4 * (br * scale_cols + bc));
 
 			if (!isfinite(s))
 				return fg_err_set(err, FG_EINPUT,
@@ -1411,7 +1383,7 @@ static int fp8_band_ref(const uint8_t *w, size_t rows, size_t cols, const float 
 		size_t r = row0 + i;
 
 		for (c = 0; c < cols; c++) {
-			float s = load_f32(si + 4 * (r / FG_FP8_BLOCK * scale_cols + c / FG_FP8_BLOCK));
+			float s = fg_load_f32(si + 4 * (r / FG_FP8_BLOCK * scale_cols + c / FG_FP8_BLOCK));
 			float v = fg_e4m3_to_f32_ref(w[r * cols + c]) * s;
 
 			if (bf16) {
@@ -1419,7 +1391,7 @@ static int fp8_band_ref(const uint8_t *w, size_t rows, size_t cols, const float 
 
 				memcpy(dst + 2 * (i * cols + c), &h, 2);
 			} else {
-				store_f32(dst + 4 * (i * cols + c), v);
+				fg_store_f32(dst + 4 * (i * cols + c), v);
 			}
 		}
 	}
@@ -1451,7 +1423,7 @@ static int fp8_band(const uint8_t *w, size_t rows, size_t cols, const float *sca
 		const unsigned char *srow = si + 4 * (r / FG_FP8_BLOCK * scale_cols);
 
 		for (c0 = 0; c0 < cols; c0 += len) {
-			const float s = load_f32(srow + 4 * (c0 / FG_FP8_BLOCK));
+			const float s = fg_load_f32(srow + 4 * (c0 / FG_FP8_BLOCK));
 			unsigned char *o = dst + osz * (i * cols + c0);
 
 			len = cols - c0 < FG_FP8_BLOCK ? cols - c0 : FG_FP8_BLOCK;
