@@ -44,13 +44,28 @@ struct fg_api {
 	 */
 	pthread_mutex_t health_lock;
 	unsigned long long generation;       /* bumped after each write that can change health */
-	unsigned long long health_gen;       /* the generation health_body was built at */
+	unsigned long long health_gen;       /* the generation health was built at */
 	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
-	char *health_body;                   /* owned; NULL: none */
-	size_t health_len;
+	struct fg_shared_body *health;       /* one reference; NULL: none */
+	int health_rebuilding;               /* a request is rebuilding an expired copy */
 };
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
+
+/*
+ * A response body many responses send without copying it (the cached fleet
+ * health): each holder has a reference; the last fg_shared_body_unref frees.
+ */
+struct fg_shared_body {
+	int refs;                            /* atomic */
+	size_t len;
+	char text[];
+};
+
+/* A body holding a copy of text (one reference), or NULL. */
+struct fg_shared_body *fg_shared_body_new(const char *text, size_t len);
+struct fg_shared_body *fg_shared_body_ref(struct fg_shared_body *b);
+void fg_shared_body_unref(void *b);         /* NULL allowed; an MHD free callback */
 
 /* One request, from the first MHD callback to the completion callback. */
 struct fg_req {
@@ -71,6 +86,7 @@ struct fg_req {
 struct fg_resp {
 	unsigned status;
 	char *body;                          /* owned, NUL-terminated */
+	struct fg_shared_body *shared;       /* instead of body: one reference, passed to MHD */
 	const char *content_type;
 	char location[128];
 };

@@ -522,30 +522,14 @@ static double ms_since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
-/*
- * The cached document while no write happened since it was built (see
- * internal.h); else a fresh one, cached unless a write landed meanwhile.
- * The generation is read before the store is, so a write that races the
- * build leaves the cache marked stale rather than hiding the write.
- */
-static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
+/* Build the health document into resp; on success resp->shared holds it. */
+static void build_fleet_health(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_api *api = req->api;
 	struct fg_err err = { 0, "" };
+	struct fg_shared_body *fresh;
 	struct fg_store *s;
-	unsigned long long gen;
 	cJSON *doc = NULL;
 
-	pthread_mutex_lock(&api->health_lock);
-	gen = api->generation;
-	if (api->health_body && api->health_gen == gen && ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS)
-		resp->body = strndup(api->health_body, api->health_len);
-	pthread_mutex_unlock(&api->health_lock);
-	if (resp->body) {
-		resp->status = 200;
-		resp->content_type = "application/json";
-		return;
-	}
 	if (!(s = store_or_problem(req, resp)))
 		return;
 	if (fg_store_fleet_health(s, &doc, &err) != 0) {
@@ -553,21 +537,56 @@ static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
 		return;
 	}
 	fg_json_reply(resp, 200, doc);
-	if (resp->status != 200)
+	if (resp->status != 200 || !(fresh = fg_shared_body_new(resp->body, strlen(resp->body))))
 		return;
-	pthread_mutex_lock(&api->health_lock);
-	if (api->generation == gen) {
-		char *copy = strdup(resp->body);
+	/* Answer with the shared copy too, so the cache costs no second buffer. */
+	free(resp->body);
+	resp->body = NULL;
+	resp->shared = fresh;
+}
 
-		if (copy) {
-			free(api->health_body);
-			api->health_body = copy;
-			api->health_len = strlen(copy);
-			api->health_gen = gen;
-			clock_gettime(CLOCK_MONOTONIC, &api->health_at);
-		}
+/*
+ * The cached document while no write happened since it was built (see
+ * internal.h); else a fresh one, cached unless a write landed meanwhile.
+ * The generation is read before the store is, so a write that races the
+ * build leaves the cache marked stale rather than hiding the write.  When
+ * the copy is only too old (writers outside this process), one request
+ * rebuilds it while the others keep answering the copy: a rebuild reads the
+ * whole fleet, and every handler thread doing it at once stalled them all.
+ */
+static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_api *api = req->api;
+	struct fg_shared_body *old = NULL;
+	unsigned long long gen;
+	int rebuilding = 0;
+
+	pthread_mutex_lock(&api->health_lock);
+	gen = api->generation;
+	if (api->health && api->health_gen == gen) {
+		if (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_rebuilding)
+			resp->shared = fg_shared_body_ref(api->health);
+		else
+			rebuilding = api->health_rebuilding = 1;
 	}
 	pthread_mutex_unlock(&api->health_lock);
+	if (resp->shared) {
+		resp->status = 200;
+		resp->content_type = "application/json";
+		return;
+	}
+	build_fleet_health(req, resp);
+	pthread_mutex_lock(&api->health_lock);
+	if (rebuilding)
+		api->health_rebuilding = 0;
+	if (resp->shared && api->generation == gen) {
+		old = api->health;
+		api->health = fg_shared_body_ref(resp->shared);
+		api->health_gen = gen;
+		clock_gettime(CLOCK_MONOTONIC, &api->health_at);
+	}
+	pthread_mutex_unlock(&api->health_lock);
+	fg_shared_body_unref(old);
 }
 
 const struct fg_route fg_routes[] = {

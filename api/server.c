@@ -183,6 +183,34 @@ static void count_status(struct fg_api *api, unsigned status)
 	pthread_mutex_unlock(&api->metrics_lock);
 }
 
+struct fg_shared_body *fg_shared_body_new(const char *text, size_t len)
+{
+	struct fg_shared_body *b = malloc(sizeof(*b) + len + 1);
+
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	memcpy(b->text, text, len);
+	b->text[len] = '\0';
+	return b;
+}
+
+struct fg_shared_body *fg_shared_body_ref(struct fg_shared_body *b)
+{
+	if (b)
+		__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+	return b;
+}
+
+void fg_shared_body_unref(void *p)
+{
+	struct fg_shared_body *b = p;
+
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(b);
+}
+
 void fg_api_data_changed(struct fg_api *api)
 {
 	if (!api)
@@ -427,7 +455,16 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 	const char *body = resp->body ? resp->body : "";
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (resp->shared) {
+		/* MHD sends the shared text as is and drops the reference when done. */
+		r = MHD_create_response_from_buffer_with_free_callback_cls(resp->shared->len, resp->shared->text,
+									   fg_shared_body_unref, resp->shared);
+		if (!r)
+			fg_shared_body_unref(resp->shared);
+		resp->shared = NULL;
+	} else {
+		r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+	}
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/json");
@@ -614,7 +651,7 @@ void fg_api_stop(struct fg_api *api)
 	pthread_rwlock_destroy(&api->tokens_lock);
 	pthread_mutex_destroy(&api->metrics_lock);
 	pthread_mutex_destroy(&api->health_lock);
-	free(api->health_body);
+	fg_shared_body_unref(api->health);
 	pthread_key_delete(api->store_key);
 	for (size_t i = 0; i < sizeof(api->owned) / sizeof(api->owned[0]); i++)
 		free(api->owned[i]);
