@@ -248,6 +248,13 @@ static void put_verification(struct fg_store *s, int64_t artifact, const char *v
 
 /* ---- opening ---- */
 
+static void *commit_later(void *db)
+{
+	usleep(50 * 1000);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	return NULL;
+}
+
 static void test_open_pragmas(void **state)
 {
 	struct fixture *f = *state;
@@ -258,7 +265,18 @@ static void test_open_pragmas(void **state)
 	assert_int_equal(query_int(f->s, "PRAGMA user_version"), FG_STORE_SCHEMA_VERSION);
 	assert_int_equal(query_int(f->s, "PRAGMA synchronous"), 2); /* FULL */
 	assert_int_equal(query_int(f->s, "PRAGMA foreign_keys"), 1);
-	assert_int_equal(query_int(f->s, "PRAGMA busy_timeout"), 5000);
+	/* A writer waits for a lock held elsewhere instead of failing (busy handler). */
+	{
+		sqlite3 *other = NULL;
+		pthread_t t;
+
+		assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+		assert_int_equal(pthread_create(&t, NULL, commit_later, other), 0);
+		enqueue(f->s, NULL, NULL); /* blocks about 50 ms, then succeeds */
+		pthread_join(t, NULL);
+		sqlite3_close(other);
+	}
 	assert_int_equal(sqlite3_prepare_v2(f->s->db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
