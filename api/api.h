@@ -28,6 +28,9 @@ struct fg_api_config {
 	const char *tokens_file;       /* NULL: no authentication (logged as a warning) */
 	const char *allow_roots[FG_API_MAX_ROOTS]; /* folders sources and outputs may be in */
 	size_t n_allow_roots;
+	const char *allow_hosts[FG_API_MAX_ROOTS]; /* hosts URL sources may name ("host[:port]") */
+	size_t n_allow_hosts;                      /* 0: URL sources are refused (403) */
+	const char *cache_dir;                     /* remote reads: STATE/cache */
 	size_t max_body_bytes;         /* 1 MiB by default */
 	unsigned threads;              /* handler threads */
 	unsigned connection_limit;

@@ -21,7 +21,7 @@
 
 struct fg_api {
 	struct fg_api_config cfg;
-	char *owned[FG_API_MAX_ROOTS + 4];   /* copies of the config strings */
+	char *owned[2 * FG_API_MAX_ROOTS + 8]; /* copies of the config strings */
 	struct MHD_Daemon *mhd;
 	uint16_t port;
 	pthread_key_t store_key;             /* per-thread store connection */

@@ -18,6 +18,7 @@
 #include "forge/extract.h"
 #include "forge/fingerprint.h"
 #include "forge/inspect.h"
+#include "forge/pull.h"
 #include "forge/runtimes.h"
 #include "forge/verify.h"
 
@@ -61,6 +62,61 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 			   "%s '%s': %s", field, path, why);
 		return -1;
 	}
+}
+
+/* The pull options of this server: its cache and its allowed hosts. */
+static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
+{
+	fg_pull_opts_init(o);
+	o->merge_gap = 0;
+	o->cache_dir = cfg->cache_dir;
+	o->allow_hosts = cfg->allow_hosts;
+	o->n_allow_hosts = cfg->n_allow_hosts;
+	o->user_agent = "forged";
+}
+
+/*
+ * A URL source is allowed when its host is in allow_hosts (opening a pull
+ * checks the host and fetches nothing).  Answers 403/422 and returns -1 otherwise.
+ */
+static int allow_url(struct fg_req *req, struct fg_resp *resp, const char *field, const char *url)
+{
+	const struct fg_api_config *cfg = &req->api->cfg;
+	struct fg_pull_opts o;
+	struct fg_pull *p = NULL;
+	struct fg_err err = { 0, "" };
+	int rc;
+
+	if (!cfg->n_allow_hosts) {
+		fg_problem(resp, req, 403, "host-forbidden", "Host not allowed",
+			   "%s '%s': this server has no allow_hosts, so URL sources are refused", field, url);
+		return -1;
+	}
+	pull_opts(cfg, &o);
+	rc = fg_pull_open(&p, url, &o, &err);
+	fg_pull_close(p);
+	if (rc == FG_EUSAGE && strstr(err.msg, "allow_hosts")) {
+		fg_problem(resp, req, 403, "host-forbidden", "Host not allowed", "%s: %s", field, err.msg);
+		return -1;
+	}
+	if (rc) {
+		fg_problem(resp, req, 422, "bad-url", "Bad URL", "%s: %s", field, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* A source: a URL of an allowed host, or a path inside the roots (resolved). */
+static int confine_source(struct fg_req *req, struct fg_resp *resp, const char *field, const char *source,
+			  char *resolved)
+{
+	if (fg_pull_is_url(source)) {
+		if (allow_url(req, resp, field, source))
+			return -1;
+		snprintf(resolved, PATH_MAX, "%s", source);
+		return 0;
+	}
+	return confine(req, resp, field, source, 1, resolved);
 }
 
 /* A positive integer query parameter, or def; -1 when malformed. */
@@ -152,6 +208,7 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 {
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
 	char resolved[PATH_MAX];
+	struct fg_pull_opts popts;
 	struct fg_err err = { 0, "" };
 	struct fg_inspect *r = NULL;
 	struct fg_store *s;
@@ -181,11 +238,12 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		}
 		runtimes[n_rt++] = it->valuestring;
 	}
-	if (confine(req, resp, "source", source, 1, resolved))
+	if (confine_source(req, resp, "source", source, resolved))
 		goto out;
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	if (fg_inspect_run(&r, resolved, runtimes, n_rt, &err) != 0) {
+	pull_opts(&req->api->cfg, &popts);
+	if (fg_inspect_run_opts(&r, resolved, runtimes, n_rt, &popts, &err) != 0) {
 		fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);
 		goto out;
 	}
@@ -270,7 +328,12 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 			   "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP");
 		goto out;
 	}
-	if (confine(req, resp, "source", source, 1, src) ||
+	if (fg_pull_is_url(source) && !backbone) {
+		fg_problem(resp, req, 422, "backbone-required", "Backbone required",
+			   "a remote source needs a local \"backbone\": the artifact links its shards");
+		goto out;
+	}
+	if (confine_source(req, resp, "source", source, src) ||
 	    (backbone && confine(req, resp, "backbone", backbone, 1, bb)) ||
 	    (outp && confine(req, resp, "out", outp, 0, out)))
 		goto out;

@@ -581,6 +581,9 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	api->cfg.tokens_file = keep(api, &n_owned, cfg->tokens_file);
 	for (size_t i = 0; i < cfg->n_allow_roots && i < FG_API_MAX_ROOTS; i++)
 		api->cfg.allow_roots[i] = keep(api, &n_owned, cfg->allow_roots[i]);
+	for (size_t i = 0; i < cfg->n_allow_hosts && i < FG_API_MAX_ROOTS; i++)
+		api->cfg.allow_hosts[i] = keep(api, &n_owned, cfg->allow_hosts[i]);
+	api->cfg.cache_dir = keep(api, &n_owned, cfg->cache_dir);
 	if (!api->cfg.max_body_bytes)
 		api->cfg.max_body_bytes = 1u << 20;
 	pthread_key_create(&api->store_key, close_store);

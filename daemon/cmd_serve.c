@@ -76,7 +76,8 @@ static int run_serve(int argc, char **argv)
 	struct fg_api *api = NULL;
 	struct fg_api_config acfg;
 	struct fg_workers_config wcfg;
-	char db[PATH_MAX + 16], instance[64];
+	char db[PATH_MAX + 16], cache[PATH_MAX + 16], instance[64];
+	const char *hosts[FG_CONFIG_MAX_LIST];
 	sigset_t sigs;
 	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
 
@@ -101,6 +102,9 @@ static int run_serve(int argc, char **argv)
 			snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", abs);
 	}
 	snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	snprintf(cache, sizeof(cache), "%s/cache", cfg.state_dir);
+	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
+		hosts[i] = cfg.allow_hosts[i];
 	make_instance_id(instance, sizeof(instance));
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
@@ -128,6 +132,9 @@ static int run_serve(int argc, char **argv)
 	wcfg.state_dir = cfg.state_dir;
 	wcfg.instance_id = instance;
 	wcfg.watchdog_usec = fg_notify_watchdog_usec();
+	wcfg.cache_dir = cache;
+	wcfg.allow_hosts = hosts;
+	wcfg.n_allow_hosts = cfg.n_allow_hosts;
 
 	memset(&acfg, 0, sizeof(acfg));
 	acfg.listen_addr = cfg.listen_addr;
@@ -137,6 +144,9 @@ static int run_serve(int argc, char **argv)
 	acfg.tokens_file = cfg.tokens_file[0] ? cfg.tokens_file : NULL;
 	for (size_t i = 0; i < cfg.n_allow_roots; i++)
 		acfg.allow_roots[acfg.n_allow_roots++] = cfg.allow_roots[i];
+	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
+		acfg.allow_hosts[acfg.n_allow_hosts++] = cfg.allow_hosts[i];
+	acfg.cache_dir = cache;
 	acfg.max_body_bytes = cfg.max_body_bytes;
 	acfg.threads = 4;
 	acfg.connection_limit = 256;

@@ -163,10 +163,17 @@ static void run_job(struct worker *w, struct fg_job *job)
 	cJSON *params = cJSON_Parse(job->params);
 	struct fg_forge_opts o = { .version = FG_VERSION, .progress = on_progress, .progress_ctx = &ctx };
 	struct fg_api *api;
+	struct fg_pull_opts pull;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&res, 0, sizeof(res));
+	fg_pull_opts_init(&pull);
+	pull.merge_gap = 0;
+	pull.cache_dir = p->cfg.cache_dir;
+	pull.allow_hosts = p->cfg.allow_hosts;
+	pull.n_allow_hosts = p->cfg.n_allow_hosts;
+	o.pull = &pull;
 	o.source = param(params, "source");
 	o.backbone = param(params, "backbone");
 	o.target = param(params, "target");

@@ -26,6 +26,9 @@ struct fg_workers_config {
 	const char *instance_id;
 	struct fg_api *api;            /* for job-duration metrics; may be NULL */
 	unsigned long long watchdog_usec; /* 0: no watchdog */
+	const char *cache_dir;         /* remote sources: STATE/cache */
+	const char *const *allow_hosts;
+	size_t n_allow_hosts;
 };
 
 int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cfg, struct fg_err *err);

@@ -74,4 +74,40 @@ rc=0; "$FORGED" forge "$(url qwen35_hf)" --out "$TMP/no_bb" >/dev/null 2>"$TMP/e
 check "remote backbone: exit 2" [ "$rc" -eq 2 ]
 check "remote backbone: explains" grep -q "backbone must be a local folder" "$TMP/err"
 check "remote backbone: nothing written" [ ! -e "$TMP/no_bb" ]
+# The service: URL sources of allowed hosts only; jobs fetch the head remotely.
+"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
+	--allow-hosts "127.0.0.1:$NGINX_PORT" --workers 1 >"$TMP/serve.log" 2>&1 &
+spid=$!
+port=
+for _ in $(seq 1 100); do
+	port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/serve.log")
+	[ -n "$port" ] && break
+	sleep 0.05
+done
+api=http://127.0.0.1:$port
+post() { curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$api$1"; }
+code=$(post /v1/inspections "{\"source\": \"$(url qwen35_mlx_embedded)\"}")
+check "API: inspection of an allowed URL: 201 (got $code: $(head -c 200 "$TMP/body"))" [ "$code" = 201 ]
+check "API: the remote inspection finds the hazard" \
+	[ "$(jq -r '[.report.verdicts[].code] | index("embedded_mtp_shift_hazard") != null' "$TMP/body")" = true ]
+code=$(post /v1/inspections "{\"source\": \"http://localhost:$NGINX_PORT/fx/qwen35_hf/resolve/main/\"}")
+check "API: a host not in allow_hosts: 403 ($code)" [ "$code" = 403 ]
+check "API: 403 names the reason" [ "$(jq -r .type "$TMP/body")" = urn:forged:problem:host-forbidden ]
+code=$(post /v1/jobs "{\"kind\": \"forge\", \"source\": \"$(url qwen35_hf)\"}")
+check "API: a remote job without a local backbone: 422 ($code)" [ "$code" = 422 ]
+code=$(post /v1/jobs "{\"kind\": \"forge\", \"source\": \"$(url qwen35_hf)\", \"backbone\": \"qwen35_hf\"}")
+check "API: remote forge job accepted: 202 ($code)" [ "$code" = 202 ]
+job=$(jq -r .id "$TMP/body")
+state=
+for _ in $(seq 1 100); do
+	state=$(curl -s "$api/v1/jobs/$job" | jq -r .state)
+	case $state in succeeded|failed|cancelled) break ;; esac
+	sleep 0.1
+done
+check "API: remote forge job succeeded ($state)" [ "$state" = succeeded ]
+aid=$(curl -s "$api/v1/jobs/$job" | jq -r .artifact_id)
+check "API: the remote job's artifact has the local forge's fingerprint" \
+	[ "$(curl -s "$api/v1/artifacts/$aid" | jq -r .fingerprint)" = "$(jq -r .fingerprint "$TMP/local_art/forged.json")" ]
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
 finish

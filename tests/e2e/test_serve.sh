@@ -230,7 +230,7 @@ expect "symlink between two roots: allowed" 201
 post /v1/inspections '{"source": "no_such_fixture"}'
 expect_problem "missing source: 422" 422 path-missing
 post /v1/inspections '{"source": "https://example.com/model"}'
-expect_problem "URL source: 422 until remote sources land" 422 url-source-unsupported
+expect_problem "URL source of a host not in allow_hosts: 403" 403 host-forbidden
 post /v1/jobs '{"kind": "forge", "source": "/etc"}'
 expect_problem "job source outside the roots: 403" 403 path-forbidden
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"/var/tmp/forged-e2e-out\"}"
