@@ -34,6 +34,10 @@ int fg_cli_fail(const struct fg_err *err);
 int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Pull options for remote sources: defaults, and on a TTY a byte counter on stderr. */
+struct fg_pull_opts;
+void fg_cli_pull_opts(struct fg_pull_opts *o);
+
 /* True when arg is -h or --help. */
 int fg_cli_is_help(const char *arg);
 

@@ -69,6 +69,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
 static int run_forge(int argc, char **argv)
 {
 	struct fg_forge_opts o = { .version = FG_VERSION };
+	struct fg_pull_opts pull;
 	struct fg_forge_result res;
 	struct fg_err err = { 0, "" };
 	int json = 0, rc;
@@ -110,6 +111,8 @@ static int run_forge(int argc, char **argv)
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
 	o.progress = on_progress;
+	fg_cli_pull_opts(&pull);
+	o.pull = &pull;
 	rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_EUSAGE) {
 		fg_forge_result_release(&res);

@@ -120,6 +120,7 @@ static void print_human(const struct fg_inspect *r)
 static int run_inspect(int argc, char **argv)
 {
 	const char *runtimes[MAX_RUNTIME_ARGS];
+	struct fg_pull_opts pull;
 	struct fg_inspect *r = NULL;
 	struct fg_err err = { 0, "" };
 	const char *source = NULL;
@@ -152,7 +153,10 @@ static int run_inspect(int argc, char **argv)
 	}
 	if (!source)
 		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
-	rc = fg_inspect_run(&r, source, runtimes, n_runtimes, &err);
+	fg_cli_pull_opts(&pull);
+	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
+	if (pull.progress && fg_pull_is_url(source))
+		fputc('\n', stderr);
 	if (rc == FG_EUSAGE)
 		return fg_cli_usage_error(&fg_cmd_inspect, "%s", err.msg);
 	if (rc)

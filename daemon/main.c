@@ -4,9 +4,13 @@
  */
 #include "daemon/cli.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "forge/checkpoint.h"
 
 static const struct fg_cmd *const commands[] = {
 	&fg_cmd_forge,
@@ -37,6 +41,21 @@ int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 	return FG_EXIT_USAGE;
 }
 
+static int show_fetch(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rfetch: %.1f of %.1f MB", (double)done / 1e6, (double)total / 1e6);
+	return 0;
+}
+
+void fg_cli_pull_opts(struct fg_pull_opts *o)
+{
+	fg_ckpt_pull_defaults(o);
+	o->user_agent = "forged/" FG_VERSION;
+	if (isatty(STDERR_FILENO))
+		o->progress = show_fetch;
+}
+
 int fg_cli_is_help(const char *arg)
 {
 	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
@@ -55,6 +74,8 @@ static void print_overview(FILE *out)
 
 int main(int argc, char **argv)
 {
+	/* libcurl writes to sockets: a closed peer must be an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		print_overview(stderr);
 		return FG_EXIT_USAGE;

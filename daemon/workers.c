@@ -90,6 +90,7 @@ struct job_ctx {
 	int64_t id;
 	int cancelled;
 	int aborted;
+	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
 };
 
 /* Forge progress: record it, and stop on cancel or shutdown. */
@@ -113,6 +114,19 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	j->aborted = j->w->pool->abort_jobs;
 	pthread_mutex_unlock(&j->w->pool->lock);
 	return j->cancelled || j->aborted;
+}
+
+/* Remote reads: the job's stage says the bytes fetched and the total to fetch. */
+static int on_fetch(void *ctx, uint64_t done, uint64_t total)
+{
+	struct job_ctx *j = ctx;
+	char stage[32];
+
+	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
+		return j->cancelled || j->aborted;
+	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
+	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);
+	return on_progress(ctx, stage, total ? 0.1 * (double)done / (double)total : 0.0);
 }
 
 static const char *param(const cJSON *params, const char *key)
@@ -173,6 +187,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 	pull.cache_dir = p->cfg.cache_dir;
 	pull.allow_hosts = p->cfg.allow_hosts;
 	pull.n_allow_hosts = p->cfg.n_allow_hosts;
+	pull.progress = on_fetch;
+	pull.progress_ctx = &ctx;
 	o.pull = &pull;
 	o.source = param(params, "source");
 	o.backbone = param(params, "backbone");

@@ -2268,6 +2268,8 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	}
 	curl_multi_setopt(p->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)p->maxconn);
 	curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)p->maxconn);
+	if (o->progress)
+		fg_pull_set_progress(p, o->progress, o->progress_ctx);
 	*out = p;
 	return 0;
 fail:

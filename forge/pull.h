@@ -47,6 +47,9 @@ struct fg_pull_opts {
 	const char *user_agent;       /* NULL: "forged" */
 	const char *const *allow_hosts; /* when n_allow_hosts > 0, the source's host and every */
 	size_t n_allow_hosts;           /* redirect target must be listed ("host" or "host:port") */
+	/* Progress from the start (as fg_pull_set_progress), NULL: none. */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 };
 
 /*
