@@ -49,7 +49,7 @@ LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
 
-.PHONY: all deps test test-build demo fuzz check-src clean
+.PHONY: all deps test test-build run demo fuzz check-src clean
 .DEFAULT_GOAL := all
 
 all: $(FORGED)
@@ -111,6 +111,13 @@ test: deps
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
+
+# The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
+run: deps
+	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
+	@echo "forged serve on 127.0.0.1:8470; in another terminal, for example:"
+	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"source\": \"qwen35_mlx_embedded\"}' localhost:8470/v1/inspections | jq '.report.verdicts[].code'"
+	$(FORGED) serve --allow-roots $(CURDIR)/$(FIXTURES) --allow-roots $(CURDIR)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
