@@ -79,7 +79,8 @@ struct fg_req {
 	int too_large;
 	int64_t id;                           /* {id} of the route, when it has one */
 	enum fg_role role;
-	const char *token_name;
+	const char *token_name;               /* points at token_copy once authenticated */
+	char token_copy[64];
 };
 
 /* What a handler answers. */

@@ -384,8 +384,15 @@ static int authorize(struct fg_req *req, const struct fg_route *route, struct fg
 		return 0;
 	h = fg_req_header(req, "Authorization");
 	if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+		const char *name = NULL;
+
+		/* The name is copied under the lock: a SIGHUP reload frees the table. */
 		pthread_rwlock_rdlock(&api->tokens_lock);
-		req->role = fg_tokens_check(&api->tokens, h + 7, &req->token_name);
+		req->role = fg_tokens_check(&api->tokens, h + 7, &name);
+		if (name) {
+			snprintf(req->token_copy, sizeof(req->token_copy), "%s", name);
+			req->token_name = req->token_copy;
+		}
 		pthread_rwlock_unlock(&api->tokens_lock);
 	}
 	if (req->role == FG_ROLE_NONE) {

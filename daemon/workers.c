@@ -199,8 +199,11 @@ static void run_job(struct worker *w, struct fg_job *job)
 		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
 		o.out = out;
 	}
-	/* A rerun after a crash that happened after the rename replaces the artifact. */
-	o.force = job->attempts > 0;
+	/*
+	 * A rerun after a crash that happened after the rename replaces the
+	 * artifact, but only in the job's own folder: never a client's out.
+	 */
+	o.force = job->attempts > 0 && o.out == out;
 	fg_log(FG_LOG_INFO, "job %lld: forge %s -> %s (target %s, attempt %d)", (long long)job->id,
 	       o.source ? o.source : "?", o.out, o.target ? o.target : "default", job->attempts + 1);
 	rc = o.source ? fg_forge_run(&o, &res, &err) : fg_err_set(&err, FG_EINPUT, "job has no source");

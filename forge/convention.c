@@ -52,7 +52,7 @@ static const struct fg_norm *find_probe(const struct fg_tset *s)
 
 void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg_decision *out)
 {
-	int above = 0, below = 0;
+	int above = 0, below = 0, low_above = 0, low_below = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < s->n_norms; i++) {
@@ -81,6 +81,10 @@ void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg
 				out->low_min_norm = n;
 			}
 			out->has_low = 1;
+			if (m >= FG_LOW_ABSOLUTE_MIN)
+				low_above++;
+			else
+				low_below++;
 		}
 	}
 	out->probe = find_probe(s);
@@ -89,6 +93,13 @@ void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg
 	else if (style == FG_STYLE_PLAIN)
 		out->conv = FG_CONV_PLAIN;
 	else if (style != FG_STYLE_ZERO_CENTRED || (!out->has_qk && !out->has_low))
+		out->conv = FG_CONV_NO_EVIDENCE;
+	/*
+	 * Without q/k norms only the low set speaks, and absolute pre-fc gains
+	 * can sit below 0.5 (0.2734 seen): a low set on both sides of 0.5 could
+	 * be either convention, so nothing decides it.
+	 */
+	else if (!out->has_qk && low_above && low_below)
 		out->conv = FG_CONV_NO_EVIDENCE;
 	else if (out->has_qk && out->qk_max > FG_QK_DOUBLE_ABOVE)
 		out->conv = FG_CONV_DOUBLE_SHIFTED;

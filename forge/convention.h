@@ -7,7 +7,9 @@
  * absolute when qk_max >= 1.25 or low_min >= 0.5, else delta.  Final norms
  * and linear_attn.norm are never evidence.  forged's guards come first:
  * qk_max > 2.4 is double_shifted; q/k means on both sides of 1.25 are mixed;
- * no q/k and no low-set norm is no_evidence; plain families are plain; a set
+ * no q/k and no low-set norm is no_evidence, and so is a set without q/k
+ * norms whose low set lies on both sides of 0.5 (absolute pre-fc gains can
+ * sit below 0.5); plain families are plain; a set
  * without norms is empty.  The decision is never made tensor by tensor.
  */
 #ifndef FG_CONVENTION_H

@@ -4,6 +4,7 @@
 #include "forge/experts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { FITS_LINEAR = 1, FITS_BMM = 2 };
@@ -78,6 +79,18 @@ static const char *shape_text(const struct fg_tensor *t, char *buf, size_t len)
 	return buf;
 }
 
+/* gate_up and down must describe the same E experts and the same I. */
+static int fused_agree(const struct fg_expert_block *b, int bmm)
+{
+	const struct fg_tensor *g = b->gate_up, *dn = b->down;
+	uint64_t two_i = bmm ? g->shape[2] : g->shape[1];
+	uint64_t i = bmm ? dn->shape[1] : dn->shape[2];
+	uint64_t hg = bmm ? g->shape[1] : g->shape[2];
+	uint64_t hd = bmm ? dn->shape[2] : dn->shape[1];
+
+	return g->shape[0] == dn->shape[0] && two_i == 2 * i && hg == hd;
+}
+
 static void decide_fused(struct fg_expert_block *b, const struct fg_expert_dims *d)
 {
 	char s1[64], s2[64];
@@ -96,7 +109,7 @@ static void decide_fused(struct fg_expert_block *b, const struct fg_expert_dims 
 		snprintf(b->why, sizeof(b->why), "gate_up %s / down %s fit both [E,2I,H] and [E,H,2I] with H=%lld",
 			 shape_text(b->gate_up, s1, sizeof(s1)), shape_text(b->down, s2, sizeof(s2)),
 			 (long long)d->hidden);
-	} else if (fg && fg == fd) {
+	} else if (fg && fg == fd && fused_agree(b, fg == FITS_BMM)) {
 		b->layout = fg == FITS_LINEAR ? FG_EXPERTS_FUSED_LINEAR : FG_EXPERTS_FUSED_BMM;
 	} else {
 		b->layout = FG_EXPERTS_INVALID;
@@ -109,7 +122,13 @@ static void decide_fused(struct fg_expert_block *b, const struct fg_expert_dims 
 static void decide_numbered(struct fg_expert_block *b, const struct fg_expert_dims *d)
 {
 	b->layout = FG_EXPERTS_NUMBERED;
-	if (d->experts > 0 && b->n_numbered != 3 * (size_t)d->experts) {
+	if (b->n_numbered != 3 * (b->max_index + 1)) {
+		/* Numbers 0..max must each hold three projections: none may be missing. */
+		b->layout = FG_EXPERTS_INVALID;
+		snprintf(b->why, sizeof(b->why), "%zu numbered expert tensors for experts 0..%llu (%llu expected)",
+			 b->n_numbered, (unsigned long long)b->max_index,
+			 (unsigned long long)(3 * (b->max_index + 1)));
+	} else if (d->experts > 0 && b->n_numbered != 3 * (size_t)d->experts) {
 		b->layout = FG_EXPERTS_INVALID;
 		snprintf(b->why, sizeof(b->why), "%zu numbered expert tensors, config declares %lld experts (%lld)",
 			 b->n_numbered, (long long)d->experts, (long long)(3 * d->experts));
@@ -153,8 +172,13 @@ size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *d
 		else if (strcmp(rest, "down_proj") == 0 || strcmp(rest, "down_proj.weight") == 0)
 			b->down = t;
 		else if (*rest >= '0' && *rest <= '9' && strlen(rest) > 12 &&
-			 strcmp(rest + strlen(rest) - 12, "_proj.weight") == 0)
+			 strcmp(rest + strlen(rest) - 12, "_proj.weight") == 0) {
+			uint64_t e = strtoull(rest, NULL, 10);
+
 			b->n_numbered++;
+			if (e > b->max_index)
+				b->max_index = e;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (blocks[i].gate_up || blocks[i].down)

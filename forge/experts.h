@@ -37,6 +37,7 @@ struct fg_expert_block {
 	const struct fg_tensor *gate_up;  /* fused layouts */
 	const struct fg_tensor *down;
 	size_t n_numbered;                /* numbered layout: tensors found */
+	uint64_t max_index;               /* numbered layout: highest expert number seen */
 	char why[160];                    /* for AMBIGUOUS / INVALID */
 };
 

@@ -178,7 +178,7 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 			 const struct fg_expert_block *b, struct fg_head_plan *plan, struct fg_err *err)
 {
 	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
-	uint64_t experts = b->n_numbered / 3;
+	uint64_t experts = b->max_index + 1;
 
 	for (size_t p = 0; p < 3; p++) {
 		char name[256], src_name[320];
@@ -208,6 +208,8 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
 				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
 						  src_name);
+			if (t->dtype == FG_DT_F8_E5M2)
+				return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
 			if (t->dtype == FG_DT_F8_E4M3 && fp8_scales(set, t, &o->scale_invs[e], err))
 				return err->code;
 			o->srcs[e] = t;
@@ -310,6 +312,9 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 	memcpy(o->shape, t->shape, sizeof(o->shape));
 	o->dtype = t->dtype;
 	o->op = FG_HEAD_VIEW;
+	if (t->dtype == FG_DT_F8_E5M2)
+		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
+				  t->name);
 	if (t->dtype == FG_DT_F8_E4M3) {
 		o->op = FG_HEAD_FP8;
 		o->dtype = FG_DT_BF16;
@@ -332,6 +337,7 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 		    struct fg_err *err)
 {
 	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
+	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
 	struct fg_expert_dims dims;
 	const struct fg_tset *set;
 	const struct fg_decision *d;
@@ -371,12 +377,12 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 			continue; /* consumed with its FP8 weight */
 		if (b) {
 			/* A block is planned once, where its first tensor appears. */
-			int first = b->gate_up ? t == b->gate_up : strstr(t->name + strlen(b->prefix), ".gate_proj.weight") &&
-				    strncmp(t->name + strlen(b->prefix), "0.", 2) == 0;
+			size_t k = (size_t)(b - blocks);
 
-			if (first)
+			if (!planned[k])
 				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, set, b, plan, err)
 								      : plan_fused(r, b, plan, err);
+			planned[k] = 1;
 		} else {
 			rc = plan_tensor(r, set, t, plan, err);
 		}

@@ -26,6 +26,8 @@
 #include "forge/extract.h"
 
 #define DEFAULT_TARGET "mtplx-2.12"
+
+static unsigned long forge_seq;
 #define COPY_CHUNK (4u << 20)
 
 struct forge {
@@ -286,14 +288,16 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 {
 	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[idx];
 	const struct fg_st_file *st = cf->st;
+	/* A lone file becomes model.safetensors: mlx-lm's glob must find the trunk. */
+	const char *name = f->bb->ckpt->single_file ? "model.safetensors" : cf->name;
 	struct fg_st_out *keep = NULL;
 	char dst[PATH_MAX];
 	size_t n_keep = 0;
 	int rc;
 
-	rc = join(dst, sizeof(dst), f->tmp, cf->name, err);
+	rc = join(dst, sizeof(dst), f->tmp, name, err);
 	if (!rc)
-		rc = make_parents(f->tmp, cf->name, err);
+		rc = make_parents(f->tmp, name, err);
 	if (rc)
 		return rc;
 	keep = calloc(st->n_tensors ? st->n_tensors : 1, sizeof(*keep));
@@ -314,7 +318,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 		keep[n_keep].rank = t->rank;
 		memcpy(keep[n_keep].shape, t->shape, sizeof(t->shape));
 		keep[n_keep].data = t->data;
-		if (!cJSON_AddStringToObject(f->weight_map, t->name, cf->name)) {
+		if (!cJSON_AddStringToObject(f->weight_map, t->name, name)) {
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -335,7 +339,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	}
 	if (!rc) {
 		f->n_shards_written++;
-		rc = add_file_hash(f, cf->name, err);
+		rc = add_file_hash(f, name, err);
 	}
 out:
 	free(keep);
@@ -622,9 +626,11 @@ static int write_originals(struct forge *f, struct fg_err *err)
 		if (e->op == FG_HEAD_SHIFT && !(rc = 0)) {
 			char **n = realloc(f->res->shifted, (f->res->n_shifted + 1) * sizeof(*n));
 
-			if (!n || !(n[f->res->n_shifted] = strdup(e->name)))
+			if (!n)
 				return fg_err_set(err, FG_ENOMEM, "out of memory");
 			f->res->shifted = n;
+			if (!(n[f->res->n_shifted] = strdup(e->name)))
+				return fg_err_set(err, FG_ENOMEM, "out of memory");
 			f->res->n_shifted++;
 		}
 		if (e->src)
@@ -933,8 +939,9 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		goto out;
 	split_out(o->out, parent, sizeof(parent), base, sizeof(base));
 	clean_stale(parent, base);
-	if (snprintf(f.tmp, sizeof(f.tmp), "%s/.%s.forged-tmp-%ld", parent, base, (long)getpid()) >=
-	    (int)sizeof(f.tmp)) {
+	/* pid, then a sequence number: worker threads of one daemon forge at once. */
+	if (snprintf(f.tmp, sizeof(f.tmp), "%s/.%s.forged-tmp-%ld-%lu", parent, base, (long)getpid(),
+		     __atomic_fetch_add(&forge_seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(f.tmp)) {
 		rc = fg_err_set(err, FG_EUSAGE, "%s: path too long", o->out);
 		goto out;
 	}

@@ -52,6 +52,32 @@ static long config_long(const cJSON *cfg, const char *key)
 	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e6 ? (long)v->valuedouble : -1;
 }
 
+/*
+ * Without num_hidden_layers, an appended head still shows itself: the lowest
+ * layer holding eh_proj, enorm or hnorm is the first head layer.  -1 if none.
+ */
+static long appended_head_layer(const struct fg_ckpt *c)
+{
+	static const char *const marks[] = { ".eh_proj.weight", ".enorm.weight", ".hnorm.weight" };
+	long first = -1;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		for (size_t k = 0; k < c->files[i].st->n_tensors; k++) {
+			const char *name = c->files[i].st->tensors[k].name;
+			long layer;
+
+			for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+				if (!ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
+					continue;
+				layer = fg_name_layer(name);
+				if (layer >= 0 && (first < 0 || layer < first))
+					first = layer;
+			}
+		}
+	}
+	return first;
+}
+
 /* The head's scheme by the extraction order: prefix, appended, mtp_layers. */
 static enum fg_head_scheme choose_scheme(const struct fg_inspect *r)
 {
@@ -659,6 +685,8 @@ int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char 
 		goto out;
 	r->family = fg_family_detect(r->ckpt->config_raw, &r->moe);
 	r->n_layers = config_long(r->ckpt->config, "num_hidden_layers");
+	if (r->n_layers < 0)
+		r->n_layers = appended_head_layer(r->ckpt);
 	r->facts = calloc(r->ckpt->n_files ? r->ckpt->n_files : 1, sizeof(*r->facts));
 	if (!r->facts) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");

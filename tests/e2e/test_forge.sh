@@ -112,6 +112,49 @@ forge qwen35_hf quant_keep_bb --quant match --backbone "$FIXTURES/qwen35_mlx_sid
 check "match with an unquantized backbone: nothing quantized" \
 	[ "$(jq '[.mtp_quantization.modules[] | select(. != null)] | length' "$TMP/quant_keep_bb/config.json")" = 0 ]
 
+# A lone file under another name still gives a trunk mlx-lm's glob finds.
+mkdir -p "$TMP/single"
+cp "$FIXTURES/qwen35_hf_single/model.safetensors" "$TMP/single/qwen-tiny.safetensors"
+cp "$FIXTURES/qwen35_hf_single/config.json" "$TMP/single/"
+RC=0; "$FORGED" forge "$TMP/single/qwen-tiny.safetensors" --out "$TMP/single_art" --json >"$TMP/single.json" 2>"$TMP/single.err" || RC=$?
+check "single file: exit 0 ($(head -c 200 "$TMP/single.err"))" [ "$RC" -eq 0 ]
+check "single file: the trunk is model.safetensors" [ -f "$TMP/single_art/model.safetensors" ]
+"$FORGED" inspect "$TMP/single_art" --runtime mtplx-2.12 --json >"$TMP/single_insp.json" 2>/dev/null
+check "single file: the artifact's trunk set is not empty" \
+	[ "$(jq '.sets[] | select(.name == "trunk") | .tensors' "$TMP/single_insp.json")" -gt 0 ]
+
+# GLM without num_hidden_layers: the appended head is found from eh_proj/enorm/hnorm.
+cp -r "$FIXTURES/glm45" "$TMP/glm_nol"
+jq 'del(.num_hidden_layers)' "$FIXTURES/glm45/config.json" >"$TMP/glm_nol/config.json"
+"$FORGED" inspect "$TMP/glm_nol" --json >"$TMP/glm_nol.json" 2>/dev/null
+check "GLM without num_hidden_layers: head found as appended layers" \
+	[ "$(jq -r '.mtp.scheme + " " + (.mtp.tensors | tostring)' "$TMP/glm_nol.json")" = \
+	  "$(jq -r '.mtp.scheme + " " + (.mtp.tensors | tostring)' <("$FORGED" inspect "$FIXTURES/glm45" --json))" ]
+
+# Numbered experts with expert 0 missing (renamed to 4 in the header, same length): refused.
+mkdir -p "$TMP/hole"
+cp "$FIXTURES/qwen35_moe_hf_numbered/"* "$TMP/hole/"
+"$PYTHON" - "$TMP/hole" <<'PY'
+import glob, json, struct, sys
+d = sys.argv[1]
+cfg = json.load(open(d + "/config.json"))
+cfg.get("text_config", cfg).pop("num_experts", None)
+json.dump(cfg, open(d + "/config.json", "w"))
+for f in glob.glob(d + "/model-*.safetensors"):
+    b = bytearray(open(f, "rb").read())
+    n = struct.unpack("<Q", b[:8])[0]
+    b[8:8 + n] = b[8:8 + n].replace(b"mtp.layers.0.mlp.experts.0.", b"mtp.layers.0.mlp.experts.4.")
+    open(f, "wb").write(b)
+idx = json.load(open(d + "/model.safetensors.index.json"))
+idx["weight_map"] = {k.replace("mtp.layers.0.mlp.experts.0.", "mtp.layers.0.mlp.experts.4."): v
+                     for k, v in idx["weight_map"].items()}
+json.dump(idx, open(d + "/model.safetensors.index.json", "w"))
+PY
+RC=0; "$FORGED" forge "$TMP/hole" --out "$TMP/hole_art" >/dev/null 2>"$TMP/hole.err" || RC=$?
+check "expert 0 missing: exit 1" [ "$RC" -eq 1 ]
+check "expert 0 missing: expert_layout_ambiguous" grep -q expert_layout_ambiguous "$TMP/hole.err"
+check "expert 0 missing: nothing written" [ ! -e "$TMP/hole_art" ]
+
 # Refusals: a verdict exits 1, bad input 2, and nothing is written either way.
 forge qwen35_mlx_head_shifted refused1
 check "301 head: exit 1" [ "$RC" -eq 1 ]

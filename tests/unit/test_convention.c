@@ -229,6 +229,17 @@ static void test_low_set_only(void **state)
 	add_norm(b, "model.norm.weight", 2.25f);
 	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 	fg_tset_release(&b->set);
+
+	/*
+	 * An absolute head without q/k norms: layernorms near 1, a pre-fc gain of
+	 * 0.2734 (seen in Qwen3.6-35B-A3B).  The low set spans 0.5, so nothing
+	 * decides it: shifting it as delta would double-shift the layernorms.
+	 */
+	b = bench_new();
+	add_norm(b, "mtp.layers.0.input_layernorm.weight", 0.97f);
+	add_norm(b, "mtp.pre_fc_norm_embedding.weight", 0.2734f);
+	assert_int_equal(decide(b, &d), FG_CONV_NO_EVIDENCE);
+	fg_tset_release(&b->set);
 }
 
 #define ABSENT NAN

@@ -160,6 +160,26 @@ static void test_fused_invalid(void **state)
 	assert_true(strlen(blk.why) > 0);
 	fg_tset_release(&b->set);
 
+	/*
+	 * Without I and E in the config, gate_up (bmm, 2I = 256) and down
+	 * ([E, I, H] with I = 512) disagree on I: refused, not copied with the
+	 * wrong shape.
+	 */
+	b = bench_new();
+	add(b, HEAD "gate_up_proj", 4, 64, 256);
+	add(b, HEAD "down_proj", 4, 512, 64);
+	blk = scan_one(b, 64, -1, -1);
+	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
+	fg_tset_release(&b->set);
+
+	/* And on E. */
+	b = bench_new();
+	add(b, HEAD "gate_up_proj", 4, 32, 64);
+	add(b, HEAD "down_proj", 8, 64, 16);
+	blk = scan_one(b, 64, -1, -1);
+	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
+	fg_tset_release(&b->set);
+
 	/* Each fits one layout, but not the same one. */
 	b = bench_new();
 	add(b, HEAD "gate_up_proj", 4, 32, 64); /* linear */
@@ -226,7 +246,7 @@ static void test_numbered(void **state)
 	assert_int_equal(blk.layout, FG_EXPERTS_NUMBERED);
 	assert_int_equal(blk.n_numbered, 12);
 	assert_string_equal(blk.prefix, HEAD);
-	/* Without an expert count there is nothing to check the count against. */
+	/* Without an expert count, the numbers 0..3 themselves are complete. */
 	blk = scan_one(b, 64, 16, -1);
 	assert_int_equal(blk.layout, FG_EXPERTS_NUMBERED);
 	/* FP8 block scales beside each weight are not experts. */
@@ -234,6 +254,26 @@ static void test_numbered(void **state)
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_NUMBERED);
 	assert_int_equal(blk.n_numbered, 12);
+	fg_tset_release(&b->set);
+
+	/*
+	 * Expert 0 missing and no count in the config: numbers 1..4 leave a hole,
+	 * refused rather than stacked without it (experts are never dropped).
+	 */
+	b = bench_new();
+	for (int e = 1; e <= 4; e++) {
+		static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+
+		for (int p = 0; p < 3; p++) {
+			char name[96];
+
+			snprintf(name, sizeof(name), HEAD "%d.%s.weight", e, projs[p]);
+			add(b, name, p == 2 ? 64 : 16, p == 2 ? 16 : 64, 0);
+		}
+	}
+	blk = scan_one(b, 64, 16, -1);
+	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
+	assert_int_equal(blk.max_index, 4);
 	fg_tset_release(&b->set);
 
 	/* One tensor missing: 11 of 12, refused, and the reason says how many. */
