@@ -330,12 +330,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	if (n_keep == st->n_tensors) {
 		rc = link_or_copy(cf->path, dst, err);
 	} else {
-		struct fg_st_meta md[16];
-		size_t n_md = st->n_meta < 16 ? st->n_meta : 16;
-
-		for (size_t i = 0; i < n_md; i++)
-			md[i] = st->meta[i];
-		rc = fg_st_write(dst, keep, n_keep, md, n_md, err);
+		rc = fg_st_write(dst, keep, n_keep, st->meta, st->n_meta, err);
 	}
 	if (!rc) {
 		f->n_shards_written++;

@@ -776,7 +776,10 @@ static cJSON *files_json(const struct fg_inspect *r)
 static cJSON *mtp_json(const struct fg_inspect *r)
 {
 	cJSON *o = cJSON_CreateObject();
-	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head] : NULL;
+	/* The figures describe the head at `location` (embedded keys win when both exist). */
+	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
+	int at = strcmp(r->location, "embedded") == 0 ? emb : r->primary_head;
+	const struct fg_tset *head = at >= 0 ? &r->sets[at] : NULL;
 
 	if (!o)
 		return NULL;
