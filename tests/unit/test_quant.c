@@ -28,6 +28,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/unit/simd_rerun.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -984,33 +986,8 @@ static void test_errors(void **state)
 /* Run this whole binary again under each cap; its tests then check that path. */
 static void test_dispatch_forced(void **state)
 {
-	static const char *const caps[] = { "scalar", "avx2" };
-	size_t i;
-
 	(void)state;
-	if (getenv("FORGED_QUANT_TEST_CHILD")) {
-		skip();
-		return;
-	}
-	for (i = 0; i < COUNT(caps); i++) {
-		int status = 0;
-		pid_t pid;
-
-		fflush(stdout);
-		fflush(stderr);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			setenv("FORGED_SIMD", caps[i], 1);
-			setenv("FORGED_QUANT_TEST_CHILD", "1", 1);
-			execv("/proc/self/exe", saved_argv);
-			_exit(127);
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			fail_msg("FORGED_SIMD=%s run failed (status 0x%x)", caps[i], (unsigned)status);
-		print_message("FORGED_SIMD=%s run passed\n", caps[i]);
-	}
+	simd_rerun(saved_argv, "FORGED_QUANT_TEST_CHILD");
 }
 
 int main(int argc, char **argv)
