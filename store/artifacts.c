@@ -521,9 +521,7 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 {
 	sqlite3_stmt *st = NULL;
 	const char *sql;
-	cJSON *arr = NULL;
-	int64_t last = 0;
-	int n = 0, rc;
+	int rc;
 
 	if (!s || !out || !next)
 		return fg_err_set(err, FG_EINPUT, "listing artifacts: no store or no output");
@@ -535,39 +533,17 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 		family = NULL;
 	limit = fg_st_clamp_limit(limit);
 	sql = verdict ? (family ? sql_list_both : sql_list_verdict) : (family ? sql_list_family : sql_list_all);
-	arr = cJSON_CreateArray();
-	if (!arr)
-		return fg_err_set(err, FG_ENOMEM, "listing artifacts: out of memory");
 	rc = fg_st_get(s, sql, &st, err);
 	if (rc)
-		goto out;
+		return fg_err_prefix(err, rc, "listing artifacts: ");
 	sqlite3_bind_int64(st, 1, cursor > 0 ? cursor : INT64_MAX);
 	sqlite3_bind_int(st, 2, limit);
 	if (verdict)
 		fg_st_bind_text(st, 3, verdict);
 	if (family)
 		fg_st_bind_text(st, 4, family);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rc = list_item(arr, st, err);
-		if (rc)
-			goto out;
-		last = sqlite3_column_int64(st, 0);
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "listing artifacts");
-		goto out;
-	}
-	rc = 0;
-	*next = n == limit ? last : 0;
-	*out = arr;
-	arr = NULL;
-out:
-	fg_st_put(st);
-	cJSON_Delete(arr);
-	if (rc)
-		fg_err_prefix(err, rc, "listing artifacts: ");
-	return rc;
+	rc = fg_st_page(s, st, limit, list_item, out, next, "listing artifacts", err);
+	return rc ? fg_err_prefix(err, rc, "listing artifacts: ") : 0;
 }
 
 /* ---- verifications ---- */

@@ -343,6 +343,38 @@ int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err
 	return 0;
 }
 
+int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn item, cJSON **out,
+	       int64_t *next, const char *what, struct fg_err *err)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int64_t last = 0;
+	int n = 0, rc;
+
+	if (!arr) {
+		fg_st_put(st);
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", what);
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		last = sqlite3_column_int64(st, 0);
+		rc = item(arr, st, err);
+		if (rc)
+			goto out;
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fg_st_fail(s, rc, err, what);
+		goto out;
+	}
+	rc = 0;
+	*next = n == limit ? last : 0;
+	*out = arr;
+	arr = NULL;
+out:
+	fg_st_put(st);
+	cJSON_Delete(arr);
+	return rc;
+}
+
 int fg_st_clamp_limit(int limit)
 {
 	if (limit < 1)

@@ -102,6 +102,17 @@ int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err
 /* Clamp a page size to 1..FG_ST_LIMIT_MAX. */
 int fg_st_clamp_limit(int limit);
 
+/* Append the JSON of the current row of st to arr; 0 or FG_E*. */
+typedef int (*fg_st_item_fn)(cJSON *arr, sqlite3_stmt *st, struct fg_err *err);
+
+/*
+ * Step st, a bound keyset query whose column 0 is the row id, appending each
+ * row with item; then *out is the array and *next the last id when the page
+ * holds limit rows (0 otherwise).  Puts st back in every case.
+ */
+int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn item, cJSON **out,
+	       int64_t *next, const char *what, struct fg_err *err);
+
 /*
  * The probe q-norm buckets, in order, as the schema's probe_bucket column
  * names them: [0, 1.25), [1.25, 1.74), [1.74, 1.83] (the healthy band),

@@ -531,13 +531,28 @@ static const char sql_job_list[] = "SELECT " JOB_COLS " FROM jobs WHERE id > ?1 
 static const char sql_job_list_state[] =
 	"SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND id > ?1 ORDER BY id LIMIT ?2";
 
+static int job_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
+{
+	struct fg_job j;
+	cJSON *item;
+	int rc = job_read(st, 0, &j, err);
+
+	if (rc)
+		return rc;
+	item = fg_job_json(&j);
+	fg_job_release(&j);
+	if (!item || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		return fg_err_set(err, FG_ENOMEM, "listing jobs: out of memory");
+	}
+	return 0;
+}
+
 int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out, int64_t *next,
 		      struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	cJSON *arr = NULL;
-	int64_t last = 0;
-	int n = 0, rc;
+	int rc;
 
 	if (!s || !out || !next)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: no store or no output");
@@ -546,45 +561,14 @@ int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, 
 	if (cursor < 0)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: cursor %lld is negative", (long long)cursor);
 	limit = fg_st_clamp_limit(limit);
-	arr = cJSON_CreateArray();
-	if (!arr)
-		return fg_err_set(err, FG_ENOMEM, "listing jobs: out of memory");
 	rc = fg_st_get(s, state < 0 ? sql_job_list : sql_job_list_state, &st, err);
 	if (rc)
-		goto out;
+		return rc;
 	sqlite3_bind_int64(st, 1, cursor);
 	sqlite3_bind_int(st, 2, limit);
 	if (state >= 0)
 		fg_st_bind_text(st, 3, fg_job_state_name((enum fg_job_state)state));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct fg_job j;
-		cJSON *item;
-
-		rc = job_read(st, 0, &j, err);
-		if (rc)
-			goto out;
-		item = fg_job_json(&j);
-		last = j.id;
-		fg_job_release(&j);
-		if (!item || !cJSON_AddItemToArray(arr, item)) {
-			cJSON_Delete(item);
-			rc = fg_err_set(err, FG_ENOMEM, "listing jobs: out of memory");
-			goto out;
-		}
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "listing jobs");
-		goto out;
-	}
-	rc = 0;
-	*next = n == limit ? last : 0;
-	*out = arr;
-	arr = NULL;
-out:
-	fg_st_put(st);
-	cJSON_Delete(arr);
-	return rc;
+	return fg_st_page(s, st, limit, job_item, out, next, "listing jobs", err);
 }
 
 /* ---- recovery ---- */
