@@ -20,6 +20,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "forge/bytes.h"
+#include "tests/unit/rng.h"
 #include "tests/unit/simd_rerun.h"
 
 #include <float.h>
@@ -39,33 +41,6 @@
 static char **saved_argv;
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t x;
-
-	memcpy(&x, &f, sizeof(x));
-	return x;
-}
-
-static float bits_f32(uint32_t x)
-{
-	float f;
-
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
-/* xorshift64*: reproducible inputs, the seed is fixed. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rng_u32(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
-}
 
 /* A growable array of F32 bit patterns. */
 struct inputs {
@@ -184,7 +159,7 @@ static uint32_t oracle_widen(const struct test_fmt *f, uint32_t code)
 		return fmt_nan_widen(f, code);
 	if (fmt_is_inf(f, code))
 		return sign | 0x7f800000u;
-	return sign | f32_bits((float)fmt_decode(f, code & (f->sign_bit - 1)));
+	return sign | fg_f32_bits((float)fmt_decode(f, code & (f->sign_bit - 1)));
 }
 
 /*
@@ -201,7 +176,7 @@ static uint32_t oracle_narrow(const struct test_fmt *f, uint32_t x)
 
 	if (a > 0x7f800000u)
 		return fmt_nan_narrow(f, x);
-	v = (double)bits_f32(a);
+	v = (double)fg_bits_f32(a);
 	if (v >= fmt_decode(f, f->max_code + 1))
 		return sign | f->ovf_code;
 	while (lo < hi) {
@@ -225,13 +200,13 @@ static uint32_t ref_widen(const struct test_fmt *f, uint32_t code)
 {
 	switch (f->dt) {
 	case FG_DT_BF16:
-		return f32_bits(fg_bf16_to_f32_ref((uint16_t)code));
+		return fg_f32_bits(fg_bf16_to_f32_ref((uint16_t)code));
 	case FG_DT_F16:
-		return f32_bits(fg_f16_to_f32_ref((uint16_t)code));
+		return fg_f32_bits(fg_f16_to_f32_ref((uint16_t)code));
 	case FG_DT_F8_E4M3:
-		return f32_bits(fg_e4m3_to_f32_ref((uint8_t)code));
+		return fg_f32_bits(fg_e4m3_to_f32_ref((uint8_t)code));
 	default:
-		return f32_bits(fg_e5m2_to_f32_ref((uint8_t)code));
+		return fg_f32_bits(fg_e5m2_to_f32_ref((uint8_t)code));
 	}
 }
 
@@ -239,13 +214,13 @@ static uint32_t ref_narrow(const struct test_fmt *f, uint32_t x)
 {
 	switch (f->dt) {
 	case FG_DT_BF16:
-		return fg_f32_to_bf16_ref(bits_f32(x));
+		return fg_f32_to_bf16_ref(fg_bits_f32(x));
 	case FG_DT_F16:
-		return fg_f32_to_f16_ref(bits_f32(x));
+		return fg_f32_to_f16_ref(fg_bits_f32(x));
 	case FG_DT_F8_E4M3:
-		return fg_f32_to_e4m3_ref(bits_f32(x));
+		return fg_f32_to_e4m3_ref(fg_bits_f32(x));
 	default:
-		return fg_f32_to_e5m2_ref(bits_f32(x));
+		return fg_f32_to_e5m2_ref(fg_bits_f32(x));
 	}
 }
 
@@ -306,13 +281,13 @@ static void narrow_inputs(const struct test_fmt *f, struct inputs *in, size_t n_
 		for (c = 0; c < mag_codes; c++) {
 			double v = fmt_decode(f, c), next = fmt_decode(f, c + 1);
 
-			b = f32_bits((float)v);
+			b = fg_f32_bits((float)v);
 			inputs_push(in, sign | b);
 			inputs_push(in, sign | (b + 1));
 			if (b)
 				inputs_push(in, sign | (b - 1));
 			/* The midpoint needs mbits + 2 significant bits: exact in F32. */
-			m = f32_bits((float)((v + next) / 2));
+			m = fg_f32_bits((float)((v + next) / 2));
 			inputs_push(in, sign | m);
 			inputs_push(in, sign | (m + 1));
 			inputs_push(in, sign | (m - 1));
@@ -422,15 +397,15 @@ static void golden_narrow(enum fg_dtype dt, float x, uint32_t want)
 		if (fmts[i].dt == dt)
 			f = &fmts[i];
 	assert_non_null(f);
-	EXPECT_BITS(ref_narrow(f, f32_bits(x)), want, "golden ref", f->name, f32_bits(x));
-	EXPECT_BITS(oracle_narrow(f, f32_bits(x)), want, "golden oracle", f->name, f32_bits(x));
+	EXPECT_BITS(ref_narrow(f, fg_f32_bits(x)), want, "golden ref", f->name, fg_f32_bits(x));
+	EXPECT_BITS(oracle_narrow(f, fg_f32_bits(x)), want, "golden oracle", f->name, fg_f32_bits(x));
 	for (i = 0; i < 37; i++)
 		src[i] = x;
 	assert_int_equal(fg_dtype_from_f32(dt, src, out + 1, 1), 0);
-	EXPECT_BITS(load_code(f, out + 1, 0), want, "golden bulk n=1", f->name, f32_bits(x));
+	EXPECT_BITS(load_code(f, out + 1, 0), want, "golden bulk n=1", f->name, fg_f32_bits(x));
 	assert_int_equal(fg_dtype_from_f32(dt, src, out + 1, 37), 0);
 	for (i = 0; i < 37; i++)
-		EXPECT_BITS(load_code(f, out + 1, i), want, "golden bulk n=37", f->name, f32_bits(x));
+		EXPECT_BITS(load_code(f, out + 1, i), want, "golden bulk n=37", f->name, fg_f32_bits(x));
 }
 
 static void golden_widen(enum fg_dtype dt, uint32_t code, uint32_t want)
@@ -449,14 +424,14 @@ static void golden_widen(enum fg_dtype dt, uint32_t code, uint32_t want)
 		store_code(f, src + 1, i, code);
 	assert_int_equal(fg_dtype_to_f32(dt, src + 1, out, 37), 0);
 	for (i = 0; i < 37; i++)
-		EXPECT_BITS(f32_bits(out[i]), want, "golden widen bulk", f->name, code);
+		EXPECT_BITS(fg_f32_bits(out[i]), want, "golden widen bulk", f->name, code);
 }
 
 static void test_golden_bf16(void **state)
 {
 	(void)state;
-	golden_widen(FG_DT_BF16, 0x3f80, f32_bits(1.0f));
-	golden_widen(FG_DT_BF16, 0xc000, f32_bits(-2.0f));
+	golden_widen(FG_DT_BF16, 0x3f80, fg_f32_bits(1.0f));
+	golden_widen(FG_DT_BF16, 0xc000, fg_f32_bits(-2.0f));
 	golden_widen(FG_DT_BF16, 0x0001, 0x00010000);            /* smallest subnormal, 2^-133 */
 	golden_widen(FG_DT_BF16, 0x7f81, 0x7fc10000);            /* signalling NaN comes back quiet */
 	golden_widen(FG_DT_BF16, 0xff80, 0xff800000);            /* -inf */
@@ -467,21 +442,21 @@ static void test_golden_bf16(void **state)
 	golden_narrow(FG_DT_BF16, 1.01171875f, 0x3f82);          /* tie 1.0078125 / 1.015625: even */
 	golden_narrow(FG_DT_BF16, -1.01171875f, 0xbf82);
 	golden_narrow(FG_DT_BF16, FLT_MAX, 0x7f80);              /* above the last tie: inf */
-	golden_narrow(FG_DT_BF16, bits_f32(0x7f7f7fff), 0x7f7f); /* below it: max finite */
+	golden_narrow(FG_DT_BF16, fg_bits_f32(0x7f7f7fff), 0x7f7f); /* below it: max finite */
 	golden_narrow(FG_DT_BF16, INFINITY, 0x7f80);
-	golden_narrow(FG_DT_BF16, bits_f32(0x7f800001), 0x7fc0); /* sNaN stays NaN, not inf */
-	golden_narrow(FG_DT_BF16, bits_f32(0xffffffff), 0xffff);
-	golden_narrow(FG_DT_BF16, bits_f32(0x00008000), 0x0000); /* 2^-134: tie to even 0 */
-	golden_narrow(FG_DT_BF16, bits_f32(0x00018000), 0x0002); /* 1.5 * 2^-133: tie to even 2 */
+	golden_narrow(FG_DT_BF16, fg_bits_f32(0x7f800001), 0x7fc0); /* sNaN stays NaN, not inf */
+	golden_narrow(FG_DT_BF16, fg_bits_f32(0xffffffff), 0xffff);
+	golden_narrow(FG_DT_BF16, fg_bits_f32(0x00008000), 0x0000); /* 2^-134: tie to even 0 */
+	golden_narrow(FG_DT_BF16, fg_bits_f32(0x00018000), 0x0002); /* 1.5 * 2^-133: tie to even 2 */
 }
 
 static void test_golden_f16(void **state)
 {
 	(void)state;
-	golden_widen(FG_DT_F16, 0x3c00, f32_bits(1.0f));
-	golden_widen(FG_DT_F16, 0x7bff, f32_bits(65504.0f));
-	golden_widen(FG_DT_F16, 0x0001, f32_bits(0x1p-24f));
-	golden_widen(FG_DT_F16, 0x83ff, f32_bits(-0x3ffp-24f));
+	golden_widen(FG_DT_F16, 0x3c00, fg_f32_bits(1.0f));
+	golden_widen(FG_DT_F16, 0x7bff, fg_f32_bits(65504.0f));
+	golden_widen(FG_DT_F16, 0x0001, fg_f32_bits(0x1p-24f));
+	golden_widen(FG_DT_F16, 0x83ff, fg_f32_bits(-0x3ffp-24f));
 	golden_widen(FG_DT_F16, 0xfc00, 0xff800000);
 	golden_widen(FG_DT_F16, 0x7c01, 0x7fc02000); /* sNaN: payload kept, quiet bit set */
 	golden_narrow(FG_DT_F16, 1.0f, 0x3c00);
@@ -497,19 +472,19 @@ static void test_golden_f16(void **state)
 	golden_narrow(FG_DT_F16, 0x3p-25f, 0x0002);           /* tie 1/2: even 2 */
 	golden_narrow(FG_DT_F16, 0x1p-14f, 0x0400);           /* smallest normal */
 	golden_narrow(FG_DT_F16, 0x1.ffcp-15f, 0x0400);       /* 1023.5 * 2^-24: tie, even is the normal */
-	golden_narrow(FG_DT_F16, bits_f32(0x7f800001), 0x7e00);
-	golden_narrow(FG_DT_F16, bits_f32(0xffa02000), 0xff01); /* payload truncated */
+	golden_narrow(FG_DT_F16, fg_bits_f32(0x7f800001), 0x7e00);
+	golden_narrow(FG_DT_F16, fg_bits_f32(0xffa02000), 0xff01); /* payload truncated */
 }
 
 static void test_golden_e4m3(void **state)
 {
 	(void)state;
-	golden_widen(FG_DT_F8_E4M3, 0x7e, f32_bits(448.0f));
-	golden_widen(FG_DT_F8_E4M3, 0x38, f32_bits(1.0f));
-	golden_widen(FG_DT_F8_E4M3, 0x01, f32_bits(0x1p-9f));
-	golden_widen(FG_DT_F8_E4M3, 0x08, f32_bits(0x1p-6f));
-	golden_widen(FG_DT_F8_E4M3, 0x78, f32_bits(256.0f)); /* exponent 15 is finite in E4M3FN */
-	golden_widen(FG_DT_F8_E4M3, 0x80, f32_bits(-0.0f));
+	golden_widen(FG_DT_F8_E4M3, 0x7e, fg_f32_bits(448.0f));
+	golden_widen(FG_DT_F8_E4M3, 0x38, fg_f32_bits(1.0f));
+	golden_widen(FG_DT_F8_E4M3, 0x01, fg_f32_bits(0x1p-9f));
+	golden_widen(FG_DT_F8_E4M3, 0x08, fg_f32_bits(0x1p-6f));
+	golden_widen(FG_DT_F8_E4M3, 0x78, fg_f32_bits(256.0f)); /* exponent 15 is finite in E4M3FN */
+	golden_widen(FG_DT_F8_E4M3, 0x80, fg_f32_bits(-0.0f));
 	golden_widen(FG_DT_F8_E4M3, 0x7f, 0x7fc00000);
 	golden_widen(FG_DT_F8_E4M3, 0xff, 0xffc00000);
 	golden_narrow(FG_DT_F8_E4M3, 448.0f, 0x7e);
@@ -522,7 +497,7 @@ static void test_golden_e4m3(void **state)
 	golden_narrow(FG_DT_F8_E4M3, INFINITY, 0x7e);
 	golden_narrow(FG_DT_F8_E4M3, -INFINITY, 0xfe);
 	golden_narrow(FG_DT_F8_E4M3, NAN, 0x7f);
-	golden_narrow(FG_DT_F8_E4M3, bits_f32(0xff800001), 0xff);
+	golden_narrow(FG_DT_F8_E4M3, fg_bits_f32(0xff800001), 0xff);
 	golden_narrow(FG_DT_F8_E4M3, 1.0f, 0x38);
 	golden_narrow(FG_DT_F8_E4M3, 240.0f, 0x77);
 	golden_narrow(FG_DT_F8_E4M3, 0x1p-9f, 0x01);
@@ -536,11 +511,11 @@ static void test_golden_e4m3(void **state)
 static void test_golden_e5m2(void **state)
 {
 	(void)state;
-	golden_widen(FG_DT_F8_E5M2, 0x7b, f32_bits(57344.0f));
+	golden_widen(FG_DT_F8_E5M2, 0x7b, fg_f32_bits(57344.0f));
 	golden_widen(FG_DT_F8_E5M2, 0x7c, 0x7f800000);
 	golden_widen(FG_DT_F8_E5M2, 0xfc, 0xff800000);
-	golden_widen(FG_DT_F8_E5M2, 0x01, f32_bits(0x1p-16f));
-	golden_widen(FG_DT_F8_E5M2, 0x3c, f32_bits(1.0f));
+	golden_widen(FG_DT_F8_E5M2, 0x01, fg_f32_bits(0x1p-16f));
+	golden_widen(FG_DT_F8_E5M2, 0x3c, fg_f32_bits(1.0f));
 	golden_widen(FG_DT_F8_E5M2, 0x7d, 0x7fe00000); /* sNaN: quieted, payload kept */
 	golden_narrow(FG_DT_F8_E5M2, 57344.0f, 0x7b);
 	golden_narrow(FG_DT_F8_E5M2, 61439.0f, 0x7b);
@@ -601,10 +576,10 @@ static void test_widen_bulk_exhaustive(void **state)
 		memmove(src, src + 1, n * f->bytes);
 		assert_int_equal(fg_dtype_to_f32(f->dt, src, aligned, n), 0);
 		for (i = 0; i < n; i++)
-			EXPECT_BITS(f32_bits(aligned[i]), ref_widen(f, (uint32_t)i), "bulk widen", f->name, i);
+			EXPECT_BITS(fg_f32_bits(aligned[i]), ref_widen(f, (uint32_t)i), "bulk widen", f->name, i);
 		assert_int_equal(fg_dtype_to_f32_ref(f->dt, src, aligned, n), 0);
 		for (i = 0; i < n; i++)
-			EXPECT_BITS(f32_bits(aligned[i]), ref_widen(f, (uint32_t)i), "ref bulk widen", f->name, i);
+			EXPECT_BITS(fg_f32_bits(aligned[i]), ref_widen(f, (uint32_t)i), "ref bulk widen", f->name, i);
 		free(src);
 		free(dst);
 		free(aligned);

@@ -28,6 +28,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "forge/bytes.h"
+#include "tests/unit/rng.h"
 #include "tests/unit/simd_rerun.h"
 
 #include <float.h>
@@ -56,33 +58,6 @@ static const enum fg_dtype param_dtypes[] = { FG_DT_F32, FG_DT_BF16, FG_DT_F16 }
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t x;
-
-	memcpy(&x, &f, sizeof(x));
-	return x;
-}
-
-static float bits_f32(uint32_t x)
-{
-	float f;
-
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
-/* xorshift64*: reproducible inputs, the seed is fixed. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rng_u32(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
-}
 
 /* Uniform in [0, 1). */
 static float rng_unit(void)
@@ -659,7 +634,7 @@ static void test_paths_agree_bit_patterns(void **state)
 			 * sometimes anything at all. */
 			if (t % 10)
 				x = (x & 0x807fffffu) | ((100u + (x >> 23) % 50u) << 23);
-			w[i] = bits_f32(x);
+			w[i] = fg_bits_f32(x);
 		}
 		agree_once(FG_DT_F32, w, rows, cols, all_bits[t % COUNT(all_bits)],
 			   all_groups[t % COUNT(all_groups)], t % 4);
@@ -737,8 +712,8 @@ static void test_error_bound_and_round_trip(void **state)
 					if (!has0 || !hasn || b[gi] == 0.0f)
 						continue;
 					stable++;
-					assert_true(f32_bits(s2[gi]) == f32_bits(s[gi]));
-					assert_true(f32_bits(b2[gi]) == f32_bits(b[gi]));
+					assert_true(fg_f32_bits(s2[gi]) == fg_f32_bits(s[gi]));
+					assert_true(fg_f32_bits(b2[gi]) == fg_f32_bits(b[gi]));
 					for (k = g * (size_t)group; k < (g + 1) * (size_t)group; k++)
 						assert_int_equal(q_at(row2, k, bits), q_at(row, k, bits));
 				}
@@ -772,7 +747,7 @@ static void test_e8m0_log2_margin(void **state)
 	(void)state;
 	for (k = -126; k <= 127; k++) {
 		for (m = 0x3504f3 - 128; m <= 0x3504f3 + 128; m++) {
-			float d = bits_f32(((uint32_t)(k + 127) << 23) | m);
+			float d = fg_bits_f32(((uint32_t)(k + 127) << 23) | m);
 			double l = log2((double)d);
 			float f = (float)l;
 			double lo = ((double)f + (double)nextafterf(f, -INFINITY)) / 2.0;
