@@ -8,6 +8,7 @@
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
 #   make check-src  refuse banned libc functions in our sources
+#   make check-layers  refuse an include of a layer above the including file's
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -31,7 +32,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
 LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
-FORGE_SRC  := $(wildcard forge/*.c)
+FORGE_SRC  := $(wildcard forge/*/*.c forge/*/*/*.c)
 STORE_SRC  := $(wildcard store/*.c)
 API_SRC    := $(wildcard api/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
@@ -49,7 +50,7 @@ LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
 
-.PHONY: all deps test test-build run demo fuzz check-src clean
+.PHONY: all deps test test-build run demo fuzz check-src check-layers clean
 .DEFAULT_GOAL := all
 
 all: $(FORGED)
@@ -107,7 +108,7 @@ $(QUANT_GOLDEN)/index.json: tests/fixtures/quant_golden.py
 	/usr/bin/python3 tests/fixtures/quant_golden.py $(QUANT_GOLDEN)
 
 test: deps
-	@$(MAKE) --no-print-directory check-src test-build
+	@$(MAKE) --no-print-directory check-src check-layers test-build
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
@@ -136,6 +137,11 @@ fuzz: deps $(FUZZ_BIN)
 	@mkdir -p build/fuzz/corpus
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+
+# Layers point down (docs/architecture.md): a file may include its own folder
+# and the layers below it.
+check-layers:
+	@bash tests/tools/check_layers.sh
 
 check-src:
 	@if grep -nE '(^|[^A-Za-z0-9_])(sprintf|strcpy|strcat|atoi|atol|strtok|gets)[[:space:]]*\(' \

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 #define FG_API_MAX_ROOTS 16
 

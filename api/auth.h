@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 enum fg_role {
 	FG_ROLE_NONE = 0,

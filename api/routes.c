@@ -15,12 +15,12 @@
 #include <time.h>
 
 #include "api/paths.h"
-#include "forge/extract.h"
-#include "forge/fingerprint.h"
-#include "forge/inspect.h"
-#include "forge/pull.h"
-#include "forge/runtimes.h"
-#include "forge/verify.h"
+#include "forge/artifact/extract.h"
+#include "forge/core/sha256.h"
+#include "forge/model/inspect.h"
+#include "forge/source/pull.h"
+#include "forge/model/runtimes.h"
+#include "forge/verify/verify.h"
 
 #define LIST_LIMIT_DEFAULT 50
 

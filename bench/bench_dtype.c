@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge/dtype.h"
+#include "forge/format/dtype.h"
 
 #define REPS 5
 

@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge/dtype.h"
-#include "forge/error.h"
-#include "forge/quant.h"
+#include "forge/format/dtype.h"
+#include "forge/core/error.h"
+#include "forge/format/quant.h"
 
 #define REPS 3
 #define COLS 4096

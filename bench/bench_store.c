@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "forge/verdicts.h"
+#include "forge/model/verdicts.h"
 #include "store/internal.h"
 #include "store/store.h"
 

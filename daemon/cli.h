@@ -9,7 +9,7 @@
 #ifndef FG_CLI_H
 #define FG_CLI_H
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 #define FG_VERSION "0.1.0"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge/forge.h"
+#include "forge/artifact/forge.h"
 
 static int run_forge(int argc, char **argv);
 

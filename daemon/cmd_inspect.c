@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge/inspect.h"
+#include "forge/model/inspect.h"
 
 #define MAX_RUNTIME_ARGS 16
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/safetensors.h"
-#include "forge/stats.h"
+#include "forge/format/safetensors.h"
+#include "forge/model/stats.h"
 
 static int run_tensors(int argc, char **argv);
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/checkpoint.h"
-#include "forge/verify.h"
+#include "forge/source/checkpoint.h"
+#include "forge/verify/verify.h"
 
 /* Same cap as an API request body: a verification document is a few rows. */
 #define VERDICT_JSON_MAX (1u << 20)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/dtype.h"
+#include "forge/format/dtype.h"
 
 static int run_version(int argc, char **argv);
 

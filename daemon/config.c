@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge/checkpoint.h"
+#include "forge/source/checkpoint.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 #define FG_CONFIG_MAX_LIST 16
 

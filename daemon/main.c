@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge/checkpoint.h"
+#include "forge/source/checkpoint.h"
 
 static const struct fg_cmd *const commands[] = {
 	&fg_cmd_forge,

@@ -22,7 +22,7 @@
 #include "daemon/cli.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
-#include "forge/forge.h"
+#include "forge/artifact/forge.h"
 #include "store/store.h"
 
 #define IDLE_WAIT_MS 1000

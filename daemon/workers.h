@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 struct fg_api;
 

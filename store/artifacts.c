@@ -52,12 +52,12 @@ static const char sql_refresh_health[] =
 static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 {
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql_refresh_health, &st, err);
+	int rc = fg_sql_get(s, sql_refresh_health, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	return fg_st_exec(s, st, err, "updating the artifact's health");
+	return fg_sql_exec(s, st, err, "updating the artifact's health");
 }
 
 /* ---- storing an artifact ---- */
@@ -137,14 +137,14 @@ static const char sql_fingerprint_insert[] =
 static int add_fingerprint(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err)
 {
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql_fingerprint_insert, &st, err);
+	int rc = fg_sql_get(s, sql_fingerprint_insert, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	fg_st_bind_text(st, 2, file);
-	fg_st_bind_text(st, 3, sha);
-	return fg_st_exec(s, st, err, "storing a file fingerprint");
+	fg_sql_bind_text(st, 2, file);
+	fg_sql_bind_text(st, 3, sha);
+	return fg_sql_exec(s, st, err, "storing a file fingerprint");
 }
 
 /* A code raised for two tensor sets is one row; the first severity stays (the table fixes it per code). */
@@ -156,20 +156,20 @@ static int add_verdict(struct fg_store *s, int64_t id, const char *code, const c
 		       struct fg_err *err)
 {
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql_verdict_insert, &st, err);
+	int rc = fg_sql_get(s, sql_verdict_insert, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	fg_st_bind_text(st, 2, code);
-	fg_st_bind_text(st, 3, severity);
-	fg_st_bind_text(st, 4, origin);
-	return fg_st_exec(s, st, err, "storing a verdict");
+	fg_sql_bind_text(st, 2, code);
+	fg_sql_bind_text(st, 3, severity);
+	fg_sql_bind_text(st, 4, origin);
+	return fg_sql_exec(s, st, err, "storing a verdict");
 }
 
 static const char sql_artifact_insert[] =
 	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_ST_NOW ")";
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ")";
 static const char sql_doc_insert[] =
 	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
 
@@ -202,36 +202,36 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 		goto out;
 	}
 
-	rc = fg_st_begin(s, err);
+	rc = fg_sql_begin(s, err);
 	if (rc)
 		goto out;
-	rc = fg_st_get(s, sql_artifact_insert, &st, err);
+	rc = fg_sql_get(s, sql_artifact_insert, &st, err);
 	if (rc)
 		goto out;
-	fg_st_bind_text(st, 1, a->source);
-	fg_st_bind_text(st, 2, a->path);
-	fg_st_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
-	fg_st_bind_text(st, 4, a->fingerprint && *a->fingerprint ? a->fingerprint : NULL);
+	fg_sql_bind_text(st, 1, a->source);
+	fg_sql_bind_text(st, 2, a->path);
+	fg_sql_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
+	fg_sql_bind_text(st, 4, a->fingerprint && *a->fingerprint ? a->fingerprint : NULL);
 	sqlite3_bind_int(st, 5, a->ok != 0);
 	/* NAN means "no probe"; infinities are not a measurement either. */
 	if (isfinite(a->probe_mean))
 		sqlite3_bind_double(st, 6, a->probe_mean);
 	else
 		sqlite3_bind_null(st, 6);
-	fg_st_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
 	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
-	rc = fg_st_exec(s, st, err, "inserting an artifact");
+	rc = fg_sql_exec(s, st, err, "inserting an artifact");
 	st = NULL;
 	if (rc)
 		goto out;
 	new_id = sqlite3_last_insert_rowid(s->db);
-	rc = fg_st_get(s, sql_doc_insert, &st, err);
+	rc = fg_sql_get(s, sql_doc_insert, &st, err);
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, new_id);
-	fg_st_bind_text(st, 2, report);
-	fg_st_bind_text(st, 3, provenance);
-	rc = fg_st_exec(s, st, err, "storing the report");
+	fg_sql_bind_text(st, 2, report);
+	fg_sql_bind_text(st, 3, provenance);
+	rc = fg_sql_exec(s, st, err, "storing the report");
 	st = NULL;
 	if (rc)
 		goto out;
@@ -248,13 +248,13 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 	}
 	rc = refresh_health(s, new_id, err);
 	if (!rc)
-		rc = fg_st_commit(s, err);
+		rc = fg_sql_commit(s, err);
 	if (!rc)
 		*id = new_id;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc) {
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
 	}
 	cJSON_free(report);
@@ -285,7 +285,7 @@ static int add_text(cJSON *o, const char *key, sqlite3_stmt *st, int col)
 static int add_json(cJSON *o, const char *key, sqlite3_stmt *st, int col, struct fg_err *err)
 {
 	cJSON *j = NULL;
-	int rc = fg_st_column_json(st, col, &j, err, key);
+	int rc = fg_sql_column_json(st, col, &j, err, key);
 
 	if (rc)
 		return rc;
@@ -319,7 +319,7 @@ static int add_rows(struct fg_store *s, cJSON *doc, const char *key, sqlite3_stm
 			return rc;
 	}
 	if (rc != SQLITE_DONE)
-		return fg_st_fail(s, rc, err, key);
+		return fg_sql_fail(s, rc, err, key);
 	return 0;
 }
 
@@ -365,10 +365,10 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 	if (!doc)
 		return fg_err_set(err, FG_ENOMEM, "reading artifact %lld: out of memory", (long long)id);
 	/* One snapshot: a verification landing meanwhile shows up whole or not at all. */
-	rc = fg_st_begin_read(s, err);
+	rc = fg_sql_begin_read(s, err);
 	if (rc)
 		goto out;
-	rc = fg_st_get(s, sql_artifact_doc, &st, err);
+	rc = fg_sql_get(s, sql_artifact_doc, &st, err);
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, id);
@@ -378,7 +378,7 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		goto out;
 	}
 	if (rc != SQLITE_ROW) {
-		rc = fg_st_fail(s, rc, err, "reading an artifact");
+		rc = fg_sql_fail(s, rc, err, "reading an artifact");
 		goto out;
 	}
 	if (!cJSON_AddNumberToObject(doc, "id", (double)sqlite3_column_int64(st, 0)) ||
@@ -393,17 +393,17 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		rc = add_json(doc, "provenance", st, 8, err);
 	if (rc)
 		goto out;
-	fg_st_put(st);
+	fg_sql_put(st);
 	st = NULL;
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-		rc = fg_st_get(s, lists[i].sql, &st, err);
+		rc = fg_sql_get(s, lists[i].sql, &st, err);
 		if (rc)
 			goto out;
 		sqlite3_bind_int64(st, 1, id);
 		rc = add_rows(s, doc, lists[i].key, st, lists[i].row, err);
 		if (rc)
 			goto out;
-		fg_st_put(st);
+		fg_sql_put(st);
 		st = NULL;
 	}
 	/* design.md section 8 promises the fingerprints too: {file: sha256}. */
@@ -412,7 +412,7 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = fg_st_get(s, sql_artifact_fingerprints, &st, err);
+	rc = fg_sql_get(s, sql_artifact_fingerprints, &st, err);
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, id);
@@ -424,20 +424,20 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "reading fingerprints");
+		rc = fg_sql_fail(s, rc, err, "reading fingerprints");
 		goto out;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	st = NULL;
-	rc = fg_st_commit(s, err);
+	rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
 	*out = doc;
 	doc = NULL;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc) {
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "reading artifact %lld: ", (long long)id);
 	}
@@ -455,10 +455,10 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 
 	if (!s || !id || !fingerprint || !*fingerprint)
 		return fg_err_set(err, FG_EINPUT, "finding an artifact: no store, fingerprint or output");
-	rc = fg_st_get(s, sql_artifact_by_fingerprint, &st, err);
+	rc = fg_sql_get(s, sql_artifact_by_fingerprint, &st, err);
 	if (rc)
 		return rc;
-	fg_st_bind_text(st, 1, fingerprint);
+	fg_sql_bind_text(st, 1, fingerprint);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*id = sqlite3_column_int64(st, 0);
@@ -466,9 +466,9 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 	} else if (rc == SQLITE_DONE) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has fingerprint '%s'", fingerprint);
 	} else {
-		rc = fg_st_fail(s, rc, err, "finding an artifact by fingerprint");
+		rc = fg_sql_fail(s, rc, err, "finding an artifact by fingerprint");
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	return rc;
 }
 
@@ -531,18 +531,18 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 		verdict = NULL;
 	if (family && !*family)
 		family = NULL;
-	limit = fg_st_clamp_limit(limit);
+	limit = fg_sql_clamp_limit(limit);
 	sql = verdict ? (family ? sql_list_both : sql_list_verdict) : (family ? sql_list_family : sql_list_all);
-	rc = fg_st_get(s, sql, &st, err);
+	rc = fg_sql_get(s, sql, &st, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "listing artifacts: ");
 	sqlite3_bind_int64(st, 1, cursor > 0 ? cursor : INT64_MAX);
 	sqlite3_bind_int(st, 2, limit);
 	if (verdict)
-		fg_st_bind_text(st, 3, verdict);
+		fg_sql_bind_text(st, 3, verdict);
 	if (family)
-		fg_st_bind_text(st, 4, family);
-	rc = fg_st_page(s, st, limit, list_item, out, next, "listing artifacts", err);
+		fg_sql_bind_text(st, 4, family);
+	rc = fg_sql_page(s, st, limit, list_item, out, next, "listing artifacts", err);
 	return rc ? fg_err_prefix(err, rc, "listing artifacts: ") : 0;
 }
 
@@ -550,7 +550,7 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 
 static const char sql_verification_insert[] =
 	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_ST_NOW ")";
+	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")";
 static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
@@ -594,45 +594,45 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 	if (!result_text)
 		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
 
-	rc = fg_st_begin(s, err);
+	rc = fg_sql_begin(s, err);
 	if (rc)
 		goto out;
-	rc = fg_st_get(s, sql_verification_insert, &st, err);
+	rc = fg_sql_get(s, sql_verification_insert, &st, err);
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, artifact_id);
-	fg_st_bind_text(st, 2, rows_json);
-	fg_st_bind_text(st, 3, result_text);
-	fg_st_bind_text(st, 4, verdict);
+	fg_sql_bind_text(st, 2, rows_json);
+	fg_sql_bind_text(st, 3, result_text);
+	fg_sql_bind_text(st, 4, verdict);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "artifact %lld: no such artifact", (long long)artifact_id);
 		goto out;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "inserting a verification");
+		rc = fg_sql_fail(s, rc, err, "inserting a verification");
 		goto out;
 	}
 	new_id = sqlite3_last_insert_rowid(s->db);
-	fg_st_put(st);
-	rc = fg_st_get(s, sql_verdicts_drop_verification, &st, err);
+	fg_sql_put(st);
+	rc = fg_sql_get(s, sql_verdicts_drop_verification, &st, err);
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, artifact_id);
-	rc = fg_st_exec(s, st, err, "replacing the verification verdict");
+	rc = fg_sql_exec(s, st, err, "replacing the verification verdict");
 	st = NULL;
 	if (!rc)
 		rc = add_verdict(s, artifact_id, verdict, verification_severity(result, verdict), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
 	if (!rc)
-		rc = fg_st_commit(s, err);
+		rc = fg_sql_commit(s, err);
 	if (!rc && id)
 		*id = new_id;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc) {
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "storing a verification of artifact %lld: ", (long long)artifact_id);
 	}

@@ -40,11 +40,11 @@
  *   milliseconds per health request; the triggers cost a few row updates
  *   per write.  tests/unit/test_store.c checks them against the GROUP BYs.
  * - probe_bucket names the q-norm bucket of probe_mean (the bounds of
- *   fg_st_probe_buckets); a virtual column, so the triggers share one CASE.
+ *   fg_sql_probe_buckets); a virtual column, so the triggers share one CASE.
  * - CHECKs over more than two values are written as OR chains: SQLite
  *   codes "x IN (a, b, c)" in a CHECK by building a temporary table on every
  *   row written, which more than doubled the cost of storing an artifact.
- * - timestamps are RFC 3339 UTC text with milliseconds (FG_ST_NOW), which
+ * - timestamps are RFC 3339 UTC text with milliseconds (FG_SQL_NOW), which
  *   order correctly as text.
  */
 static const char schema_v1[] =
@@ -181,7 +181,7 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VER
 
 /* ---- helpers shared by the store files (internal.h) ---- */
 
-int fg_st_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what)
+int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what)
 {
 	int code = (rc & 0xff) == SQLITE_NOMEM ? FG_ENOMEM : FG_EIO;
 
@@ -197,7 +197,7 @@ static uint64_t sql_hash(const char *sql)
 	return h;
 }
 
-int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err)
+int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err)
 {
 	uint64_t h = sql_hash(sql);
 	sqlite3_stmt *st = NULL;
@@ -213,15 +213,15 @@ int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg
 			return 0;
 		}
 	}
-	if (s->n_slots == FG_ST_CACHE_MAX)
-		return fg_err_set(err, FG_EINTERNAL, "statement cache full (%d statements)", FG_ST_CACHE_MAX);
+	if (s->n_slots == FG_SQL_CACHE_MAX)
+		return fg_err_set(err, FG_EINTERNAL, "statement cache full (%d statements)", FG_SQL_CACHE_MAX);
 	/* PERSISTENT: the statement lives as long as the connection. */
 	rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, &tail);
 	if (rc != SQLITE_OK) {
 		char what[96];
 
 		snprintf(what, sizeof(what), "preparing \"%.60s\"", sql);
-		return fg_st_fail(s, rc, err, what);
+		return fg_sql_fail(s, rc, err, what);
 	}
 	if (!st || (tail && *tail)) {
 		/* Only one statement per text: a second one would silently never run. */
@@ -235,7 +235,7 @@ int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg
 	return 0;
 }
 
-void fg_st_put(sqlite3_stmt *st)
+void fg_sql_put(sqlite3_stmt *st)
 {
 	if (!st)
 		return;
@@ -243,49 +243,49 @@ void fg_st_put(sqlite3_stmt *st)
 	sqlite3_clear_bindings(st);
 }
 
-int fg_st_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what)
+int fg_sql_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what)
 {
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		;
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, what);
-		fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, what);
+		fg_sql_put(st);
 		return rc;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	return 0;
 }
 
 static int run_sql(struct fg_store *s, const char *sql, struct fg_err *err, const char *what)
 {
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql, &st, err);
+	int rc = fg_sql_get(s, sql, &st, err);
 
-	return rc ? rc : fg_st_exec(s, st, err, what);
+	return rc ? rc : fg_sql_exec(s, st, err, what);
 }
 
-int fg_st_begin(struct fg_store *s, struct fg_err *err)
+int fg_sql_begin(struct fg_store *s, struct fg_err *err)
 {
 	return run_sql(s, "BEGIN IMMEDIATE", err, "starting a write transaction");
 }
 
-int fg_st_begin_read(struct fg_store *s, struct fg_err *err)
+int fg_sql_begin_read(struct fg_store *s, struct fg_err *err)
 {
 	return run_sql(s, "BEGIN", err, "starting a read transaction");
 }
 
-int fg_st_commit(struct fg_store *s, struct fg_err *err)
+int fg_sql_commit(struct fg_store *s, struct fg_err *err)
 {
 	int rc = run_sql(s, "COMMIT", err, "committing");
 
 	if (rc)
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 	return rc;
 }
 
-void fg_st_rollback(struct fg_store *s)
+void fg_sql_rollback(struct fg_store *s)
 {
 	/* Some errors (SQLITE_FULL, IOERR, NOMEM) already rolled back: nothing to do then. */
 	if (!s || sqlite3_get_autocommit(s->db))
@@ -293,14 +293,14 @@ void fg_st_rollback(struct fg_store *s)
 	(void)run_sql(s, "ROLLBACK", NULL, "rolling back");
 }
 
-int fg_st_bind_text(sqlite3_stmt *st, int i, const char *text)
+int fg_sql_bind_text(sqlite3_stmt *st, int i, const char *text)
 {
 	if (!text)
 		return sqlite3_bind_null(st, i);
 	return sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
 }
 
-void fg_st_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap)
+void fg_sql_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap)
 {
 	const unsigned char *t = sqlite3_column_text(st, col);
 	size_t len;
@@ -322,7 +322,7 @@ void fg_st_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap)
 	dst[len] = '\0';
 }
 
-int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what)
+int fg_sql_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what)
 {
 	const char *t = (const char *)sqlite3_column_text(st, col);
 	cJSON *j;
@@ -343,7 +343,7 @@ int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err
 	return 0;
 }
 
-int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn item, cJSON **out,
+int fg_sql_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_sql_item_fn item, cJSON **out,
 	       int64_t *next, const char *what, struct fg_err *err)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -351,7 +351,7 @@ int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn it
 	int n = 0, rc;
 
 	if (!arr) {
-		fg_st_put(st);
+		fg_sql_put(st);
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", what);
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -362,7 +362,7 @@ int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn it
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, what);
+		rc = fg_sql_fail(s, rc, err, what);
 		goto out;
 	}
 	rc = 0;
@@ -370,16 +370,16 @@ int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn it
 	*out = arr;
 	arr = NULL;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	cJSON_Delete(arr);
 	return rc;
 }
 
-int fg_st_clamp_limit(int limit)
+int fg_sql_clamp_limit(int limit)
 {
 	if (limit < 1)
 		return 1;
-	return limit > FG_ST_LIMIT_MAX ? FG_ST_LIMIT_MAX : limit;
+	return limit > FG_SQL_LIMIT_MAX ? FG_SQL_LIMIT_MAX : limit;
 }
 
 /* ---- opening, migrating, closing ---- */
@@ -387,18 +387,18 @@ int fg_st_clamp_limit(int limit)
 static int read_user_version(struct fg_store *s, int *version, struct fg_err *err)
 {
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, "PRAGMA user_version", &st, err);
+	int rc = fg_sql_get(s, "PRAGMA user_version", &st, err);
 
 	if (rc)
 		return rc;
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		rc = fg_st_fail(s, rc, err, "reading the schema version");
-		fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, "reading the schema version");
+		fg_sql_put(st);
 		return rc;
 	}
 	*version = sqlite3_column_int(st, 0);
-	fg_st_put(st);
+	fg_sql_put(st);
 	return 0;
 }
 
@@ -428,7 +428,7 @@ static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
 		char *msg = NULL;
 		char bump[48];
 
-		rc = fg_st_begin(s, err);
+		rc = fg_sql_begin(s, err);
 		if (rc)
 			return fg_err_prefix(err, rc, "migrating '%s': ", path);
 		rc = read_user_version(s, &version, err);
@@ -440,7 +440,7 @@ static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
 			goto fail;
 		}
 		if (version == FG_STORE_SCHEMA_VERSION) {
-			fg_st_rollback(s);
+			fg_sql_rollback(s);
 			break;
 		}
 		rc = sqlite3_exec(s->db, migrations[version], NULL, NULL, &msg);
@@ -455,7 +455,7 @@ static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
 			sqlite3_free(msg);
 			goto fail;
 		}
-		rc = fg_st_commit(s, err);
+		rc = fg_sql_commit(s, err);
 		if (rc)
 			return fg_err_prefix(err, rc, "migrating '%s' to schema version %d: ", path, version + 1);
 		version++;
@@ -463,7 +463,7 @@ static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
 	s->user_version = version;
 	return 0;
 fail:
-	fg_st_rollback(s);
+	fg_sql_rollback(s);
 	return rc;
 }
 
@@ -500,7 +500,7 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 	int rc;
 
 	sqlite3_busy_handler(s->db, busy_wait, NULL);
-	rc = fg_st_get(s, "PRAGMA journal_mode = WAL", &st, err);
+	rc = fg_sql_get(s, "PRAGMA journal_mode = WAL", &st, err);
 	if (rc)
 		return rc;
 	/*
@@ -517,8 +517,8 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 		sqlite3_sleep(WAL_RETRY_MS);
 	}
 	if (rc != SQLITE_ROW) {
-		rc = fg_st_fail(s, rc, err, "setting WAL mode");
-		fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, "setting WAL mode");
+		fg_sql_put(st);
 		return fg_err_prefix(err, rc, "database '%s': ", path);
 	}
 	mode = (const char *)sqlite3_column_text(st, 0);
@@ -526,10 +526,10 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
 		rc = fg_err_set(err, FG_EIO, "database '%s' cannot use WAL (journal mode stays '%s')", path,
 				mode ? mode : "?");
-		fg_st_put(st);
+		fg_sql_put(st);
 		return rc;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	for (size_t i = 0; i < sizeof(pragmas) / sizeof(pragmas[0]); i++) {
 		rc = run_sql(s, pragmas[i], err, pragmas[i]);
 		if (rc)
@@ -598,12 +598,12 @@ int fg_store_check(struct fg_store *s, struct fg_err *err)
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "integrity check: no store");
-	rc = fg_st_get(s, "PRAGMA integrity_check", &st, err);
+	rc = fg_sql_get(s, "PRAGMA integrity_check", &st, err);
 	if (rc)
 		return rc;
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		rc = fg_st_fail(s, rc, err, "integrity check");
+		rc = fg_sql_fail(s, rc, err, "integrity check");
 		goto out;
 	}
 	first = (const char *)sqlite3_column_text(st, 0);
@@ -613,20 +613,20 @@ int fg_store_check(struct fg_store *s, struct fg_err *err)
 	}
 	rc = 0;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	return rc;
 }
 
-const char *const fg_st_probe_buckets[FG_ST_PROBE_BUCKETS] = { "below", "low", "band", "high", "above" };
+const char *const fg_sql_probe_buckets[FG_SQL_PROBE_BUCKETS] = { "below", "low", "band", "high", "above" };
 
 static const char sql_stats[] = "SELECT dim, key, n FROM artifact_stats WHERE n <> 0";
 
-int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verdict, cJSON *by_family,
+int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err)
 {
-	struct fg_st_stats c;
+	struct fg_sql_stats c;
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql_stats, &st, err);
+	int rc = fg_sql_get(s, sql_stats, &st, err);
 
 	if (rc)
 		return rc;
@@ -644,8 +644,8 @@ int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verd
 		} else if (strcmp(dim, "unhealthy") == 0) {
 			c.unhealthy = n;
 		} else if (strcmp(dim, "probe") == 0) {
-			for (int i = 0; i < FG_ST_PROBE_BUCKETS; i++)
-				if (strcmp(key, fg_st_probe_buckets[i]) == 0)
+			for (int i = 0; i < FG_SQL_PROBE_BUCKETS; i++)
+				if (strcmp(key, fg_sql_probe_buckets[i]) == 0)
 					c.probe[i] = n;
 		} else if (strcmp(dim, "verdict") == 0) {
 			obj = by_verdict;
@@ -653,12 +653,12 @@ int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verd
 			obj = by_family;
 		}
 		if (obj && !cJSON_AddNumberToObject(obj, key, (double)n)) {
-			fg_st_put(st);
+			fg_sql_put(st);
 			return fg_err_set(err, FG_ENOMEM, "reading artifact counts: out of memory");
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : fg_st_fail(s, rc, err, "reading artifact counts");
-	fg_st_put(st);
+	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading artifact counts");
+	fg_sql_put(st);
 	if (!rc)
 		*out = c;
 	return rc;
@@ -669,7 +669,7 @@ static const char sql_jobs_by_state[] = "SELECT state, count(*) FROM jobs GROUP 
 int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err)
 {
 	struct fg_store_counts c;
-	struct fg_st_stats stats;
+	struct fg_sql_stats stats;
 	sqlite3_stmt *st = NULL;
 	cJSON *verdicts = NULL;
 	int rc;
@@ -683,10 +683,10 @@ int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_
 			return fg_err_set(err, FG_ENOMEM, "counting: out of memory");
 	}
 	/* One snapshot for the job and artifact figures. */
-	rc = fg_st_begin_read(s, err);
+	rc = fg_sql_begin_read(s, err);
 	if (rc)
 		goto out;
-	rc = fg_st_get(s, sql_jobs_by_state, &st, err);
+	rc = fg_sql_get(s, sql_jobs_by_state, &st, err);
 	if (rc)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -696,14 +696,14 @@ int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_
 			c.jobs[js] = sqlite3_column_int64(st, 1);
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "counting jobs");
+		rc = fg_sql_fail(s, rc, err, "counting jobs");
 		goto out;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	st = NULL;
-	rc = fg_st_read_stats(s, &stats, verdicts, NULL, err);
+	rc = fg_sql_read_stats(s, &stats, verdicts, NULL, err);
 	if (!rc)
-		rc = fg_st_commit(s, err);
+		rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
 	c.artifacts = stats.artifacts;
@@ -714,9 +714,9 @@ int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_
 		verdicts = NULL;
 	}
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc)
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 	cJSON_Delete(verdicts);
 	return rc;
 }

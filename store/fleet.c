@@ -25,7 +25,7 @@
 
 static const char sql_fleet_upsert[] =
 	"INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_ST_NOW ")"
+	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")"
 	" ON CONFLICT (host, runtime) DO UPDATE SET artifact_id = excluded.artifact_id,"
 	" observed = excluded.observed, reported_at = excluded.reported_at";
 
@@ -48,23 +48,23 @@ int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact
 	text = observed ? cJSON_PrintUnformatted(observed) : NULL;
 	if (observed && !text)
 		return fg_err_set(err, FG_ENOMEM, "storing a fleet report from '%s': out of memory", host);
-	rc = fg_st_get(s, sql_fleet_upsert, &st, err);
+	rc = fg_sql_get(s, sql_fleet_upsert, &st, err);
 	if (rc)
 		goto out;
-	fg_st_bind_text(st, 1, host);
-	fg_st_bind_text(st, 2, runtime);
+	fg_sql_bind_text(st, 1, host);
+	fg_sql_bind_text(st, 2, runtime);
 	sqlite3_bind_int64(st, 3, artifact_id);
-	fg_st_bind_text(st, 4, text ? text : "{}");
+	fg_sql_bind_text(st, 4, text ? text : "{}");
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = fg_err_set(err, FG_ENOTFOUND, "fleet report from '%s': no artifact %lld", host,
 				(long long)artifact_id);
 	else if (rc != SQLITE_DONE)
-		rc = fg_st_fail(s, rc, err, "storing a fleet report");
+		rc = fg_sql_fail(s, rc, err, "storing a fleet report");
 	else
 		rc = 0;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	cJSON_free(text);
 	return rc;
 }
@@ -79,7 +79,7 @@ out:
  */
 static const struct {
 	double lo, hi;      /* hi < 0: unbounded */
-} buckets[FG_ST_PROBE_BUCKETS] = {
+} buckets[FG_SQL_PROBE_BUCKETS] = {
 	{ 0.0, 1.25 }, { 1.25, 1.74 }, { 1.74, 1.83 }, { 1.83, 2.4 }, { 2.4, -1.0 },
 };
 
@@ -105,7 +105,7 @@ static const char sql_served_conventions[] =
 	" FROM fleet_reports f JOIN artifacts a ON a.id = f.artifact_id"
 	" WHERE a.head_convention IN ('delta', 'absolute') GROUP BY a.head_convention";
 
-static int artifacts_section(struct fg_store *s, cJSON *doc, struct fg_st_stats *stats, struct fg_err *err)
+static int artifacts_section(struct fg_store *s, cJSON *doc, struct fg_sql_stats *stats, struct fg_err *err)
 {
 	cJSON *sec = cJSON_AddObjectToObject(doc, "artifacts");
 	cJSON *total, *verdicts, *families;
@@ -119,7 +119,7 @@ static int artifacts_section(struct fg_store *s, cJSON *doc, struct fg_st_stats 
 	families = cJSON_AddObjectToObject(sec, "by_family");
 	if (!total || !verdicts || !families)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	rc = fg_st_read_stats(s, stats, verdicts, families, err);
+	rc = fg_sql_read_stats(s, stats, verdicts, families, err);
 	if (rc)
 		return rc;
 	cJSON_SetNumberValue(total, (double)stats->artifacts);
@@ -134,7 +134,7 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 
 	if (*n >= UNHEALTHY_MAX)
 		return 0;
-	rc = fg_st_get(s, sql, &st, err);
+	rc = fg_sql_get(s, sql, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int(st, 1, UNHEALTHY_MAX - *n);
@@ -155,7 +155,7 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = fg_st_column_json(st, 4, &codes, err, "unhealthy artifact verdicts");
+		rc = fg_sql_column_json(st, 4, &codes, err, "unhealthy artifact verdicts");
 		if (rc)
 			goto out;
 		if (!cJSON_AddItemToObject(item, "verdicts", codes)) {
@@ -163,7 +163,7 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = fg_st_column_json(st, 5, &hosts, err, "unhealthy artifact hosts");
+		rc = fg_sql_column_json(st, 5, &hosts, err, "unhealthy artifact hosts");
 		if (rc)
 			goto out;
 		if (!cJSON_AddItemToObject(item, "hosts", hosts)) {
@@ -173,9 +173,9 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 		}
 		(*n)++;
 	}
-	rc = rc == SQLITE_DONE ? 0 : fg_st_fail(s, rc, err, "listing unhealthy artifacts");
+	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "listing unhealthy artifacts");
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	return rc;
 }
 
@@ -199,7 +199,7 @@ static cJSON *range_json(size_t i)
 	return r;
 }
 
-static int probe_section(cJSON *doc, const struct fg_st_stats *stats, struct fg_err *err)
+static int probe_section(cJSON *doc, const struct fg_sql_stats *stats, struct fg_err *err)
 {
 	cJSON *sec = cJSON_AddObjectToObject(doc, "probe_qnorm");
 	cJSON *band, *list;
@@ -207,7 +207,7 @@ static int probe_section(cJSON *doc, const struct fg_st_stats *stats, struct fg_
 
 	if (!sec)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	band = range_json(FG_ST_PROBE_BAND);
+	band = range_json(FG_SQL_PROBE_BAND);
 	if (!band || !cJSON_AddItemToObject(sec, "healthy_band", band)) {
 		cJSON_Delete(band);
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -215,7 +215,7 @@ static int probe_section(cJSON *doc, const struct fg_st_stats *stats, struct fg_
 	list = cJSON_AddArrayToObject(sec, "buckets");
 	if (!list)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	for (size_t i = 0; i < FG_ST_PROBE_BUCKETS; i++) {
+	for (size_t i = 0; i < FG_SQL_PROBE_BUCKETS; i++) {
 		cJSON *b = cJSON_CreateObject();
 		cJSON *range = range_json(i);
 
@@ -229,7 +229,7 @@ static int probe_section(cJSON *doc, const struct fg_st_stats *stats, struct fg_
 			cJSON_Delete(b);
 			return fg_err_set(err, FG_ENOMEM, "out of memory");
 		}
-		if (i != FG_ST_PROBE_BAND)
+		if (i != FG_SQL_PROBE_BAND)
 			outside += stats->probe[i];
 	}
 	if (!cJSON_AddNumberToObject(sec, "outside_band", (double)outside))
@@ -247,7 +247,7 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 
 	if (!list)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	rc = fg_st_get(s, sql_served_conventions, &st, err);
+	rc = fg_sql_get(s, sql_served_conventions, &st, err);
 	if (rc)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -256,8 +256,8 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 		artifacts[k] = sqlite3_column_int64(st, 1);
 		reports[k] = sqlite3_column_int64(st, 2);
 	}
-	rc = rc == SQLITE_DONE ? 0 : fg_st_fail(s, rc, err, "reading served head conventions");
-	fg_st_put(st);
+	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading served head conventions");
+	fg_sql_put(st);
 	if (rc)
 		return rc;
 	if (artifacts[0] > 0 && artifacts[1] > 0) {
@@ -281,7 +281,7 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 
 int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 {
-	struct fg_st_stats stats;
+	struct fg_sql_stats stats;
 	cJSON *doc = NULL, *unhealthy;
 	int n = 0, rc;
 
@@ -291,7 +291,7 @@ int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 	if (!doc)
 		return fg_err_set(err, FG_ENOMEM, "fleet health: out of memory");
 	/* One snapshot, so the counts and the lists agree with each other. */
-	rc = fg_st_begin_read(s, err);
+	rc = fg_sql_begin_read(s, err);
 	if (rc)
 		goto out;
 	rc = artifacts_section(s, doc, &stats, err);
@@ -316,14 +316,14 @@ int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 	if (!rc)
 		rc = warnings_section(s, doc, err);
 	if (!rc)
-		rc = fg_st_commit(s, err);
+		rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
 	*out = doc;
 	doc = NULL;
 out:
 	if (rc) {
-		fg_st_rollback(s);
+		fg_sql_rollback(s);
 		fg_err_prefix(err, rc, "fleet health: ");
 	}
 	cJSON_Delete(doc);

@@ -18,7 +18,7 @@
 
 #include <sqlite3.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 #include "store/store.h"
 
 /*
@@ -26,15 +26,15 @@
  * this exact form, so text comparison orders them (the stale-heartbeat test
  * of recovery relies on it).
  */
-#define FG_ST_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+#define FG_SQL_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
 /* Distinct SQL texts one connection may cache; the store uses fewer than 50. */
-#define FG_ST_CACHE_MAX 96
+#define FG_SQL_CACHE_MAX 96
 
 /* The largest page a list returns (the smallest is 1). */
-#define FG_ST_LIMIT_MAX 500
+#define FG_SQL_LIMIT_MAX 500
 
-struct fg_st_slot {
+struct fg_sql_slot {
 	uint64_t hash;          /* FNV-1a of the SQL text, checked before strcmp */
 	sqlite3_stmt *stmt;     /* sqlite3_sql(stmt) is the key itself */
 };
@@ -43,74 +43,74 @@ struct fg_store {
 	sqlite3 *db;
 	int user_version;       /* after migration */
 	size_t n_slots;
-	struct fg_st_slot slots[FG_ST_CACHE_MAX];
+	struct fg_sql_slot slots[FG_SQL_CACHE_MAX];
 };
 
 /*
  * The statement for sql on this connection, prepared on first use and kept
  * until fg_store_close.  The statement comes back reset with its bindings
- * cleared; the caller binds, steps, and hands it back with fg_st_put (which
+ * cleared; the caller binds, steps, and hands it back with fg_sql_put (which
  * resets it, ending any read it holds open).  A statement may be in use once
  * at a time: a caller must not fetch the same SQL again before putting it.
  * FG_EIO with SQLite's message when the SQL does not prepare, FG_EINTERNAL
  * when the cache is full.
  */
-int fg_st_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err);
+int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err);
 
 /* Reset st and clear its bindings (so large bound texts are freed).  NULL allowed. */
-void fg_st_put(sqlite3_stmt *st);
+void fg_sql_put(sqlite3_stmt *st);
 
 /*
  * Record a SQLite failure of rc in err as "<what>: <sqlite3_errmsg>" and
  * return its FG_E* code: FG_ENOMEM for SQLITE_NOMEM, FG_EIO otherwise.
  */
-int fg_st_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what);
+int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what);
 
 /*
- * Transactions.  fg_st_begin takes the write lock at once (BEGIN IMMEDIATE:
+ * Transactions.  fg_sql_begin takes the write lock at once (BEGIN IMMEDIATE:
  * a read-then-write never meets SQLITE_BUSY halfway, and busy_timeout waits
- * for the lock); fg_st_begin_read opens a deferred transaction so several
- * SELECTs see one snapshot.  fg_st_commit commits (rolling back if the commit
- * fails); fg_st_rollback rolls back when a transaction is open and never fails.
+ * for the lock); fg_sql_begin_read opens a deferred transaction so several
+ * SELECTs see one snapshot.  fg_sql_commit commits (rolling back if the commit
+ * fails); fg_sql_rollback rolls back when a transaction is open and never fails.
  */
-int fg_st_begin(struct fg_store *s, struct fg_err *err);
-int fg_st_begin_read(struct fg_store *s, struct fg_err *err);
-int fg_st_commit(struct fg_store *s, struct fg_err *err);
-void fg_st_rollback(struct fg_store *s);
+int fg_sql_begin(struct fg_store *s, struct fg_err *err);
+int fg_sql_begin_read(struct fg_store *s, struct fg_err *err);
+int fg_sql_commit(struct fg_store *s, struct fg_err *err);
+void fg_sql_rollback(struct fg_store *s);
 
 /* Run a statement that returns no rows (or whose rows are ignored) to completion. */
-int fg_st_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what);
+int fg_sql_exec(struct fg_store *s, sqlite3_stmt *st, struct fg_err *err, const char *what);
 
 /*
  * Bind text (NULL binds SQL NULL).  The text is copied by SQLite
  * (SQLITE_TRANSIENT) so the caller's buffer may go away before the step.
  */
-int fg_st_bind_text(sqlite3_stmt *st, int i, const char *text);
+int fg_sql_bind_text(sqlite3_stmt *st, int i, const char *text);
 
 /*
  * Copy column col of the current row into dst of cap bytes, truncated at a
  * UTF-8 character boundary; a NULL column gives "".
  */
-void fg_st_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap);
+void fg_sql_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap);
 
 /*
  * Parse stored JSON text of column col (NULL column: JSON null).  FG_EIO
  * naming what when the stored text is not JSON (a corrupted row), FG_ENOMEM.
  */
-int fg_st_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what);
+int fg_sql_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what);
 
-/* Clamp a page size to 1..FG_ST_LIMIT_MAX. */
-int fg_st_clamp_limit(int limit);
+/* Clamp a page size to 1..FG_SQL_LIMIT_MAX. */
+int fg_sql_clamp_limit(int limit);
 
 /* Append the JSON of the current row of st to arr; 0 or FG_E*. */
-typedef int (*fg_st_item_fn)(cJSON *arr, sqlite3_stmt *st, struct fg_err *err);
+typedef int (*fg_sql_item_fn)(cJSON *arr, sqlite3_stmt *st, struct fg_err *err);
 
 /*
  * Step st, a bound keyset query whose column 0 is the row id, appending each
  * row with item; then *out is the array and *next the last id when the page
  * holds limit rows (0 otherwise).  Puts st back in every case.
  */
-int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn item, cJSON **out,
+int fg_sql_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_sql_item_fn item, cJSON **out,
 	       int64_t *next, const char *what, struct fg_err *err);
 
 /*
@@ -118,15 +118,15 @@ int fg_st_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_st_item_fn it
  * names them: [0, 1.25), [1.25, 1.74), [1.74, 1.83] (the healthy band),
  * (1.83, 2.4], (2.4, inf).  fleet.c holds the matching numeric ranges.
  */
-#define FG_ST_PROBE_BUCKETS 5
-#define FG_ST_PROBE_BAND 2
-extern const char *const fg_st_probe_buckets[FG_ST_PROBE_BUCKETS];
+#define FG_SQL_PROBE_BUCKETS 5
+#define FG_SQL_PROBE_BAND 2
+extern const char *const fg_sql_probe_buckets[FG_SQL_PROBE_BUCKETS];
 
 /* The artifact figures the artifact_stats triggers keep. */
-struct fg_st_stats {
+struct fg_sql_stats {
 	int64_t artifacts;
 	int64_t unhealthy;
-	int64_t probe[FG_ST_PROBE_BUCKETS];
+	int64_t probe[FG_SQL_PROBE_BUCKETS];
 };
 
 /*
@@ -135,7 +135,7 @@ struct fg_st_stats {
  * left out, as a GROUP BY would).  Call inside a read transaction when
  * other queries must agree with these figures.
  */
-int fg_st_read_stats(struct fg_store *s, struct fg_st_stats *out, cJSON *by_verdict, cJSON *by_family,
+int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err);
 
 #endif

@@ -98,13 +98,13 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 
 	memset(&j, 0, sizeof(j));
 	j.id = sqlite3_column_int64(st, first + 0);
-	fg_st_column_copy(st, first + 1, j.kind, sizeof(j.kind));
+	fg_sql_column_copy(st, first + 1, j.kind, sizeof(j.kind));
 	if (fg_job_state_parse(state, &j.state))
 		return fg_err_set(err, FG_EIO, "job %lld has an unknown state '%s'", (long long)j.id,
 				  state ? state : "(null)");
-	fg_st_column_copy(st, first + 3, j.stage, sizeof(j.stage));
+	fg_sql_column_copy(st, first + 3, j.stage, sizeof(j.stage));
 	j.progress = sqlite3_column_double(st, first + 4);
-	fg_st_column_copy(st, first + 5, j.error, sizeof(j.error));
+	fg_sql_column_copy(st, first + 5, j.error, sizeof(j.error));
 	j.artifact_id = sqlite3_column_int64(st, first + 6);
 	j.attempts = sqlite3_column_int(st, first + 7);
 	j.cancel_requested = sqlite3_column_int(st, first + 8) != 0;
@@ -112,8 +112,8 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	j.params = strdup(params ? params : "{}");
 	if (!j.params)
 		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
-	fg_st_column_copy(st, first + 10, j.created_at, sizeof(j.created_at));
-	fg_st_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
+	fg_sql_column_copy(st, first + 10, j.created_at, sizeof(j.created_at));
+	fg_sql_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
 	*out = j;
 	return 0;
 }
@@ -130,7 +130,7 @@ static int step_job(struct fg_store *s, sqlite3_stmt *st, struct fg_job *out, st
 	if (rc == SQLITE_DONE)
 		return 0;
 	if (rc != SQLITE_ROW)
-		return fg_st_fail(s, rc, err, what);
+		return fg_sql_fail(s, rc, err, what);
 	rc = job_read(st, 0, out, err);
 	if (rc)
 		return rc;
@@ -138,7 +138,7 @@ static int step_job(struct fg_store *s, sqlite3_stmt *st, struct fg_job *out, st
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
 		fg_job_release(out);
-		return fg_st_fail(s, rc, err, what);
+		return fg_sql_fail(s, rc, err, what);
 	}
 	return 1;
 }
@@ -148,7 +148,7 @@ static int not_running(struct fg_store *s, int64_t id, const char *what, struct 
 {
 	static const char sql[] = "SELECT state FROM jobs WHERE id = ?1";
 	sqlite3_stmt *st;
-	int rc = fg_st_get(s, sql, &st, err);
+	int rc = fg_sql_get(s, sql, &st, err);
 
 	if (rc)
 		return rc;
@@ -160,8 +160,8 @@ static int not_running(struct fg_store *s, int64_t id, const char *what, struct 
 		rc = fg_err_set(err, FG_ECONFLICT, "%s job %lld: the job is %s, not running", what, (long long)id,
 				(const char *)sqlite3_column_text(st, 0));
 	else
-		rc = fg_st_fail(s, rc, err, what);
-	fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, what);
+	fg_sql_put(st);
 	return rc;
 }
 
@@ -182,7 +182,7 @@ static const char sql_job_by_key[] = "SELECT body_sha256, " JOB_COLS " FROM jobs
 static const char sql_count_queued[] = "SELECT count(*) FROM jobs WHERE state = 'queued'";
 static const char sql_job_insert[] =
 	"INSERT INTO jobs (kind, params, idem_key, body_sha256, created_at, updated_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_ST_NOW ", " FG_ST_NOW ") RETURNING " JOB_COLS;
+	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ", " FG_SQL_NOW ") RETURNING " JOB_COLS;
 
 /*
  * The job already holding idem_key, if any: 1 with *out filled (same body),
@@ -193,18 +193,18 @@ static int find_by_key(struct fg_store *s, const char *key, const char *body_sha
 {
 	sqlite3_stmt *st;
 	const char *stored;
-	int rc = fg_st_get(s, sql_job_by_key, &st, err);
+	int rc = fg_sql_get(s, sql_job_by_key, &st, err);
 
 	if (rc)
 		return rc;
-	fg_st_bind_text(st, 1, key);
+	fg_sql_bind_text(st, 1, key);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		rc = 0;
 		goto out;
 	}
 	if (rc != SQLITE_ROW) {
-		rc = fg_st_fail(s, rc, err, "looking up an idempotency key");
+		rc = fg_sql_fail(s, rc, err, "looking up an idempotency key");
 		goto out;
 	}
 	stored = (const char *)sqlite3_column_text(st, 0);
@@ -218,7 +218,7 @@ static int find_by_key(struct fg_store *s, const char *key, const char *body_sha
 	if (!rc)
 		rc = 1;
 out:
-	fg_st_put(st);
+	fg_sql_put(st);
 	return rc;
 }
 
@@ -251,7 +251,7 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 		return fg_err_set(err, FG_EINPUT, "job parameters are not JSON");
 	cJSON_Delete(parsed);
 
-	rc = fg_st_begin(s, err);
+	rc = fg_sql_begin(s, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "enqueueing a job: ");
 	if (idem_key) {
@@ -260,7 +260,7 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 			goto out;
 		if (rc == 1) {
 			/* A replay answers even when the queue is full: the job exists already. */
-			rc = fg_st_commit(s, err);
+			rc = fg_sql_commit(s, err);
 			if (rc)
 				goto out;
 			if (replayed)
@@ -272,16 +272,16 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 	if (queue_cap > 0) {
 		int64_t queued;
 
-		rc = fg_st_get(s, sql_count_queued, &st, err);
+		rc = fg_sql_get(s, sql_count_queued, &st, err);
 		if (rc)
 			goto out;
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_ROW) {
-			rc = fg_st_fail(s, rc, err, "counting queued jobs");
+			rc = fg_sql_fail(s, rc, err, "counting queued jobs");
 			goto out;
 		}
 		queued = sqlite3_column_int64(st, 0);
-		fg_st_put(st);
+		fg_sql_put(st);
 		st = NULL;
 		if (queued >= queue_cap) {
 			rc = fg_err_set(err, FG_EBUSY, "the job queue is full (%lld queued, cap %d)",
@@ -289,21 +289,21 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 			goto out;
 		}
 	}
-	rc = fg_st_get(s, sql_job_insert, &st, err);
+	rc = fg_sql_get(s, sql_job_insert, &st, err);
 	if (rc)
 		goto out;
-	fg_st_bind_text(st, 1, kind);
-	fg_st_bind_text(st, 2, params_json);
-	fg_st_bind_text(st, 3, idem_key);
-	fg_st_bind_text(st, 4, idem_key ? body_sha256 : NULL);
+	fg_sql_bind_text(st, 1, kind);
+	fg_sql_bind_text(st, 2, params_json);
+	fg_sql_bind_text(st, 3, idem_key);
+	fg_sql_bind_text(st, 4, idem_key ? body_sha256 : NULL);
 	rc = step_job(s, st, &j, err, "inserting a job");
 	if (rc == 0)
 		rc = fg_err_set(err, FG_EINTERNAL, "inserting a job returned no row");
 	if (rc < 0)
 		goto out;
-	fg_st_put(st);
+	fg_sql_put(st);
 	st = NULL;
-	rc = fg_st_commit(s, err);
+	rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
 	if (replayed)
@@ -311,8 +311,8 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 	*out = j;
 	return 0;
 out:
-	fg_st_put(st);
-	fg_st_rollback(s);
+	fg_sql_put(st);
+	fg_sql_rollback(s);
 	fg_job_release(&j);
 	return rc;
 }
@@ -321,7 +321,7 @@ out:
 
 static const char sql_job_claim[] =
 	"UPDATE jobs SET state = 'running', worker = ?1, stage = '', progress = 0,"
-	" heartbeat_at = " FG_ST_NOW ", updated_at = " FG_ST_NOW
+	" heartbeat_at = " FG_SQL_NOW ", updated_at = " FG_SQL_NOW
 	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1)"
 	" RETURNING " JOB_COLS;
 
@@ -337,36 +337,36 @@ int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *ou
 	rc = check_text(worker, WORKER_MAX, 1, "worker name", err);
 	if (rc)
 		return rc;
-	rc = fg_st_begin(s, err);
+	rc = fg_sql_begin(s, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "claiming a job: ");
-	rc = fg_st_get(s, sql_job_claim, &st, err);
+	rc = fg_sql_get(s, sql_job_claim, &st, err);
 	if (rc)
 		goto out;
-	fg_st_bind_text(st, 1, worker);
+	fg_sql_bind_text(st, 1, worker);
 	got = step_job(s, st, &j, err, "claiming a job");
 	if (got < 0) {
 		rc = got;
 		goto out;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	st = NULL;
-	rc = fg_st_commit(s, err);
+	rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
 	if (got)
 		*out = j;
 	return got;
 out:
-	fg_st_put(st);
-	fg_st_rollback(s);
+	fg_sql_put(st);
+	fg_sql_rollback(s);
 	fg_job_release(&j);
 	return rc;
 }
 
 static const char sql_job_progress[] =
 	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3,"
-	" heartbeat_at = " FG_ST_NOW ", updated_at = " FG_ST_NOW " WHERE id = ?1 AND state = 'running'";
+	" heartbeat_at = " FG_SQL_NOW ", updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
 
 int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, struct fg_err *err)
 {
@@ -381,13 +381,13 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 	rc = check_text(stage, STAGE_MAX, 0, "job stage", err);
 	if (rc)
 		return rc;
-	rc = fg_st_get(s, sql_job_progress, &st, err);
+	rc = fg_sql_get(s, sql_job_progress, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	fg_st_bind_text(st, 2, stage);
+	fg_sql_bind_text(st, 2, stage);
 	sqlite3_bind_double(st, 3, progress);
-	rc = fg_st_exec(s, st, err, "reporting job progress");
+	rc = fg_sql_exec(s, st, err, "reporting job progress");
 	if (rc)
 		return rc;
 	if (sqlite3_changes(s->db) == 0)
@@ -398,7 +398,7 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 static const char sql_job_finish[] =
 	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4,"
 	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
-	" updated_at = " FG_ST_NOW " WHERE id = ?1 AND state = 'running'";
+	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
 
 int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
 			int64_t artifact_id, struct fg_err *err)
@@ -414,12 +414,12 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state,
 	if (artifact_id < 0)
 		return fg_err_set(err, FG_EINPUT, "finishing job %lld: artifact id %lld is negative", (long long)id,
 				  (long long)artifact_id);
-	rc = fg_st_get(s, sql_job_finish, &st, err);
+	rc = fg_sql_get(s, sql_job_finish, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	fg_st_bind_text(st, 2, fg_job_state_name(state));
-	fg_st_bind_text(st, 3, error ? error : "");
+	fg_sql_bind_text(st, 2, fg_job_state_name(state));
+	fg_sql_bind_text(st, 3, error ? error : "");
 	if (artifact_id > 0)
 		sqlite3_bind_int64(st, 4, artifact_id);
 	else
@@ -428,15 +428,15 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state,
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
 				(long long)artifact_id);
-		fg_st_put(st);
+		fg_sql_put(st);
 		return rc;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "finishing a job");
-		fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, "finishing a job");
+		fg_sql_put(st);
 		return rc;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (sqlite3_changes(s->db) == 0)
 		return not_running(s, id, "finishing", err);
 	return 0;
@@ -451,7 +451,7 @@ static const char sql_job_cancel[] =
 	"UPDATE jobs SET"
 	" state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,"
 	" cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END,"
-	" updated_at = CASE WHEN state IN ('queued', 'running') THEN " FG_ST_NOW " ELSE updated_at END"
+	" updated_at = CASE WHEN state IN ('queued', 'running') THEN " FG_SQL_NOW " ELSE updated_at END"
 	" WHERE id = ?1 RETURNING " JOB_COLS;
 
 int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
@@ -463,12 +463,12 @@ int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, stru
 	memset(&j, 0, sizeof(j));
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "cancelling a job: no store");
-	rc = fg_st_get(s, sql_job_cancel, &st, err);
+	rc = fg_sql_get(s, sql_job_cancel, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	rc = step_job(s, st, &j, err, "cancelling a job");
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc == 0)
 		return fg_err_set(err, FG_ENOTFOUND, "cancelling job %lld: no such job", (long long)id);
 	if (rc < 0)
@@ -483,7 +483,7 @@ int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, stru
 /* A cancel requested while the job ran wins over the requeue. */
 static const char sql_job_requeue[] =
 	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-	" worker = NULL, heartbeat_at = NULL, stage = '', progress = 0, updated_at = " FG_ST_NOW
+	" worker = NULL, heartbeat_at = NULL, stage = '', progress = 0, updated_at = " FG_SQL_NOW
 	" WHERE id = ?1 AND state = 'running'";
 
 int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
@@ -493,11 +493,11 @@ int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "requeueing a job: no store");
-	rc = fg_st_get(s, sql_job_requeue, &st, err);
+	rc = fg_sql_get(s, sql_job_requeue, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	rc = fg_st_exec(s, st, err, "requeueing a job");
+	rc = fg_sql_exec(s, st, err, "requeueing a job");
 	if (rc)
 		return rc;
 	if (sqlite3_changes(s->db) == 0)
@@ -516,12 +516,12 @@ int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct 
 
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "reading a job: no store or no output");
-	rc = fg_st_get(s, sql_job_get, &st, err);
+	rc = fg_sql_get(s, sql_job_get, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	rc = step_job(s, st, out, err, "reading a job");
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (rc == 0)
 		return fg_err_set(err, FG_ENOTFOUND, "job %lld: no such job", (long long)id);
 	return rc < 0 ? rc : 0;
@@ -560,15 +560,15 @@ int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, 
 		return fg_err_set(err, FG_EINPUT, "listing jobs: unknown state %d", state);
 	if (cursor < 0)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: cursor %lld is negative", (long long)cursor);
-	limit = fg_st_clamp_limit(limit);
-	rc = fg_st_get(s, state < 0 ? sql_job_list : sql_job_list_state, &st, err);
+	limit = fg_sql_clamp_limit(limit);
+	rc = fg_sql_get(s, state < 0 ? sql_job_list : sql_job_list_state, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, cursor);
 	sqlite3_bind_int(st, 2, limit);
 	if (state >= 0)
-		fg_st_bind_text(st, 3, fg_job_state_name((enum fg_job_state)state));
-	return fg_st_page(s, st, limit, job_item, out, next, "listing jobs", err);
+		fg_sql_bind_text(st, 3, fg_job_state_name((enum fg_job_state)state));
+	return fg_sql_page(s, st, limit, job_item, out, next, "listing jobs", err);
 }
 
 /* ---- recovery ---- */
@@ -593,7 +593,7 @@ static const char sql_jobs_recover[] =
 	" heartbeat_at = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN heartbeat_at ELSE NULL END,"
 	" stage = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN stage ELSE '' END,"
 	" progress = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN progress ELSE 0 END,"
-	" updated_at = " FG_ST_NOW
+	" updated_at = " FG_SQL_NOW
 	" WHERE state = 'running' AND ("
 	"  worker IS NULL OR NOT (worker = ?1 OR substr(worker, 1, length(?1) + 1) = ?1 || '/')"
 	"  OR heartbeat_at IS NULL"
@@ -613,10 +613,10 @@ int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale
 		return rc;
 	if (max_attempts < 1)
 		return fg_err_set(err, FG_EINPUT, "recovering jobs: max attempts %d is below 1", max_attempts);
-	rc = fg_st_get(s, sql_jobs_recover, &st, err);
+	rc = fg_sql_get(s, sql_jobs_recover, &st, err);
 	if (rc)
 		return rc;
-	fg_st_bind_text(st, 1, instance_id);
+	fg_sql_bind_text(st, 1, instance_id);
 	sqlite3_bind_int(st, 2, stale_seconds > 0 ? stale_seconds : 0);
 	sqlite3_bind_int(st, 3, max_attempts);
 	/* One statement, one implicit transaction: all abandoned jobs move, or none. */
@@ -629,11 +629,11 @@ int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale
 			n_failed++;
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fg_st_fail(s, rc, err, "recovering jobs");
-		fg_st_put(st);
+		rc = fg_sql_fail(s, rc, err, "recovering jobs");
+		fg_sql_put(st);
 		return rc;
 	}
-	fg_st_put(st);
+	fg_sql_put(st);
 	if (requeued)
 		*requeued = n_requeued;
 	if (failed)

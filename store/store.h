@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "forge/error.h"
+#include "forge/core/error.h"
 
 #define FG_STORE_SCHEMA_VERSION 1
 

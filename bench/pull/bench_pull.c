@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge/pull.h"
-#include "forge/safetensors.h"
+#include "forge/source/pull.h"
+#include "forge/format/safetensors.h"
 
 #define MAX_FILES 4096
 

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "forge/safetensors.h"
-#include "forge/stats.h"
+#include "forge/format/safetensors.h"
+#include "forge/model/stats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "forge/checkpoint.h"
+#include "forge/source/checkpoint.h"
 
 static char root[64];
 static int case_no;

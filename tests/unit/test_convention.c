@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/convention.h"
+#include "forge/model/convention.h"
 
 #define MAX_TENSORS 32
 #define MAX_ELEMS   8

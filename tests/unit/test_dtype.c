@@ -20,7 +20,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "forge/bytes.h"
+#include "forge/core/bytes.h"
 #include "tests/unit/rng.h"
 #include "tests/unit/simd_rerun.h"
 
@@ -36,7 +36,7 @@
 #include <cpuid.h>
 #endif
 
-#include "forge/dtype.h"
+#include "forge/format/dtype.h"
 
 static char **saved_argv;
 

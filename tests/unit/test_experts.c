@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/experts.h"
+#include "forge/model/experts.h"
 
 #define MAX_TENSORS 48
 

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/family.h"
+#include "forge/model/family.h"
 
 /* Detect the family of a config given as JSON text; *moe gets the flag. */
 static const struct fg_family *detect(const char *json, int *moe)

@@ -36,8 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "forge/pull.h"
-#include "forge/safetensors.h"
+#include "forge/source/pull.h"
+#include "forge/format/safetensors.h"
 
 /* ---- pure parts ---- */
 

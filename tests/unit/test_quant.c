@@ -28,7 +28,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "forge/bytes.h"
+#include "forge/core/bytes.h"
 #include "tests/unit/rng.h"
 #include "tests/unit/simd_rerun.h"
 
@@ -42,9 +42,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "forge/dtype.h"
-#include "forge/error.h"
-#include "forge/quant.h"
+#include "forge/format/dtype.h"
+#include "forge/core/error.h"
+#include "forge/format/quant.h"
 
 #define GOLDEN_DEFAULT "build/fixtures/quant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/quant_golden.py build/fixtures/quant_golden"

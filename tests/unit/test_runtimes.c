@@ -20,7 +20,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "forge/runtimes.h"
+#include "forge/model/runtimes.h"
 
 #define MAX_FILES 8
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "forge/safetensors.h"
+#include "forge/format/safetensors.h"
 
 /* A valid file typed out by hand: 8-byte length 144, the 143-byte header padded
  * with one space, then 1.0f 2.0f (F32 "a") and 0x3f80 0xc000 (BF16 "b":

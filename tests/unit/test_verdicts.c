@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/verdicts.h"
+#include "forge/model/verdicts.h"
 
 /* The list a test builds, outside its frame so the teardown frees it after a failed assertion. */
 static struct fg_verdicts list;

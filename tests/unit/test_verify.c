@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/verify.h"
+#include "forge/verify/verify.h"
 
 /* MTPLX issue 306 as measured (domain.md section 3); design.md section 7's example. */
 static const char issue_306[] =

@@ -1,0 +1,805 @@
+/*
+ * extract.c: plans and materializes an MTP sidecar (extract.h).
+ *
+ * The plan is built from the inspect report, so the head's convention is the
+ * one decided for its whole set (never per tensor) and the expert layout is
+ * the one decided from shapes.  Materialization converts through F32 where
+ * values change and copies bytes where they do not.
+ */
+#include "forge/artifact/extract.h"
+
+#include "forge/format/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FP8_BLOCK 128
+#define ROW_CHUNK 4096
+
+/* Families whose head names lose their container prefixes (-> mtp.*). */
+static const char *const strip_families[] = { "qwen3_5", "qwen3_next" };
+
+static const char *const mlx_targets[] = {
+	"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12",
+};
+
+int fg_target_is_mlx(const char *runtime)
+{
+	for (size_t i = 0; i < sizeof(mlx_targets) / sizeof(mlx_targets[0]); i++)
+		if (strcmp(runtime, mlx_targets[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int strips_names(const struct fg_family *fam)
+{
+	for (size_t i = 0; i < sizeof(strip_families) / sizeof(strip_families[0]); i++)
+		if (strcmp(fam->id, strip_families[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+uint64_t fg_head_out_bytes(const struct fg_head_out *o)
+{
+	uint64_t n = 0;
+
+	fg_shape_nelem(o->shape, o->rank, &n);
+	return n * fg_dtype_size(o->dtype);
+}
+
+static struct fg_head_out *plan_add(struct fg_head_plan *plan, const char *name, struct fg_err *err)
+{
+	struct fg_head_out *o;
+
+	if (plan->n == plan->cap) {
+		size_t ncap = plan->cap ? plan->cap * 2 : 64;
+		struct fg_head_out *nt = realloc(plan->t, ncap * sizeof(*nt));
+
+		if (!nt) {
+			fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+			return NULL;
+		}
+		plan->t = nt;
+		plan->cap = ncap;
+	}
+	o = &plan->t[plan->n++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	return o;
+}
+
+/* The outputs of the last quantized tensor, shared by its two or three parts. */
+struct fg_quant_cache {
+	int base;
+	uint8_t *part[3];
+	uint64_t bytes[3];
+};
+
+static void qcache_clear(struct fg_quant_cache *c)
+{
+	for (int i = 0; i < 3; i++) {
+		free(c->part[i]);
+		c->part[i] = NULL;
+		c->bytes[i] = 0;
+	}
+	c->base = -1;
+}
+
+void fg_head_plan_release(struct fg_head_plan *plan)
+{
+	for (size_t i = 0; plan && i < plan->n; i++) {
+		free(plan->t[i].srcs);
+		free(plan->t[i].scale_invs);
+	}
+	if (plan) {
+		if (plan->qcache)
+			qcache_clear(plan->qcache);
+		free(plan->qcache);
+		free(plan->t);
+		memset(plan, 0, sizeof(*plan));
+	}
+}
+
+/* The output name of a source name under the family's naming rule. */
+static void out_name(const struct fg_inspect *r, const char *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", strips_names(r->family) ? fg_name_strip(src) : src);
+}
+
+static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
+{
+	for (size_t i = 0; i < set->n_tensors; i++)
+		if (strcmp(set->tensors[i]->name, name) == 0)
+			return set->tensors[i];
+	return NULL;
+}
+
+/* The *_scale_inv companion of an FP8 tensor; FG_EINPUT when missing or malformed. */
+static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
+		      const struct fg_tensor **out, struct fg_err *err)
+{
+	char name[320];
+	const struct fg_tensor *s;
+	uint64_t rows, cols;
+
+	snprintf(name, sizeof(name), "%s_scale_inv", t->name);
+	s = find_in_set(set, name);
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s' has no '%s' block scales", t->name, name);
+	if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
+		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
+				  t->name);
+	rows = (t->shape[0] + FP8_BLOCK - 1) / FP8_BLOCK;
+	cols = (t->shape[1] + FP8_BLOCK - 1) / FP8_BLOCK;
+	if (s->shape[0] != rows || s->shape[1] != cols)
+		return fg_err_set(err, FG_EINPUT,
+				  "'%s' is [%llu,%llu], the 128x128 blocks of '%s' need [%llu,%llu]",
+				  name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
+				  t->name, (unsigned long long)rows, (unsigned long long)cols);
+	*out = s;
+	return 0;
+}
+
+/* The output dtype of a weight: FP8 becomes BF16. */
+static enum fg_dtype widened(enum fg_dtype dt)
+{
+	return dt == FG_DT_F8_E4M3 || dt == FG_DT_F8_E5M2 ? FG_DT_BF16 : dt;
+}
+
+/* Does name belong to one of the expert blocks being restacked? */
+static const struct fg_expert_block *block_of(const char *name, const struct fg_expert_block *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(name, b[i].prefix, strlen(b[i].prefix)) == 0)
+			return &b[i];
+	return NULL;
+}
+
+/* "...mlp.experts." -> "...mlp.switch_mlp.PROJ.weight" under the naming rule. */
+static void switch_name(const struct fg_inspect *r, const struct fg_expert_block *b, const char *proj,
+			char *buf, size_t len)
+{
+	char src[300];
+	size_t plen = strlen(b->prefix) - strlen("experts.");
+
+	snprintf(src, sizeof(src), "%.*sswitch_mlp.%s.weight", (int)plen, b->prefix, proj);
+	out_name(r, src, buf, len);
+}
+
+static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
+			 const struct fg_expert_block *b, struct fg_head_plan *plan, struct fg_err *err)
+{
+	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+	uint64_t experts = b->max_index + 1;
+
+	for (size_t p = 0; p < 3; p++) {
+		char name[256], src_name[320];
+		struct fg_head_out *o;
+
+		switch_name(r, b, projs[p], name, sizeof(name));
+		o = plan_add(plan, name, err);
+		if (!o)
+			return FG_ENOMEM;
+		o->op = FG_HEAD_STACK;
+		o->srcs = calloc(experts, sizeof(*o->srcs));
+		o->scale_invs = calloc(experts, sizeof(*o->scale_invs));
+		if (!o->srcs || !o->scale_invs)
+			return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
+		o->n_srcs = experts;
+		for (uint64_t e = 0; e < experts; e++) {
+			const struct fg_tensor *t;
+
+			snprintf(src_name, sizeof(src_name), "%s%llu.%s.weight", b->prefix,
+				 (unsigned long long)e, projs[p]);
+			t = find_in_set(set, src_name);
+			if (!t)
+				return fg_err_set(err, FG_EVERDICT,
+						  "expert_layout_ambiguous: '%s' is missing (experts are never dropped)",
+						  src_name);
+			if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
+						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
+				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
+						  src_name);
+			if (t->dtype == FG_DT_F8_E5M2)
+				return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
+			if (t->dtype == FG_DT_F8_E4M3 && fp8_scales(set, t, &o->scale_invs[e], err))
+				return err->code;
+			o->srcs[e] = t;
+		}
+		o->dtype = widened(o->srcs[0]->dtype);
+		o->rank = 3;
+		o->shape[0] = experts;
+		o->shape[1] = o->srcs[0]->shape[0];
+		o->shape[2] = o->srcs[0]->shape[1];
+		o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+		o->relayout = 1;
+	}
+	return 0;
+}
+
+static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *b,
+		      struct fg_head_plan *plan, struct fg_err *err)
+{
+	int bmm = b->layout == FG_EXPERTS_FUSED_BMM;
+	uint64_t E = b->gate_up->shape[0];
+	uint64_t two_i = bmm ? b->gate_up->shape[2] : b->gate_up->shape[1];
+	uint64_t h = bmm ? b->gate_up->shape[1] : b->gate_up->shape[2];
+	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+
+	if (!fg_dtype_is_float(b->gate_up->dtype) || b->gate_up->dtype == FG_DT_F8_E4M3 ||
+	    b->gate_up->dtype != b->down->dtype)
+		return fg_err_set(err, FG_EINPUT, "fused experts '%s': dtype %s is not supported",
+				  b->gate_up->name, fg_dtype_name(b->gate_up->dtype));
+	for (int p = 0; p < 3; p++) {
+		char name[256];
+		struct fg_head_out *o;
+
+		switch_name(r, b, projs[p], name, sizeof(name));
+		o = plan_add(plan, name, err);
+		if (!o)
+			return FG_ENOMEM;
+		o->dtype = b->gate_up->dtype;
+		o->rank = 3;
+		o->shape[0] = E;
+		o->relayout = 1;
+		if (p < 2) {
+			o->op = bmm ? FG_HEAD_SPLIT_T : FG_HEAD_SPLIT;
+			o->src = b->gate_up;
+			o->half = p;
+			o->shape[1] = two_i / 2;
+			o->shape[2] = h;
+		} else {
+			o->op = bmm ? FG_HEAD_TRANSPOSE : FG_HEAD_VIEW;
+			o->src = b->down;
+			o->shape[1] = h;
+			o->shape[2] = two_i / 2;
+		}
+	}
+	return 0;
+}
+
+/* The convention the target loads norms in, for the family's style. */
+static enum fg_convention target_convention(const struct fg_inspect *r, const char *target)
+{
+	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
+		return FG_CONV_PLAIN;
+	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+}
+
+static int refuse_convention(const struct fg_tset *set, const struct fg_decision *d, struct fg_err *err)
+{
+	switch (d->conv) {
+	case FG_CONV_DOUBLE_SHIFTED:
+		return fg_err_set(err, FG_EVERDICT, "head_double_shifted: head set '%s' q/k max %.4f is above %.1f",
+				  set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
+	case FG_CONV_MIXED:
+		return fg_err_set(err, FG_EVERDICT,
+				  "mixed_convention: head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
+				  set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
+	case FG_CONV_NO_EVIDENCE:
+	case FG_CONV_EMPTY:
+		return fg_err_set(err, FG_EVERDICT,
+				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
+				  set->name);
+	default:
+		return 0;
+	}
+}
+
+static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
+		       struct fg_head_plan *plan, struct fg_err *err)
+{
+	char name[256];
+	struct fg_head_out *o;
+	int shift = plan->source_conv != plan->target_conv &&
+		    (plan->target_conv == FG_CONV_ABSOLUTE || plan->target_conv == FG_CONV_DELTA) &&
+		    fg_norm_classify(t->name) != FG_NORM_NONE && fg_norm_zero_centred(t->name);
+
+	out_name(r, t->name, name, sizeof(name));
+	o = plan_add(plan, name, err);
+	if (!o)
+		return FG_ENOMEM;
+	o->src = t;
+	o->rank = t->rank;
+	memcpy(o->shape, t->shape, sizeof(o->shape));
+	o->dtype = t->dtype;
+	o->op = FG_HEAD_VIEW;
+	if (t->dtype == FG_DT_F8_E5M2)
+		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
+				  t->name);
+	if (t->dtype == FG_DT_F8_E4M3) {
+		o->op = FG_HEAD_FP8;
+		o->dtype = FG_DT_BF16;
+		o->changed = 1;
+		return fp8_scales(set, t, &o->scale_inv, err);
+	}
+	if (shift) {
+		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))
+			return fg_err_set(err, FG_EINPUT, "norm '%s' is not a 1-D float vector", t->name);
+		o->op = FG_HEAD_SHIFT;
+		o->dtype = FG_DT_F32;
+		o->shift = plan->target_conv == FG_CONV_ABSOLUTE ? 1.0f : -1.0f;
+		o->changed = 1;
+		plan->n_shifted++;
+	}
+	return 0;
+}
+
+int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_head_plan *plan,
+		    struct fg_err *err)
+{
+	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
+	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
+	struct fg_expert_dims dims;
+	const struct fg_tset *set;
+	const struct fg_decision *d;
+	size_t n_blocks;
+	int restack, rc = 0;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->target = target;
+	plan->qcache = calloc(1, sizeof(*plan->qcache));
+	if (!plan->qcache)
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	plan->qcache->base = -1;
+	if (r->primary_head < 0 || r->sets[r->primary_head].n_tensors == 0)
+		return fg_err_set(err, FG_EINPUT, "%s: no MTP head (no mtp.*, appended layer or mtp_layers tensors)",
+				  r->ckpt->source);
+	set = &r->sets[r->primary_head];
+	d = &r->decisions[r->primary_head];
+	plan->source_conv = d->conv;
+	plan->target_conv = target_convention(r, target);
+	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && (rc = refuse_convention(set, d, err)))
+		return rc;
+	fg_experts_dims(r->ckpt->config, &dims);
+	n_blocks = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
+	for (size_t i = 0; i < n_blocks; i++) {
+		if (blocks[i].layout == FG_EXPERTS_AMBIGUOUS || blocks[i].layout == FG_EXPERTS_INVALID)
+			return fg_err_set(err, FG_EVERDICT, "expert_layout_ambiguous: %s*: %s",
+					  blocks[i].prefix, blocks[i].why);
+		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
+			 fg_expert_layout_name(blocks[i].layout));
+	}
+	restack = fg_target_is_mlx(target) && n_blocks;
+	for (size_t i = 0; i < set->n_tensors; i++) {
+		const struct fg_tensor *t = set->tensors[i];
+		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;
+
+		if (ends_with(t->name, "_scale_inv"))
+			continue; /* consumed with its FP8 weight */
+		if (b) {
+			/* A block is planned once, where its first tensor appears. */
+			size_t k = (size_t)(b - blocks);
+
+			if (!planned[k])
+				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, set, b, plan, err)
+								      : plan_fused(r, b, plan, err);
+			planned[k] = 1;
+		} else {
+			rc = plan_tensor(r, set, t, plan, err);
+		}
+		if (rc)
+			break;
+	}
+	if (rc)
+		fg_head_plan_release(plan);
+	return rc;
+}
+
+/* ---- materialization ---- */
+
+/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant.c does the arithmetic). */
+static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
+		       struct fg_err *err)
+{
+	uint64_t rows = t->shape[0], cols = t->shape[1], band = 256;
+	float *scales = NULL;
+	int rc = 0;
+
+	if (scale_inv->dtype != FG_DT_F32) {
+		/* quant.c reads F32 grids: widen a BF16 grid once (it is tiny). */
+		scales = malloc((size_t)scale_inv->nelem * sizeof(float) + 1);
+		if (!scales)
+			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", scale_inv->name);
+		fg_dtype_to_f32(scale_inv->dtype, scale_inv->data, scales, (size_t)scale_inv->nelem);
+	}
+	for (uint64_t r0 = 0; !rc && r0 < rows; r0 += band) {
+		uint64_t n = rows - r0 < band ? rows - r0 : band;
+
+		rc = fg_fp8_block_dequant_rows_bf16(t->data, (size_t)rows, (size_t)cols,
+						    scales ? scales : (const float *)(const void *)scale_inv->data,
+						    (size_t)scale_inv->shape[0], (size_t)scale_inv->shape[1],
+						    (size_t)r0, (size_t)n, (uint16_t *)(void *)(out + 2 * r0 * cols), err);
+	}
+	free(scales);
+	if (rc)
+		fg_err_prefix(err, rc, "dequantizing '%s': ", t->name);
+	return rc;
+}
+
+static void shift_norm(const struct fg_tensor *t, float shift, uint8_t *out)
+{
+	float buf[ROW_CHUNK];
+
+	for (uint64_t i = 0; i < t->nelem; i += ROW_CHUNK) {
+		size_t n = t->nelem - i < ROW_CHUNK ? (size_t)(t->nelem - i) : ROW_CHUNK;
+
+		fg_dtype_to_f32(t->dtype, t->data + i * fg_dtype_size(t->dtype), buf, n);
+		for (size_t k = 0; k < n; k++)
+			buf[k] = buf[k] + shift; /* F32 arithmetic: BF16 would lose offsets below 2^-8 */
+		memcpy(out + i * 4, buf, n * 4);
+	}
+}
+
+/* out[e][i][j] = src[e][j][col0 + i] for i < ni, j < nj: a per-expert transpose. */
+static void transpose_experts(const uint8_t *src, uint64_t experts, uint64_t src_rows, uint64_t src_cols,
+			      uint64_t col0, uint64_t ni, size_t es, uint8_t *out)
+{
+	for (uint64_t e = 0; e < experts; e++) {
+		const uint8_t *s = src + e * src_rows * src_cols * es;
+		uint8_t *d = out + e * ni * src_rows * es;
+
+		for (uint64_t i = 0; i < ni; i++)
+			for (uint64_t j = 0; j < src_rows; j++)
+				memcpy(d + (i * src_rows + j) * es, s + (j * src_cols + col0 + i) * es, es);
+	}
+}
+
+static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			     struct fg_err *err);
+
+int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			struct fg_err *err)
+{
+	const struct fg_tensor *t = o->src;
+	size_t es = fg_dtype_size(o->dtype);
+
+	switch (o->op) {
+	case FG_HEAD_VIEW:
+		memcpy(buf, t->data, (size_t)fg_tensor_bytes(t));
+		return 0;
+	case FG_HEAD_SHIFT:
+		shift_norm(t, o->shift, buf);
+		return 0;
+	case FG_HEAD_FP8:
+		return fp8_dequant(t, o->scale_inv, buf, err);
+	case FG_HEAD_STACK: {
+		uint64_t piece = o->shape[1] * o->shape[2] * es;
+
+		for (size_t e = 0; e < o->n_srcs; e++) {
+			if (!o->scale_invs[e])
+				memcpy(buf + e * piece, o->srcs[e]->data, (size_t)piece);
+			else if (fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece, err))
+				return err->code;
+		}
+		return 0;
+	}
+	case FG_HEAD_SPLIT: {
+		uint64_t rows = o->shape[1], cols = o->shape[2];
+
+		for (uint64_t e = 0; e < o->shape[0]; e++)
+			memcpy(buf + e * rows * cols * es,
+			       t->data + (e * 2 * rows + (uint64_t)o->half * rows) * cols * es, (size_t)(rows * cols * es));
+		return 0;
+	}
+	case FG_HEAD_SPLIT_T:
+		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2],
+				  (uint64_t)o->half * o->shape[1], o->shape[1], es, buf);
+		return 0;
+	case FG_HEAD_TRANSPOSE:
+		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2], 0, t->shape[2], es, buf);
+		return 0;
+	case FG_HEAD_QUANT:
+		return materialize_quant(plan, o, buf, err);
+	}
+	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
+}
+
+/* ---- quantization policies ---- */
+
+int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
+{
+	const char *q = text ? text : "keep";
+	int bits, group;
+	char tail;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->text, sizeof(out->text), "%s", q);
+	if (strcmp(q, "keep") == 0) {
+		out->kind = FG_QUANT_KEEP;
+	} else if (strcmp(q, "match") == 0) {
+		out->kind = FG_QUANT_MATCH;
+	} else if (strcmp(q, "mxfp4") == 0) {
+		out->kind = FG_QUANT_MXFP4;
+		out->spec.bits = 4;
+		out->spec.group = FG_MXFP4_GROUP;
+		out->spec.mxfp4 = 1;
+	} else if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) == 2 &&
+		   fg_quant_affine_check(1, (size_t)group, bits, group, NULL) == 0) {
+		out->kind = FG_QUANT_AFFINE;
+		out->spec.bits = bits;
+		out->spec.group = group;
+	} else {
+		return fg_err_set(err, FG_EUSAGE,
+				  "quantization policy '%s': use keep, match, mxfp4 or affine:BITS:GROUP "
+				  "(bits 2 3 4 5 6 8, group 32 64 128)", q);
+	}
+	return 0;
+}
+
+/* Module path of an output weight ("x.y.weight" -> "x.y"); 0 when not a .weight. */
+static int module_of(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (!ends_with(name, ".weight") || n - 7 >= len)
+		return 0;
+	snprintf(buf, len, "%.*s", (int)(n - 7), name);
+	return 1;
+}
+
+/* The part after the decoder layer ("...layers.3.self_attn.q_proj" -> "self_attn.q_proj"). */
+static const char *layer_suffix(const char *module)
+{
+	const char *p = strstr(module, "layers."), *q;
+
+	while (p) {
+		q = p + 7;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > p + 7 && *q == '.')
+			return q + 1;
+		p = strstr(p + 1, "layers.");
+	}
+	q = strrchr(module, '.');
+	return q ? q + 1 : module;
+}
+
+static const char *last_part(const char *module)
+{
+	const char *q = strrchr(module, '.');
+
+	return q ? q + 1 : module;
+}
+
+/* Linears an explicit policy quantizes; routers, fc/eh_proj/input_proj and embeddings never. */
+static int explicit_linear(const char *module)
+{
+	static const char *const linears[] = {
+		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+		"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk",
+	};
+	const char *last = last_part(module);
+
+	for (size_t i = 0; i < sizeof(linears) / sizeof(linears[0]); i++)
+		if (strcmp(last, linears[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The backbone's quantized module whose layer suffix is suffix, or NULL. */
+static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char *buf, size_t len)
+{
+	const struct fg_ckpt *c = bb->ckpt;
+
+	for (size_t f = 0; f < c->n_files; f++) {
+		if (!c->files[f].globbed && !c->files[f].in_index)
+			continue;
+		for (size_t k = 0; k < c->files[f].st->n_tensors; k++) {
+			const char *name = c->files[f].st->tensors[k].name;
+			size_t n = strlen(name);
+
+			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || n - 7 >= len ||
+			    fg_inspect_is_head(bb, &c->files[f], name))
+				continue;
+			snprintf(buf, len, "%.*s", (int)(n - 7), name);
+			if (strcmp(layer_suffix(buf), suffix) == 0)
+				return buf;
+		}
+	}
+	return NULL;
+}
+
+static int spec_from(const cJSON *q, struct fg_quant_spec *spec)
+{
+	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
+	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+
+	memset(spec, 0, sizeof(*spec));
+	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
+	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
+	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+}
+
+/* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
+static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_quant_spec *spec)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
+	const cJSON *over;
+	char path[256];
+	const char *cp;
+
+	memset(spec, 0, sizeof(*spec));
+	if (!cJSON_IsObject(q))
+		return;
+	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
+	if (!cp)
+		return;
+	over = cJSON_GetObjectItemCaseSensitive(q, cp);
+	if (cJSON_IsObject(over)) {
+		if (spec_from(over, spec))
+			memset(spec, 0, sizeof(*spec));
+	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
+		memset(spec, 0, sizeof(*spec));
+	}
+}
+
+static int quantizable(const struct fg_head_out *o, const struct fg_quant_spec *spec)
+{
+	uint64_t cols = o->rank ? o->shape[o->rank - 1] : 0;
+
+	if (o->hidden || o->op == FG_HEAD_QUANT || (o->rank != 2 && o->rank != 3) || !cols)
+		return 0;
+	if (o->dtype != FG_DT_F32 && o->dtype != FG_DT_F16 && o->dtype != FG_DT_BF16)
+		return 0;
+	if (spec->mxfp4)
+		return cols % FG_MXFP4_GROUP == 0;
+	return fg_quant_affine_check(1, (size_t)cols, spec->bits, spec->group, NULL) == 0;
+}
+
+static cJSON *spec_json(const struct fg_quant_spec *spec)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "bits", spec->bits);
+	cJSON_AddNumberToObject(o, "group_size", spec->group);
+	cJSON_AddStringToObject(o, "mode", spec->mxfp4 ? "mxfp4" : "affine");
+	return o;
+}
+
+int fg_quant_apply(struct fg_head_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
+		   cJSON *record, struct fg_err *err)
+{
+	struct fg_head_plan out;
+
+	if (policy->kind == FG_QUANT_KEEP)
+		return 0;
+	memset(&out, 0, sizeof(out));
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct fg_head_out *o = &plan->t[i];
+		struct fg_quant_spec spec = policy->spec;
+		char module[256];
+		int base;
+
+		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
+			fg_head_plan_release(&out);
+			return fg_err_set(err, FG_EUSAGE,
+					  "the head is already quantized ('%s'); use --quant keep", o->src->name);
+		}
+		if (!module_of(o->name, module, sizeof(module)) || fg_norm_classify(o->name) != FG_NORM_NONE) {
+			spec.bits = 0;
+		} else if (policy->kind == FG_QUANT_MATCH) {
+			match_spec(backbone, module, &spec);
+		} else if (!explicit_linear(module)) {
+			spec.bits = 0;
+		}
+		if (spec.bits && !quantizable(o, &spec))
+			spec.bits = 0;
+		if (record && module_of(o->name, module, sizeof(module)) && fg_norm_classify(o->name) == FG_NORM_NONE)
+			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
+		/* Copy the entry (srcs arrays move with it). */
+		{
+			struct fg_head_out *copy = plan_add(&out, o->name, err);
+
+			if (!copy) {
+				fg_head_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			*copy = *o;
+			plan->t[i].srcs = NULL;
+			plan->t[i].scale_invs = NULL;
+		}
+		if (!spec.bits)
+			continue;
+		base = (int)out.n - 1;
+		out.t[base].hidden = 1;
+		out.t[base].changed = 1; /* its bytes are replaced: keep the originals */
+		for (int part = 0; part < (spec.mxfp4 ? 2 : 3); part++) {
+			static const char *const suffix[] = { "weight", "scales", "biases" };
+			const struct fg_head_out *b = &out.t[base];
+			char name[300];
+			struct fg_head_out *q;
+			uint64_t cols = b->shape[b->rank - 1];
+
+			snprintf(name, sizeof(name), "%s.%s", module, suffix[part]);
+			q = plan_add(&out, name, err);
+			if (!q) {
+				fg_head_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			b = &out.t[base];
+			q->op = FG_HEAD_QUANT;
+			q->base = base;
+			q->quant = spec;
+			q->part = (enum fg_quant_part)part;
+			q->changed = 1;
+			q->rank = b->rank;
+			memcpy(q->shape, b->shape, sizeof(q->shape));
+			if (part == FG_QPART_WEIGHT) {
+				q->dtype = FG_DT_U32;
+				q->shape[b->rank - 1] = spec.mxfp4 ? cols / 8 : cols * (uint64_t)spec.bits / 32;
+			} else {
+				q->dtype = spec.mxfp4 ? FG_DT_U8 : b->dtype;
+				q->shape[b->rank - 1] = cols / (uint64_t)spec.group;
+			}
+		}
+	}
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->t[i].srcs);
+		free(plan->t[i].scale_invs);
+	}
+	free(plan->t);
+	plan->t = out.t;
+	plan->n = out.n;
+	plan->cap = out.cap;
+	return 0;
+}
+
+static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+			     struct fg_err *err)
+{
+	struct fg_quant_cache *c = plan->qcache;
+	const struct fg_head_out *b = &plan->t[o->base];
+	uint64_t cols = b->shape[b->rank - 1], rows, in_bytes = fg_head_out_bytes(b);
+	uint8_t *input = NULL;
+	int rc = 0;
+
+	if (!c)
+		return fg_err_set(err, FG_EINTERNAL, "tensor '%s': no quantization cache", o->name);
+	if (c->base != o->base) {
+		qcache_clear(c);
+		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
+		for (int p = 0; p < 3; p++) {
+			const struct fg_head_out *sib = o + (p - (int)o->part);
+
+			if (p == 2 && o->quant.mxfp4)
+				break;
+			c->bytes[p] = fg_head_out_bytes(sib);
+			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
+			if (!c->part[p])
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+		}
+		input = rc ? NULL : malloc(in_bytes ? (size_t)in_bytes : 1);
+		if (!rc && !input)
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+		if (!rc)
+			rc = fg_head_materialize(plan, b, input, err);
+		if (!rc && o->quant.mxfp4)
+			rc = fg_quant_mxfp4_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols,
+						    (uint32_t *)(void *)c->part[0], c->part[1], err);
+		else if (!rc)
+			rc = fg_quant_affine_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols, o->quant.bits,
+						     o->quant.group, (uint32_t *)(void *)c->part[0], c->part[1],
+						     c->part[2], err);
+		free(input);
+		if (rc) {
+			qcache_clear(c);
+			return fg_err_prefix(err, rc, "quantizing '%s': ", b->name);
+		}
+		c->base = o->base;
+	}
+	memcpy(buf, c->part[o->part], (size_t)c->bytes[o->part]);
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * forge.h: the forge pipeline: a source checkpoint's MTP head and a backbone
+ * in, one servable artifact out (design.md section 6).
+ *
+ * The artifact is the backbone without head tensors in its shards (unchanged
+ * shards hard-linked, only shards that held head tensors rewritten, the index
+ * regenerated), `mtp.safetensors` with the head in the target's convention,
+ * names and precision, a patched config.json and forged.json provenance with
+ * the SHA-256 of every file, the decisions, and zstd-compressed originals of
+ * every tensor whose bytes changed.  It is built in a hidden sibling folder,
+ * inspected for the target, fsynced and renamed into place only when clean:
+ * a crash leaves nothing at the destination, and a rerun succeeds.
+ */
+#ifndef FG_FORGE_H
+#define FG_FORGE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/core/error.h"
+#include "forge/core/sha256.h"
+#include "forge/model/inspect.h"
+
+struct fg_forge_opts {
+	const char *source;
+	const char *backbone;   /* NULL: the source */
+	const char *out;
+	const char *target;     /* NULL: mtplx-2.12 */
+	const char *quant;      /* NULL: keep */
+	int force;              /* replace an existing artifact */
+	const char *version;    /* forged's version, for provenance */
+	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
+	/*
+	 * Progress, may be NULL: stage name and 0..1 over the whole run.  A
+	 * non-zero return stops the forge before its next stage (FG_ECANCELLED,
+	 * nothing left behind).
+	 */
+	int (*progress)(void *ctx, const char *stage, double fraction);
+	void *progress_ctx;
+};
+
+struct fg_forge_result {
+	char artifact[PATH_MAX];
+	char fingerprint[FG_SHA256_HEX];
+	char policy[48];
+	char target[32];
+	size_t head_tensors;
+	size_t n_removed;
+	char **removed;           /* head tensors removed from the backbone's shards */
+	size_t n_shifted;
+	char **shifted;           /* norms whose convention forge changed */
+	struct fg_inspect *check; /* the artifact's own inspection (owned) */
+	int ok;
+};
+
+/*
+ * Run the pipeline.  Returns 0 with res filled (res->ok says whether the
+ * artifact inspects clean; when not, nothing is left at out and the return is
+ * FG_EVERDICT), or an error: FG_EUSAGE (bad options, out exists without
+ * force), FG_EINPUT/FG_EIO (unreadable or unsuitable input, nothing written),
+ * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err),
+ * FG_ECANCELLED (the progress callback asked to stop).
+ * Release res with fg_forge_result_release() in every case.
+ */
+int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err);
+
+void fg_forge_result_release(struct fg_forge_result *res);
+
+/* The forged.forge.v1 document. */
+cJSON *fg_forge_result_json(const struct fg_forge_result *res);
+
+#endif

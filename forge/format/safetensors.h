@@ -1,0 +1,132 @@
+/*
+ * safetensors.h: strict reader and atomic writer of .safetensors files.
+ *
+ * A file is an 8-byte little-endian header length N, N bytes of UTF-8 JSON (an
+ * object mapping tensor names to {"dtype", "shape", "data_offsets"} plus an
+ * optional "__metadata__" string-to-string map), then the data section, which
+ * the tensors' offsets must tile exactly.  Model files are hostile input: the
+ * reader checks every length, count and offset before trusting it and names
+ * the file, the tensor and the reason in every rejection.
+ *
+ * The reader reads the header with pread() and maps the file read-only; tensor
+ * views point into that mapping and nothing is copied to read a tensor.  The
+ * mapping is advised MADV_RANDOM so that deciding a 400 GB checkpoint's
+ * convention faults in only the norm tensors it touches.
+ */
+#ifndef FG_SAFETENSORS_H
+#define FG_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forge/format/dtype.h"
+#include "forge/core/error.h"
+
+#define FG_ST_HEADER_MAX   100000000ull /* bytes of JSON header (the format's cap) */
+#define FG_ST_MAX_RANK     16
+#define FG_ST_MAX_TENSORS  4000000u
+
+/* One tensor of a file: a borrowed view, valid while its fg_st_file lives. */
+struct fg_tensor {
+	const char *name;
+	enum fg_dtype dtype;
+	int rank;
+	uint64_t shape[FG_ST_MAX_RANK];
+	uint64_t nelem;
+	uint64_t begin, end;  /* offsets into the data section */
+	const uint8_t *data;  /* points into the mapping; NULL for header-only parses */
+};
+
+struct fg_st_meta {
+	const char *key;
+	const char *value;
+};
+
+struct fg_st_file {
+	char *path;                 /* the label given at open, owned */
+	uint64_t file_size;
+	uint64_t header_len;        /* N, the JSON header's length */
+	uint64_t data_start;        /* 8 + N */
+	size_t n_tensors;
+	struct fg_tensor *tensors;  /* ascending data offsets (the file's order) */
+	size_t n_meta;
+	struct fg_st_meta *meta;    /* in header order */
+	/* private */
+	const uint8_t *map;
+	size_t map_len;
+	int owns_map;
+	char *strings;              /* arena holding names and metadata */
+	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
+	size_t n_slots;
+};
+
+/*
+ * Open and validate the safetensors file at path.  On success *out owns the
+ * mapping; free it with fg_st_close().  On failure *out is untouched and err
+ * names the file and the reason (FG_EIO for open/read/map, FG_EINPUT for
+ * anything malformed, FG_ENOMEM).
+ */
+int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err);
+
+/*
+ * Validate a whole file already in memory (fuzzing, golden bytes).  The
+ * returned file borrows buf, which must outlive it; label names it in errors.
+ */
+int fg_st_parse(struct fg_st_file **out, const uint8_t *buf, size_t len,
+		const char *label, struct fg_err *err);
+
+/*
+ * Validate a header alone: buf holds the file's first len bytes (at least the
+ * 8-byte length and the header) of a file of file_size bytes.  Tensor views
+ * get data == NULL.  Used for files whose data lives elsewhere (remote).
+ */
+int fg_st_parse_header(struct fg_st_file **out, const uint8_t *buf, size_t len,
+		       uint64_t file_size, const char *label, struct fg_err *err);
+
+/* Release a file and its mapping.  NULL allowed. */
+void fg_st_close(struct fg_st_file *f);
+
+/* The tensor called name, or NULL.  O(1). */
+const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name);
+
+/* The metadata value for key, or NULL. */
+const char *fg_st_meta(const struct fg_st_file *f, const char *key);
+
+/* Bytes of a tensor's data (end - begin). */
+static inline uint64_t fg_tensor_bytes(const struct fg_tensor *t)
+{
+	return t->end - t->begin;
+}
+
+/*
+ * A tensor to write.  The bytes come either from data (borrowed: a view of
+ * another file or a caller's buffer, fg_dtype_size(dtype) * elements long) or,
+ * when data is NULL, from produce(), which the writer calls with consecutive
+ * chunks (offset, len) of the tensor's bytes to fill buf; it returns 0 or a
+ * negative FG_E* code with err set.  Either way the writer never holds a whole
+ * tensor in memory of its own.
+ */
+struct fg_st_out {
+	const char *name;
+	enum fg_dtype dtype;
+	int rank;
+	uint64_t shape[FG_ST_MAX_RANK];
+	const void *data;
+	int (*produce)(void *ctx, uint8_t *buf, uint64_t offset, size_t len,
+		       struct fg_err *err);
+	void *ctx;
+};
+
+/*
+ * Write tensors[0..n) in that order, with the n_meta metadata pairs, to path:
+ * into a temporary file in the same folder, fsynced, then renamed over path
+ * and the folder fsynced.  On failure nothing is left at path that was not
+ * there before and the temporary file is removed.
+ */
+int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
+		const struct fg_st_meta *meta, size_t n_meta, struct fg_err *err);
+
+/* Element count of a shape; returns -1 on overflow. */
+int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * experts.h: the routed-expert layouts of MoE heads (domain.md section 1).
+ *
+ * Heads store experts numbered (`experts.{e}.{gate,up,down}_proj.weight`),
+ * fused "linear" (`experts.gate_up_proj` [E, 2I, H], `experts.down_proj`
+ * [E, H, I]) or fused "bmm" (the same transposed: [E, H, 2I], [E, I, H]).
+ * The layout is decided from shapes against the config's hidden size H (and
+ * moe_intermediate_size I and the expert count E when the config gives them).
+ * Each fused tensor must fit exactly one layout on its own and both must
+ * agree; a tensor that fits both (2I == H) or neither is refused rather than
+ * guessed: dropping or transposing experts silently leaves a head useless.
+ */
+#ifndef FG_EXPERTS_H
+#define FG_EXPERTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/model/tset.h"
+
+enum fg_expert_layout {
+	FG_EXPERTS_NUMBERED,
+	FG_EXPERTS_FUSED_LINEAR,
+	FG_EXPERTS_FUSED_BMM,
+	FG_EXPERTS_AMBIGUOUS,   /* a fused tensor fits both layouts */
+	FG_EXPERTS_INVALID,     /* fits neither, the two disagree, or experts are missing */
+};
+
+#define FG_EXPERTS_MAX_BLOCKS 16
+
+struct fg_expert_block {
+	char prefix[192];                 /* name up to and including "experts." */
+	enum fg_expert_layout layout;
+	uint64_t n_experts;               /* E as found */
+	const struct fg_tensor *gate_up;  /* fused layouts */
+	const struct fg_tensor *down;
+	size_t n_numbered;                /* numbered layout: tensors found */
+	uint64_t max_index;               /* numbered layout: highest expert number seen */
+	char why[160];                    /* for AMBIGUOUS / INVALID */
+};
+
+struct fg_expert_dims {
+	int64_t hidden;        /* H, -1 unknown */
+	int64_t intermediate;  /* I (moe_intermediate_size), -1 unknown */
+	int64_t experts;       /* E (num_experts / n_routed_experts), -1 unknown */
+};
+
+/* Read H, I and E from a (merged) config.json. */
+void fg_experts_dims(const cJSON *config, struct fg_expert_dims *out);
+
+/*
+ * Find the expert blocks among a set's tensors and decide each block's
+ * layout.  Returns the number of blocks written to blocks (at most max).
+ */
+size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,
+		       struct fg_expert_block *blocks, size_t max);
+
+const char *fg_expert_layout_name(enum fg_expert_layout l);
+
+#endif

@@ -1,0 +1,945 @@
+/*
+ * inspect.c: assembles the inspect report (inspect.h).
+ *
+ * Order of work: recognise the family; find the head by the extraction order
+ * of domain.md section 1 (prefix keys, then appended layers, then
+ * mtp_layers) over every file's header; build the tensor sets; measure and
+ * decide each set once; record the structure; simulate the runtimes; derive
+ * verdicts.  Only headers and norm tensors are read, so a 400 GB checkpoint
+ * costs a few MB of I/O.
+ */
+#include "forge/model/inspect.h"
+
+#include "forge/model/experts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
+
+static const char *const default_mlx[] = { "mlx-lm-0.31", "mlx-lm-0.32", "mtplx-2.12" };
+static const char *const default_hf[] = { "hf", "ollama", "mlx-lm-0.32" };
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* "language_model.model.layers.3.self_attn.q_norm.weight" -> "layers.3.self_attn.q_norm" */
+static const char *short_name(const char *name, char *buf, size_t len)
+{
+	const char *s = fg_name_strip(name);
+	size_t n = strlen(s);
+
+	if (ends_with(s, ".weight"))
+		n -= 7;
+	snprintf(buf, len, "%.*s", (int)n, s);
+	return buf;
+}
+
+static int is_sidecar_only(const struct fg_ckpt_file *f)
+{
+	return f->sidecar && !f->globbed && !f->in_index;
+}
+
+static long config_long(const cJSON *cfg, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e6 ? (long)v->valuedouble : -1;
+}
+
+/*
+ * Without num_hidden_layers, an appended head still shows itself: the lowest
+ * layer holding eh_proj, enorm or hnorm is the first head layer.  -1 if none.
+ */
+static long appended_head_layer(const struct fg_ckpt *c)
+{
+	static const char *const marks[] = { ".eh_proj.weight", ".enorm.weight", ".hnorm.weight" };
+	long first = -1;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		for (size_t k = 0; k < c->files[i].st->n_tensors; k++) {
+			const char *name = c->files[i].st->tensors[k].name;
+			long layer;
+
+			for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+				if (!ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
+					continue;
+				layer = fg_name_layer(name);
+				if (layer >= 0 && (first < 0 || layer < first))
+					first = layer;
+			}
+		}
+	}
+	return first;
+}
+
+/* The head's scheme by the extraction order: prefix, appended, mtp_layers. */
+static enum fg_head_scheme choose_scheme(const struct fg_inspect *r)
+{
+	size_t count[4] = { 0 };
+	const struct fg_ckpt *c = r->ckpt;
+
+	for (size_t i = 0; i < c->n_files; i++)
+		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
+			count[fg_head_name_scheme(c->files[i].st->tensors[k].name, r->n_layers, NULL)]++;
+	if (count[FG_SCHEME_PREFIX])
+		return FG_SCHEME_PREFIX;
+	if (count[FG_SCHEME_APPENDED])
+		return FG_SCHEME_APPENDED;
+	if (count[FG_SCHEME_MTP_LAYERS])
+		return FG_SCHEME_MTP_LAYERS;
+	return FG_SCHEME_NONE;
+}
+
+int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name)
+{
+	if (is_sidecar_only(f))
+		return 1;
+	return r->scheme != FG_SCHEME_NONE && fg_head_name_scheme(name, r->n_layers, NULL) == r->scheme;
+}
+
+static void scan_structure(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	static const char *const enc_keys[] = { "mtp_norm_encoding", "mtplx_mtp_norm_encoding" };
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_ckpt_file *f = &c->files[i];
+		const char *fmt = fg_st_meta(f->st, "format");
+		struct fg_file_facts *ff = &r->facts[i];
+
+		if (!is_sidecar_only(f) && fmt && strcmp(fmt, "mlx") == 0)
+			r->structure.format_mlx = 1;
+		for (size_t k = 0; k < f->st->n_tensors; k++) {
+			const struct fg_tensor *t = &f->st->tensors[k];
+
+			if (strstr(t->name, "mtp."))
+				ff->mtp_keys++;
+			if (fg_inspect_is_head(r, f, t->name))
+				ff->head_tensors++;
+			if (is_sidecar_only(f))
+				continue;
+			if (ends_with(t->name, ".scales"))
+				r->structure.quantized = 1;
+			if (t->rank == 3 && ends_with(t->name, "conv1d.weight")) {
+				if (t->shape[1] == 1 && t->shape[2] > 1) {
+					ff->raw_conv1d = 1;
+					r->structure.conv1d = "hf";
+				} else if (t->shape[2] == 1 && t->shape[1] > 1 && !r->structure.conv1d) {
+					r->structure.conv1d = "mlx";
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof(enc_keys) / sizeof(enc_keys[0]) && !r->structure.declared; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, enc_keys[i]);
+
+		if (cJSON_IsString(v)) {
+			r->structure.declared = v->valuestring;
+			r->structure.declared_key = enc_keys[i];
+		}
+	}
+	if (r->structure.conv1d)
+		r->layout = r->structure.conv1d;
+	else if (r->structure.format_mlx || r->structure.quantized)
+		r->layout = "mlx";
+	else if (c->n_files)
+		r->layout = "hf";
+	else
+		r->layout = "unknown";
+}
+
+static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file)
+{
+	size_t i = r->n_sets++;
+
+	fg_tset_init(&r->sets[i], name);
+	r->sets[i].file = file;
+	r->roles[i] = role;
+	return (int)i;
+}
+
+/* Remote checkpoints: the norm tensors' bytes are all an inspection reads. */
+static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_tensor **want;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	if (!r->ckpt->pull)
+		return 0;
+	for (size_t s = 0; s < r->n_sets; s++)
+		cap += r->sets[s].n_tensors;
+	want = calloc(cap ? cap : 1, sizeof(*want));
+	if (!want)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t s = 0; s < r->n_sets; s++)
+		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
+			if (r->sets[s].tensors[i]->rank == 1 && fg_norm_classify(r->sets[s].tensors[i]->name) != FG_NORM_NONE)
+				want[n++] = r->sets[s].tensors[i];
+	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
+	free(want);
+	return rc;
+}
+
+static int build_sets(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL);
+	int embedded = new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp", FG_ROLE_EMBEDDED_HEAD, NULL);
+	int rc;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_ckpt_file *f = &c->files[i];
+
+		if (is_sidecar_only(f))
+			continue;
+		for (size_t k = 0; k < f->st->n_tensors; k++) {
+			const struct fg_tensor *t = &f->st->tensors[k];
+			int head = fg_inspect_is_head(r, f, t->name);
+
+			rc = fg_tset_add(&r->sets[head ? embedded : trunk], t, f->name, err);
+			if (rc)
+				return rc;
+		}
+	}
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_ckpt_file *f = &c->files[i];
+		char name[64];
+		int s;
+
+		if (!f->sidecar || r->n_sets == FG_INSPECT_MAX_SETS)
+			continue;
+		if ((int)i == c->sidecar)
+			snprintf(name, sizeof(name), "mtp");
+		else
+			snprintf(name, sizeof(name), "sidecar:%.50s", f->name);
+		s = new_set(r, name, FG_ROLE_SIDECAR_HEAD, f->name);
+		for (size_t k = 0; k < f->st->n_tensors; k++) {
+			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
+				continue;
+			rc = fg_tset_add(&r->sets[s], &f->st->tensors[k], f->name, err);
+			if (rc)
+				return rc;
+		}
+	}
+	/* An empty embedded head is no set when a sidecar holds the head; else it
+	 * stays as an empty "mtp" set so every report has one. */
+	if (r->sets[embedded].n_tensors == 0 && c->sidecar >= 0) {
+		fg_tset_release(&r->sets[embedded]);
+		memmove(&r->sets[embedded], &r->sets[embedded + 1],
+			(r->n_sets - (size_t)embedded - 1) * sizeof(r->sets[0]));
+		memmove(&r->roles[embedded], &r->roles[embedded + 1],
+			(r->n_sets - (size_t)embedded - 1) * sizeof(r->roles[0]));
+		r->n_sets--;
+	}
+	rc = fetch_norms(r, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < r->n_sets; i++) {
+		rc = fg_tset_measure(&r->sets[i], err);
+		if (rc)
+			return rc;
+		fg_conv_decide(&r->sets[i], r->family->norm_style, &r->decisions[i]);
+	}
+	return 0;
+}
+
+static int set_index(const struct fg_inspect *r, enum fg_set_role role, int selected_sidecar)
+{
+	for (size_t i = 0; i < r->n_sets; i++) {
+		if (r->roles[i] != role)
+			continue;
+		if (role != FG_ROLE_SIDECAR_HEAD || !selected_sidecar || strcmp(r->sets[i].name, "mtp") == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* As set_index, but only a set that holds tensors is a head. */
+static int head_set(const struct fg_inspect *r, enum fg_set_role role, int selected_sidecar)
+{
+	int i = set_index(r, role, selected_sidecar);
+
+	return i >= 0 && r->sets[i].n_tensors ? i : -1;
+}
+
+static void locate_head(struct fg_inspect *r)
+{
+	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
+	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
+
+	r->declared_mtp = fg_family_declared_mtp(r->family, r->ckpt->config);
+	r->location = emb >= 0 ? "embedded" : side >= 0 ? "sidecar" : "none";
+	r->primary_head = side >= 0 ? side : emb;
+}
+
+static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_ids, struct fg_err *err)
+{
+	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
+	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
+	struct fg_rt_input in = {
+		.ckpt = r->ckpt, .facts = r->facts, .style = r->family->norm_style, .moe = r->moe,
+		.trunk = &r->decisions[0],
+		.embedded_head = emb >= 0 ? &r->decisions[emb] : NULL,
+		.sidecar_head = side >= 0 ? &r->decisions[side] : NULL,
+	};
+	const struct fg_runtime *all;
+	size_t n_all;
+
+	for (size_t i = 0; i < n_ids; i++)
+		if (!fg_runtime_find(ids[i]))
+			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[i]);
+	if (!n_ids) {
+		if (strcmp(r->layout, "mlx") == 0) {
+			ids = default_mlx;
+			n_ids = sizeof(default_mlx) / sizeof(default_mlx[0]);
+		} else if (strcmp(r->layout, "hf") == 0) {
+			ids = default_hf;
+			n_ids = sizeof(default_hf) / sizeof(default_hf[0]);
+		}
+	}
+	all = fg_runtime_all(&n_all);
+	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
+		struct fg_rt_result *res = &r->runtimes[r->n_runtimes++];
+
+		fg_runtime_simulate(&all[i], &in, res);
+		res->targeted = n_ids == 0;
+		for (size_t k = 0; k < n_ids; k++)
+			res->targeted |= strcmp(ids[k], all[i].id) == 0;
+	}
+	return 0;
+}
+
+/* ---- verdicts ---- */
+
+#define ADD(code, set, ...) \
+	do { if (!(v = fg_verdicts_add(&r->verdicts, code, set, __VA_ARGS__))) goto nomem; } while (0)
+
+static int verdict_norm_values(struct fg_inspect *r)
+{
+	struct fg_verdict *v;
+	char sn[160];
+
+	for (size_t s = 0; s < r->n_sets; s++) {
+		const struct fg_tset *set = &r->sets[s];
+		const struct fg_norm *first = NULL;
+		size_t bad = 0;
+
+		for (size_t i = 0; i < set->n_norms; i++)
+			if (set->norms[i].st.nonfinite && !bad++)
+				first = &set->norms[i];
+		if (bad) {
+			ADD("nonfinite_norm", set->name, "%zu norm tensor(s) hold NaN or infinity: %s has %llu",
+			    bad, short_name(first->t->name, sn, sizeof(sn)),
+			    (unsigned long long)first->st.nonfinite);
+			for (size_t i = 0; i < set->n_norms; i++)
+				if (set->norms[i].st.nonfinite)
+					fg_verdict_tensor(v, set->norms[i].t->name);
+		}
+		if (set->n_bad_norms) {
+			ADD("malformed_checkpoint", set->name,
+			    "%zu norm tensor(s) are not 1-D float vectors, e.g. %s", set->n_bad_norms,
+			    short_name(set->bad_norm, sn, sizeof(sn)));
+			fg_verdict_tensor(v, set->bad_norm);
+		}
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+static int verdict_conventions(struct fg_inspect *r)
+{
+	struct fg_verdict *v;
+	char a[160], b[160];
+
+	for (size_t s = 0; s < r->n_sets; s++) {
+		const struct fg_tset *set = &r->sets[s];
+		const struct fg_decision *d = &r->decisions[s];
+		int head = r->roles[s] != FG_ROLE_TRUNK;
+
+		switch (d->conv) {
+		case FG_CONV_DOUBLE_SHIFTED:
+			ADD(head ? "head_double_shifted" : "trunk_double_shifted", set->name,
+			    "%s mean %.4f is above %.1f on disk: %s already shifted twice",
+			    short_name(d->qk_max_norm->t->name, a, sizeof(a)), d->qk_max, FG_QK_DOUBLE_ABOVE,
+			    head ? "head" : "trunk");
+			fg_verdict_tensor(v, d->qk_max_norm->t->name);
+			break;
+		case FG_CONV_MIXED:
+			ADD("mixed_convention", set->name,
+			    "q/k norms on both sides of %.2f: %s mean %.4f, %s mean %.4f (a partial shift)",
+			    FG_QK_ABSOLUTE_MIN, short_name(d->qk_min_norm->t->name, a, sizeof(a)), d->qk_min,
+			    short_name(d->qk_max_norm->t->name, b, sizeof(b)), d->qk_max);
+			fg_verdict_tensor(v, d->qk_min_norm->t->name);
+			fg_verdict_tensor(v, d->qk_max_norm->t->name);
+			break;
+		case FG_CONV_NO_EVIDENCE:
+			if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
+				break;
+			ADD("no_convention_evidence", set->name,
+			    "%zu norm tensor(s) but no q/k or low-set norm: nothing decides delta or absolute",
+			    set->n_norms);
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+/* Structure (conv1d layout, declared encoding) against the decided values. */
+static int verdict_structure(struct fg_inspect *r)
+{
+	const struct fg_decision *trunk = &r->decisions[0];
+	const char *conv1d = r->structure.conv1d;
+	struct fg_verdict *v;
+
+	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
+		return 0;
+	if (conv1d && ((strcmp(conv1d, "hf") == 0 && trunk->conv == FG_CONV_ABSOLUTE) ||
+		       (strcmp(conv1d, "mlx") == 0 && trunk->conv == FG_CONV_DELTA))) {
+		ADD("convention_structure_mismatch", "trunk",
+		    "conv1d is in %s layout (%s) but the trunk's norms are %s (q/k max %.4f)",
+		    conv1d, strcmp(conv1d, "hf") == 0 ? "raw, unconverted" : "converted",
+		    fg_conv_name(trunk->conv), trunk->qk_max);
+	}
+	if (r->structure.declared && r->primary_head >= 0) {
+		const struct fg_decision *h = &r->decisions[r->primary_head];
+		const char *decided = fg_conv_name(h->conv);
+
+		if ((h->conv == FG_CONV_DELTA || h->conv == FG_CONV_ABSOLUTE) &&
+		    strcmp(decided, r->structure.declared) != 0) {
+			ADD("convention_structure_mismatch", r->sets[r->primary_head].name,
+			    "config.json %s says %s but the head's norms are %s (q/k max %.4f)",
+			    r->structure.declared_key, r->structure.declared, decided, h->qk_max);
+		}
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+/* The head keys of the shards, named in the hazard verdict. */
+static void name_head_keys(const struct fg_inspect *r, struct fg_verdict *v)
+{
+	const struct fg_ckpt *c = r->ckpt;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (!c->files[i].globbed)
+			continue;
+		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
+			if (strstr(c->files[i].st->tensors[k].name, "mtp."))
+				fg_verdict_tensor(v, c->files[i].st->tensors[k].name);
+	}
+}
+
+static int verdict_runtimes(struct fg_inspect *r)
+{
+	const struct fg_decision *trunk = &r->decisions[0];
+	struct fg_verdict *hazard = NULL, *missing = NULL, *at_load = NULL, *mismatch = NULL;
+	const struct fg_decision *head = r->primary_head >= 0 ? &r->decisions[r->primary_head] : NULL;
+	struct fg_verdict *v;
+	char pn[160];
+
+	for (size_t i = 0; i < r->n_runtimes; i++) {
+		const struct fg_rt_result *rt = &r->runtimes[i];
+		int double_shift = strcmp(rt->trunk, "double_shifted") == 0;
+		int by_keys = double_shift && rt->shift_reason && strcmp(rt->shift_reason, "mtp_keys") == 0;
+
+		if (!rt->targeted)
+			continue;
+		if (by_keys && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
+			if (!hazard) {
+				size_t keys = 0;
+
+				for (size_t f = 0; f < r->ckpt->n_files; f++)
+					keys += r->ckpt->files[f].globbed ? r->facts[f].mtp_keys : 0;
+				ADD("embedded_mtp_shift_hazard", "trunk",
+				    "%zu embedded mtp.* key(s)%s make %s add +1 to an absolute trunk: "
+				    "%s mean %.4f becomes %.4f",
+				    keys, fg_ckpt_stray_count(r->ckpt) ? " (some in a stray shard)" : "",
+				    rt->rt->id, trunk->probe ? short_name(trunk->probe->t->name, pn, sizeof(pn)) : "q_norm",
+				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
+				hazard = v;
+				name_head_keys(r, hazard);
+			}
+			fg_verdict_runtime(hazard, rt->rt->id);
+		} else if (double_shift && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
+			if (!at_load) {
+				ADD("trunk_double_shift_at_load", "trunk",
+				    "%s adds +1 to the absolute trunk (%s): probe mean %.4f becomes %.4f",
+				    rt->rt->id, rt->shift_reason ? rt->shift_reason : "1 + w at run time",
+				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
+				at_load = v;
+			}
+			fg_verdict_runtime(at_load, rt->rt->id);
+		}
+		if (strcmp(rt->trunk, "missing_shift") == 0 && trunk->conv != FG_CONV_MIXED) {
+			if (!missing) {
+				ADD("trunk_missing_shift", "trunk",
+				    "%s loads the delta trunk without +1: probe mean %.4f stays below %.2f",
+				    rt->rt->id, rt->trunk_probe_after, FG_QK_ABSOLUTE_MIN);
+				missing = v;
+			}
+			fg_verdict_runtime(missing, rt->rt->id);
+		}
+		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
+		    (strcmp(rt->head, "inverted") == 0 || strcmp(rt->head, "double_shifted") == 0)) {
+			if (!mismatch) {
+				ADD("head_convention_mismatch", r->sets[r->primary_head].name,
+				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
+				    fg_conv_name(head->conv), rt->head, rt->rt->id, head->qk_max, head->low_min);
+				mismatch = v;
+			}
+			fg_verdict_runtime(mismatch, rt->rt->id);
+		}
+	}
+	if (hazard) /* name every runtime the keys endanger, targeted or not */
+		for (size_t i = 0; i < r->n_runtimes; i++)
+			if (r->runtimes[i].shift_reason && strcmp(r->runtimes[i].shift_reason, "mtp_keys") == 0 &&
+			    strcmp(r->runtimes[i].trunk, "double_shifted") == 0)
+				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
+	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
+		ADD("raw_zero_centred_head", r->sets[r->primary_head].name,
+		    "the head stores delta norms (low min %.4f, q/k max %.4f); the targeted runtimes heal it",
+		    head->low_min, head->qk_max);
+	return 0;
+nomem:
+	return -1;
+}
+
+static int verdict_experts(struct fg_inspect *r, const struct fg_tset *set)
+{
+	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
+	struct fg_expert_dims dims;
+	struct fg_verdict *v;
+	size_t n;
+
+	fg_experts_dims(r->ckpt->config, &dims);
+	n = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
+	for (size_t i = 0; i < n; i++) {
+		if (blocks[i].layout != FG_EXPERTS_AMBIGUOUS && blocks[i].layout != FG_EXPERTS_INVALID)
+			continue;
+		ADD("expert_layout_ambiguous", set->name, "%s*: %s", blocks[i].prefix, blocks[i].why);
+		if (blocks[i].gate_up)
+			fg_verdict_tensor(v, blocks[i].gate_up->name);
+		if (blocks[i].down)
+			fg_verdict_tensor(v, blocks[i].down->name);
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+/* A head is degenerate when every norm is all zero or no tensor has a non-zero byte. */
+static int head_payload_empty(const struct fg_tset *set)
+{
+	for (size_t i = 0; i < set->n_tensors; i++) {
+		const struct fg_tensor *t = set->tensors[i];
+		uint64_t n = fg_tensor_bytes(t) < DEGENERATE_SAMPLE ? fg_tensor_bytes(t) : DEGENERATE_SAMPLE;
+
+		if (!t->data && n)
+			return 0; /* not fetched (remote): no evidence of emptiness */
+		for (uint64_t k = 0; k < n; k++)
+			if (t->data[k])
+				return 0;
+	}
+	return 1;
+}
+
+static int verdict_heads(struct fg_inspect *r)
+{
+	struct fg_verdict *v;
+	int any_head = 0;
+
+	for (size_t s = 0; s < r->n_sets; s++) {
+		const struct fg_tset *set = &r->sets[s];
+		size_t zero = 0;
+
+		if (r->roles[s] == FG_ROLE_TRUNK)
+			continue;
+		any_head |= set->n_tensors > 0;
+		for (size_t i = 0; i < set->n_norms; i++)
+			zero += (size_t)set->norms[i].all_zero;
+		if (set->n_norms && zero == set->n_norms)
+			ADD("degenerate_head", set->name, "all %zu head norm tensor(s) are exactly zero", zero);
+		else if (set->n_tensors && head_payload_empty(set))
+			ADD("degenerate_head", set->name, "none of the %zu head tensors has a non-zero byte",
+			    set->n_tensors);
+		if (set->n_quantized)
+			ADD("quantized_mtp_head", set->name,
+			    "%zu head linear(s) are quantized (*.scales or *_scale_inv)", set->n_quantized);
+		if (verdict_experts(r, set))
+			goto nomem;
+	}
+	if (!any_head && r->declared_mtp > 0)
+		ADD("mtp_declared_missing", NULL, "config.json declares %d MTP layer(s) but no tensor holds a head",
+		    r->declared_mtp);
+	return 0;
+nomem:
+	return -1;
+}
+
+static int verdict_files(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	struct fg_verdict *v;
+	size_t by_problem[3] = { 0 };
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (!c->files[i].stray)
+			continue;
+		ADD("stray_shard", NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
+		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
+		fg_verdict_runtime(v, "mlx-lm-0.31");
+		fg_verdict_runtime(v, "mlx-lm-0.32");
+	}
+	if (c->n_mismatch) {
+		for (size_t i = 0; i < c->n_mismatch; i++)
+			by_problem[c->mismatch[i].problem]++;
+		ADD("index_mismatch", NULL,
+		    "the index and the headers disagree: %zu mapped but missing, %zu unlisted, %zu in another file",
+		    by_problem[FG_INDEX_MISSING], by_problem[FG_INDEX_UNLISTED], by_problem[FG_INDEX_WRONG_FILE]);
+		for (size_t i = 0; i < c->n_mismatch; i++)
+			fg_verdict_tensor(v, c->mismatch[i].tensor);
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+/* A delta set in BF16/F16 that a targeted runtime shifts at load loses small offsets. */
+static int verdict_precision(struct fg_inspect *r)
+{
+	struct fg_verdict *v;
+
+	for (size_t s = 0; s < r->n_sets; s++) {
+		const struct fg_tset *set = &r->sets[s];
+		size_t narrow = 0;
+		const char *who = NULL;
+
+		if (r->decisions[s].conv != FG_CONV_DELTA)
+			continue;
+		for (size_t i = 0; i < set->n_norms; i++)
+			narrow += fg_norm_zero_centred(set->norms[i].t->name) &&
+				  (set->norms[i].t->dtype == FG_DT_BF16 || set->norms[i].t->dtype == FG_DT_F16);
+		for (size_t i = 0; i < r->n_runtimes && !who; i++) {
+			const struct fg_rt_result *rt = &r->runtimes[i];
+			int shifted = r->roles[s] == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
+
+			if (rt->targeted && shifted)
+				who = rt->rt->id;
+		}
+		if (narrow && who) {
+			ADD("bf16_shift_precision_loss", set->name,
+			    "%zu delta norm(s) stored in 16-bit get +1 in %s at load: offsets below 2^-8 round away "
+			    "(BF16 steps by 2^-7 near 1.0)", narrow, who);
+			fg_verdict_runtime(v, who);
+		}
+	}
+	return 0;
+nomem:
+	return -1;
+}
+
+static int derive_verdicts(struct fg_inspect *r, struct fg_err *err)
+{
+	if (verdict_norm_values(r) || verdict_conventions(r) || verdict_structure(r) ||
+	    verdict_runtimes(r) || verdict_heads(r) || verdict_files(r) || verdict_precision(r))
+		return fg_err_set(err, FG_ENOMEM, "out of memory building verdicts");
+	r->ok = !fg_verdicts_has_error(&r->verdicts);
+	return 0;
+}
+
+int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
+		   size_t n_runtimes, struct fg_err *err)
+{
+	return fg_inspect_run_opts(out, source, runtimes, n_runtimes, NULL, err);
+}
+
+int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err)
+{
+	struct fg_inspect *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n_runtimes; i++) {
+		if (!fg_runtime_find(runtimes[i])) {
+			rc = fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", runtimes[i]);
+			goto out;
+		}
+	}
+	rc = fg_ckpt_open_opts(&r->ckpt, source, pull, err);
+	if (rc)
+		goto out;
+	r->family = fg_family_detect(r->ckpt->config_raw, &r->moe);
+	r->n_layers = config_long(r->ckpt->config, "num_hidden_layers");
+	if (r->n_layers < 0)
+		r->n_layers = appended_head_layer(r->ckpt);
+	r->facts = calloc(r->ckpt->n_files ? r->ckpt->n_files : 1, sizeof(*r->facts));
+	if (!r->facts) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->scheme = choose_scheme(r);
+	scan_structure(r);
+	rc = build_sets(r, err);
+	if (rc)
+		goto out;
+	locate_head(r);
+	rc = run_runtimes(r, runtimes, n_runtimes, err);
+	if (!rc)
+		rc = derive_verdicts(r, err);
+out:
+	if (rc) {
+		fg_inspect_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void fg_inspect_free(struct fg_inspect *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_sets; i++)
+		fg_tset_release(&r->sets[i]);
+	fg_verdicts_release(&r->verdicts);
+	free(r->facts);
+	fg_ckpt_free(r->ckpt);
+	free(r);
+}
+
+const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
+				     const struct fg_decision **decision)
+{
+	for (size_t i = 0; i < r->n_sets; i++) {
+		if (strcmp(r->sets[i].name, name) == 0) {
+			if (decision)
+				*decision = &r->decisions[i];
+			return &r->sets[i];
+		}
+	}
+	return NULL;
+}
+
+/* ---- JSON ---- */
+
+static void add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+	if (s)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+/* Figures are rounded to 4 decimals, as people read them. */
+static double round4(double x)
+{
+	return (double)(long long)(x * 10000.0 + (x < 0 ? -0.5 : 0.5)) / 10000.0;
+}
+
+static cJSON *files_json(const struct fg_inspect *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->ckpt->n_files; i++) {
+		const struct fg_ckpt_file *f = &r->ckpt->files[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "name", f->name);
+		cJSON_AddNumberToObject(o, "bytes", (double)f->st->file_size);
+		cJSON_AddNumberToObject(o, "tensors", (double)f->st->n_tensors);
+		cJSON_AddBoolToObject(o, "in_index", f->in_index);
+		cJSON_AddBoolToObject(o, "globbed", f->globbed);
+		cJSON_AddBoolToObject(o, "stray", f->stray);
+		cJSON_AddBoolToObject(o, "sidecar", f->sidecar);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static cJSON *mtp_json(const struct fg_inspect *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	/* The figures describe the head at `location` (embedded keys win when both exist). */
+	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
+	int at = strcmp(r->location, "embedded") == 0 ? emb : r->primary_head;
+	const struct fg_tset *head = at >= 0 ? &r->sets[at] : NULL;
+
+	if (!o)
+		return NULL;
+	if (r->declared_mtp >= 0)
+		cJSON_AddNumberToObject(o, "declared_layers", r->declared_mtp);
+	else
+		cJSON_AddNullToObject(o, "declared_layers");
+	cJSON_AddStringToObject(o, "location", r->location);
+	add_str_or_null(o, "scheme", head ? fg_head_scheme_name(r->scheme == FG_SCHEME_NONE ?
+								FG_SCHEME_PREFIX : r->scheme) : NULL);
+	cJSON_AddNumberToObject(o, "tensors", head ? (double)head->n_tensors : 0);
+	cJSON_AddBoolToObject(o, "quantized", head && head->n_quantized > 0);
+	add_str_or_null(o, "sidecar", r->ckpt->sidecar >= 0 ? r->ckpt->files[r->ckpt->sidecar].name : NULL);
+	return o;
+}
+
+static cJSON *sets_json(const struct fg_inspect *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->n_sets; i++) {
+		const struct fg_tset *s = &r->sets[i];
+		const struct fg_decision *d = &r->decisions[i];
+		cJSON *o = cJSON_CreateObject(), *probe;
+
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "name", s->name);
+		add_str_or_null(o, "file", s->file);
+		cJSON_AddNumberToObject(o, "tensors", (double)s->n_tensors);
+		cJSON_AddNumberToObject(o, "norm_tensors", (double)s->n_norms);
+		cJSON_AddStringToObject(o, "convention", fg_conv_name(d->conv));
+		if (d->has_qk)
+			cJSON_AddNumberToObject(o, "qk_max", round4(d->qk_max));
+		else
+			cJSON_AddNullToObject(o, "qk_max");
+		if (d->has_low)
+			cJSON_AddNumberToObject(o, "low_min", round4(d->low_min));
+		else
+			cJSON_AddNullToObject(o, "low_min");
+		if (r->roles[i] == FG_ROLE_TRUNK && d->probe) {
+			probe = cJSON_AddObjectToObject(o, "probe");
+			if (probe) {
+				cJSON_AddStringToObject(probe, "tensor", d->probe->t->name);
+				cJSON_AddNumberToObject(probe, "mean", round4(d->probe->st.mean));
+			}
+		} else {
+			cJSON_AddNullToObject(o, "probe");
+		}
+		cJSON_AddNumberToObject(o, "quantized_tensors", (double)s->n_quantized);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static cJSON *runtimes_json(const struct fg_inspect *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->n_runtimes; i++) {
+		const struct fg_rt_result *rt = &r->runtimes[i];
+		cJSON *o = cJSON_CreateObject(), *files;
+
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "runtime", rt->rt->id);
+		cJSON_AddBoolToObject(o, "targeted", rt->targeted);
+		files = cJSON_AddArrayToObject(o, "files");
+		for (size_t k = 0; files && k < rt->n_files && k < FG_RT_MAX_FILES; k++)
+			cJSON_AddItemToArray(files, cJSON_CreateString(rt->files[k]));
+		cJSON_AddBoolToObject(o, "trunk_shift", rt->trunk_shift);
+		add_str_or_null(o, "shift_reason", rt->shift_reason);
+		if (rt->has_probe)
+			cJSON_AddNumberToObject(o, "trunk_probe_after", round4(rt->trunk_probe_after));
+		else
+			cJSON_AddNullToObject(o, "trunk_probe_after");
+		cJSON_AddBoolToObject(o, "head_shift", rt->head_shift);
+		cJSON_AddNumberToObject(o, "head_keys_dropped", (double)rt->head_keys_dropped);
+		cJSON_AddStringToObject(o, "trunk", rt->trunk);
+		cJSON_AddStringToObject(o, "head", rt->head);
+		cJSON_AddStringToObject(o, "outcome", rt->outcome);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static cJSON *verdicts_json(const struct fg_inspect *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < r->verdicts.n; i++) {
+		const struct fg_verdict *v = &r->verdicts.v[i];
+		cJSON *o = cJSON_CreateObject(), *rts, *ts;
+
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "code", v->code->code);
+		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->code->severity));
+		add_str_or_null(o, "set", v->set[0] ? v->set : NULL);
+		rts = cJSON_AddArrayToObject(o, "runtimes");
+		for (size_t k = 0; rts && k < v->n_runtimes; k++)
+			cJSON_AddItemToArray(rts, cJSON_CreateString(v->runtimes[k]));
+		ts = cJSON_AddArrayToObject(o, "tensors");
+		for (size_t k = 0; ts && k < v->n_tensors && k < FG_VERDICT_MAX_LIST; k++)
+			if (v->tensors[k])
+				cJSON_AddItemToArray(ts, cJSON_CreateString(v->tensors[k]));
+		cJSON_AddNumberToObject(o, "tensor_count", (double)v->n_tensors);
+		cJSON_AddStringToObject(o, "detail", v->detail);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static cJSON *structure_json(const struct fg_inspect *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	add_str_or_null(o, "conv1d", r->structure.conv1d);
+	cJSON_AddBoolToObject(o, "format_mlx", r->structure.format_mlx);
+	cJSON_AddBoolToObject(o, "quantized", r->structure.quantized);
+	add_str_or_null(o, "declared_encoding", r->structure.declared);
+	return o;
+}
+
+cJSON *fg_inspect_json(const struct fg_inspect *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *mt = fg_ckpt_model_type(r->ckpt);
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "schema", "forged.inspect.v1");
+	cJSON_AddStringToObject(o, "source", r->ckpt->source);
+	cJSON_AddStringToObject(o, "family", r->family->id);
+	add_str_or_null(o, "model_type", mt ? mt : fg_ckpt_text_model_type(r->ckpt));
+	cJSON_AddStringToObject(o, "norm_style", fg_norm_style_name(r->family->norm_style));
+	cJSON_AddStringToObject(o, "layout", r->layout);
+	cJSON_AddBoolToObject(o, "moe", r->moe);
+	cJSON_AddItemToObject(o, "structure", structure_json(r));
+	if (r->ckpt->pull) {
+		struct fg_pull_stats st;
+		cJSON *rem = cJSON_AddObjectToObject(o, "remote");
+
+		fg_pull_stats(r->ckpt->pull, &st);
+		if (rem) {
+			cJSON_AddStringToObject(rem, "base_url", r->ckpt->dir);
+			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
+			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
+			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);
+			cJSON_AddStringToObject(rem, "note", "a remote listing cannot show stray shards: "
+							     "mlx-lm's glob sees local files only");
+		}
+	}
+	cJSON_AddItemToObject(o, "files", files_json(r));
+	cJSON_AddItemToObject(o, "mtp", mtp_json(r));
+	cJSON_AddItemToObject(o, "sets", sets_json(r));
+	cJSON_AddItemToObject(o, "runtimes", runtimes_json(r));
+	cJSON_AddItemToObject(o, "verdicts", verdicts_json(r));
+	cJSON_AddBoolToObject(o, "ok", r->ok);
+	return o;
+}

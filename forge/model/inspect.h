@@ -1,0 +1,87 @@
+/*
+ * inspect.h: the inspect report of design.md section 5.
+ *
+ * fg_inspect_run() opens a checkpoint, recognises its family, splits its
+ * tensors into sets (the trunk, the head embedded in the shards, each
+ * sidecar head), decides each set's convention once, records the structural
+ * evidence, simulates every runtime, and derives the verdicts.  It reads the
+ * safetensors headers and the norm tensors' bytes, nothing else (plus one
+ * page per head tensor until a non-zero byte shows the head is not empty).
+ */
+#ifndef FG_INSPECT_H
+#define FG_INSPECT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/source/checkpoint.h"
+#include "forge/model/convention.h"
+#include "forge/model/family.h"
+#include "forge/model/tset.h"
+#include "forge/model/runtimes.h"
+#include "forge/model/verdicts.h"
+
+#define FG_INSPECT_MAX_SETS 8
+#define FG_INSPECT_MAX_RUNTIMES 16
+
+enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
+
+struct fg_structure {
+	const char *conv1d;          /* "hf", "mlx" or NULL (no conv1d) */
+	int format_mlx;              /* a shard carries {"format": "mlx"} */
+	int quantized;               /* some tensor is named *.scales */
+	const char *declared;        /* mtp_norm_encoding / mtplx_mtp_norm_encoding, or NULL */
+	const char *declared_key;
+};
+
+struct fg_inspect {
+	struct fg_ckpt *ckpt;                 /* owned */
+	const struct fg_family *family;
+	int moe;
+	long n_layers;                        /* num_hidden_layers, or -1 */
+	const char *layout;                   /* "hf", "mlx", "unknown" */
+	struct fg_structure structure;
+	int declared_mtp;                     /* -1 when nothing declares it */
+	const char *location;                 /* "embedded", "sidecar", "none" */
+	enum fg_head_scheme scheme;
+	int primary_head;                     /* set index of "mtp", or -1 */
+	struct fg_file_facts *facts;          /* one per ckpt file */
+	size_t n_sets;
+	struct fg_tset sets[FG_INSPECT_MAX_SETS];
+	struct fg_decision decisions[FG_INSPECT_MAX_SETS];
+	enum fg_set_role roles[FG_INSPECT_MAX_SETS];
+	size_t n_runtimes;
+	struct fg_rt_result runtimes[FG_INSPECT_MAX_RUNTIMES];
+	struct fg_verdicts verdicts;
+	int ok;
+};
+
+/*
+ * Inspect source.  runtimes (n_runtimes ids, may be 0) are the targeted
+ * runtimes; with none, the layout's defaults are targeted (mlx: mlx-lm-0.31,
+ * mlx-lm-0.32, mtplx-2.12; hf: hf, ollama, mlx-lm-0.32; unknown: all).  On
+ * success *out is the caller's to free with fg_inspect_free().  Errors: an
+ * unknown runtime id (FG_EUSAGE), an unreadable or malformed checkpoint
+ * (FG_EINPUT/FG_EIO), FG_ENOMEM.
+ */
+int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
+		   size_t n_runtimes, struct fg_err *err);
+
+/* The same for any source, remote ones with these pull options (NULL: defaults). */
+int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err);
+
+void fg_inspect_free(struct fg_inspect *r);
+
+/* The forged.inspect.v1 document; caller frees with cJSON_Delete. NULL on ENOMEM. */
+cJSON *fg_inspect_json(const struct fg_inspect *r);
+
+/* 1 when name, held by file f of r's checkpoint, belongs to the MTP head. */
+int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name);
+
+/* The set called name, or NULL. */
+const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
+				     const struct fg_decision **decision);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * runtimes.c: the runtime table and the load simulation of runtimes.h.
+ *
+ * Rows transcribe domain.md section 4.  The simulation works on conventions
+ * and on the trunk probe (the first decoder layer's q_norm mean): a trunk is
+ * healthy when its effective probe lands in [1.25, 2.4] after load.  Shifts
+ * apply to zero-centred families only; plain families load as stored.
+ */
+#include "forge/model/runtimes.h"
+
+#include <fnmatch.h>
+#include <string.h>
+
+static const struct fg_runtime runtimes[] = {
+	{ "mlx-lm-0.31", FG_FILES_GLOB, 1, 1, FG_HEAD_UNUSED, FG_HSHIFT_NONE, 0, 0,
+	  "shifts the trunk when any key contains mtp. or a conv1d is raw; drops mtp.*" },
+	{ "mlx-lm-0.32", FG_FILES_GLOB, 0, 1, FG_HEAD_UNUSED, FG_HSHIFT_NONE, 0, 0,
+	  "shifts the trunk only for a raw conv1d; drops mtp.*" },
+	{ "mlx-lm-pr990", FG_FILES_GLOB, 0, 1, FG_HEAD_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
+	  "shifts trunk and head (pre-fc norms, mtp.norm) for a raw conv1d; keeps mtp.*" },
+	{ "mtplx-2.11", FG_FILES_GLOB, 1, 1, FG_HEAD_SIDECAR, FG_HSHIFT_HEAL_DENSE_ONLY, 0, FG_QK_DOUBLE_ABOVE,
+	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals dense sidecar heads, MoE byte for byte" },
+	{ "mtplx-2.12", FG_FILES_GLOB, 1, 1, FG_HEAD_SIDECAR, FG_HSHIFT_HEAL, 0, FG_QK_DOUBLE_ABOVE,
+	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals a delta sidecar head" },
+	{ "ollama", FG_FILES_OLLAMA, 1, 1, FG_HEAD_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
+	  "one detection (mtp. key or raw conv1d) shifts trunk and head together" },
+	{ "hf", FG_FILES_INDEX, 0, 0, FG_HEAD_SHARDS, FG_HSHIFT_NONE, 1, 0,
+	  "computes 1 + w at run time: expects delta; vLLM/SGLang load the head" },
+};
+
+#define N_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
+
+const struct fg_runtime *fg_runtime_all(size_t *n)
+{
+	*n = N_RUNTIMES;
+	return runtimes;
+}
+
+const struct fg_runtime *fg_runtime_find(const char *id)
+{
+	for (size_t i = 0; i < N_RUNTIMES; i++)
+		if (strcmp(runtimes[i].id, id) == 0)
+			return &runtimes[i];
+	return NULL;
+}
+
+/* Ollama's converter takes the first of these patterns that matches a file. */
+static const char *const ollama_patterns[] = {
+	"model-*-of-*.safetensors", "model.safetensors", "adapters.safetensors",
+	"adapter_model.safetensors", "*.safetensors",
+};
+
+static int reads_file(const struct fg_runtime *rt, const struct fg_ckpt *c, size_t i,
+		      const char *ollama_pattern)
+{
+	const struct fg_ckpt_file *f = &c->files[i];
+
+	if (c->single_file)
+		return 1;
+	switch (rt->files) {
+	case FG_FILES_GLOB:
+		return f->globbed;
+	case FG_FILES_INDEX:
+		return c->index ? f->in_index : strcmp(f->name, "model.safetensors") == 0;
+	case FG_FILES_OLLAMA:
+		return ollama_pattern && !strchr(f->name, '/') && fnmatch(ollama_pattern, f->name, 0) == 0;
+	}
+	return 0;
+}
+
+static const char *pick_ollama_pattern(const struct fg_ckpt *c)
+{
+	for (size_t p = 0; p < sizeof(ollama_patterns) / sizeof(ollama_patterns[0]); p++)
+		for (size_t i = 0; i < c->n_files; i++)
+			if (!strchr(c->files[i].name, '/') &&
+			    fnmatch(ollama_patterns[p], c->files[i].name, 0) == 0)
+				return ollama_patterns[p];
+	return NULL;
+}
+
+/* Trunk health from the effective probe mean, else from the convention. */
+static const char *classify_trunk(struct fg_rt_result *r, const struct fg_rt_input *in)
+{
+	enum fg_convention after;
+
+	if (in->style != FG_STYLE_ZERO_CENTRED)
+		return "ok";
+	if (r->has_probe) {
+		if (r->trunk_probe_after > FG_QK_DOUBLE_ABOVE)
+			return "double_shifted";
+		if (r->trunk_probe_after < FG_QK_ABSOLUTE_MIN)
+			return "missing_shift";
+		return "ok";
+	}
+	after = fg_conv_after_shift(in->trunk->conv, r->trunk_shift || r->rt->adds_one_at_run_time);
+	if (after == FG_CONV_DOUBLE_SHIFTED)
+		return "double_shifted";
+	if (after == FG_CONV_DELTA)
+		return "missing_shift";
+	return "ok";
+}
+
+/* Head health from its effective convention, in MLX terms (stored + shift). */
+static const char *classify_head(enum fg_convention after)
+{
+	switch (after) {
+	case FG_CONV_DELTA:
+	case FG_CONV_MIXED:
+		return "inverted";
+	case FG_CONV_DOUBLE_SHIFTED:
+		return "double_shifted";
+	default:
+		return "ok";
+	}
+}
+
+static void simulate_head(const struct fg_runtime *rt, const struct fg_rt_input *in,
+			  size_t head_in_files, struct fg_rt_result *r)
+{
+	const struct fg_decision *head = NULL;
+	int zero_centred = in->style == FG_STYLE_ZERO_CENTRED;
+
+	switch (rt->head_source) {
+	case FG_HEAD_UNUSED:
+		r->head_keys_dropped = head_in_files;
+		r->head = (in->embedded_head || in->sidecar_head) ? "dropped" : "absent";
+		return;
+	case FG_HEAD_SHARDS:
+		head = head_in_files ? in->embedded_head : NULL;
+		r->head_shift = zero_centred && rt->head_shift == FG_HSHIFT_WITH_TRUNK && r->trunk_shift;
+		break;
+	case FG_HEAD_SIDECAR:
+		head = in->sidecar_head;
+		r->head_keys_dropped = head_in_files;
+		if (head && zero_centred && !fg_conv_rule_says_absolute(head))
+			r->head_shift = rt->head_shift == FG_HSHIFT_HEAL ||
+					(rt->head_shift == FG_HSHIFT_HEAL_DENSE_ONLY && !in->moe);
+		break;
+	}
+	if (!head) {
+		r->head = "absent";
+		return;
+	}
+	r->head_after = fg_conv_after_shift(head->conv, r->head_shift || rt->adds_one_at_run_time);
+	if (!zero_centred)
+		r->head_after = head->conv;
+	else if (rt->adds_one_at_run_time && head->conv == FG_CONV_MIXED)
+		r->head_after = FG_CONV_DOUBLE_SHIFTED; /* its absolute part gets 1 + w */
+	r->head = classify_head(r->head_after);
+}
+
+void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *in,
+			 struct fg_rt_result *r)
+{
+	const struct fg_ckpt *c = in->ckpt;
+	const char *pattern = rt->files == FG_FILES_OLLAMA ? pick_ollama_pattern(c) : NULL;
+	size_t mtp_keys = 0, head_in_files = 0;
+	int raw_conv1d = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->rt = rt;
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (!reads_file(rt, c, i, pattern))
+			continue;
+		if (r->n_files < FG_RT_MAX_FILES)
+			r->files[r->n_files] = c->files[i].name;
+		r->n_files++;
+		mtp_keys += in->facts[i].mtp_keys;
+		head_in_files += in->facts[i].head_tensors;
+		raw_conv1d |= in->facts[i].raw_conv1d;
+	}
+	if (in->style == FG_STYLE_ZERO_CENTRED) {
+		if (rt->shift_on_raw_conv1d && raw_conv1d) {
+			r->trunk_shift = 1;
+			r->shift_reason = "raw_conv1d";
+		} else if (rt->shift_on_mtp_key && mtp_keys) {
+			r->trunk_shift = 1;
+			r->shift_reason = "mtp_keys";
+		}
+	}
+	if (in->trunk->probe) {
+		double m = in->trunk->probe->st.mean;
+		int plus = in->style == FG_STYLE_ZERO_CENTRED && (r->trunk_shift || rt->adds_one_at_run_time);
+
+		r->has_probe = 1;
+		r->trunk_probe_after = plus ? m + 1.0 : m;
+	}
+	r->trunk = classify_trunk(r, in);
+	simulate_head(rt, in, head_in_files, r);
+	if (strcmp(r->trunk, "ok") != 0)
+		r->outcome = rt->refuse_probe_above > 0 && r->has_probe &&
+			     r->trunk_probe_after > rt->refuse_probe_above ? "refused" : "broken";
+	else if (strcmp(r->head, "inverted") == 0 || strcmp(r->head, "double_shifted") == 0)
+		r->outcome = "degraded";
+	else if (strcmp(r->head, "absent") == 0 && rt->head_source != FG_HEAD_UNUSED &&
+		 (in->embedded_head || in->sidecar_head))
+		r->outcome = "degraded"; /* a head exists but this runtime cannot find it */
+	else
+		r->outcome = "ok";
+}

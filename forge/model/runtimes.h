@@ -1,0 +1,100 @@
+/*
+ * runtimes.h: the loader contracts of domain.md section 4, as a table, and a
+ * simulation of what each runtime loads from a checkpoint.
+ *
+ * Each runtime owns the +1 of zero-centred norms differently: mlx-lm 0.31
+ * shifts the trunk when any key contains "mtp." or a conv1d is raw, 0.32 only
+ * for a raw conv1d, MTPLX loads the trunk through mlx-lm and heals its sidecar
+ * head by the two-signal rule, Ollama shifts trunk and head together, and
+ * Hugging Face runtimes compute 1 + w at run time.  The simulation applies a
+ * row to the checkpoint's files and tensor-set decisions and classifies the
+ * trunk, the head and the outcome with design.md section 5's words.
+ */
+#ifndef FG_RUNTIMES_H
+#define FG_RUNTIMES_H
+
+#include <stddef.h>
+
+#include "forge/source/checkpoint.h"
+#include "forge/model/convention.h"
+#include "forge/model/family.h"
+
+enum fg_file_rule {
+	FG_FILES_GLOB,    /* every model*.safetensors (mlx-lm) */
+	FG_FILES_INDEX,   /* the index's weight_map, else model.safetensors (transformers, vLLM) */
+	FG_FILES_OLLAMA,  /* the first pattern of Ollama's converter that matches */
+};
+
+enum fg_head_source {
+	FG_HEAD_UNUSED,   /* the runtime does not run MTP: head keys are dropped */
+	FG_HEAD_SHARDS,   /* the head is loaded from the shards with the trunk */
+	FG_HEAD_SIDECAR,  /* the head comes from the sidecar only */
+};
+
+enum fg_head_shift {
+	FG_HSHIFT_NONE,
+	FG_HSHIFT_WITH_TRUNK,      /* shifted exactly when the trunk is */
+	FG_HSHIFT_HEAL,            /* +1 when the head set's own rule says delta */
+	FG_HSHIFT_HEAL_DENSE_ONLY, /* as HEAL, but MoE heads pass byte for byte (MTPLX < 2.12) */
+};
+
+struct fg_runtime {
+	const char *id;
+	enum fg_file_rule files;
+	int shift_on_mtp_key;      /* any loaded key containing "mtp." triggers the trunk shift */
+	int shift_on_raw_conv1d;   /* a [C,1,K] conv1d triggers it */
+	enum fg_head_source head_source;
+	enum fg_head_shift head_shift;
+	int adds_one_at_run_time;  /* effective gain 1 + stored (Hugging Face) */
+	double refuse_probe_above; /* refuses to serve above this probe mean (0: never) */
+	const char *contract;      /* one line for humans */
+};
+
+/* Every runtime row, in report order. */
+const struct fg_runtime *fg_runtime_all(size_t *n);
+
+/* The row called id, or NULL. */
+const struct fg_runtime *fg_runtime_find(const char *id);
+
+/* What the simulation needs to know of each checkpoint file. */
+struct fg_file_facts {
+	size_t mtp_keys;        /* tensor names containing "mtp." */
+	size_t head_tensors;    /* tensors of the MTP head (any scheme) */
+	int raw_conv1d;         /* holds a conv1d in Hugging Face layout [C,1,K] */
+};
+
+/* The checkpoint as the simulation sees it (everything borrowed). */
+struct fg_rt_input {
+	const struct fg_ckpt *ckpt;
+	const struct fg_file_facts *facts;   /* one per ckpt->files */
+	enum fg_norm_style style;
+	int moe;
+	const struct fg_decision *trunk;
+	const struct fg_decision *embedded_head;  /* head tensors in the shards, or NULL */
+	const struct fg_decision *sidecar_head;   /* the sidecar MTPLX loads, or NULL */
+};
+
+#define FG_RT_MAX_FILES 64
+
+struct fg_rt_result {
+	const struct fg_runtime *rt;
+	int targeted;
+	size_t n_files;                 /* files the runtime reads (up to FG_RT_MAX_FILES listed) */
+	const char *files[FG_RT_MAX_FILES];
+	int trunk_shift;
+	const char *shift_reason;       /* "mtp_keys", "raw_conv1d" or NULL */
+	int has_probe;
+	double trunk_probe_after;
+	int head_shift;
+	size_t head_keys_dropped;       /* head keys read and then dropped */
+	enum fg_convention head_after;  /* effective head convention (MLX terms) */
+	const char *trunk;              /* ok, double_shifted, missing_shift */
+	const char *head;               /* ok, inverted, double_shifted, dropped, absent */
+	const char *outcome;            /* ok, degraded, broken, refused */
+};
+
+/* Simulate rt on the checkpoint. */
+void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *in,
+			 struct fg_rt_result *out);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * tset.c: tensor sets and norm statistics (see tset.h).
+ */
+#include "forge/model/tset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fg_tset_init(struct fg_tset *s, const char *name)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+}
+
+void fg_tset_release(struct fg_tset *s)
+{
+	if (!s)
+		return;
+	free(s->tensors);
+	free(s->tensor_files);
+	free(s->norms);
+	memset(s, 0, sizeof(*s));
+}
+
+int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
+		struct fg_err *err)
+{
+	if (s->n_tensors == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 64;
+		const struct fg_tensor **nt = realloc(s->tensors, ncap * sizeof(*nt));
+		const char **nf;
+
+		if (!nt)
+			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
+		s->tensors = nt;
+		nf = realloc(s->tensor_files, ncap * sizeof(*nf));
+		if (!nf)
+			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
+		s->tensor_files = nf;
+		s->cap = ncap;
+	}
+	s->tensors[s->n_tensors] = t;
+	s->tensor_files[s->n_tensors] = file;
+	s->n_tensors++;
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n_tensors; i++)
+		n += fg_norm_classify(s->tensors[i]->name) != FG_NORM_NONE;
+	free(s->norms);
+	s->norms = calloc(n ? n : 1, sizeof(*s->norms));
+	if (!s->norms)
+		return fg_err_set(err, FG_ENOMEM, "out of memory for the norms of set '%s'", s->name);
+	s->n_norms = s->n_quantized = s->n_bad_norms = 0;
+	s->bad_norm = NULL;
+	for (size_t i = 0; i < s->n_tensors; i++) {
+		const struct fg_tensor *t = s->tensors[i];
+		enum fg_norm_class cls = fg_norm_classify(t->name);
+		struct fg_norm *nm;
+
+		if (ends_with(t->name, ".scales") || ends_with(t->name, "_scale_inv"))
+			s->n_quantized++;
+		if (cls == FG_NORM_NONE)
+			continue;
+		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || (!t->data && t->nelem)) {
+			if (!s->n_bad_norms++)
+				s->bad_norm = t->name;
+			continue;
+		}
+		nm = &s->norms[s->n_norms++];
+		nm->t = t;
+		nm->file = s->tensor_files[i];
+		nm->cls = cls;
+		fg_tstats_compute(t, &nm->st);
+		nm->all_zero = nm->st.nonfinite == 0 && nm->st.count > 0 &&
+			       nm->st.min == 0.0 && nm->st.max == 0.0;
+	}
+	return 0;
+}
+
+const struct fg_norm *fg_tset_norm(const struct fg_tset *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_norms; i++)
+		if (strcmp(s->norms[i].t->name, name) == 0)
+			return &s->norms[i];
+	return NULL;
+}

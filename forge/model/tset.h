@@ -1,0 +1,60 @@
+/*
+ * tset.h: tensor sets and the statistics of their norm tensors.
+ *
+ * A tensor set is the group of tensors a runtime loads together and whose
+ * norms must share one convention: the trunk, the head embedded in the
+ * shards, or a sidecar head.  For each set this module keeps its tensors
+ * (borrowed views) and the statistics of every norm tensor, computed in F64
+ * from the norm tensors' own bytes only.
+ */
+#ifndef FG_TSET_H
+#define FG_TSET_H
+
+#include <stddef.h>
+
+#include "forge/core/error.h"
+#include "forge/model/family.h"
+#include "forge/format/safetensors.h"
+#include "forge/model/stats.h"
+
+struct fg_norm {
+	const struct fg_tensor *t;   /* borrowed */
+	const char *file;            /* borrowed: the file holding it */
+	enum fg_norm_class cls;
+	struct fg_tstats st;
+	int all_zero;                /* every element is exactly 0 */
+};
+
+struct fg_tset {
+	char name[64];               /* "trunk", "mtp", "mtp_embedded", ... */
+	const char *file;            /* the sidecar's file for sidecar sets, else NULL */
+	size_t n_tensors;
+	const struct fg_tensor **tensors;  /* borrowed views, in discovery order */
+	const char **tensor_files;   /* parallel to tensors */
+	size_t n_norms;
+	struct fg_norm *norms;
+	size_t n_quantized;          /* quantized linears: *.scales (MLX) or *_scale_inv (FP8) */
+	size_t n_bad_norms;          /* norm-named tensors that are not 1-D float */
+	const char *bad_norm;        /* the first of them */
+	/* private */
+	size_t cap;
+};
+
+void fg_tset_init(struct fg_tset *s, const char *name);
+void fg_tset_release(struct fg_tset *s);
+
+/* Add a tensor (borrowed, with its file's name) to the set. */
+int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
+		struct fg_err *err);
+
+/*
+ * Find the norms among the set's tensors and compute their statistics.
+ * Only norm tensors' bytes are read.  Norm-named tensors that are not 1-D
+ * float are counted in n_bad_norms and skipped.
+ */
+int fg_tset_measure(struct fg_tset *s, struct fg_err *err);
+
+/* The set's norm called name, or NULL. */
+const struct fg_norm *fg_tset_norm(const struct fg_tset *s, const char *name);
+
+#endif

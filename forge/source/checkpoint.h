@@ -1,0 +1,122 @@
+/*
+ * checkpoint.h: a model checkpoint as each consumer sees it.
+ *
+ * A checkpoint is a folder (or one .safetensors file) holding config.json,
+ * shards, an optional model.safetensors.index.json and optional MTP sidecars.
+ * Consumers disagree on which files count: mlx-lm loads every
+ * `model*.safetensors` in the folder and ignores the index; Hugging Face tools
+ * follow the index's weight_map; MTPLX loads the sidecar that config.json's
+ * `mlx_lm_extra_tensors.mtp_file` names, else the first of `mtp.safetensors`,
+ * `mtp/weights.safetensors`, `model-mtp.safetensors`.  This module records all
+ * three views, and where the index and the headers disagree, so later stages
+ * can predict each runtime without opening anything again.
+ */
+#ifndef FG_CHECKPOINT_H
+#define FG_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/core/error.h"
+#include "forge/source/pull.h"
+#include "forge/format/safetensors.h"
+
+#define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */
+#define FG_CKPT_MAX_FILES 100000u
+
+struct fg_ckpt_file {
+	char *name;           /* relative to the checkpoint folder, e.g. "mtp/weights.safetensors" */
+	char *path;           /* as opened */
+	struct fg_st_file *st;
+	int globbed;          /* matches model*.safetensors: mlx-lm loads it */
+	int in_index;         /* the index's weight_map names it */
+	int stray;            /* globbed, an index exists, and the index does not name it */
+	int sidecar;          /* an MTP sidecar location */
+};
+
+enum fg_index_problem {
+	FG_INDEX_MISSING,     /* the index maps a tensor to a file whose header lacks it */
+	FG_INDEX_UNLISTED,    /* a shard's header holds a tensor the index does not map */
+	FG_INDEX_WRONG_FILE,  /* the index maps the tensor to another file */
+};
+
+struct fg_index_mismatch {
+	enum fg_index_problem problem;
+	const char *tensor;   /* borrowed from the index or a header */
+	const char *file;     /* the file concerned (borrowed) */
+};
+
+struct fg_ckpt {
+	char *source;         /* as given */
+	char *dir;            /* the folder (for a single file, the file's folder) */
+	int single_file;
+	cJSON *config_raw;    /* config.json as written; NULL when a single file has none */
+	cJSON *config;        /* config.json with text_config folded in (see fg_ckpt_open) */
+	cJSON *index;         /* the index document, or NULL */
+	size_t n_files;
+	struct fg_ckpt_file *files; /* shards (sorted by name), then sidecars */
+	int sidecar;          /* the sidecar MTPLX loads: index into files, or -1 */
+	size_t n_mismatch;
+	struct fg_index_mismatch *mismatch;
+	struct fg_pull *pull;  /* remote sources: the HTTP session (owned), else NULL */
+};
+
+/*
+ * Open the checkpoint at source (a folder or a .safetensors file), reading
+ * config.json, the index and every safetensors header.  config is config.json
+ * with every key of `text_config` (except `model_type`) copied over the top
+ * level, as mlx-lm's text models read their arguments.  On success *out is the
+ * caller's to release with fg_ckpt_free().  Errors (FG_EINPUT, FG_EIO,
+ * FG_ENOMEM) name the checkpoint, the file and the reason: a folder without
+ * config.json, an unreadable or malformed shard, an index naming a missing file,
+ * a sidecar pointer that escapes the folder or names a missing file.
+ */
+int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
+
+/*
+ * The same, also for remote sources (http(s)://, hf://, see pull.h): config
+ * and index are fetched whole, each shard's header by range requests, and no
+ * tensor data (tensors have data == NULL until fg_ckpt_fetch).  pull may be
+ * NULL: fg_ckpt_pull_defaults().  A remote folder cannot be listed, so the
+ * files the index names stand for mlx-lm's glob and stray shards cannot be
+ * seen.
+ */
+int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
+		      struct fg_err *err);
+
+/* Default pull options: cache in $FORGED_CACHE_DIR, else ~/.cache/forged. */
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o);
+
+/*
+ * Make the data of n tensors of c readable: a no-op for local files (mapped);
+ * for remote ones, their byte ranges are fetched (merged, in parallel, from
+ * the cache when present) and each tensor's data set.  The tensors must
+ * belong to c's files.
+ */
+int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
+
+void fg_ckpt_free(struct fg_ckpt *c);
+
+/*
+ * The tensor called name in the shards (not the sidecars), or NULL.  When file
+ * is not NULL it receives the file holding it.  A name held by several shards
+ * resolves to the first in files[] order (shards sorted by name).
+ */
+const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
+				     const struct fg_ckpt_file **file);
+
+/* The model_type of config.json's top level, or of text_config, or NULL. */
+const char *fg_ckpt_model_type(const struct fg_ckpt *c);
+const char *fg_ckpt_text_model_type(const struct fg_ckpt *c);
+
+/* Number of stray shards (globbed by mlx-lm, absent from the index). */
+size_t fg_ckpt_stray_count(const struct fg_ckpt *c);
+
+/* Read a whole JSON file (size-capped) and parse it.  Shared with later stages. */
+int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err);
+
+/* Parse len bytes of JSON text (no NUL bytes allowed); label names it in errors. */
+int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err);
+
+#endif
