@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "api/paths.h"
-#include "forge/artifact/extract.h"
+#include "forge/artifact/policy.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
 #include "forge/source/pull.h"

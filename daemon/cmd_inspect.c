@@ -59,10 +59,10 @@ static void print_human(const struct fg_inspect *r)
 	size_t errors = 0;
 
 	printf("%s%s%s  family %s, %s norms, %s layout%s\n", p.bold, r->ckpt->source, p.reset,
-	       r->family->id, fg_norm_style_name(r->family->norm_style), r->layout, r->moe ? ", MoE" : "");
+	       r->family->id, fg_family_style_name(r->family->norm_style), r->layout, r->moe ? ", MoE" : "");
 	printf("mtp: %s", r->location);
 	if (head)
-		printf(", %s, %zu tensors%s", fg_head_scheme_name(r->scheme) ? fg_head_scheme_name(r->scheme) : "sidecar",
+		printf(", %s, %zu tensors%s", fg_name_scheme_name(r->scheme) ? fg_name_scheme_name(r->scheme) : "sidecar",
 		       head->n_tensors, head->n_quantized ? ", quantized" : "");
 	if (r->ckpt->sidecar >= 0)
 		printf(", sidecar %s", r->ckpt->files[r->ckpt->sidecar].name);
@@ -82,7 +82,7 @@ static void print_human(const struct fg_inspect *r)
 	}
 	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
 	for (size_t i = 0; i < r->n_runtimes; i++) {
-		const struct fg_rt_result *rt = &r->runtimes[i];
+		const struct fg_runtime_result *rt = &r->runtimes[i];
 		const char *col = strcmp(rt->outcome, "ok") == 0 ? "" :
 				  strcmp(rt->outcome, "degraded") == 0 ? p.warning : p.error;
 

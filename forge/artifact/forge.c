@@ -1,7 +1,7 @@
 /*
  * forge.c: the forge pipeline (forge.h).
  *
- * Stages: inspect the source and the backbone; plan the head (extract.c);
+ * Stages: inspect the source and the backbone; plan the head (plan.c, policy.c);
  * build the artifact in `.NAME.forged-tmp-PID` beside the destination: shards
  * without head tensors, the sidecar, config.json, the originals of changed
  * tensors (zstd), forged.json; inspect the folder for the target; fsync and
@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "forge/artifact/extract.h"
+#include "forge/artifact/policy.h"
 
 #define DEFAULT_TARGET "mtplx-2.12"
 
@@ -35,7 +35,7 @@ struct forge {
 	struct fg_forge_result *res;
 	struct fg_inspect *src;
 	struct fg_inspect *bb;          /* == src when the backbone is the source */
-	struct fg_head_plan plan;
+	struct fg_plan plan;
 	struct fg_policy policy;
 	cJSON *quant_record;            /* module -> what was done */
 	char tmp[PATH_MAX];
@@ -440,8 +440,8 @@ static int write_backbone(struct forge *f, struct fg_err *err)
 
 /* Produces one plan entry's bytes on demand, holding one tensor at a time. */
 struct head_producer {
-	const struct fg_head_plan *plan;
-	const struct fg_head_out *entry;
+	const struct fg_plan *plan;
+	const struct fg_plan_entry *entry;
 	uint8_t *buf;
 	uint64_t bytes;
 };
@@ -456,7 +456,7 @@ static int produce_entry(void *ctx, uint8_t *buf, uint64_t offset, size_t len, s
 		if (!p->buf)
 			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor '%s' (%llu bytes)",
 					  p->entry->name, (unsigned long long)p->bytes);
-		rc = fg_head_materialize(p->plan, p->entry, p->buf, err);
+		rc = fg_plan_materialize(p->plan, p->entry, p->buf, err);
 		if (rc)
 			return rc;
 	}
@@ -470,7 +470,7 @@ static int produce_entry(void *ctx, uint8_t *buf, uint64_t offset, size_t len, s
 
 static int write_sidecar(struct forge *f, struct fg_err *err)
 {
-	const struct fg_head_plan *plan = &f->plan;
+	const struct fg_plan *plan = &f->plan;
 	struct fg_st_out *outs = calloc(plan->n ? plan->n : 1, sizeof(*outs));
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
 	struct fg_st_meta md = { "format", "mlx" };
@@ -483,7 +483,7 @@ static int write_sidecar(struct forge *f, struct fg_err *err)
 		goto out;
 	}
 	for (size_t i = 0; i < plan->n; i++) {
-		const struct fg_head_out *e = &plan->t[i];
+		const struct fg_plan_entry *e = &plan->t[i];
 
 		if (e->hidden)
 			continue;
@@ -491,12 +491,12 @@ static int write_sidecar(struct forge *f, struct fg_err *err)
 		outs[n].dtype = e->dtype;
 		outs[n].rank = e->rank;
 		memcpy(outs[n].shape, e->shape, sizeof(e->shape));
-		if (e->op == FG_HEAD_VIEW) {
+		if (e->op == FG_OP_VIEW) {
 			outs[n].data = e->src->data;
 		} else {
 			prod[n].plan = plan;
 			prod[n].entry = e;
-			prod[n].bytes = fg_head_out_bytes(e);
+			prod[n].bytes = fg_plan_entry_bytes(e);
 			outs[n].produce = produce_entry;
 			outs[n].ctx = &prod[n];
 		}
@@ -584,11 +584,11 @@ static const char *source_file_of(const struct fg_inspect *r, const struct fg_te
  * is recorded (which sources, which operation) rather than copied: undoing it
  * needs no original bytes.
  */
-static int note_relayout(struct forge *f, const struct fg_head_out *e, struct fg_err *err)
+static int note_relayout(struct forge *f, const struct fg_plan_entry *e, struct fg_err *err)
 {
 	static const char *const ops[] = {
-		[FG_HEAD_STACK] = "stack", [FG_HEAD_SPLIT] = "split", [FG_HEAD_SPLIT_T] = "split_transpose",
-		[FG_HEAD_TRANSPOSE] = "transpose", [FG_HEAD_VIEW] = "rename",
+		[FG_OP_STACK] = "stack", [FG_OP_SPLIT] = "split", [FG_OP_SPLIT_T] = "split_transpose",
+		[FG_OP_TRANSPOSE] = "transpose", [FG_OP_VIEW] = "rename",
 	};
 	cJSON *rec = cJSON_CreateObject(), *srcs;
 
@@ -596,7 +596,7 @@ static int note_relayout(struct forge *f, const struct fg_head_out *e, struct fg
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	cJSON_AddStringToObject(rec, "tensor", e->name);
 	cJSON_AddStringToObject(rec, "op", e->op < sizeof(ops) / sizeof(ops[0]) && ops[e->op] ? ops[e->op] : "relayout");
-	if (e->op == FG_HEAD_SPLIT || e->op == FG_HEAD_SPLIT_T)
+	if (e->op == FG_OP_SPLIT || e->op == FG_OP_SPLIT_T)
 		cJSON_AddStringToObject(rec, "half", e->half ? "up" : "gate");
 	srcs = cJSON_AddArrayToObject(rec, "sources");
 	if (e->src)
@@ -612,13 +612,13 @@ static int write_originals(struct forge *f, struct fg_err *err)
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < f->plan.n; i++) {
-		const struct fg_head_out *e = &f->plan.t[i];
+		const struct fg_plan_entry *e = &f->plan.t[i];
 
 		if (e->relayout && !e->changed && !e->hidden && (rc = note_relayout(f, e, err)))
 			break;
 		if (!e->changed)
 			continue;
-		if (e->op == FG_HEAD_SHIFT && !(rc = 0)) {
+		if (e->op == FG_OP_SHIFT && !(rc = 0)) {
 			char **n = realloc(f->res->shifted, (f->res->n_shifted + 1) * sizeof(*n));
 
 			if (!n)
@@ -800,7 +800,7 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	for (size_t i = 0; i < f->plan.n; i++) {
-		const struct fg_head_out *e = &f->plan.t[i];
+		const struct fg_plan_entry *e = &f->plan.t[i];
 
 		if (e->src)
 			want[n++] = e->src;
@@ -919,7 +919,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 			goto out;
 		}
 	}
-	rc = fg_extract_plan(f.src, res->target, &f.plan, err);
+	rc = fg_plan_build(f.src, res->target, &f.plan, err);
 	if (rc)
 		goto out;
 	f.quant_record = cJSON_CreateObject();
@@ -927,7 +927,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = fg_quant_apply(&f.plan, &f.policy, f.bb, f.quant_record, err);
+	rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err);
 	if (!rc)
 		rc = fetch_head(&f, err);
 	if (rc)
@@ -981,7 +981,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 out:
 	if (f.tmp[0])
 		rm_rf(f.tmp); /* after a successful rename this path no longer exists */
-	fg_head_plan_release(&f.plan);
+	fg_plan_release(&f.plan);
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);
 	cJSON_Delete(f.originals);

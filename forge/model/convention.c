@@ -50,7 +50,7 @@ static const struct fg_norm *find_probe(const struct fg_tset *s)
 	return best;
 }
 
-void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg_decision *out)
+void fg_conv_decide(const struct fg_tset *s, enum fg_family_style style, struct fg_decision *out)
 {
 	int above = 0, below = 0, low_above = 0, low_below = 0;
 
@@ -61,7 +61,7 @@ void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg
 
 		if (!n->st.has_finite)
 			continue;
-		if (n->cls == FG_NORM_QK) {
+		if (n->cls == FG_NAME_QK) {
 			if (!out->has_qk || m > out->qk_max) {
 				out->qk_max = m;
 				out->qk_max_norm = n;
@@ -75,7 +75,7 @@ void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg
 				above++;
 			else
 				below++;
-		} else if (n->cls == FG_NORM_LOW) {
+		} else if (n->cls == FG_NAME_LOW) {
 			if (!out->has_low || m < out->low_min) {
 				out->low_min = m;
 				out->low_min_norm = n;

@@ -43,7 +43,7 @@ struct fg_decision {
 };
 
 /* Decide the convention of a measured set for a family of the given style. */
-void fg_conv_decide(const struct fg_tset *s, enum fg_norm_style style, struct fg_decision *out);
+void fg_conv_decide(const struct fg_tset *s, enum fg_family_style style, struct fg_decision *out);
 
 /* The design.md vocabulary word for a convention. */
 const char *fg_conv_name(enum fg_convention c);

@@ -79,14 +79,14 @@ static long appended_head_layer(const struct fg_ckpt *c)
 }
 
 /* The head's scheme by the extraction order: prefix, appended, mtp_layers. */
-static enum fg_head_scheme choose_scheme(const struct fg_inspect *r)
+static enum fg_name_scheme choose_scheme(const struct fg_inspect *r)
 {
 	size_t count[4] = { 0 };
 	const struct fg_ckpt *c = r->ckpt;
 
 	for (size_t i = 0; i < c->n_files; i++)
 		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
-			count[fg_head_name_scheme(c->files[i].st->tensors[k].name, r->n_layers, NULL)]++;
+			count[fg_name_head_scheme(c->files[i].st->tensors[k].name, r->n_layers, NULL)]++;
 	if (count[FG_SCHEME_PREFIX])
 		return FG_SCHEME_PREFIX;
 	if (count[FG_SCHEME_APPENDED])
@@ -100,7 +100,7 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
 {
 	if (is_sidecar_only(f))
 		return 1;
-	return r->scheme != FG_SCHEME_NONE && fg_head_name_scheme(name, r->n_layers, NULL) == r->scheme;
+	return r->scheme != FG_SCHEME_NONE && fg_name_head_scheme(name, r->n_layers, NULL) == r->scheme;
 }
 
 static void scan_structure(struct fg_inspect *r)
@@ -180,7 +180,7 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	for (size_t s = 0; s < r->n_sets; s++)
 		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
-			if (r->sets[s].tensors[i]->rank == 1 && fg_norm_classify(r->sets[s].tensors[i]->name) != FG_NORM_NONE)
+			if (r->sets[s].tensors[i]->rank == 1 && fg_name_norm_class(r->sets[s].tensors[i]->name) != FG_NAME_NOT_NORM)
 				want[n++] = r->sets[s].tensors[i];
 	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
 	free(want);
@@ -275,6 +275,7 @@ static void locate_head(struct fg_inspect *r)
 	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
 
 	r->declared_mtp = fg_family_declared_mtp(r->family, r->ckpt->config);
+	r->embedded_head = emb;
 	r->location = emb >= 0 ? "embedded" : side >= 0 ? "sidecar" : "none";
 	r->primary_head = side >= 0 ? side : emb;
 }
@@ -283,7 +284,7 @@ static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_i
 {
 	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
 	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
-	struct fg_rt_input in = {
+	struct fg_runtime_input in = {
 		.ckpt = r->ckpt, .facts = r->facts, .style = r->family->norm_style, .moe = r->moe,
 		.trunk = &r->decisions[0],
 		.embedded_head = emb >= 0 ? &r->decisions[emb] : NULL,
@@ -306,7 +307,7 @@ static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_i
 	}
 	all = fg_runtime_all(&n_all);
 	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
-		struct fg_rt_result *res = &r->runtimes[r->n_runtimes++];
+		struct fg_runtime_result *res = &r->runtimes[r->n_runtimes++];
 
 		fg_runtime_simulate(&all[i], &in, res);
 		res->targeted = n_ids == 0;
@@ -451,7 +452,7 @@ static int verdict_runtimes(struct fg_inspect *r)
 	char pn[160];
 
 	for (size_t i = 0; i < r->n_runtimes; i++) {
-		const struct fg_rt_result *rt = &r->runtimes[i];
+		const struct fg_runtime_result *rt = &r->runtimes[i];
 		int double_shift = strcmp(rt->trunk, "double_shifted") == 0;
 		int by_keys = double_shift && rt->shift_reason && strcmp(rt->shift_reason, "mtp_keys") == 0;
 
@@ -630,10 +631,10 @@ static int verdict_precision(struct fg_inspect *r)
 		if (r->decisions[s].conv != FG_CONV_DELTA)
 			continue;
 		for (size_t i = 0; i < set->n_norms; i++)
-			narrow += fg_norm_zero_centred(set->norms[i].t->name) &&
+			narrow += fg_name_zero_centred(set->norms[i].t->name) &&
 				  (set->norms[i].t->dtype == FG_DT_BF16 || set->norms[i].t->dtype == FG_DT_F16);
 		for (size_t i = 0; i < r->n_runtimes && !who; i++) {
-			const struct fg_rt_result *rt = &r->runtimes[i];
+			const struct fg_runtime_result *rt = &r->runtimes[i];
 			int shifted = r->roles[s] == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
 
 			if (rt->targeted && shifted)
@@ -733,213 +734,4 @@ const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *nam
 		}
 	}
 	return NULL;
-}
-
-/* ---- JSON ---- */
-
-static void add_str_or_null(cJSON *o, const char *key, const char *s)
-{
-	if (s)
-		cJSON_AddStringToObject(o, key, s);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
-/* Figures are rounded to 4 decimals, as people read them. */
-static double round4(double x)
-{
-	return (double)(long long)(x * 10000.0 + (x < 0 ? -0.5 : 0.5)) / 10000.0;
-}
-
-static cJSON *files_json(const struct fg_inspect *r)
-{
-	cJSON *arr = cJSON_CreateArray();
-
-	for (size_t i = 0; arr && i < r->ckpt->n_files; i++) {
-		const struct fg_ckpt_file *f = &r->ckpt->files[i];
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o)
-			break;
-		cJSON_AddStringToObject(o, "name", f->name);
-		cJSON_AddNumberToObject(o, "bytes", (double)f->st->file_size);
-		cJSON_AddNumberToObject(o, "tensors", (double)f->st->n_tensors);
-		cJSON_AddBoolToObject(o, "in_index", f->in_index);
-		cJSON_AddBoolToObject(o, "globbed", f->globbed);
-		cJSON_AddBoolToObject(o, "stray", f->stray);
-		cJSON_AddBoolToObject(o, "sidecar", f->sidecar);
-		cJSON_AddItemToArray(arr, o);
-	}
-	return arr;
-}
-
-static cJSON *mtp_json(const struct fg_inspect *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	/* The figures describe the head at `location` (embedded keys win when both exist). */
-	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
-	int at = strcmp(r->location, "embedded") == 0 ? emb : r->primary_head;
-	const struct fg_tset *head = at >= 0 ? &r->sets[at] : NULL;
-
-	if (!o)
-		return NULL;
-	if (r->declared_mtp >= 0)
-		cJSON_AddNumberToObject(o, "declared_layers", r->declared_mtp);
-	else
-		cJSON_AddNullToObject(o, "declared_layers");
-	cJSON_AddStringToObject(o, "location", r->location);
-	add_str_or_null(o, "scheme", head ? fg_head_scheme_name(r->scheme == FG_SCHEME_NONE ?
-								FG_SCHEME_PREFIX : r->scheme) : NULL);
-	cJSON_AddNumberToObject(o, "tensors", head ? (double)head->n_tensors : 0);
-	cJSON_AddBoolToObject(o, "quantized", head && head->n_quantized > 0);
-	add_str_or_null(o, "sidecar", r->ckpt->sidecar >= 0 ? r->ckpt->files[r->ckpt->sidecar].name : NULL);
-	return o;
-}
-
-static cJSON *sets_json(const struct fg_inspect *r)
-{
-	cJSON *arr = cJSON_CreateArray();
-
-	for (size_t i = 0; arr && i < r->n_sets; i++) {
-		const struct fg_tset *s = &r->sets[i];
-		const struct fg_decision *d = &r->decisions[i];
-		cJSON *o = cJSON_CreateObject(), *probe;
-
-		if (!o)
-			break;
-		cJSON_AddStringToObject(o, "name", s->name);
-		add_str_or_null(o, "file", s->file);
-		cJSON_AddNumberToObject(o, "tensors", (double)s->n_tensors);
-		cJSON_AddNumberToObject(o, "norm_tensors", (double)s->n_norms);
-		cJSON_AddStringToObject(o, "convention", fg_conv_name(d->conv));
-		if (d->has_qk)
-			cJSON_AddNumberToObject(o, "qk_max", round4(d->qk_max));
-		else
-			cJSON_AddNullToObject(o, "qk_max");
-		if (d->has_low)
-			cJSON_AddNumberToObject(o, "low_min", round4(d->low_min));
-		else
-			cJSON_AddNullToObject(o, "low_min");
-		if (r->roles[i] == FG_ROLE_TRUNK && d->probe) {
-			probe = cJSON_AddObjectToObject(o, "probe");
-			if (probe) {
-				cJSON_AddStringToObject(probe, "tensor", d->probe->t->name);
-				cJSON_AddNumberToObject(probe, "mean", round4(d->probe->st.mean));
-			}
-		} else {
-			cJSON_AddNullToObject(o, "probe");
-		}
-		cJSON_AddNumberToObject(o, "quantized_tensors", (double)s->n_quantized);
-		cJSON_AddItemToArray(arr, o);
-	}
-	return arr;
-}
-
-static cJSON *runtimes_json(const struct fg_inspect *r)
-{
-	cJSON *arr = cJSON_CreateArray();
-
-	for (size_t i = 0; arr && i < r->n_runtimes; i++) {
-		const struct fg_rt_result *rt = &r->runtimes[i];
-		cJSON *o = cJSON_CreateObject(), *files;
-
-		if (!o)
-			break;
-		cJSON_AddStringToObject(o, "runtime", rt->rt->id);
-		cJSON_AddBoolToObject(o, "targeted", rt->targeted);
-		files = cJSON_AddArrayToObject(o, "files");
-		for (size_t k = 0; files && k < rt->n_files && k < FG_RT_MAX_FILES; k++)
-			cJSON_AddItemToArray(files, cJSON_CreateString(rt->files[k]));
-		cJSON_AddBoolToObject(o, "trunk_shift", rt->trunk_shift);
-		add_str_or_null(o, "shift_reason", rt->shift_reason);
-		if (rt->has_probe)
-			cJSON_AddNumberToObject(o, "trunk_probe_after", round4(rt->trunk_probe_after));
-		else
-			cJSON_AddNullToObject(o, "trunk_probe_after");
-		cJSON_AddBoolToObject(o, "head_shift", rt->head_shift);
-		cJSON_AddNumberToObject(o, "head_keys_dropped", (double)rt->head_keys_dropped);
-		cJSON_AddStringToObject(o, "trunk", rt->trunk);
-		cJSON_AddStringToObject(o, "head", rt->head);
-		cJSON_AddStringToObject(o, "outcome", rt->outcome);
-		cJSON_AddItemToArray(arr, o);
-	}
-	return arr;
-}
-
-static cJSON *verdicts_json(const struct fg_inspect *r)
-{
-	cJSON *arr = cJSON_CreateArray();
-
-	for (size_t i = 0; arr && i < r->verdicts.n; i++) {
-		const struct fg_verdict *v = &r->verdicts.v[i];
-		cJSON *o = cJSON_CreateObject(), *rts, *ts;
-
-		if (!o)
-			break;
-		cJSON_AddStringToObject(o, "code", v->code->code);
-		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->code->severity));
-		add_str_or_null(o, "set", v->set[0] ? v->set : NULL);
-		rts = cJSON_AddArrayToObject(o, "runtimes");
-		for (size_t k = 0; rts && k < v->n_runtimes; k++)
-			cJSON_AddItemToArray(rts, cJSON_CreateString(v->runtimes[k]));
-		ts = cJSON_AddArrayToObject(o, "tensors");
-		for (size_t k = 0; ts && k < v->n_tensors && k < FG_VERDICT_MAX_LIST; k++)
-			if (v->tensors[k])
-				cJSON_AddItemToArray(ts, cJSON_CreateString(v->tensors[k]));
-		cJSON_AddNumberToObject(o, "tensor_count", (double)v->n_tensors);
-		cJSON_AddStringToObject(o, "detail", v->detail);
-		cJSON_AddItemToArray(arr, o);
-	}
-	return arr;
-}
-
-static cJSON *structure_json(const struct fg_inspect *r)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o)
-		return NULL;
-	add_str_or_null(o, "conv1d", r->structure.conv1d);
-	cJSON_AddBoolToObject(o, "format_mlx", r->structure.format_mlx);
-	cJSON_AddBoolToObject(o, "quantized", r->structure.quantized);
-	add_str_or_null(o, "declared_encoding", r->structure.declared);
-	return o;
-}
-
-cJSON *fg_inspect_json(const struct fg_inspect *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	const char *mt = fg_ckpt_model_type(r->ckpt);
-
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "schema", "forged.inspect.v1");
-	cJSON_AddStringToObject(o, "source", r->ckpt->source);
-	cJSON_AddStringToObject(o, "family", r->family->id);
-	add_str_or_null(o, "model_type", mt ? mt : fg_ckpt_text_model_type(r->ckpt));
-	cJSON_AddStringToObject(o, "norm_style", fg_norm_style_name(r->family->norm_style));
-	cJSON_AddStringToObject(o, "layout", r->layout);
-	cJSON_AddBoolToObject(o, "moe", r->moe);
-	cJSON_AddItemToObject(o, "structure", structure_json(r));
-	if (r->ckpt->pull) {
-		struct fg_pull_stats st;
-		cJSON *rem = cJSON_AddObjectToObject(o, "remote");
-
-		fg_pull_stats(r->ckpt->pull, &st);
-		if (rem) {
-			cJSON_AddStringToObject(rem, "base_url", r->ckpt->dir);
-			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
-			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
-			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);
-			cJSON_AddStringToObject(rem, "note", "a remote listing cannot show stray shards: "
-							     "mlx-lm's glob sees local files only");
-		}
-	}
-	cJSON_AddItemToObject(o, "files", files_json(r));
-	cJSON_AddItemToObject(o, "mtp", mtp_json(r));
-	cJSON_AddItemToObject(o, "sets", sets_json(r));
-	cJSON_AddItemToObject(o, "runtimes", runtimes_json(r));
-	cJSON_AddItemToObject(o, "verdicts", verdicts_json(r));
-	cJSON_AddBoolToObject(o, "ok", r->ok);
-	return o;
 }

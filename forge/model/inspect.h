@@ -44,15 +44,16 @@ struct fg_inspect {
 	struct fg_structure structure;
 	int declared_mtp;                     /* -1 when nothing declares it */
 	const char *location;                 /* "embedded", "sidecar", "none" */
-	enum fg_head_scheme scheme;
+	enum fg_name_scheme scheme;
 	int primary_head;                     /* set index of "mtp", or -1 */
+	int embedded_head;                    /* set index of the head in the shards, or -1 */
 	struct fg_file_facts *facts;          /* one per ckpt file */
 	size_t n_sets;
 	struct fg_tset sets[FG_INSPECT_MAX_SETS];
 	struct fg_decision decisions[FG_INSPECT_MAX_SETS];
 	enum fg_set_role roles[FG_INSPECT_MAX_SETS];
 	size_t n_runtimes;
-	struct fg_rt_result runtimes[FG_INSPECT_MAX_RUNTIMES];
+	struct fg_runtime_result runtimes[FG_INSPECT_MAX_RUNTIMES];
 	struct fg_verdicts verdicts;
 	int ok;
 };

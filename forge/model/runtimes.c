@@ -12,19 +12,19 @@
 #include <string.h>
 
 static const struct fg_runtime runtimes[] = {
-	{ "mlx-lm-0.31", FG_FILES_GLOB, 1, 1, FG_HEAD_UNUSED, FG_HSHIFT_NONE, 0, 0,
+	{ "mlx-lm-0.31", FG_FILES_GLOB, 1, 1, FG_HSRC_UNUSED, FG_HSHIFT_NONE, 0, 0,
 	  "shifts the trunk when any key contains mtp. or a conv1d is raw; drops mtp.*" },
-	{ "mlx-lm-0.32", FG_FILES_GLOB, 0, 1, FG_HEAD_UNUSED, FG_HSHIFT_NONE, 0, 0,
+	{ "mlx-lm-0.32", FG_FILES_GLOB, 0, 1, FG_HSRC_UNUSED, FG_HSHIFT_NONE, 0, 0,
 	  "shifts the trunk only for a raw conv1d; drops mtp.*" },
-	{ "mlx-lm-pr990", FG_FILES_GLOB, 0, 1, FG_HEAD_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
+	{ "mlx-lm-pr990", FG_FILES_GLOB, 0, 1, FG_HSRC_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
 	  "shifts trunk and head (pre-fc norms, mtp.norm) for a raw conv1d; keeps mtp.*" },
-	{ "mtplx-2.11", FG_FILES_GLOB, 1, 1, FG_HEAD_SIDECAR, FG_HSHIFT_HEAL_DENSE_ONLY, 0, FG_QK_DOUBLE_ABOVE,
+	{ "mtplx-2.11", FG_FILES_GLOB, 1, 1, FG_HSRC_SIDECAR, FG_HSHIFT_HEAL_DENSE_ONLY, 0, FG_QK_DOUBLE_ABOVE,
 	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals dense sidecar heads, MoE byte for byte" },
-	{ "mtplx-2.12", FG_FILES_GLOB, 1, 1, FG_HEAD_SIDECAR, FG_HSHIFT_HEAL, 0, FG_QK_DOUBLE_ABOVE,
+	{ "mtplx-2.12", FG_FILES_GLOB, 1, 1, FG_HSRC_SIDECAR, FG_HSHIFT_HEAL, 0, FG_QK_DOUBLE_ABOVE,
 	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals a delta sidecar head" },
-	{ "ollama", FG_FILES_OLLAMA, 1, 1, FG_HEAD_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
+	{ "ollama", FG_FILES_OLLAMA, 1, 1, FG_HSRC_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
 	  "one detection (mtp. key or raw conv1d) shifts trunk and head together" },
-	{ "hf", FG_FILES_INDEX, 0, 0, FG_HEAD_SHARDS, FG_HSHIFT_NONE, 1, 0,
+	{ "hf", FG_FILES_INDEX, 0, 0, FG_HSRC_SHARDS, FG_HSHIFT_NONE, 1, 0,
 	  "computes 1 + w at run time: expects delta; vLLM/SGLang load the head" },
 };
 
@@ -79,7 +79,7 @@ static const char *pick_ollama_pattern(const struct fg_ckpt *c)
 }
 
 /* Trunk health from the effective probe mean, else from the convention. */
-static const char *classify_trunk(struct fg_rt_result *r, const struct fg_rt_input *in)
+static const char *classify_trunk(struct fg_runtime_result *r, const struct fg_runtime_input *in)
 {
 	enum fg_convention after;
 
@@ -114,22 +114,22 @@ static const char *classify_head(enum fg_convention after)
 	}
 }
 
-static void simulate_head(const struct fg_runtime *rt, const struct fg_rt_input *in,
-			  size_t head_in_files, struct fg_rt_result *r)
+static void simulate_head(const struct fg_runtime *rt, const struct fg_runtime_input *in,
+			  size_t head_in_files, struct fg_runtime_result *r)
 {
 	const struct fg_decision *head = NULL;
 	int zero_centred = in->style == FG_STYLE_ZERO_CENTRED;
 
 	switch (rt->head_source) {
-	case FG_HEAD_UNUSED:
+	case FG_HSRC_UNUSED:
 		r->head_keys_dropped = head_in_files;
 		r->head = (in->embedded_head || in->sidecar_head) ? "dropped" : "absent";
 		return;
-	case FG_HEAD_SHARDS:
+	case FG_HSRC_SHARDS:
 		head = head_in_files ? in->embedded_head : NULL;
 		r->head_shift = zero_centred && rt->head_shift == FG_HSHIFT_WITH_TRUNK && r->trunk_shift;
 		break;
-	case FG_HEAD_SIDECAR:
+	case FG_HSRC_SIDECAR:
 		head = in->sidecar_head;
 		r->head_keys_dropped = head_in_files;
 		if (head && zero_centred && !fg_conv_rule_says_absolute(head))
@@ -149,8 +149,8 @@ static void simulate_head(const struct fg_runtime *rt, const struct fg_rt_input 
 	r->head = classify_head(r->head_after);
 }
 
-void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *in,
-			 struct fg_rt_result *r)
+void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_input *in,
+			 struct fg_runtime_result *r)
 {
 	const struct fg_ckpt *c = in->ckpt;
 	const char *pattern = rt->files == FG_FILES_OLLAMA ? pick_ollama_pattern(c) : NULL;
@@ -162,7 +162,7 @@ void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!reads_file(rt, c, i, pattern))
 			continue;
-		if (r->n_files < FG_RT_MAX_FILES)
+		if (r->n_files < FG_RUNTIME_MAX_FILES)
 			r->files[r->n_files] = c->files[i].name;
 		r->n_files++;
 		mtp_keys += in->facts[i].mtp_keys;
@@ -192,7 +192,7 @@ void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *
 			     r->trunk_probe_after > rt->refuse_probe_above ? "refused" : "broken";
 	else if (strcmp(r->head, "inverted") == 0 || strcmp(r->head, "double_shifted") == 0)
 		r->outcome = "degraded";
-	else if (strcmp(r->head, "absent") == 0 && rt->head_source != FG_HEAD_UNUSED &&
+	else if (strcmp(r->head, "absent") == 0 && rt->head_source != FG_HSRC_UNUSED &&
 		 (in->embedded_head || in->sidecar_head))
 		r->outcome = "degraded"; /* a head exists but this runtime cannot find it */
 	else

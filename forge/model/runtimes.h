@@ -19,19 +19,19 @@
 #include "forge/model/convention.h"
 #include "forge/model/family.h"
 
-enum fg_file_rule {
+enum fg_runtime_file_rule {
 	FG_FILES_GLOB,    /* every model*.safetensors (mlx-lm) */
 	FG_FILES_INDEX,   /* the index's weight_map, else model.safetensors (transformers, vLLM) */
 	FG_FILES_OLLAMA,  /* the first pattern of Ollama's converter that matches */
 };
 
-enum fg_head_source {
-	FG_HEAD_UNUSED,   /* the runtime does not run MTP: head keys are dropped */
-	FG_HEAD_SHARDS,   /* the head is loaded from the shards with the trunk */
-	FG_HEAD_SIDECAR,  /* the head comes from the sidecar only */
+enum fg_runtime_head_source {
+	FG_HSRC_UNUSED,   /* the runtime does not run MTP: head keys are dropped */
+	FG_HSRC_SHARDS,   /* the head is loaded from the shards with the trunk */
+	FG_HSRC_SIDECAR,  /* the head comes from the sidecar only */
 };
 
-enum fg_head_shift {
+enum fg_runtime_head_shift {
 	FG_HSHIFT_NONE,
 	FG_HSHIFT_WITH_TRUNK,      /* shifted exactly when the trunk is */
 	FG_HSHIFT_HEAL,            /* +1 when the head set's own rule says delta */
@@ -40,11 +40,11 @@ enum fg_head_shift {
 
 struct fg_runtime {
 	const char *id;
-	enum fg_file_rule files;
+	enum fg_runtime_file_rule files;
 	int shift_on_mtp_key;      /* any loaded key containing "mtp." triggers the trunk shift */
 	int shift_on_raw_conv1d;   /* a [C,1,K] conv1d triggers it */
-	enum fg_head_source head_source;
-	enum fg_head_shift head_shift;
+	enum fg_runtime_head_source head_source;
+	enum fg_runtime_head_shift head_shift;
 	int adds_one_at_run_time;  /* effective gain 1 + stored (Hugging Face) */
 	double refuse_probe_above; /* refuses to serve above this probe mean (0: never) */
 	const char *contract;      /* one line for humans */
@@ -64,23 +64,23 @@ struct fg_file_facts {
 };
 
 /* The checkpoint as the simulation sees it (everything borrowed). */
-struct fg_rt_input {
+struct fg_runtime_input {
 	const struct fg_ckpt *ckpt;
 	const struct fg_file_facts *facts;   /* one per ckpt->files */
-	enum fg_norm_style style;
+	enum fg_family_style style;
 	int moe;
 	const struct fg_decision *trunk;
 	const struct fg_decision *embedded_head;  /* head tensors in the shards, or NULL */
 	const struct fg_decision *sidecar_head;   /* the sidecar MTPLX loads, or NULL */
 };
 
-#define FG_RT_MAX_FILES 64
+#define FG_RUNTIME_MAX_FILES 64
 
-struct fg_rt_result {
+struct fg_runtime_result {
 	const struct fg_runtime *rt;
 	int targeted;
-	size_t n_files;                 /* files the runtime reads (up to FG_RT_MAX_FILES listed) */
-	const char *files[FG_RT_MAX_FILES];
+	size_t n_files;                 /* files the runtime reads (up to FG_RUNTIME_MAX_FILES listed) */
+	const char *files[FG_RUNTIME_MAX_FILES];
 	int trunk_shift;
 	const char *shift_reason;       /* "mtp_keys", "raw_conv1d" or NULL */
 	int has_probe;
@@ -94,7 +94,7 @@ struct fg_rt_result {
 };
 
 /* Simulate rt on the checkpoint. */
-void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_rt_input *in,
-			 struct fg_rt_result *out);
+void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_input *in,
+			 struct fg_runtime_result *out);
 
 #endif

@@ -58,7 +58,7 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->n_tensors; i++)
-		n += fg_norm_classify(s->tensors[i]->name) != FG_NORM_NONE;
+		n += fg_name_norm_class(s->tensors[i]->name) != FG_NAME_NOT_NORM;
 	free(s->norms);
 	s->norms = calloc(n ? n : 1, sizeof(*s->norms));
 	if (!s->norms)
@@ -67,12 +67,12 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 	s->bad_norm = NULL;
 	for (size_t i = 0; i < s->n_tensors; i++) {
 		const struct fg_tensor *t = s->tensors[i];
-		enum fg_norm_class cls = fg_norm_classify(t->name);
+		enum fg_name_norm cls = fg_name_norm_class(t->name);
 		struct fg_norm *nm;
 
 		if (ends_with(t->name, ".scales") || ends_with(t->name, "_scale_inv"))
 			s->n_quantized++;
-		if (cls == FG_NORM_NONE)
+		if (cls == FG_NAME_NOT_NORM)
 			continue;
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || (!t->data && t->nelem)) {
 			if (!s->n_bad_norms++)

@@ -20,7 +20,7 @@
 struct fg_norm {
 	const struct fg_tensor *t;   /* borrowed */
 	const char *file;            /* borrowed: the file holding it */
-	enum fg_norm_class cls;
+	enum fg_name_norm cls;
 	struct fg_tstats st;
 	int all_zero;                /* every element is exactly 0 */
 };

@@ -432,7 +432,7 @@ static void test_norm_stats(void **state)
 
 	n = fg_tset_norm(&b->set, "model.layers.0.input_layernorm.weight");
 	assert_non_null(n);
-	assert_int_equal(n->cls, FG_NORM_LOW);
+	assert_int_equal(n->cls, FG_NAME_LOW);
 	assert_string_equal(n->file, "model.safetensors");
 	assert_int_equal(n->st.count, 7);
 	assert_int_equal(n->st.nonfinite, 2);

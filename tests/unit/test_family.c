@@ -42,8 +42,8 @@ static void test_detect_by_model_type(void **state)
 	static const struct {
 		const char *model_type;
 		const char *id;
-		enum fg_norm_style style;
-		enum fg_head_scheme scheme;
+		enum fg_family_style style;
+		enum fg_name_scheme scheme;
 		int hidden_first;
 	} rows[] = {
 		{ "qwen3_next", "qwen3_next", FG_STYLE_ZERO_CENTRED, FG_SCHEME_PREFIX, 0 },
@@ -149,7 +149,7 @@ static void test_detect_unknown(void **state)
 	/* NULL config and NULL moe are allowed. */
 	fam = fg_family_detect(NULL, NULL);
 	assert_ptr_equal(fam, &fg_family_unknown);
-	assert_string_equal(fg_norm_style_name(fam->norm_style), "unknown");
+	assert_string_equal(fg_family_style_name(fam->norm_style), "unknown");
 }
 
 static void test_detect_moe(void **state)
@@ -250,40 +250,40 @@ static void test_norm_classify(void **state)
 {
 	static const struct {
 		const char *name;
-		enum fg_norm_class cls;
+		enum fg_name_norm cls;
 	} rows[] = {
-		{ "model.layers.0.self_attn.q_norm.weight", FG_NORM_QK },
-		{ "model.layers.3.self_attn.k_norm.weight", FG_NORM_QK },
-		{ "language_model.model.layers.3.self_attn.q_norm.weight", FG_NORM_QK },
-		{ "mtp.layers.0.self_attn.k_norm.weight", FG_NORM_QK },
-		{ "model.layers.0.input_layernorm.weight", FG_NORM_LOW },
-		{ "model.layers.0.post_attention_layernorm.weight", FG_NORM_LOW },
-		{ "mtp.layers.0.input_layernorm.weight", FG_NORM_LOW },
-		{ "mtp.pre_fc_norm_embedding.weight", FG_NORM_LOW },
-		{ "model.mtp.pre_fc_norm_hidden.weight", FG_NORM_LOW },
-		{ "model.layers.61.enorm.weight", FG_NORM_LOW },
-		{ "model.layers.61.hnorm.weight", FG_NORM_LOW },
-		{ "model.norm.weight", FG_NORM_FINAL },
-		{ "language_model.model.norm.weight", FG_NORM_FINAL },
-		{ "model.language_model.norm.weight", FG_NORM_FINAL },
-		{ "mtp.norm.weight", FG_NORM_FINAL },
-		{ "language_model.model.mtp.norm.weight", FG_NORM_FINAL },
-		{ "model.layers.0.linear_attn.norm.weight", FG_NORM_NEVER },
-		{ "language_model.model.layers.4.linear_attn.norm.weight", FG_NORM_NEVER },
-		{ "model.layers.61.shared_head.norm.weight", FG_NORM_OTHER },
-		{ "model.layers.0.self_attn.q_a_layernorm.weight", FG_NORM_OTHER },
-		{ "model.layers.0.self_attn.kv_a_layernorm.weight", FG_NORM_OTHER },
-		{ "model.layers.0.mlp.down_proj.weight", FG_NORM_NONE },
-		{ "model.embed_tokens.weight", FG_NORM_NONE },
-		{ "lm_head.weight", FG_NORM_NONE },
-		{ "mtp.fc.weight", FG_NORM_NONE },
-		{ "model.layers.0.linear_attn.conv1d.weight", FG_NORM_NONE },
-		{ "model.layers.0.self_attn.q_proj.scales", FG_NORM_NONE },
+		{ "model.layers.0.self_attn.q_norm.weight", FG_NAME_QK },
+		{ "model.layers.3.self_attn.k_norm.weight", FG_NAME_QK },
+		{ "language_model.model.layers.3.self_attn.q_norm.weight", FG_NAME_QK },
+		{ "mtp.layers.0.self_attn.k_norm.weight", FG_NAME_QK },
+		{ "model.layers.0.input_layernorm.weight", FG_NAME_LOW },
+		{ "model.layers.0.post_attention_layernorm.weight", FG_NAME_LOW },
+		{ "mtp.layers.0.input_layernorm.weight", FG_NAME_LOW },
+		{ "mtp.pre_fc_norm_embedding.weight", FG_NAME_LOW },
+		{ "model.mtp.pre_fc_norm_hidden.weight", FG_NAME_LOW },
+		{ "model.layers.61.enorm.weight", FG_NAME_LOW },
+		{ "model.layers.61.hnorm.weight", FG_NAME_LOW },
+		{ "model.norm.weight", FG_NAME_FINAL },
+		{ "language_model.model.norm.weight", FG_NAME_FINAL },
+		{ "model.language_model.norm.weight", FG_NAME_FINAL },
+		{ "mtp.norm.weight", FG_NAME_FINAL },
+		{ "language_model.model.mtp.norm.weight", FG_NAME_FINAL },
+		{ "model.layers.0.linear_attn.norm.weight", FG_NAME_NEVER },
+		{ "language_model.model.layers.4.linear_attn.norm.weight", FG_NAME_NEVER },
+		{ "model.layers.61.shared_head.norm.weight", FG_NAME_OTHER },
+		{ "model.layers.0.self_attn.q_a_layernorm.weight", FG_NAME_OTHER },
+		{ "model.layers.0.self_attn.kv_a_layernorm.weight", FG_NAME_OTHER },
+		{ "model.layers.0.mlp.down_proj.weight", FG_NAME_NOT_NORM },
+		{ "model.embed_tokens.weight", FG_NAME_NOT_NORM },
+		{ "lm_head.weight", FG_NAME_NOT_NORM },
+		{ "mtp.fc.weight", FG_NAME_NOT_NORM },
+		{ "model.layers.0.linear_attn.conv1d.weight", FG_NAME_NOT_NORM },
+		{ "model.layers.0.self_attn.q_proj.scales", FG_NAME_NOT_NORM },
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		enum fg_norm_class got = fg_norm_classify(rows[i].name);
+		enum fg_name_norm got = fg_name_norm_class(rows[i].name);
 
 		if (got != rows[i].cls)
 			fail_msg("%s: class %d, want %d", rows[i].name, (int)got, (int)rows[i].cls);
@@ -317,11 +317,11 @@ static void test_norm_zero_centred(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (!fg_norm_zero_centred(yes[i]))
+		if (!fg_name_zero_centred(yes[i]))
 			fail_msg("%s: want true", yes[i]);
 	}
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
-		if (fg_norm_zero_centred(no[i]))
+		if (fg_name_zero_centred(no[i]))
 			fail_msg("%s: want false", no[i]);
 	}
 }
@@ -349,11 +349,11 @@ static void test_norm_mlx_shifted(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (!fg_norm_mlx_shifted(yes[i]))
+		if (!fg_name_mlx_shifted(yes[i]))
 			fail_msg("%s: want true", yes[i]);
 	}
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
-		if (fg_norm_mlx_shifted(no[i]))
+		if (fg_name_mlx_shifted(no[i]))
 			fail_msg("%s: want false", no[i]);
 	}
 }
@@ -385,41 +385,41 @@ static void test_head_name_scheme(void **state)
 
 	(void)state;
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("model.mtp.layers.2.self_attn.q_proj.weight", 64, &idx),
+	assert_int_equal(fg_name_head_scheme("model.mtp.layers.2.self_attn.q_proj.weight", 64, &idx),
 			 FG_SCHEME_PREFIX);
 	assert_int_equal(idx, 2);
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("mtp.fc.weight", 64, &idx), FG_SCHEME_PREFIX);
+	assert_int_equal(fg_name_head_scheme("mtp.fc.weight", 64, &idx), FG_SCHEME_PREFIX);
 	assert_int_equal(idx, 0);
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("language_model.model.mtp.norm.weight", -1, &idx),
+	assert_int_equal(fg_name_head_scheme("language_model.model.mtp.norm.weight", -1, &idx),
 			 FG_SCHEME_PREFIX);
 	assert_int_equal(idx, 0);
 	/* Appended layers: layers.{L+i} with L = num_hidden_layers. */
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("model.layers.61.eh_proj.weight", 61, &idx), FG_SCHEME_APPENDED);
+	assert_int_equal(fg_name_head_scheme("model.layers.61.eh_proj.weight", 61, &idx), FG_SCHEME_APPENDED);
 	assert_int_equal(idx, 0);
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("model.layers.63.enorm.weight", 61, &idx), FG_SCHEME_APPENDED);
+	assert_int_equal(fg_name_head_scheme("model.layers.63.enorm.weight", 61, &idx), FG_SCHEME_APPENDED);
 	assert_int_equal(idx, 2);
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("model.layers.60.mlp.gate.weight", 61, &idx), FG_SCHEME_NONE);
+	assert_int_equal(fg_name_head_scheme("model.layers.60.mlp.gate.weight", 61, &idx), FG_SCHEME_NONE);
 	assert_int_equal(idx, 0);
 	/* L unknown: never appended. */
-	assert_int_equal(fg_head_name_scheme("model.layers.61.eh_proj.weight", -1, NULL), FG_SCHEME_NONE);
-	assert_int_equal(fg_head_name_scheme("model.layers.0.eh_proj.weight", -1, NULL), FG_SCHEME_NONE);
+	assert_int_equal(fg_name_head_scheme("model.layers.61.eh_proj.weight", -1, NULL), FG_SCHEME_NONE);
+	assert_int_equal(fg_name_head_scheme("model.layers.0.eh_proj.weight", -1, NULL), FG_SCHEME_NONE);
 	/* MiMo-7B. */
 	idx = -7;
-	assert_int_equal(fg_head_name_scheme("model.mtp_layers.1.input_proj.weight", 36, &idx),
+	assert_int_equal(fg_name_head_scheme("model.mtp_layers.1.input_proj.weight", 36, &idx),
 			 FG_SCHEME_MTP_LAYERS);
 	assert_int_equal(idx, 1);
-	assert_int_equal(fg_head_name_scheme("lm_head.weight", 36, NULL), FG_SCHEME_NONE);
-	assert_int_equal(fg_head_name_scheme("model.embed_tokens.weight", 36, NULL), FG_SCHEME_NONE);
+	assert_int_equal(fg_name_head_scheme("lm_head.weight", 36, NULL), FG_SCHEME_NONE);
+	assert_int_equal(fg_name_head_scheme("model.embed_tokens.weight", 36, NULL), FG_SCHEME_NONE);
 
-	assert_string_equal(fg_head_scheme_name(FG_SCHEME_PREFIX), "prefix");
-	assert_string_equal(fg_head_scheme_name(FG_SCHEME_APPENDED), "appended_layers");
-	assert_string_equal(fg_head_scheme_name(FG_SCHEME_MTP_LAYERS), "mtp_layers");
-	assert_null(fg_head_scheme_name(FG_SCHEME_NONE));
+	assert_string_equal(fg_name_scheme_name(FG_SCHEME_PREFIX), "prefix");
+	assert_string_equal(fg_name_scheme_name(FG_SCHEME_APPENDED), "appended_layers");
+	assert_string_equal(fg_name_scheme_name(FG_SCHEME_MTP_LAYERS), "mtp_layers");
+	assert_null(fg_name_scheme_name(FG_SCHEME_NONE));
 }
 
 static void test_name_layer(void **state)
@@ -435,9 +435,9 @@ static void test_name_layer(void **state)
 	/* "layers." must be a whole component. */
 	assert_int_equal(fg_name_layer("model.sublayers.4.x"), -1);
 
-	assert_string_equal(fg_norm_style_name(FG_STYLE_ZERO_CENTRED), "zero_centred");
-	assert_string_equal(fg_norm_style_name(FG_STYLE_PLAIN), "plain");
-	assert_string_equal(fg_norm_style_name(FG_STYLE_UNKNOWN), "unknown");
+	assert_string_equal(fg_family_style_name(FG_STYLE_ZERO_CENTRED), "zero_centred");
+	assert_string_equal(fg_family_style_name(FG_STYLE_PLAIN), "plain");
+	assert_string_equal(fg_family_style_name(FG_STYLE_UNKNOWN), "unknown");
 }
 
 int main(void)

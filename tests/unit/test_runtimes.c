@@ -33,7 +33,7 @@ struct world {
 	struct fg_tensor probe_t;
 	struct fg_norm probe;
 	struct fg_decision trunk, embedded, sidecar;
-	struct fg_rt_input in;
+	struct fg_runtime_input in;
 };
 
 /* The index document of the current world, freed by the teardown if a test fails. */
@@ -63,7 +63,7 @@ static void world_init(struct world *w, int with_index)
 	w->probe_t.dtype = FG_DT_F32;
 	w->probe_t.rank = 1;
 	w->probe.t = &w->probe_t;
-	w->probe.cls = FG_NORM_QK;
+	w->probe.cls = FG_NAME_QK;
 	w->probe.st.has_finite = 1;
 	w->in.ckpt = &w->ckpt;
 	w->in.facts = w->facts;
@@ -123,10 +123,10 @@ static void set_trunk(struct world *w, enum fg_convention conv, double probe_mea
 	w->trunk.qk_max_norm = w->trunk.qk_min_norm = &w->probe;
 }
 
-static struct fg_rt_result sim(const struct world *w, const char *id)
+static struct fg_runtime_result sim(const struct world *w, const char *id)
 {
 	const struct fg_runtime *rt = fg_runtime_find(id);
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	assert_non_null(rt);
 	memset(&r, 0x5a, sizeof(r));
@@ -146,7 +146,7 @@ static struct fg_rt_result sim(const struct world *w, const char *id)
 	} while (0)
 
 /* trunk / head / outcome in one check, naming the runtime on failure. */
-static void expect(const struct fg_rt_result *r, const char *trunk, const char *head, const char *outcome)
+static void expect(const struct fg_runtime_result *r, const char *trunk, const char *head, const char *outcome)
 {
 	if (strcmp(r->trunk, trunk) != 0 || strcmp(r->head, head) != 0 ||
 	    (outcome && strcmp(r->outcome, outcome) != 0))
@@ -154,9 +154,9 @@ static void expect(const struct fg_rt_result *r, const char *trunk, const char *
 			 r->outcome, trunk, head, outcome ? outcome : "(any)");
 }
 
-static int reads(const struct fg_rt_result *r, const char *name)
+static int reads(const struct fg_runtime_result *r, const char *name)
 {
-	for (size_t i = 0; i < r->n_files && i < FG_RT_MAX_FILES; i++)
+	for (size_t i = 0; i < r->n_files && i < FG_RUNTIME_MAX_FILES; i++)
 		if (strcmp(r->files[i], name) == 0)
 			return 1;
 	return 0;
@@ -186,28 +186,28 @@ static void test_table(void **state)
 	rt = fg_runtime_find("mlx-lm-0.31");
 	assert_true(rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
 	assert_int_equal(rt->files, FG_FILES_GLOB);
-	assert_int_equal(rt->head_source, FG_HEAD_UNUSED);
+	assert_int_equal(rt->head_source, FG_HSRC_UNUSED);
 	rt = fg_runtime_find("mlx-lm-0.32");
 	assert_true(!rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
-	assert_int_equal(rt->head_source, FG_HEAD_UNUSED);
+	assert_int_equal(rt->head_source, FG_HSRC_UNUSED);
 	rt = fg_runtime_find("mlx-lm-pr990");
 	assert_true(!rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
-	assert_int_equal(rt->head_source, FG_HEAD_SHARDS);
+	assert_int_equal(rt->head_source, FG_HSRC_SHARDS);
 	assert_int_equal(rt->head_shift, FG_HSHIFT_WITH_TRUNK);
 	rt = fg_runtime_find("mtplx-2.12");
 	assert_true(rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
 	assert_int_equal(rt->files, FG_FILES_GLOB);
-	assert_int_equal(rt->head_source, FG_HEAD_SIDECAR);
+	assert_int_equal(rt->head_source, FG_HSRC_SIDECAR);
 	assert_int_equal(rt->head_shift, FG_HSHIFT_HEAL);
 	assert_near(rt->refuse_probe_above, 2.4);
 	rt = fg_runtime_find("mtplx-2.11");
-	assert_int_equal(rt->head_source, FG_HEAD_SIDECAR);
+	assert_int_equal(rt->head_source, FG_HSRC_SIDECAR);
 	assert_int_equal(rt->head_shift, FG_HSHIFT_HEAL_DENSE_ONLY);
 	assert_near(rt->refuse_probe_above, 2.4);
 	rt = fg_runtime_find("ollama");
 	assert_true(rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
 	assert_int_equal(rt->files, FG_FILES_OLLAMA);
-	assert_int_equal(rt->head_source, FG_HEAD_SHARDS);
+	assert_int_equal(rt->head_source, FG_HSRC_SHARDS);
 	assert_int_equal(rt->head_shift, FG_HSHIFT_WITH_TRUNK);
 	rt = fg_runtime_find("hf");
 	assert_true(!rt->shift_on_mtp_key && !rt->shift_on_raw_conv1d);
@@ -233,7 +233,7 @@ static void world_306(struct world *w)
 static void test_issue_306(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	world_306(&w);
@@ -294,7 +294,7 @@ static void test_issue_306(void **state)
 static void test_issue_306_without_keys(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	world_init(&w, 1);
@@ -325,7 +325,7 @@ static void world_raw_hf(struct world *w)
 static void test_raw_hf(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	world_raw_hf(&w);
@@ -382,7 +382,7 @@ static void world_sidecar(struct world *w, enum fg_convention head_conv, double 
 static void test_delta_sidecar(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	world_sidecar(&w, FG_CONV_DELTA, 0.78, -0.41);
@@ -421,7 +421,7 @@ static void test_delta_sidecar(void **state)
 static void test_absolute_and_double_sidecar(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	/* Issue 301's head: shifted twice on disk (q 2.79); no heal, so it stays doubled. */
@@ -446,7 +446,7 @@ static void test_absolute_and_double_sidecar(void **state)
 static void test_delta_trunk_mlx_layout(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	world_init(&w, 0);
@@ -473,7 +473,7 @@ static void test_delta_trunk_mlx_layout(void **state)
 static void test_plain_family(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 	size_t n = 0;
 	const struct fg_runtime *all = fg_runtime_all(&n);
 
@@ -510,7 +510,7 @@ static void test_plain_family(void **state)
 static void test_files_index_rule(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	/*
@@ -560,7 +560,7 @@ static void test_files_index_rule(void **state)
 static void test_files_ollama_rule(void **state)
 {
 	struct world w;
-	struct fg_rt_result r;
+	struct fg_runtime_result r;
 
 	(void)state;
 	/* "model-*-of-*.safetensors" is Ollama's first pattern: model.safetensors is not read. */

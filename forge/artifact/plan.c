@@ -1,12 +1,12 @@
 /*
- * extract.c: plans and materializes an MTP sidecar (extract.h).
+ * plan.c: plans and materializes an MTP sidecar (plan.h).
  *
  * The plan is built from the inspect report, so the head's convention is the
  * one decided for its whole set (never per tensor) and the expert layout is
  * the one decided from shapes.  Materialization converts through F32 where
  * values change and copies bytes where they do not.
  */
-#include "forge/artifact/extract.h"
+#include "forge/artifact/plan.h"
 
 #include "forge/format/quant.h"
 
@@ -47,7 +47,7 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-uint64_t fg_head_out_bytes(const struct fg_head_out *o)
+uint64_t fg_plan_entry_bytes(const struct fg_plan_entry *o)
 {
 	uint64_t n = 0;
 
@@ -55,13 +55,13 @@ uint64_t fg_head_out_bytes(const struct fg_head_out *o)
 	return n * fg_dtype_size(o->dtype);
 }
 
-static struct fg_head_out *plan_add(struct fg_head_plan *plan, const char *name, struct fg_err *err)
+struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct fg_err *err)
 {
-	struct fg_head_out *o;
+	struct fg_plan_entry *o;
 
 	if (plan->n == plan->cap) {
 		size_t ncap = plan->cap ? plan->cap * 2 : 64;
-		struct fg_head_out *nt = realloc(plan->t, ncap * sizeof(*nt));
+		struct fg_plan_entry *nt = realloc(plan->t, ncap * sizeof(*nt));
 
 		if (!nt) {
 			fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
@@ -77,13 +77,13 @@ static struct fg_head_out *plan_add(struct fg_head_plan *plan, const char *name,
 }
 
 /* The outputs of the last quantized tensor, shared by its two or three parts. */
-struct fg_quant_cache {
+struct fg_plan_qcache {
 	int base;
 	uint8_t *part[3];
 	uint64_t bytes[3];
 };
 
-static void qcache_clear(struct fg_quant_cache *c)
+static void qcache_clear(struct fg_plan_qcache *c)
 {
 	for (int i = 0; i < 3; i++) {
 		free(c->part[i]);
@@ -93,7 +93,7 @@ static void qcache_clear(struct fg_quant_cache *c)
 	c->base = -1;
 }
 
-void fg_head_plan_release(struct fg_head_plan *plan)
+void fg_plan_release(struct fg_plan *plan)
 {
 	for (size_t i = 0; plan && i < plan->n; i++) {
 		free(plan->t[i].srcs);
@@ -175,20 +175,20 @@ static void switch_name(const struct fg_inspect *r, const struct fg_expert_block
 }
 
 static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
-			 const struct fg_expert_block *b, struct fg_head_plan *plan, struct fg_err *err)
+			 const struct fg_expert_block *b, struct fg_plan *plan, struct fg_err *err)
 {
 	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
 	uint64_t experts = b->max_index + 1;
 
 	for (size_t p = 0; p < 3; p++) {
 		char name[256], src_name[320];
-		struct fg_head_out *o;
+		struct fg_plan_entry *o;
 
 		switch_name(r, b, projs[p], name, sizeof(name));
-		o = plan_add(plan, name, err);
+		o = fg_plan_add(plan, name, err);
 		if (!o)
 			return FG_ENOMEM;
-		o->op = FG_HEAD_STACK;
+		o->op = FG_OP_STACK;
 		o->srcs = calloc(experts, sizeof(*o->srcs));
 		o->scale_invs = calloc(experts, sizeof(*o->scale_invs));
 		if (!o->srcs || !o->scale_invs)
@@ -226,7 +226,7 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 }
 
 static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *b,
-		      struct fg_head_plan *plan, struct fg_err *err)
+		      struct fg_plan *plan, struct fg_err *err)
 {
 	int bmm = b->layout == FG_EXPERTS_FUSED_BMM;
 	uint64_t E = b->gate_up->shape[0];
@@ -240,10 +240,10 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 				  b->gate_up->name, fg_dtype_name(b->gate_up->dtype));
 	for (int p = 0; p < 3; p++) {
 		char name[256];
-		struct fg_head_out *o;
+		struct fg_plan_entry *o;
 
 		switch_name(r, b, projs[p], name, sizeof(name));
-		o = plan_add(plan, name, err);
+		o = fg_plan_add(plan, name, err);
 		if (!o)
 			return FG_ENOMEM;
 		o->dtype = b->gate_up->dtype;
@@ -251,13 +251,13 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 		o->shape[0] = E;
 		o->relayout = 1;
 		if (p < 2) {
-			o->op = bmm ? FG_HEAD_SPLIT_T : FG_HEAD_SPLIT;
+			o->op = bmm ? FG_OP_SPLIT_T : FG_OP_SPLIT;
 			o->src = b->gate_up;
 			o->half = p;
 			o->shape[1] = two_i / 2;
 			o->shape[2] = h;
 		} else {
-			o->op = bmm ? FG_HEAD_TRANSPOSE : FG_HEAD_VIEW;
+			o->op = bmm ? FG_OP_TRANSPOSE : FG_OP_VIEW;
 			o->src = b->down;
 			o->shape[1] = h;
 			o->shape[2] = two_i / 2;
@@ -295,28 +295,28 @@ static int refuse_convention(const struct fg_tset *set, const struct fg_decision
 }
 
 static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
-		       struct fg_head_plan *plan, struct fg_err *err)
+		       struct fg_plan *plan, struct fg_err *err)
 {
 	char name[256];
-	struct fg_head_out *o;
+	struct fg_plan_entry *o;
 	int shift = plan->source_conv != plan->target_conv &&
 		    (plan->target_conv == FG_CONV_ABSOLUTE || plan->target_conv == FG_CONV_DELTA) &&
-		    fg_norm_classify(t->name) != FG_NORM_NONE && fg_norm_zero_centred(t->name);
+		    fg_name_norm_class(t->name) != FG_NAME_NOT_NORM && fg_name_zero_centred(t->name);
 
 	out_name(r, t->name, name, sizeof(name));
-	o = plan_add(plan, name, err);
+	o = fg_plan_add(plan, name, err);
 	if (!o)
 		return FG_ENOMEM;
 	o->src = t;
 	o->rank = t->rank;
 	memcpy(o->shape, t->shape, sizeof(o->shape));
 	o->dtype = t->dtype;
-	o->op = FG_HEAD_VIEW;
+	o->op = FG_OP_VIEW;
 	if (t->dtype == FG_DT_F8_E5M2)
 		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
 				  t->name);
 	if (t->dtype == FG_DT_F8_E4M3) {
-		o->op = FG_HEAD_FP8;
+		o->op = FG_OP_FP8;
 		o->dtype = FG_DT_BF16;
 		o->changed = 1;
 		return fp8_scales(set, t, &o->scale_inv, err);
@@ -324,7 +324,7 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 	if (shift) {
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))
 			return fg_err_set(err, FG_EINPUT, "norm '%s' is not a 1-D float vector", t->name);
-		o->op = FG_HEAD_SHIFT;
+		o->op = FG_OP_SHIFT;
 		o->dtype = FG_DT_F32;
 		o->shift = plan->target_conv == FG_CONV_ABSOLUTE ? 1.0f : -1.0f;
 		o->changed = 1;
@@ -333,7 +333,7 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 	return 0;
 }
 
-int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_head_plan *plan,
+int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
 {
 	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
@@ -390,7 +390,7 @@ int fg_extract_plan(const struct fg_inspect *r, const char *target, struct fg_he
 			break;
 	}
 	if (rc)
-		fg_head_plan_release(plan);
+		fg_plan_release(plan);
 	return rc;
 }
 
@@ -453,25 +453,25 @@ static void transpose_experts(const uint8_t *src, uint64_t experts, uint64_t src
 	}
 }
 
-static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
 			     struct fg_err *err);
 
-int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
 			struct fg_err *err)
 {
 	const struct fg_tensor *t = o->src;
 	size_t es = fg_dtype_size(o->dtype);
 
 	switch (o->op) {
-	case FG_HEAD_VIEW:
+	case FG_OP_VIEW:
 		memcpy(buf, t->data, (size_t)fg_tensor_bytes(t));
 		return 0;
-	case FG_HEAD_SHIFT:
+	case FG_OP_SHIFT:
 		shift_norm(t, o->shift, buf);
 		return 0;
-	case FG_HEAD_FP8:
+	case FG_OP_FP8:
 		return fp8_dequant(t, o->scale_inv, buf, err);
-	case FG_HEAD_STACK: {
+	case FG_OP_STACK: {
 		uint64_t piece = o->shape[1] * o->shape[2] * es;
 
 		for (size_t e = 0; e < o->n_srcs; e++) {
@@ -482,7 +482,7 @@ int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_ou
 		}
 		return 0;
 	}
-	case FG_HEAD_SPLIT: {
+	case FG_OP_SPLIT: {
 		uint64_t rows = o->shape[1], cols = o->shape[2];
 
 		for (uint64_t e = 0; e < o->shape[0]; e++)
@@ -490,279 +490,25 @@ int fg_head_materialize(const struct fg_head_plan *plan, const struct fg_head_ou
 			       t->data + (e * 2 * rows + (uint64_t)o->half * rows) * cols * es, (size_t)(rows * cols * es));
 		return 0;
 	}
-	case FG_HEAD_SPLIT_T:
+	case FG_OP_SPLIT_T:
 		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2],
 				  (uint64_t)o->half * o->shape[1], o->shape[1], es, buf);
 		return 0;
-	case FG_HEAD_TRANSPOSE:
+	case FG_OP_TRANSPOSE:
 		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2], 0, t->shape[2], es, buf);
 		return 0;
-	case FG_HEAD_QUANT:
+	case FG_OP_QUANT:
 		return materialize_quant(plan, o, buf, err);
 	}
 	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
 }
 
-/* ---- quantization policies ---- */
-
-int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
-{
-	const char *q = text ? text : "keep";
-	int bits, group;
-	char tail;
-
-	memset(out, 0, sizeof(*out));
-	snprintf(out->text, sizeof(out->text), "%s", q);
-	if (strcmp(q, "keep") == 0) {
-		out->kind = FG_QUANT_KEEP;
-	} else if (strcmp(q, "match") == 0) {
-		out->kind = FG_QUANT_MATCH;
-	} else if (strcmp(q, "mxfp4") == 0) {
-		out->kind = FG_QUANT_MXFP4;
-		out->spec.bits = 4;
-		out->spec.group = FG_MXFP4_GROUP;
-		out->spec.mxfp4 = 1;
-	} else if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) == 2 &&
-		   fg_quant_affine_check(1, (size_t)group, bits, group, NULL) == 0) {
-		out->kind = FG_QUANT_AFFINE;
-		out->spec.bits = bits;
-		out->spec.group = group;
-	} else {
-		return fg_err_set(err, FG_EUSAGE,
-				  "quantization policy '%s': use keep, match, mxfp4 or affine:BITS:GROUP "
-				  "(bits 2 3 4 5 6 8, group 32 64 128)", q);
-	}
-	return 0;
-}
-
-/* Module path of an output weight ("x.y.weight" -> "x.y"); 0 when not a .weight. */
-static int module_of(const char *name, char *buf, size_t len)
-{
-	size_t n = strlen(name);
-
-	if (!ends_with(name, ".weight") || n - 7 >= len)
-		return 0;
-	snprintf(buf, len, "%.*s", (int)(n - 7), name);
-	return 1;
-}
-
-/* The part after the decoder layer ("...layers.3.self_attn.q_proj" -> "self_attn.q_proj"). */
-static const char *layer_suffix(const char *module)
-{
-	const char *p = strstr(module, "layers."), *q;
-
-	while (p) {
-		q = p + 7;
-		while (*q >= '0' && *q <= '9')
-			q++;
-		if (q > p + 7 && *q == '.')
-			return q + 1;
-		p = strstr(p + 1, "layers.");
-	}
-	q = strrchr(module, '.');
-	return q ? q + 1 : module;
-}
-
-static const char *last_part(const char *module)
-{
-	const char *q = strrchr(module, '.');
-
-	return q ? q + 1 : module;
-}
-
-/* Linears an explicit policy quantizes; routers, fc/eh_proj/input_proj and embeddings never. */
-static int explicit_linear(const char *module)
-{
-	static const char *const linears[] = {
-		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-		"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk",
-	};
-	const char *last = last_part(module);
-
-	for (size_t i = 0; i < sizeof(linears) / sizeof(linears[0]); i++)
-		if (strcmp(last, linears[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/* The backbone's quantized module whose layer suffix is suffix, or NULL. */
-static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char *buf, size_t len)
-{
-	const struct fg_ckpt *c = bb->ckpt;
-
-	for (size_t f = 0; f < c->n_files; f++) {
-		if (!c->files[f].globbed && !c->files[f].in_index)
-			continue;
-		for (size_t k = 0; k < c->files[f].st->n_tensors; k++) {
-			const char *name = c->files[f].st->tensors[k].name;
-			size_t n = strlen(name);
-
-			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || n - 7 >= len ||
-			    fg_inspect_is_head(bb, &c->files[f], name))
-				continue;
-			snprintf(buf, len, "%.*s", (int)(n - 7), name);
-			if (strcmp(layer_suffix(buf), suffix) == 0)
-				return buf;
-		}
-	}
-	return NULL;
-}
-
-static int spec_from(const cJSON *q, struct fg_quant_spec *spec)
-{
-	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
-	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
-	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
-
-	memset(spec, 0, sizeof(*spec));
-	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
-	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
-	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
-	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
-}
-
-/* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
-static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_quant_spec *spec)
-{
-	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
-	const cJSON *over;
-	char path[256];
-	const char *cp;
-
-	memset(spec, 0, sizeof(*spec));
-	if (!cJSON_IsObject(q))
-		return;
-	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
-	if (!cp)
-		return;
-	over = cJSON_GetObjectItemCaseSensitive(q, cp);
-	if (cJSON_IsObject(over)) {
-		if (spec_from(over, spec))
-			memset(spec, 0, sizeof(*spec));
-	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
-		memset(spec, 0, sizeof(*spec));
-	}
-}
-
-static int quantizable(const struct fg_head_out *o, const struct fg_quant_spec *spec)
-{
-	uint64_t cols = o->rank ? o->shape[o->rank - 1] : 0;
-
-	if (o->hidden || o->op == FG_HEAD_QUANT || (o->rank != 2 && o->rank != 3) || !cols)
-		return 0;
-	if (o->dtype != FG_DT_F32 && o->dtype != FG_DT_F16 && o->dtype != FG_DT_BF16)
-		return 0;
-	if (spec->mxfp4)
-		return cols % FG_MXFP4_GROUP == 0;
-	return fg_quant_affine_check(1, (size_t)cols, spec->bits, spec->group, NULL) == 0;
-}
-
-static cJSON *spec_json(const struct fg_quant_spec *spec)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o)
-		return NULL;
-	cJSON_AddNumberToObject(o, "bits", spec->bits);
-	cJSON_AddNumberToObject(o, "group_size", spec->group);
-	cJSON_AddStringToObject(o, "mode", spec->mxfp4 ? "mxfp4" : "affine");
-	return o;
-}
-
-int fg_quant_apply(struct fg_head_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
-		   cJSON *record, struct fg_err *err)
-{
-	struct fg_head_plan out;
-
-	if (policy->kind == FG_QUANT_KEEP)
-		return 0;
-	memset(&out, 0, sizeof(out));
-	for (size_t i = 0; i < plan->n; i++) {
-		const struct fg_head_out *o = &plan->t[i];
-		struct fg_quant_spec spec = policy->spec;
-		char module[256];
-		int base;
-
-		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
-			fg_head_plan_release(&out);
-			return fg_err_set(err, FG_EUSAGE,
-					  "the head is already quantized ('%s'); use --quant keep", o->src->name);
-		}
-		if (!module_of(o->name, module, sizeof(module)) || fg_norm_classify(o->name) != FG_NORM_NONE) {
-			spec.bits = 0;
-		} else if (policy->kind == FG_QUANT_MATCH) {
-			match_spec(backbone, module, &spec);
-		} else if (!explicit_linear(module)) {
-			spec.bits = 0;
-		}
-		if (spec.bits && !quantizable(o, &spec))
-			spec.bits = 0;
-		if (record && module_of(o->name, module, sizeof(module)) && fg_norm_classify(o->name) == FG_NORM_NONE)
-			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
-		/* Copy the entry (srcs arrays move with it). */
-		{
-			struct fg_head_out *copy = plan_add(&out, o->name, err);
-
-			if (!copy) {
-				fg_head_plan_release(&out);
-				return FG_ENOMEM;
-			}
-			*copy = *o;
-			plan->t[i].srcs = NULL;
-			plan->t[i].scale_invs = NULL;
-		}
-		if (!spec.bits)
-			continue;
-		base = (int)out.n - 1;
-		out.t[base].hidden = 1;
-		out.t[base].changed = 1; /* its bytes are replaced: keep the originals */
-		for (int part = 0; part < (spec.mxfp4 ? 2 : 3); part++) {
-			static const char *const suffix[] = { "weight", "scales", "biases" };
-			const struct fg_head_out *b = &out.t[base];
-			char name[300];
-			struct fg_head_out *q;
-			uint64_t cols = b->shape[b->rank - 1];
-
-			snprintf(name, sizeof(name), "%s.%s", module, suffix[part]);
-			q = plan_add(&out, name, err);
-			if (!q) {
-				fg_head_plan_release(&out);
-				return FG_ENOMEM;
-			}
-			b = &out.t[base];
-			q->op = FG_HEAD_QUANT;
-			q->base = base;
-			q->quant = spec;
-			q->part = (enum fg_quant_part)part;
-			q->changed = 1;
-			q->rank = b->rank;
-			memcpy(q->shape, b->shape, sizeof(q->shape));
-			if (part == FG_QPART_WEIGHT) {
-				q->dtype = FG_DT_U32;
-				q->shape[b->rank - 1] = spec.mxfp4 ? cols / 8 : cols * (uint64_t)spec.bits / 32;
-			} else {
-				q->dtype = spec.mxfp4 ? FG_DT_U8 : b->dtype;
-				q->shape[b->rank - 1] = cols / (uint64_t)spec.group;
-			}
-		}
-	}
-	for (size_t i = 0; i < plan->n; i++) {
-		free(plan->t[i].srcs);
-		free(plan->t[i].scale_invs);
-	}
-	free(plan->t);
-	plan->t = out.t;
-	plan->n = out.n;
-	plan->cap = out.cap;
-	return 0;
-}
-
-static int materialize_quant(const struct fg_head_plan *plan, const struct fg_head_out *o, uint8_t *buf,
+static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
 			     struct fg_err *err)
 {
-	struct fg_quant_cache *c = plan->qcache;
-	const struct fg_head_out *b = &plan->t[o->base];
-	uint64_t cols = b->shape[b->rank - 1], rows, in_bytes = fg_head_out_bytes(b);
+	struct fg_plan_qcache *c = plan->qcache;
+	const struct fg_plan_entry *b = &plan->t[o->base];
+	uint64_t cols = b->shape[b->rank - 1], rows, in_bytes = fg_plan_entry_bytes(b);
 	uint8_t *input = NULL;
 	int rc = 0;
 
@@ -772,11 +518,11 @@ static int materialize_quant(const struct fg_head_plan *plan, const struct fg_he
 		qcache_clear(c);
 		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
 		for (int p = 0; p < 3; p++) {
-			const struct fg_head_out *sib = o + (p - (int)o->part);
+			const struct fg_plan_entry *sib = o + (p - (int)o->part);
 
 			if (p == 2 && o->quant.mxfp4)
 				break;
-			c->bytes[p] = fg_head_out_bytes(sib);
+			c->bytes[p] = fg_plan_entry_bytes(sib);
 			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
 			if (!c->part[p])
 				rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
@@ -785,7 +531,7 @@ static int materialize_quant(const struct fg_head_plan *plan, const struct fg_he
 		if (!rc && !input)
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
 		if (!rc)
-			rc = fg_head_materialize(plan, b, input, err);
+			rc = fg_plan_materialize(plan, b, input, err);
 		if (!rc && o->quant.mxfp4)
 			rc = fg_quant_mxfp4_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols,
 						    (uint32_t *)(void *)c->part[0], c->part[1], err);

@@ -1,0 +1,110 @@
+/*
+ * plan.h: the plan of an MTP sidecar: which tensors the target runtime
+ * gets, under which names, in which layout and convention, and from which
+ * source bytes.
+ *
+ * A plan is data: one entry per output tensor with the operation that makes
+ * it (copy the bytes, shift a zero-centred norm, dequantize FP8, stack
+ * numbered experts, split or transpose fused experts).  Nothing is read until
+ * fg_plan_materialize() fills a caller's buffer for one entry, so a writer
+ * holds at most one tensor at a time.  Names come from a table per (family,
+ * target): Qwen heads become `mtp.*` with container prefixes stripped; GLM,
+ * DeepSeek and MiMo heads keep their source names.  Experts become stacked
+ * `switch_mlp.{gate,up,down}_proj.weight` for MLX targets.
+ */
+#ifndef FG_PLAN_H
+#define FG_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forge/model/convention.h"
+#include "forge/core/error.h"
+#include "forge/model/experts.h"
+#include "forge/model/inspect.h"
+#include "forge/format/safetensors.h"
+
+enum fg_plan_op {
+	FG_OP_VIEW,        /* the source bytes, unchanged */
+	FG_OP_SHIFT,       /* source + shift, computed and stored in F32 */
+	FG_OP_FP8,         /* E4M3 * scale_inv blocks (128x128), stored BF16 */
+	FG_OP_STACK,       /* numbered experts stacked on a new first axis */
+	FG_OP_SPLIT,       /* half of a fused [E,2I,H] gate_up (linear) */
+	FG_OP_SPLIT_T,     /* half of a fused [E,H,2I] gate_up (bmm), transposed to [E,I,H] */
+	FG_OP_TRANSPOSE,   /* a fused bmm down [E,I,H] transposed to [E,H,I] */
+	FG_OP_QUANT,       /* MLX-quantize the product of `base`; part says which output */
+};
+
+enum fg_plan_part { FG_PART_WEIGHT, FG_PART_SCALES, FG_PART_BIASES };
+
+struct fg_plan_quant {
+	int bits;              /* 0: not quantized */
+	int group;
+	int mxfp4;             /* 1: mxfp4 (no biases) */
+};
+
+struct fg_plan_qcache;
+
+struct fg_plan_entry {
+	char name[256];
+	enum fg_dtype dtype;
+	int rank;
+	uint64_t shape[FG_ST_MAX_RANK];
+	enum fg_plan_op op;
+	const struct fg_tensor *src;        /* VIEW, SHIFT, FP8, SPLIT(_T), TRANSPOSE */
+	const struct fg_tensor *scale_inv;  /* FP8 sources (also per stacked expert) */
+	const struct fg_tensor **srcs;      /* STACK: one per expert (owned array) */
+	const struct fg_tensor **scale_invs;/* STACK: parallel, entries may be NULL */
+	size_t n_srcs;
+	int half;                           /* SPLIT(_T): 0 gate, 1 up */
+	float shift;                        /* SHIFT: +1 (to absolute) or -1 (to delta) */
+	int changed;                        /* values differ from the source's (originals kept) */
+	int relayout;                       /* same values, new layout (recorded, not copied) */
+	/* FG_OP_QUANT */
+	struct fg_plan_quant quant;
+	enum fg_plan_part part;
+	int base;                           /* index of the plan entry quantized (not written) */
+	int hidden;                         /* 1: an input of a QUANT entry only, not written */
+};
+
+struct fg_plan {
+	size_t n, cap;
+	struct fg_plan_entry *t;
+	enum fg_convention source_conv;     /* the head set's decided convention */
+	enum fg_convention target_conv;     /* absolute, delta, or plain */
+	const char *target;
+	size_t n_shifted;
+	char expert_layout[32];             /* "numbered", "fused_linear", ... or "" */
+	struct fg_plan_qcache *qcache;      /* the last quantized tensor's outputs (owned) */
+};
+
+/* 1 when a runtime id is an MLX-style target (absolute norms, stacked experts). */
+int fg_target_is_mlx(const char *runtime);
+
+/*
+ * Plan the sidecar of the inspected source's head for target.  Refuses with
+ * FG_EINPUT (and a message naming the reason) a source without a head, a head
+ * whose convention cannot be decided or is already broken, an ambiguous expert
+ * layout, fewer numbered experts than the config declares, FP8 tensors
+ * without scales, and norms of unsupported dtypes.  The plan borrows tensors
+ * from r, which must outlive it.
+ */
+int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
+		    struct fg_err *err);
+
+void fg_plan_release(struct fg_plan *plan);
+
+/* Append an entry named name (zeroed otherwise); NULL (FG_ENOMEM in err) on failure. */
+struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct fg_err *err);
+
+/* Bytes of one plan entry's output. */
+uint64_t fg_plan_entry_bytes(const struct fg_plan_entry *o);
+
+/*
+ * Fill buf (fg_plan_entry_bytes(o) bytes) with entry o's output.  plan gives
+ * QUANT entries their base.  Reads only o's source tensors.
+ */
+int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
+			struct fg_err *err);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * policy.c: quantization policies for a sidecar plan (policy.h).
+ *
+ * A policy rewrites a plan: each head linear it selects becomes a hidden
+ * input of MLX-quantized outputs.  `match` reads the backbone's own
+ * quantization, module by module, so a head is quantized exactly as the
+ * trunk it rides on.
+ */
+#include "forge/artifact/policy.h"
+
+#include "forge/format/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
+{
+	const char *q = text ? text : "keep";
+	int bits, group;
+	char tail;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->text, sizeof(out->text), "%s", q);
+	if (strcmp(q, "keep") == 0) {
+		out->kind = FG_POLICY_KEEP;
+	} else if (strcmp(q, "match") == 0) {
+		out->kind = FG_POLICY_MATCH;
+	} else if (strcmp(q, "mxfp4") == 0) {
+		out->kind = FG_POLICY_MXFP4;
+		out->spec.bits = 4;
+		out->spec.group = FG_MXFP4_GROUP;
+		out->spec.mxfp4 = 1;
+	} else if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) == 2 &&
+		   fg_quant_affine_check(1, (size_t)group, bits, group, NULL) == 0) {
+		out->kind = FG_POLICY_AFFINE;
+		out->spec.bits = bits;
+		out->spec.group = group;
+	} else {
+		return fg_err_set(err, FG_EUSAGE,
+				  "quantization policy '%s': use keep, match, mxfp4 or affine:BITS:GROUP "
+				  "(bits 2 3 4 5 6 8, group 32 64 128)", q);
+	}
+	return 0;
+}
+
+/* Module path of an output weight ("x.y.weight" -> "x.y"); 0 when not a .weight. */
+static int module_of(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (!ends_with(name, ".weight") || n - 7 >= len)
+		return 0;
+	snprintf(buf, len, "%.*s", (int)(n - 7), name);
+	return 1;
+}
+
+/* The part after the decoder layer ("...layers.3.self_attn.q_proj" -> "self_attn.q_proj"). */
+static const char *layer_suffix(const char *module)
+{
+	const char *p = strstr(module, "layers."), *q;
+
+	while (p) {
+		q = p + 7;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > p + 7 && *q == '.')
+			return q + 1;
+		p = strstr(p + 1, "layers.");
+	}
+	q = strrchr(module, '.');
+	return q ? q + 1 : module;
+}
+
+static const char *last_part(const char *module)
+{
+	const char *q = strrchr(module, '.');
+
+	return q ? q + 1 : module;
+}
+
+/* Linears an explicit policy quantizes; routers, fc/eh_proj/input_proj and embeddings never. */
+static int explicit_linear(const char *module)
+{
+	static const char *const linears[] = {
+		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+		"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk",
+	};
+	const char *last = last_part(module);
+
+	for (size_t i = 0; i < sizeof(linears) / sizeof(linears[0]); i++)
+		if (strcmp(last, linears[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The backbone's quantized module whose layer suffix is suffix, or NULL. */
+static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char *buf, size_t len)
+{
+	const struct fg_ckpt *c = bb->ckpt;
+
+	for (size_t f = 0; f < c->n_files; f++) {
+		if (!c->files[f].globbed && !c->files[f].in_index)
+			continue;
+		for (size_t k = 0; k < c->files[f].st->n_tensors; k++) {
+			const char *name = c->files[f].st->tensors[k].name;
+			size_t n = strlen(name);
+
+			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || n - 7 >= len ||
+			    fg_inspect_is_head(bb, &c->files[f], name))
+				continue;
+			snprintf(buf, len, "%.*s", (int)(n - 7), name);
+			if (strcmp(layer_suffix(buf), suffix) == 0)
+				return buf;
+		}
+	}
+	return NULL;
+}
+
+static int spec_from(const cJSON *q, struct fg_plan_quant *spec)
+{
+	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
+	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+
+	memset(spec, 0, sizeof(*spec));
+	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
+	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
+	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+}
+
+/* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
+static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
+	const cJSON *over;
+	char path[256];
+	const char *cp;
+
+	memset(spec, 0, sizeof(*spec));
+	if (!cJSON_IsObject(q))
+		return;
+	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
+	if (!cp)
+		return;
+	over = cJSON_GetObjectItemCaseSensitive(q, cp);
+	if (cJSON_IsObject(over)) {
+		if (spec_from(over, spec))
+			memset(spec, 0, sizeof(*spec));
+	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
+		memset(spec, 0, sizeof(*spec));
+	}
+}
+
+static int quantizable(const struct fg_plan_entry *o, const struct fg_plan_quant *spec)
+{
+	uint64_t cols = o->rank ? o->shape[o->rank - 1] : 0;
+
+	if (o->hidden || o->op == FG_OP_QUANT || (o->rank != 2 && o->rank != 3) || !cols)
+		return 0;
+	if (o->dtype != FG_DT_F32 && o->dtype != FG_DT_F16 && o->dtype != FG_DT_BF16)
+		return 0;
+	if (spec->mxfp4)
+		return cols % FG_MXFP4_GROUP == 0;
+	return fg_quant_affine_check(1, (size_t)cols, spec->bits, spec->group, NULL) == 0;
+}
+
+static cJSON *spec_json(const struct fg_plan_quant *spec)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "bits", spec->bits);
+	cJSON_AddNumberToObject(o, "group_size", spec->group);
+	cJSON_AddStringToObject(o, "mode", spec->mxfp4 ? "mxfp4" : "affine");
+	return o;
+}
+
+int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
+		   cJSON *record, struct fg_err *err)
+{
+	struct fg_plan out;
+
+	if (policy->kind == FG_POLICY_KEEP)
+		return 0;
+	memset(&out, 0, sizeof(out));
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct fg_plan_entry *o = &plan->t[i];
+		struct fg_plan_quant spec = policy->spec;
+		char module[256];
+		int base;
+
+		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
+			fg_plan_release(&out);
+			return fg_err_set(err, FG_EUSAGE,
+					  "the head is already quantized ('%s'); use --quant keep", o->src->name);
+		}
+		if (!module_of(o->name, module, sizeof(module)) || fg_name_norm_class(o->name) != FG_NAME_NOT_NORM) {
+			spec.bits = 0;
+		} else if (policy->kind == FG_POLICY_MATCH) {
+			match_spec(backbone, module, &spec);
+		} else if (!explicit_linear(module)) {
+			spec.bits = 0;
+		}
+		if (spec.bits && !quantizable(o, &spec))
+			spec.bits = 0;
+		if (record && module_of(o->name, module, sizeof(module)) && fg_name_norm_class(o->name) == FG_NAME_NOT_NORM)
+			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
+		/* Copy the entry (srcs arrays move with it). */
+		{
+			struct fg_plan_entry *copy = fg_plan_add(&out, o->name, err);
+
+			if (!copy) {
+				fg_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			*copy = *o;
+			plan->t[i].srcs = NULL;
+			plan->t[i].scale_invs = NULL;
+		}
+		if (!spec.bits)
+			continue;
+		base = (int)out.n - 1;
+		out.t[base].hidden = 1;
+		out.t[base].changed = 1; /* its bytes are replaced: keep the originals */
+		for (int part = 0; part < (spec.mxfp4 ? 2 : 3); part++) {
+			static const char *const suffix[] = { "weight", "scales", "biases" };
+			const struct fg_plan_entry *b = &out.t[base];
+			char name[300];
+			struct fg_plan_entry *q;
+			uint64_t cols = b->shape[b->rank - 1];
+
+			snprintf(name, sizeof(name), "%s.%s", module, suffix[part]);
+			q = fg_plan_add(&out, name, err);
+			if (!q) {
+				fg_plan_release(&out);
+				return FG_ENOMEM;
+			}
+			b = &out.t[base];
+			q->op = FG_OP_QUANT;
+			q->base = base;
+			q->quant = spec;
+			q->part = (enum fg_plan_part)part;
+			q->changed = 1;
+			q->rank = b->rank;
+			memcpy(q->shape, b->shape, sizeof(q->shape));
+			if (part == FG_PART_WEIGHT) {
+				q->dtype = FG_DT_U32;
+				q->shape[b->rank - 1] = spec.mxfp4 ? cols / 8 : cols * (uint64_t)spec.bits / 32;
+			} else {
+				q->dtype = spec.mxfp4 ? FG_DT_U8 : b->dtype;
+				q->shape[b->rank - 1] = cols / (uint64_t)spec.group;
+			}
+		}
+	}
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->t[i].srcs);
+		free(plan->t[i].scale_invs);
+	}
+	free(plan->t);
+	plan->t = out.t;
+	plan->n = out.n;
+	plan->cap = out.cap;
+	return 0;
+}
