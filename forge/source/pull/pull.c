@@ -43,7 +43,7 @@
  * is small (thousands of norm ranges must not cost thousands of mappings), or,
  * without a cache, the malloc'd buffer the transfer filled.
  */
-#include "forge/source/pull.h"
+#include "forge/source/pull/pull.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
