@@ -18,7 +18,7 @@
 #include "forge/artifact/policy.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
-#include "forge/source/pull.h"
+#include "forge/source/pull/pull.h"
 #include "forge/model/runtimes.h"
 #include "forge/verify/verify.h"
 

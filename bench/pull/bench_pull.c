@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge/source/pull.h"
+#include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
 
 #define MAX_FILES 4096

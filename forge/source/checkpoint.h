@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
-#include "forge/source/pull.h"
+#include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
 
 #define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */

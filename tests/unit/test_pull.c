@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "forge/source/pull.h"
+#include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
 
 /* ---- pure parts ---- */

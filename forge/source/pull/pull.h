@@ -142,7 +142,14 @@ void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done,
 /* Release p, its connections and every range it handed out.  NULL allowed. */
 void fg_pull_close(struct fg_pull *p);
 
-/* ---- Pure helpers, exposed for the unit tests. ---- */
+/*
+ * ---- For tests only ----
+ *
+ * The pure pieces a pull is built from (forge/source/pull/url.c and
+ * ranges.c), exported so that tests/unit/test_pull.c can pin them without a
+ * server.  They are not API: nothing outside forge/source/pull/ but the unit
+ * tests calls them, and they change with the implementation.
+ */
 
 /*
  * Split source into the folder URL *base (malloc'd, ends in '/'), the hf
