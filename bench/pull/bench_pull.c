@@ -1,5 +1,5 @@
 /*
- * bench_pull.c: the remote reads of `forged inspect` through forge/pull, timed.
+ * bench_pull.c: the remote reads of `forged inspect` through forge/source/pull, timed.
  *
  * Until inspect itself takes URL sources, this driver reads what it will
  * read, the way it will read it: config.json, the index (shard names from its

@@ -1,5 +1,5 @@
 /*
- * test_pull.c: the remote-source layer (forge/pull).
+ * test_pull.c: the remote-source layer (forge/source/pull).
  *
  * Without FORGED_TEST_BASE_URL this runs the pure parts only, with no
  * network: source parsing and hf:// URL building, file URL escaping,
