@@ -29,7 +29,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #define REPS 3
 #define COLS 4096

@@ -44,7 +44,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #define GOLDEN_DEFAULT "build/fixtures/quant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/quant_golden.py build/fixtures/quant_golden"

@@ -73,7 +73,7 @@
  * Floating-point contraction: the dequantization product and sum are kept in
  * separate statements (and separate intrinsics) so no compiler fuses them.
  */
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 #include "forge/core/bytes.h"
 
 #include <math.h>
