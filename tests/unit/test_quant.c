@@ -1,5 +1,5 @@
 /*
- * test_quant.c: forge/quant.c against golden files computed by numpy, a
+ * test_quant.c: forge/format/quant/ against golden files computed by numpy, a
  * hand-worked example, properties of the format, and itself (the dispatched
  * vector kernels against the scalar reference).
  *
