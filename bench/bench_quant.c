@@ -1,5 +1,5 @@
 /*
- * bench_quant.c: single-threaded throughput of forge/quant.c on a large BF16
+ * bench_quant.c: single-threaded throughput of forge/format/quant/ on a large BF16
  * tensor, against memcpy of the same bytes in the same run.
  *
  *   affine   MLX affine 4-bit, group 64, BF16 weights in, packed U32 and BF16
@@ -29,7 +29,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #define REPS 3
 #define COLS 4096

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_quant.sh [MiB]: forge/quant.c throughput against memcpy and numpy.
+# bench_quant.sh [MiB]: forge/format/quant/ throughput against memcpy and numpy.
 #
 # Builds bench/bench_quant.c against build/libforge.a, runs it single-threaded
 # on MiB (default 1024) of BF16 weights and as many FP8 codes, dumps the

@@ -8,7 +8,7 @@
  */
 #include "forge/artifact/plan.h"
 
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,7 +396,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 
 /* ---- materialization ---- */
 
-/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant.c does the arithmetic). */
+/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant/fp8.c does the arithmetic). */
 static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
 		       struct fg_err *err)
 {
@@ -405,7 +405,7 @@ static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_
 	int rc = 0;
 
 	if (scale_inv->dtype != FG_DT_F32) {
-		/* quant.c reads F32 grids: widen a BF16 grid once (it is tiny). */
+		/* quant/fp8.c reads F32 grids: widen a BF16 grid once (it is tiny). */
 		scales = malloc((size_t)scale_inv->nelem * sizeof(float) + 1);
 		if (!scales)
 			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", scale_inv->name);

@@ -41,8 +41,9 @@
  *     anyway.  Lanes whose result is discarded may raise the invalid or
  *     inexact flags; nothing in forged traps on them.
  *
- * Dispatch: the environment variable FORGED_SIMD, read once at the first bulk
- * call, caps the kernel set: "scalar" forces the scalar kernels, "avx2" forbids
+ * Dispatch: the kernel set follows fg_cpu_simd() (forge/core/cpu.h), decided
+ * once per process: the environment variable FORGED_SIMD, read once at the
+ * first call, caps it: "scalar" forces the scalar kernels, "avx2" forbids
  * AVX-512; unset or any other value means the best the CPU supports.  Tests
  * and benchmarks use it to exercise every path on one machine.
  *
@@ -52,14 +53,13 @@
  */
 #include "forge/format/dtype.h"
 #include "forge/core/bytes.h"
+#include "forge/core/cpu.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -875,45 +875,32 @@ static const struct kernel_set kernels_avx512 = {
 };
 #endif
 
-#if defined(__x86_64__)
-/* CPUID.1:ECX bit 29.  Asked directly because clang's __builtin_cpu_supports
- * does not know "f16c"; the AVX2 check already covers OS support for the
- * YMM state F16C needs. */
-static bool cpu_has_f16c(void)
-{
-	unsigned int eax, ebx, ecx, edx;
-
-	return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
-}
-#endif
-
 static pthread_once_t dispatch_once = PTHREAD_ONCE_INIT;
 static const struct kernel_set *active_kernels = &kernels_scalar;
 
-/* Runs once (pthread_once): fills the FP8 tables, then picks the kernel set. */
+/* Runs once (pthread_once): fills the FP8 tables, then picks the kernel set
+ * for the SIMD level of forge/core/cpu.h. */
 static void dispatch_init(void)
 {
-	const char *cap = getenv("FORGED_SIMD");
 	int i;
 
 	for (i = 0; i < 256; i++) {
 		e4m3_table[i] = fg_f32_bits(fg_e4m3_to_f32_ref((uint8_t)i));
 		e5m2_table[i] = fg_f32_bits(fg_e5m2_to_f32_ref((uint8_t)i));
 	}
-	active_kernels = &kernels_scalar;
-	if (cap && strcmp(cap, "scalar") == 0)
-		return;
+	switch (fg_cpu_simd()) {
 #if defined(__x86_64__)
-	__builtin_cpu_init();
-	if (!(cap && strcmp(cap, "avx2") == 0) && __builtin_cpu_supports("avx512f") &&
-	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-	    cpu_has_f16c()) {
+	case FG_CPU_AVX512:
 		active_kernels = &kernels_avx512;
-		return;
-	}
-	if (__builtin_cpu_supports("avx2") && cpu_has_f16c())
+		break;
+	case FG_CPU_AVX2:
 		active_kernels = &kernels_avx2;
+		break;
 #endif
+	default:
+		active_kernels = &kernels_scalar;
+		break;
+	}
 }
 
 static const struct kernel_set *dispatch(void)

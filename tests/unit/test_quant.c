@@ -1,5 +1,5 @@
 /*
- * test_quant.c: forge/quant.c against golden files computed by numpy, a
+ * test_quant.c: forge/format/quant/ against golden files computed by numpy, a
  * hand-worked example, properties of the format, and itself (the dispatched
  * vector kernels against the scalar reference).
  *
@@ -44,7 +44,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #define GOLDEN_DEFAULT "build/fixtures/quant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/quant_golden.py build/fixtures/quant_golden"

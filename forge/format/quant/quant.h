@@ -12,10 +12,11 @@
  *
  * Affine quantization and FP8 dequantization dispatch once per process to an
  * AVX-512 or AVX2 kernel where the CPU has one (FORGED_SIMD=scalar forces the
- * scalar kernels, =avx2 forbids AVX-512, as in dtype.h); each has a _ref
- * twin, plain C written from the spec, and the two agree bit for bit
- * (tests/unit/test_quant.c).  mxfp4 and the dequantizers of the MLX formats
- * are plain C only (checking an artifact, not the hot path).
+ * scalar kernels, =avx2 forbids AVX-512, as in dtype.h; both follow
+ * forge/core/cpu.h); each has a _ref twin, plain C written from the spec,
+ * and the two agree bit for bit (tests/unit/test_quant.c).  mxfp4 and the
+ * dequantizers of the MLX formats are plain C only (checking an artifact,
+ * not the hot path).
  *
  * Pointers need no alignment: tensor data sits at arbitrary offsets inside a
  * mapping, so a float or uint32_t pointer here is read and written as bytes.
@@ -25,6 +26,11 @@
  * errors are found before anything is written; a non-finite weight is found
  * while streaming, and then the outputs of the band are partly written and
  * must be discarded.
+ *
+ * The implementation is the rest of forge/format/quant/: affine.c (affine
+ * parameters, reference and row drivers), affine_x86.c (its AVX-512 and AVX2
+ * kernels), mxfp4.c, fp8.c (with its vector kernels), and kernels.c (the
+ * kernel sets and their dispatch); kernels.h is internal to the folder.
  */
 #ifndef FG_QUANT_H
 #define FG_QUANT_H
@@ -122,7 +128,7 @@ int fg_dequant_affine_rows_dt(enum fg_dtype dt, const uint32_t *packed, const vo
  * round-half-away-from-zero of the F32-rounded log2(d), clamped to
  * [-127, 127] (d = 0 gives byte 0); each value is w * (1 / 2^e) converted to
  * E2M1 by nearest, ties to the even code, saturating at 6, keeping the sign
- * (so -0.1 gives -0).  See quant.c for where MLX's implementations differ.
+ * (so -0.1 gives -0).  See mxfp4.c for where MLX's implementations differ.
  */
 #define FG_MXFP4_GROUP 32
 
