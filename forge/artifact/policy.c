@@ -8,7 +8,7 @@
  */
 #include "forge/artifact/policy.h"
 
-#include "forge/format/quant.h"
+#include "forge/format/quant/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
