@@ -20,16 +20,11 @@
 /* Families whose head names lose their container prefixes (-> mtp.*). */
 static const char *const strip_families[] = { "qwen3_5", "qwen3_next" };
 
-static const char *const mlx_targets[] = {
-	"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12",
-};
-
 int fg_target_is_mlx(const char *runtime)
 {
-	for (size_t i = 0; i < sizeof(mlx_targets) / sizeof(mlx_targets[0]); i++)
-		if (strcmp(runtime, mlx_targets[i]) == 0)
-			return 1;
-	return 0;
+	const struct fg_runtime *rt = fg_runtime_find(runtime);
+
+	return rt && rt->mlx;
 }
 
 static int strips_names(const struct fg_family *fam)

@@ -78,7 +78,7 @@ struct fg_plan {
 	struct fg_plan_qcache *qcache;      /* the last quantized tensor's outputs (owned) */
 };
 
-/* 1 when a runtime id is an MLX-style target (absolute norms, stacked experts). */
+/* 1 when a runtime id is an MLX-style target (its row's .mlx: absolute norms, stacked experts). */
 int fg_target_is_mlx(const char *runtime);
 
 /*

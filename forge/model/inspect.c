@@ -18,9 +18,6 @@
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
 
-static const char *const default_mlx[] = { "mlx-lm-0.31", "mlx-lm-0.32", "mtplx-2.12" };
-static const char *const default_hf[] = { "hf", "ollama", "mlx-lm-0.32" };
-
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -292,27 +289,22 @@ static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_i
 	};
 	const struct fg_runtime *all;
 	size_t n_all;
+	/* With no ids, the rows that name this layout in default_for; none (an unknown layout): all. */
+	unsigned layout = n_ids ? 0 : fg_runtime_layout_bit(r->layout);
 
 	for (size_t i = 0; i < n_ids; i++)
 		if (!fg_runtime_find(ids[i]))
 			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[i]);
-	if (!n_ids) {
-		if (strcmp(r->layout, "mlx") == 0) {
-			ids = default_mlx;
-			n_ids = sizeof(default_mlx) / sizeof(default_mlx[0]);
-		} else if (strcmp(r->layout, "hf") == 0) {
-			ids = default_hf;
-			n_ids = sizeof(default_hf) / sizeof(default_hf[0]);
-		}
-	}
 	all = fg_runtime_all(&n_all);
 	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
 		struct fg_runtime_result *res = &r->runtimes[r->n_runtimes++];
 
 		fg_runtime_simulate(&all[i], &in, res);
-		res->targeted = n_ids == 0;
-		for (size_t k = 0; k < n_ids; k++)
-			res->targeted |= strcmp(ids[k], all[i].id) == 0;
+		if (n_ids)
+			for (size_t k = 0; k < n_ids; k++)
+				res->targeted |= strcmp(ids[k], all[i].id) == 0;
+		else
+			res->targeted = !layout || (all[i].default_for & layout) != 0;
 	}
 	return 0;
 }
@@ -594,15 +586,17 @@ static int verdict_files(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
 	struct fg_verdict *v;
-	size_t by_problem[3] = { 0 };
+	size_t by_problem[3] = { 0 }, n_all;
+	const struct fg_runtime *all = fg_runtime_all(&n_all);
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
 		ADD("stray_shard", NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
 		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
-		fg_verdict_runtime(v, "mlx-lm-0.31");
-		fg_verdict_runtime(v, "mlx-lm-0.32");
+		for (size_t k = 0; k < n_all; k++) /* every runtime that loads model*.safetensors */
+			if (all[k].files == FG_FILES_GLOB)
+				fg_verdict_runtime(v, all[k].id);
 	}
 	if (c->n_mismatch) {
 		for (size_t i = 0; i < c->n_mismatch; i++)

@@ -60,8 +60,8 @@ struct fg_inspect {
 
 /*
  * Inspect source.  runtimes (n_runtimes ids, may be 0) are the targeted
- * runtimes; with none, the layout's defaults are targeted (mlx: mlx-lm-0.31,
- * mlx-lm-0.32, mtplx-2.12; hf: hf, ollama, mlx-lm-0.32; unknown: all).  On
+ * runtimes; with none, the rows whose default_for names the layout are
+ * targeted (runtimes.c; an unknown layout targets every runtime).  On
  * success *out is the caller's to free with fg_inspect_free().  Errors: an
  * unknown runtime id (FG_EUSAGE), an unreadable or malformed checkpoint
  * (FG_EINPUT/FG_EIO), FG_ENOMEM.
