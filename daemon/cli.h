@@ -9,6 +9,8 @@
 #ifndef FG_CLI_H
 #define FG_CLI_H
 
+#include <stdio.h>
+
 #include "forge/core/error.h"
 
 #define FG_VERSION "0.1.0"
@@ -37,6 +39,13 @@ int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 /* Pull options for remote sources: defaults, and on a TTY a byte counter on stderr. */
 struct fg_pull_opts;
 void fg_cli_pull_opts(struct fg_pull_opts *o);
+
+/*
+ * The runtime ids of forge/model/runtimes.c's table, one per line with its
+ * contract, under a "runtimes:" heading: --help of the commands that take a
+ * runtime id prints it after the usage, so the list is never written by hand.
+ */
+void fg_cli_print_runtimes(FILE *out);
 
 /* True when arg is -h or --help. */
 int fg_cli_is_help(const char *arg);

@@ -25,9 +25,8 @@ const struct fg_cmd fg_cmd_inspect = {
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf);\n"
-		 "by default the layout's own.  Exit 0 ok, 1 error verdicts (do not ship),\n"
-		 "2 unreadable or malformed input.\n",
+		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(do not ship), 2 unreadable or malformed input.\n",
 	.run = run_inspect,
 };
 
@@ -130,6 +129,7 @@ static int run_inspect(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
 			fputs(fg_cmd_inspect.usage, stdout);
+			fg_cli_print_runtimes(stdout);
 			return FG_EXIT_OK;
 		}
 		if (strcmp(argv[i], "--json") == 0) {

@@ -25,8 +25,6 @@
 
 #include "forge/artifact/policy.h"
 
-#define DEFAULT_TARGET "mtplx-2.12"
-
 static unsigned long forge_seq;
 #define COPY_CHUNK (4u << 20)
 
@@ -886,7 +884,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
-	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : DEFAULT_TARGET);
+	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
 	if (!fg_runtime_find(res->target))
 		return fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))

@@ -23,11 +23,14 @@
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
 
+/* The target when none is named: the one place the default is written (CLI, API, docs test). */
+#define FG_FORGE_DEFAULT_TARGET "mtplx-2.12"
+
 struct fg_forge_opts {
 	const char *source;
 	const char *backbone;   /* NULL: the source */
 	const char *out;
-	const char *target;     /* NULL: mtplx-2.12 */
+	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	const char *version;    /* forged's version, for provenance */
