@@ -17,22 +17,11 @@
 #define FP8_BLOCK 128
 #define ROW_CHUNK 4096
 
-/* Families whose head names lose their container prefixes (-> mtp.*). */
-static const char *const strip_families[] = { "qwen3_5", "qwen3_next" };
-
 int fg_target_is_mlx(const char *runtime)
 {
 	const struct fg_runtime *rt = fg_runtime_find(runtime);
 
 	return rt && rt->mlx;
-}
-
-static int strips_names(const struct fg_family *fam)
-{
-	for (size_t i = 0; i < sizeof(strip_families) / sizeof(strip_families[0]); i++)
-		if (strcmp(fam->id, strip_families[i]) == 0)
-			return 1;
-	return 0;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -106,7 +95,13 @@ void fg_plan_release(struct fg_plan *plan)
 /* The output name of a source name under the family's naming rule. */
 static void out_name(const struct fg_inspect *r, const char *src, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", strips_names(r->family) ? fg_name_strip(src) : src);
+	const char *name = r->family->strips_to_mtp ? fg_name_strip(src) : src;
+	size_t n = strlen(name);
+
+	/* Names are capped by the plan entry (a longer one is cut, as snprintf would). */
+	n = n < len ? n : len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
 }
 
 static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
