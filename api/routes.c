@@ -195,13 +195,13 @@ static void get_openapi(struct fg_req *req, struct fg_resp *resp)
 
 static double probe_mean(const struct fg_inspect *r)
 {
-	return r->n_sets && r->decisions[0].probe ? r->decisions[0].probe->st.mean : NAN;
+	return r->n_sets && r->sets[0].decision.probe ? r->sets[0].decision.probe->st.mean : NAN;
 }
 
 static const char *head_convention(const struct fg_inspect *r)
 {
-	return r->primary_head >= 0 && r->sets[r->primary_head].n_tensors
-		       ? fg_conv_name(r->decisions[r->primary_head].conv) : NULL;
+	return r->primary_head >= 0 && r->sets[r->primary_head].set.n_tensors
+		       ? fg_conv_name(r->sets[r->primary_head].decision.conv) : NULL;
 }
 
 static void post_inspections(struct fg_req *req, struct fg_resp *resp)

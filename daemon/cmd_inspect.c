@@ -54,7 +54,7 @@ static void print_figure(const char *label, int has, double v)
 static void print_human(const struct fg_inspect *r)
 {
 	struct palette p = palette_for(stdout);
-	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head] : NULL;
+	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head].set : NULL;
 	size_t errors = 0;
 
 	printf("%s%s%s  family %s, %s norms, %s layout%s\n", p.bold, r->ckpt->source, p.reset,
@@ -69,10 +69,10 @@ static void print_human(const struct fg_inspect *r)
 		printf(", config declares %d", r->declared_mtp);
 	printf("\n\nsets\n");
 	for (size_t i = 0; i < r->n_sets; i++) {
-		const struct fg_decision *d = &r->decisions[i];
+		const struct fg_decision *d = &r->sets[i].decision;
 
-		printf("  %-14s %-15s %6zu tensors %4zu norms", r->sets[i].name, fg_conv_name(d->conv),
-		       r->sets[i].n_tensors, r->sets[i].n_norms);
+		printf("  %-14s %-15s %6zu tensors %4zu norms", r->sets[i].set.name, fg_conv_name(d->conv),
+		       r->sets[i].set.n_tensors, r->sets[i].set.n_norms);
 		print_figure("qk_max", d->has_qk, d->qk_max);
 		print_figure("low_min", d->has_low, d->low_min);
 		if (i == 0 && d->probe)

@@ -138,7 +138,7 @@ static const char *param(const cJSON *params, const char *key)
 
 static double trunk_probe(const struct fg_inspect *r)
 {
-	return r->n_sets && r->decisions[0].probe ? r->decisions[0].probe->st.mean : NAN;
+	return r->n_sets && r->sets[0].decision.probe ? r->sets[0].decision.probe->st.mean : NAN;
 }
 
 /* Store the forged artifact; returns its id or 0 with err set. */
@@ -152,7 +152,7 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 	struct fg_artifact_in a = {
 		.source = source, .path = res->artifact, .family = r->family->id, .fingerprint = res->fingerprint,
 		.ok = r->ok, .probe_mean = trunk_probe(r),
-		.head_convention = r->primary_head >= 0 ? fg_conv_name(r->decisions[r->primary_head].conv) : NULL,
+		.head_convention = r->primary_head >= 0 ? fg_conv_name(r->sets[r->primary_head].decision.conv) : NULL,
 	};
 
 	snprintf(prov_path, sizeof(prov_path), "%s/forged.json", res->artifact);

@@ -571,9 +571,9 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 static const char *source_file_of(const struct fg_inspect *r, const struct fg_tensor *t)
 {
 	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
-			if (r->sets[s].tensors[i] == t)
-				return r->sets[s].tensor_files[i];
+		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
+			if (r->sets[s].set.tensors[i] == t)
+				return r->sets[s].set.tensor_files[i];
 	return "";
 }
 
@@ -758,7 +758,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	if (src) {
 		cJSON_AddStringToObject(src, "path", f->src->ckpt->source);
 		cJSON_AddStringToObject(src, "family", f->src->family->id);
-		cJSON_AddStringToObject(src, "head_set", f->src->sets[f->src->primary_head].name);
+		cJSON_AddStringToObject(src, "head_set", fg_inspect_head(f->src)->set.name);
 	}
 	cJSON_AddStringToObject(doc, "backbone", f->bb->ckpt->source);
 	cJSON_AddStringToObject(doc, "target", f->res->target);

@@ -264,24 +264,33 @@ static enum fg_convention target_convention(const struct fg_inspect *r, const ch
 	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
 }
 
-static int refuse_convention(const struct fg_tset *set, const struct fg_decision *d, struct fg_err *err)
+/*
+ * The refusals are inspect's: a head set whose convention is broken or
+ * cannot be decided, or whose experts cannot be laid out, already carries
+ * the error verdict, so the plan quotes it rather than deciding again.
+ */
+static const char *const refusing_codes[] = {
+	"head_double_shifted", "mixed_convention", "no_convention_evidence", "expert_layout_ambiguous",
+};
+
+static int refuse_by_verdict(const struct fg_inspect *r, const struct fg_set_report *head, struct fg_err *err)
 {
-	switch (d->conv) {
-	case FG_CONV_DOUBLE_SHIFTED:
-		return fg_err_set(err, FG_EVERDICT, "head_double_shifted: head set '%s' q/k max %.4f is above %.1f",
-				  set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
-	case FG_CONV_MIXED:
-		return fg_err_set(err, FG_EVERDICT,
-				  "mixed_convention: head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
-				  set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
-	case FG_CONV_NO_EVIDENCE:
-	case FG_CONV_EMPTY:
+	for (size_t i = 0; i < r->verdicts.n; i++) {
+		const struct fg_verdict *v = &r->verdicts.v[i];
+
+		if (strcmp(v->set, head->set.name) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof(refusing_codes) / sizeof(refusing_codes[0]); k++)
+			if (strcmp(v->code->code, refusing_codes[k]) == 0)
+				return fg_err_set(err, FG_EVERDICT, "%s: head set '%s': %s", v->code->code,
+						  head->set.name, v->detail);
+	}
+	/* A head without a single norm raises no verdict in inspect, yet has no convention to carry over. */
+	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && head->decision.conv == FG_CONV_EMPTY)
 		return fg_err_set(err, FG_EVERDICT,
 				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
-				  set->name);
-	default:
-		return 0;
-	}
+				  head->set.name);
+	return 0;
 }
 
 static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
@@ -326,11 +335,10 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
 {
-	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
-	struct fg_expert_dims dims;
+	const struct fg_set_report *head = fg_inspect_head(r);
+	const struct fg_expert_block *blocks;
 	const struct fg_tset *set;
-	const struct fg_decision *d;
 	size_t n_blocks;
 	int restack, rc = 0;
 
@@ -340,21 +348,21 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 	if (!plan->qcache)
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
 	plan->qcache->base = -1;
-	if (r->primary_head < 0 || r->sets[r->primary_head].n_tensors == 0)
+	if (!head || head->set.n_tensors == 0)
 		return fg_err_set(err, FG_EINPUT, "%s: no MTP head (no mtp.*, appended layer or mtp_layers tensors)",
 				  r->ckpt->source);
-	set = &r->sets[r->primary_head];
-	d = &r->decisions[r->primary_head];
-	plan->source_conv = d->conv;
+	set = &head->set;
+	plan->source_conv = head->decision.conv;
 	plan->target_conv = target_convention(r, target);
-	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && (rc = refuse_convention(set, d, err)))
+	if ((rc = refuse_by_verdict(r, head, err)))
 		return rc;
-	fg_experts_dims(r->ckpt->config, &dims);
-	n_blocks = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
+	/* The layouts inspect decided; an ambiguous one was refused above. */
+	blocks = head->experts;
+	n_blocks = head->n_experts;
 	for (size_t i = 0; i < n_blocks; i++) {
 		if (blocks[i].layout == FG_EXPERTS_AMBIGUOUS || blocks[i].layout == FG_EXPERTS_INVALID)
-			return fg_err_set(err, FG_EVERDICT, "expert_layout_ambiguous: %s*: %s",
-					  blocks[i].prefix, blocks[i].why);
+			return fg_err_set(err, FG_EINTERNAL, "expert block '%s*' is undecided but raised no verdict",
+					  blocks[i].prefix);
 		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
 			 fg_expert_layout_name(blocks[i].layout));
 	}
