@@ -193,17 +193,6 @@ static void get_openapi(struct fg_req *req, struct fg_resp *resp)
 
 /* ---- inspections ---- */
 
-static double probe_mean(const struct fg_inspect *r)
-{
-	return r->n_sets && r->sets[0].decision.probe ? r->sets[0].decision.probe->st.mean : NAN;
-}
-
-static const char *head_convention(const struct fg_inspect *r)
-{
-	return r->primary_head >= 0 && r->sets[r->primary_head].set.n_tensors
-		       ? fg_conv_name(r->sets[r->primary_head].decision.conv) : NULL;
-}
-
 static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 {
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
@@ -253,10 +242,14 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	{
-		struct fg_artifact_in a = {
-			.source = source, .family = r->family->id, .report = report, .ok = r->ok,
-			.probe_mean = probe_mean(r), .head_convention = head_convention(r),
-		};
+		struct fg_inspect_summary sum;
+		struct fg_artifact_in a = { .source = source, .report = report };
+
+		fg_inspect_summarize(r, &sum);
+		a.family = sum.family;
+		a.ok = sum.ok;
+		a.probe_mean = sum.probe_mean;
+		a.head_convention = sum.head_convention;
 
 		if (fg_store_artifact_put(s, &a, &id, &err) != 0) {
 			cJSON_Delete(report);

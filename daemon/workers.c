@@ -11,7 +11,6 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <signal.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,11 +135,6 @@ static const char *param(const cJSON *params, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static double trunk_probe(const struct fg_inspect *r)
-{
-	return r->n_sets && r->sets[0].decision.probe ? r->sets[0].decision.probe->st.mean : NAN;
-}
-
 /* Store the forged artifact; returns its id or 0 with err set. */
 static int64_t store_artifact(struct worker *w, const char *source, const struct fg_forge_result *res,
 			      struct fg_err *err)
@@ -149,11 +143,14 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 	char prov_path[PATH_MAX + 16];
 	cJSON *report = fg_inspect_json(r), *prov = NULL;
 	int64_t id = 0;
-	struct fg_artifact_in a = {
-		.source = source, .path = res->artifact, .family = r->family->id, .fingerprint = res->fingerprint,
-		.ok = r->ok, .probe_mean = trunk_probe(r),
-		.head_convention = r->primary_head >= 0 ? fg_conv_name(r->sets[r->primary_head].decision.conv) : NULL,
-	};
+	struct fg_inspect_summary sum;
+	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint };
+
+	fg_inspect_summarize(r, &sum);
+	a.family = sum.family;
+	a.ok = sum.ok;
+	a.probe_mean = sum.probe_mean;
+	a.head_convention = sum.head_convention;
 
 	snprintf(prov_path, sizeof(prov_path), "%s/forged.json", res->artifact);
 	fg_json_load(&prov, prov_path, 64u << 20, err);

@@ -13,6 +13,7 @@
 #include "forge/model/experts.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -731,6 +732,20 @@ const struct fg_set_report *fg_inspect_head(const struct fg_inspect *r)
 		return NULL;
 	assert((size_t)r->primary_head < r->n_sets && r->sets[r->primary_head].role != FG_ROLE_TRUNK);
 	return &r->sets[r->primary_head];
+}
+
+void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out)
+{
+	const struct fg_set_report *trunk = fg_inspect_trunk(r), *head = fg_inspect_head(r);
+
+	memset(out, 0, sizeof(*out));
+	out->family = r->family->id;
+	out->ok = r->ok;
+	out->probe_mean = trunk->decision.probe ? trunk->decision.probe->st.mean : NAN;
+	/* locate_head never makes an empty set primary; the check keeps the rule local. */
+	out->head_convention = head && head->set.n_tensors ? fg_conv_name(head->decision.conv) : NULL;
+	out->n_verdicts = r->verdicts.n;
+	out->verdicts = r->verdicts.v;
 }
 
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,

@@ -100,6 +100,22 @@ const struct fg_set_report *fg_inspect_trunk(const struct fg_inspect *r);
 /* The primary head's set (primary_head: the head a forge extracts), or NULL when no set holds one. */
 const struct fg_set_report *fg_inspect_head(const struct fg_inspect *r);
 
+/*
+ * What the store and the API keep of an inspection, derived in this one
+ * place.  Everything is borrowed from r (or static) and lives as long as r.
+ */
+struct fg_inspect_summary {
+	const char *family;            /* the family id */
+	int ok;                        /* no error verdict (r->ok) */
+	double probe_mean;             /* the trunk probe's q-norm mean; NAN without a probe */
+	const char *head_convention;   /* the primary head set's convention word; NULL when no set
+				        * holds head tensors (an empty "mtp" set has no convention) */
+	size_t n_verdicts;
+	const struct fg_verdict *verdicts; /* r's verdicts, in report order */
+};
+
+void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out);
+
 /* The set called name, or NULL. */
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
 				     const struct fg_decision **decision);
