@@ -22,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "forge/artifact/forge.h"
+#include "forge/artifact/request.h"
 #include "store/store.h"
 
 #define IDLE_WAIT_MS 1000
@@ -128,13 +129,6 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	return on_progress(ctx, stage, total ? 0.1 * (double)done / (double)total : 0.0);
 }
 
-static const char *param(const cJSON *params, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* Store the forged artifact; returns its id or 0 with err set. */
 static int64_t store_artifact(struct worker *w, const char *source, const struct fg_forge_result *res,
 			      struct fg_err *err)
@@ -175,6 +169,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	struct fg_forge_opts o = { .version = FG_VERSION, .progress = on_progress, .progress_ctx = &ctx };
 	struct fg_api *api;
 	struct fg_pull_opts pull;
+	struct fg_forge_request rq;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -187,11 +182,12 @@ static void run_job(struct worker *w, struct fg_job *job)
 	pull.progress = on_fetch;
 	pull.progress_ctx = &ctx;
 	o.pull = &pull;
-	o.source = param(params, "source");
-	o.backbone = param(params, "backbone");
-	o.target = param(params, "target");
-	o.quant = param(params, "quant");
-	o.out = param(params, "out");
+	/* The stored params are what fg_forge_request_to_json wrote; read them with the same codec. */
+	rc = fg_forge_request_from_json(&rq, params, NULL, &err);
+	if (rc)
+		fg_err_prefix(&err, rc, "job parameters: ");
+	else
+		fg_forge_request_opts(&rq, &o);
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
 		o.out = out;
@@ -203,7 +199,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 	o.force = job->attempts > 0 && o.out == out;
 	fg_log(FG_LOG_INFO, "job %lld: forge %s -> %s (target %s, attempt %d)", (long long)job->id,
 	       o.source ? o.source : "?", o.out, o.target ? o.target : "default", job->attempts + 1);
-	rc = o.source ? fg_forge_run(&o, &res, &err) : fg_err_set(&err, FG_EINPUT, "job has no source");
+	if (!rc)
+		rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_ECANCELLED && ctx.aborted && !ctx.cancelled) {
 		fg_store_job_requeue(w->store, job->id, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: stopped for shutdown, back in the queue", (long long)job->id);
