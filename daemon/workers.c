@@ -134,8 +134,7 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 			      struct fg_err *err)
 {
 	const struct fg_inspect *r = res->check;
-	char prov_path[PATH_MAX + 16];
-	cJSON *report = fg_inspect_json(r), *prov = NULL;
+	cJSON *report;
 	int64_t id = 0;
 	struct fg_inspect_summary sum;
 	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint };
@@ -146,14 +145,21 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 	a.probe_mean = sum.probe_mean;
 	a.head_convention = sum.head_convention;
 
-	snprintf(prov_path, sizeof(prov_path), "%s/forged.json", res->artifact);
-	fg_json_load(&prov, prov_path, 64u << 20, err);
+	/* The provenance forge wrote, from memory: an artifact is never stored without its fingerprints. */
+	if (!res->provenance) {
+		fg_err_set(err, FG_EINTERNAL, "the forge of %s returned no provenance", res->artifact);
+		return 0;
+	}
+	a.provenance = res->provenance;
+	report = fg_inspect_json(r);
+	if (!report) {
+		fg_err_set(err, FG_ENOMEM, "out of memory building the report of %s", res->artifact);
+		return 0;
+	}
 	a.report = report;
-	a.provenance = prov;
-	if (!report || fg_store_artifact_put(w->store, &a, &id, err) != 0)
+	if (fg_store_artifact_put(w->store, &a, &id, err) != 0)
 		id = 0;
 	cJSON_Delete(report);
-	cJSON_Delete(prov);
 	return id;
 }
 

@@ -772,15 +772,23 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(dec, "shift_precision", "f32");
 	}
 	cJSON_AddItemToObject(doc, "removed_from_backbone", string_array(f->res->removed, f->res->n_removed));
-	cJSON_AddItemReferenceToObject(doc, "originals", f->originals);
-	cJSON_AddItemReferenceToObject(doc, "relayouts", f->relayouts);
-	cJSON_AddItemReferenceToObject(doc, "files", f->files);
+	/* The lists move into the document: the result keeps it, and nothing later adds to them. */
+	if (cJSON_AddItemToObject(doc, "originals", f->originals))
+		f->originals = NULL;
+	if (cJSON_AddItemToObject(doc, "relayouts", f->relayouts))
+		f->relayouts = NULL;
+	if (cJSON_AddItemToObject(doc, "files", f->files))
+		f->files = NULL;
 	cJSON_AddStringToObject(doc, "fingerprint", f->res->fingerprint);
 	rc = join(path, sizeof(path), f->tmp, "forged.json", err);
 	if (!rc)
 		rc = write_json(path, doc, err);
-	cJSON_Delete(doc);
-	return rc;
+	if (rc) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	f->res->provenance = doc;
+	return 0;
 }
 
 /* A remote source's head tensors are fetched (by ranges, cached) before writing. */
@@ -1002,6 +1010,7 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->removed);
 	free(res->shifted);
 	fg_inspect_free(res->check);
+	cJSON_Delete(res->provenance);
 	memset(res, 0, sizeof(*res));
 }
 

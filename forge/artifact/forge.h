@@ -55,6 +55,8 @@ struct fg_forge_result {
 	size_t n_shifted;
 	char **shifted;           /* norms whose convention forge changed */
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
+	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a
+				   * caller storing the artifact never reads the file back */
 	int ok;
 };
 
