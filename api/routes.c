@@ -18,6 +18,7 @@
 #include "forge/artifact/request.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
+#include "forge/source/checkpoint.h"
 #include "forge/source/pull.h"
 #include "forge/model/runtimes.h"
 #include "forge/verify/verify.h"
@@ -67,12 +68,7 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 /* The pull options of this server: its cache and its allowed hosts. */
 static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
 {
-	fg_pull_opts_init(o);
-	o->merge_gap = 0;
-	o->cache_dir = cfg->cache_dir;
-	o->allow_hosts = cfg->allow_hosts;
-	o->n_allow_hosts = cfg->n_allow_hosts;
-	o->user_agent = "forged";
+	fg_ckpt_pull_opts(o, cfg->cache_dir, cfg->allow_hosts, cfg->n_allow_hosts);
 }
 
 /*

@@ -5,6 +5,7 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,7 @@ static int run_forge(int argc, char **argv)
 {
 	struct fg_forge_opts o = { .version = FG_VERSION };
 	struct fg_pull_opts pull;
+	char cache[PATH_MAX];
 	struct fg_forge_result res;
 	struct fg_err err = { 0, "" };
 	int json = 0, rc;
@@ -112,7 +114,7 @@ static int run_forge(int argc, char **argv)
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
 	o.progress = on_progress;
-	fg_cli_pull_opts(&pull);
+	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	o.pull = &pull;
 	rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_EUSAGE) {

@@ -6,6 +6,7 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,7 @@ static int run_inspect(int argc, char **argv)
 {
 	const char *runtimes[MAX_RUNTIME_ARGS];
 	struct fg_pull_opts pull;
+	char cache[PATH_MAX];
 	struct fg_inspect *r = NULL;
 	struct fg_err err = { 0, "" };
 	const char *source = NULL;
@@ -153,7 +155,7 @@ static int run_inspect(int argc, char **argv)
 	}
 	if (!source)
 		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
-	fg_cli_pull_opts(&pull);
+	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);

@@ -49,10 +49,9 @@ static int show_fetch(void *ctx, uint64_t done, uint64_t total)
 	return 0;
 }
 
-void fg_cli_pull_opts(struct fg_pull_opts *o)
+void fg_cli_pull_opts(struct fg_pull_opts *o, char *cache, size_t len)
 {
-	fg_ckpt_pull_defaults(o);
-	o->user_agent = "forged/" FG_VERSION;
+	fg_ckpt_pull_defaults(o, cache, len);
 	if (isatty(STDERR_FILENO))
 		o->progress = show_fetch;
 }

@@ -180,11 +180,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&res, 0, sizeof(res));
-	fg_pull_opts_init(&pull);
-	pull.merge_gap = 0;
-	pull.cache_dir = p->cfg.cache_dir;
-	pull.allow_hosts = p->cfg.allow_hosts;
-	pull.n_allow_hosts = p->cfg.n_allow_hosts;
+	fg_ckpt_pull_opts(&pull, p->cfg.cache_dir, p->cfg.allow_hosts, p->cfg.n_allow_hosts);
 	pull.progress = on_fetch;
 	pull.progress_ctx = &ctx;
 	o.pull = &pull;

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/core/version.h"
 #include "forge/source/pull.h"
 #include "forge/format/safetensors.h"
 
@@ -85,8 +86,33 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
 int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
 		      struct fg_err *err);
 
-/* Default pull options: cache in $FORGED_CACHE_DIR, else ~/.cache/forged. */
-void fg_ckpt_pull_defaults(struct fg_pull_opts *o);
+/* The User-Agent of every remote read forged makes (CLI, API and workers alike). */
+#define FG_CKPT_USER_AGENT "forged/" FG_VERSION
+
+/*
+ * The pull options every caller builds, in one place: fg_pull_opts_init's
+ * defaults, merge_gap 0 (see checkpoint.c), FG_CKPT_USER_AGENT, the cache
+ * folder (NULL: no cache) and the allowed hosts (n_allow_hosts 0: any).
+ * Strings and the host list are borrowed and must outlive o; progress and
+ * the other fields are the caller's to set after.
+ */
+void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char *const *allow_hosts,
+		       size_t n_allow_hosts);
+
+/*
+ * The default cache folder, $FORGED_CACHE_DIR, else ~/.cache/forged, written
+ * into buf (len bytes); returns buf, or NULL when neither is set or the
+ * path does not fit.
+ */
+const char *fg_ckpt_default_cache_dir(char *buf, size_t len);
+
+/*
+ * fg_ckpt_pull_opts with the default cache folder and any host (the CLI, and
+ * fg_ckpt_open_opts without options).  o->cache_dir points into the caller's
+ * buf (len bytes, PATH_MAX is enough), so buf must outlive o, and two option
+ * sets never share a buffer unless the caller makes them.
+ */
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len);
 
 /*
  * Make the data of n tensors of c readable: a no-op for local files (mapped);
