@@ -383,8 +383,9 @@ static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "state '%s' is not a job state", state);
 		return;
 	}
-	if (cursor < 0 || limit < 1 || limit > 500) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
+			   FG_STORE_LIST_LIMIT_MAX);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
@@ -435,8 +436,9 @@ static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (cursor < 0 || limit < 1 || limit > 500) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
+			   FG_STORE_LIST_LIMIT_MAX);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))

@@ -32,7 +32,7 @@
 #define FG_SQL_CACHE_MAX 96
 
 /* The largest page a list returns (the smallest is 1). */
-#define FG_SQL_LIMIT_MAX 500
+#define FG_SQL_LIMIT_MAX FG_STORE_LIST_LIMIT_MAX
 
 struct fg_sql_slot {
 	uint64_t hash;          /* FNV-1a of the SQL text, checked before strcmp */

@@ -275,6 +275,17 @@ static void test_runtime_enum_is_the_table(void **state)
 	cJSON_Delete(doc);
 }
 
+/* The Limit parameter's maximum is the store's page cap. */
+static void test_limit_is_the_store_cap(void **state)
+{
+	cJSON *doc = load_doc();
+	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(resolve(doc, "#/components/parameters/Limit"), "schema");
+
+	(void)state;
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(schema, "maximum")->valueint, FG_STORE_LIST_LIMIT_MAX);
+	cJSON_Delete(doc);
+}
+
 /*
  * JobRequest.quant's pattern and fg_policy_parse agree on every bits x group
  * pair in canonical decimal and on the words.  (sscanf also takes "04",
@@ -330,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_refs_resolve),
 		cmocka_unit_test(test_runtime_enum_is_the_table),
 		cmocka_unit_test(test_quant_pattern_is_the_parser),
+		cmocka_unit_test(test_limit_is_the_store_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
