@@ -10,11 +10,11 @@
 
 #include "forge/format/quant.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FP8_BLOCK 128
 #define ROW_CHUNK 4096
 
 int fg_target_is_mlx(const char *runtime)
@@ -127,13 +127,13 @@ static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
 	if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
 		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
 				  t->name);
-	rows = (t->shape[0] + FP8_BLOCK - 1) / FP8_BLOCK;
-	cols = (t->shape[1] + FP8_BLOCK - 1) / FP8_BLOCK;
+	rows = (t->shape[0] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
+	cols = (t->shape[1] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
 	if (s->shape[0] != rows || s->shape[1] != cols)
 		return fg_err_set(err, FG_EINPUT,
-				  "'%s' is [%llu,%llu], the 128x128 blocks of '%s' need [%llu,%llu]",
+				  "'%s' is [%llu,%llu], the %dx%d blocks of '%s' need [%llu,%llu]",
 				  name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
-				  t->name, (unsigned long long)rows, (unsigned long long)cols);
+				  FG_FP8_BLOCK, FG_FP8_BLOCK, t->name, (unsigned long long)rows, (unsigned long long)cols);
 	*out = s;
 	return 0;
 }
@@ -394,7 +394,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 
 /* ---- materialization ---- */
 
-/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant.c does the arithmetic). */
+/* BF16 from E4M3 x FG_FP8_BLOCK-square block scales, in bands of rows (quant.c does the arithmetic). */
 static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
 		       struct fg_err *err)
 {
@@ -516,10 +516,13 @@ static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_en
 		qcache_clear(c);
 		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
 		for (int p = 0; p < 3; p++) {
+			/* policy.c appends a base's parts right after it, in part order: siblings are adjacent. */
 			const struct fg_plan_entry *sib = o + (p - (int)o->part);
 
 			if (p == 2 && o->quant.mxfp4)
 				break;
+			assert(sib >= plan->t && sib < plan->t + plan->n && sib->op == FG_OP_QUANT &&
+			       sib->base == o->base && (int)sib->part == p);
 			c->bytes[p] = fg_plan_entry_bytes(sib);
 			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
 			if (!c->part[p])

@@ -10,6 +10,7 @@
 
 #include "forge/format/quant.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,8 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 				return FG_ENOMEM;
 			}
 			b = &out.t[base];
+			/* materialize_quant finds the siblings at q - part .. : keep them adjacent. */
+			assert(q == &out.t[base + 1 + part]);
 			q->op = FG_OP_QUANT;
 			q->base = base;
 			q->quant = spec;
