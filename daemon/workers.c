@@ -126,7 +126,7 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
 	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);
-	return on_progress(ctx, stage, total ? 0.1 * (double)done / (double)total : 0.0);
+	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
 }
 
 /* Store the forged artifact; returns its id or 0 with err set. */

@@ -46,10 +46,47 @@ struct forge {
 	int stopped;                    /* the progress callback asked to stop */
 };
 
-static void progress(struct forge *f, const char *stage, double frac)
+/*
+ * The stages a forge reports, in order, with the fraction of the whole run
+ * at which each begins; a stage ends where the next begins.  Remote reads
+ * (inspect, fetch) fall before the backbone stage (fg_forge_fetch_fraction).
+ */
+enum stage { ST_INSPECT, ST_FETCH, ST_BACKBONE, ST_SIDECAR, ST_PROVENANCE, ST_CHECK, ST_DONE };
+
+static const struct {
+	const char *name;   /* the stage word of progress callbacks and job rows */
+	double start;
+} stages[] = {
+	[ST_INSPECT] = { "inspect", 0.0 },
+	[ST_FETCH] = { "fetch", 0.05 },
+	[ST_BACKBONE] = { "backbone", 0.1 },
+	[ST_SIDECAR] = { "sidecar", 0.4 },
+	[ST_PROVENANCE] = { "provenance", 0.7 },
+	[ST_CHECK] = { "check", 0.9 },
+	[ST_DONE] = { "done", 1.0 },
+};
+
+static void progress_at(struct forge *f, const char *stage, double frac)
 {
 	if (f->o->progress && f->o->progress(f->o->progress_ctx, stage, frac))
 		f->stopped = 1;
+}
+
+/* Stage s begins. */
+static void progress(struct forge *f, enum stage s)
+{
+	progress_at(f, stages[s].name, stages[s].start);
+}
+
+/* Stage s is done (0..1) of the way through. */
+static void progress_within(struct forge *f, enum stage s, double done)
+{
+	progress_at(f, stages[s].name, stages[s].start + (stages[s + 1].start - stages[s].start) * done);
+}
+
+double fg_forge_fetch_fraction(uint64_t done, uint64_t total)
+{
+	return total ? stages[ST_BACKBONE].start * (double)done / (double)total : 0.0;
 }
 
 /* FG_ECANCELLED once the callback asked to stop; checked between stages. */
@@ -425,7 +462,7 @@ static int write_backbone(struct forge *f, struct fg_err *err)
 							 f->bb->facts[i].head_tensors == c->files[i].st->n_tensors))
 			continue;
 		rc = write_shard(f, i, err);
-		progress(f, "backbone", 0.1 + 0.3 * (double)(i + 1) / (double)c->n_files);
+		progress_within(f, ST_BACKBONE, (double)(i + 1) / (double)c->n_files);
 		if (!rc)
 			rc = stop_requested(f, err);
 	}
@@ -818,7 +855,7 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 				want[n++] = e->scale_invs[k];
 		}
 	}
-	progress(f, "fetch", 0.05);
+	progress(f, ST_FETCH);
 	rc = fg_ckpt_fetch(f->src->ckpt, want, n, err);
 	free(want);
 	return rc;
@@ -847,7 +884,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	char old[PATH_MAX];
 	int rc;
 
-	progress(f, "check", 0.9);
+	progress(f, ST_CHECK);
 	if ((rc = stop_requested(f, err)) != 0)
 		return rc;
 	rc = fg_inspect_run(&f->res->check, f->tmp, &target, 1, err);
@@ -877,7 +914,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 		rm_rf(old);
 	if (!realpath(f->o->out, f->res->artifact))
 		snprintf(f->res->artifact, sizeof(f->res->artifact), "%s", f->o->out);
-	progress(f, "done", 1.0);
+	progress(f, ST_DONE);
 	return 0;
 }
 
@@ -902,7 +939,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		return fg_err_set(err, FG_EUSAGE, "--out DIR is required");
 	if (lstat(o->out, &st) == 0 && !o->force)
 		return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
-	progress(&f, "inspect", 0.0);
+	progress(&f, ST_INSPECT);
 	if (fg_pull_is_url(o->backbone ? o->backbone : o->source)) {
 		/* The artifact is the backbone's shards: they must be local files to link. */
 		rc = fg_err_set(err, FG_EUSAGE, "the backbone must be a local folder (--backbone DIR); "
@@ -960,18 +997,18 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	progress(&f, "backbone", 0.1);
+	progress(&f, ST_BACKBONE);
 	rc = stop_requested(&f, err);
 	if (!rc)
 		rc = write_backbone(&f, err);
 	if (!rc) {
-		progress(&f, "sidecar", 0.4);
+		progress(&f, ST_SIDECAR);
 		rc = stop_requested(&f, err);
 	}
 	if (!rc)
 		rc = write_sidecar(&f, err);
 	if (!rc) {
-		progress(&f, "provenance", 0.7);
+		progress(&f, ST_PROVENANCE);
 		rc = stop_requested(&f, err);
 	}
 	if (!rc)

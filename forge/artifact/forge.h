@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -72,6 +73,14 @@ struct fg_forge_result {
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err);
 
 void fg_forge_result_release(struct fg_forge_result *res);
+
+/*
+ * The fraction of a forge run that a remote read of done of total bytes
+ * stands for, for a pull progress callback: reads happen while inspecting
+ * and fetching, before the backbone stage begins, so the value stays below
+ * that stage's start.
+ */
+double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
 
 /* The forged.forge.v1 document. */
 cJSON *fg_forge_result_json(const struct fg_forge_result *res);

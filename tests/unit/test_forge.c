@@ -2,7 +2,8 @@
  * test_forge.c: fg_forge_run (forge/artifact/forge.h) on a generated
  * fixture ($FIXTURES, skipped without it): the result carries the
  * provenance it wrote, equal to forged.json on disk, so a caller storing
- * the artifact never has to read the file back.
+ * the artifact never has to read the file back; progress walks the stage
+ * table in order, from 0 to 1, never backwards.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,11 +26,31 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
+struct seen {
+	size_t n;
+	char stage[64][16];
+	double fraction[64];
+};
+
+static int record(void *ctx, const char *stage, double fraction)
+{
+	struct seen *s = ctx;
+
+	if (s->n < 64) {
+		snprintf(s->stage[s->n], sizeof(s->stage[0]), "%s", stage);
+		s->fraction[s->n++] = fraction;
+	}
+	return 0;
+}
+
 static void test_result_carries_provenance(void **state)
 {
 	const char *fixtures = getenv("FIXTURES");
 	char tmp[] = "/tmp/forged-test-forge-XXXXXX", src[1024], out[1100], prov_path[PATH_MAX + 16];
-	struct fg_forge_opts o = { .version = "test" };
+	struct seen seen = { 0 };
+	struct fg_forge_opts o = { .version = "test", .progress = record, .progress_ctx = &seen };
+	static const char *const order[] = { "inspect", "backbone", "sidecar", "provenance", "check", "done" };
+	size_t k = 0;
 	struct fg_forge_result res;
 	struct fg_err err = { 0, "" };
 	cJSON *on_disk = NULL;
@@ -56,14 +77,38 @@ static void test_result_carries_provenance(void **state)
 		cJSON_GetObjectItemCaseSensitive(res.provenance, "files"), "mtp.safetensors"));
 	assert_string_equal(res.target, FG_FORGE_DEFAULT_TARGET);
 	cJSON_Delete(on_disk);
+	/* A local source: every stage but fetch, in order; fractions from 0 to 1, never backwards. */
+	assert_true(seen.n >= 6);
+	assert_true(seen.fraction[0] == 0.0 && seen.fraction[seen.n - 1] == 1.0);
+	for (size_t i = 0; i < seen.n; i++) {
+		if (i)
+			assert_true(seen.fraction[i] >= seen.fraction[i - 1]);
+		if (k < 6 && strcmp(seen.stage[i], order[k]) == 0)
+			k++;
+		else if (!k || strcmp(seen.stage[i], order[k - 1]) != 0)
+			fail_msg("stage %s out of order", seen.stage[i]);
+	}
+	assert_int_equal(k, 6);
 	fg_forge_result_release(&res);
 	assert_null(res.provenance);
 	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Remote reads stand for the part of the run before the backbone stage. */
+static void test_fetch_fraction(void **state)
+{
+	(void)state;
+	assert_true(fg_forge_fetch_fraction(0, 0) == 0.0);
+	assert_true(fg_forge_fetch_fraction(0, 100) == 0.0);
+	assert_true(fg_forge_fetch_fraction(50, 100) > 0.0);
+	assert_true(fg_forge_fetch_fraction(50, 100) < fg_forge_fetch_fraction(100, 100));
+	assert_true(fg_forge_fetch_fraction(100, 100) <= 0.1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fetch_fraction),
 		cmocka_unit_test(test_result_carries_provenance),
 	};
 
