@@ -110,7 +110,8 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		return FG_EXIT_USAGE;
 	}
-	if (fg_store_jobs_recover(store, instance, 60, cfg.max_attempts, &requeued, &failed, &err) != 0) {
+	if (fg_store_jobs_recover(store, instance, FG_WORKERS_STALE_SECONDS, cfg.max_attempts, &requeued, &failed,
+				  &err) != 0) {
 		fg_log(FG_LOG_ERR, "recovering jobs: %s", err.msg);
 		fg_store_close(store);
 		return FG_EXIT_INTERNAL;

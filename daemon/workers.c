@@ -355,7 +355,7 @@ int fg_workers_alive(void *workers)
 
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < p->cfg.n; i++)
-		if (!p->w[i].started || (!p->w[i].busy && since(&p->w[i].alive) > 10.0))
+		if (!p->w[i].started || (!p->w[i].busy && since(&p->w[i].alive) > FG_WORKERS_IDLE_LIVENESS_SECONDS))
 			alive = 0;
 	pthread_mutex_unlock(&p->lock);
 	return alive;

@@ -15,6 +15,20 @@
 
 #include "forge/core/error.h"
 
+/*
+ * At start-up, fg_store_jobs_recover requeues running jobs of other
+ * instances, and any running job whose heartbeat (its last progress report)
+ * is older than this many seconds.
+ */
+#define FG_WORKERS_STALE_SECONDS 60
+
+/*
+ * An idle worker turns its loop at least once a second; one that has not
+ * turned it for this long is stuck, and /readyz answers not ready.  Busy
+ * workers are exempt: a forge stage may run for minutes.
+ */
+#define FG_WORKERS_IDLE_LIVENESS_SECONDS 10.0
+
 struct fg_api;
 
 struct fg_workers;
