@@ -5,6 +5,12 @@
  * runs it (a forge), records progress and the result, and waits on one
  * condition variable when the queue is empty.  Lock order: workers->lock is
  * the only lock here and is never held across the store or forge.
+ *
+ * Threads: besides the n workers, each forge opens its checkpoints with
+ * fg_ckpt_open, which starts up to FG_CKPT_OPEN_THREADS header-parsing
+ * threads of its own for the duration of the open (checkpoint.h); with n
+ * workers busy that is up to n x FG_CKPT_OPEN_THREADS more threads, plus
+ * the API's handlers doing the same for POST /v1/inspections.
  */
 #ifndef FG_WORKERS_H
 #define FG_WORKERS_H

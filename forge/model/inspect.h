@@ -50,6 +50,12 @@ struct fg_set_report {
 	struct fg_expert_block experts[FG_EXPERTS_MAX_BLOCKS];
 };
 
+/*
+ * A finished inspection is read-only for its users, with one exception: over
+ * a remote checkpoint, fg_ckpt_fetch (forge fetching the head) fills the
+ * tensor views' data, so share an inspection between threads only when
+ * nobody fetches (checkpoint.h).
+ */
 struct fg_inspect {
 	struct fg_ckpt *ckpt;                 /* owned */
 	const struct fg_family *family;

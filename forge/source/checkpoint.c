@@ -533,7 +533,7 @@ out:
  * Workers see only the pool's own arrays, never c->files, which the index
  * may grow meanwhile.
  */
-#define OPEN_THREADS_MAX 8
+#define OPEN_THREADS_MAX FG_CKPT_OPEN_THREADS
 
 struct open_pool {
 	size_t n;
@@ -827,7 +827,7 @@ int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, siz
 		}
 	}
 	rc = fg_pull_ranges(c->pull, r, m, err);
-	/* The checkpoint owns its tensors: setting a view's data is its own business. */
+	/* c owns its tensors: setting a view's data is its own business (see checkpoint.h). */
 	for (size_t k = 0; !rc && k < m; k++)
 		((struct fg_tensor *)(uintptr_t)tensors[owner[k]])->data = r[k].data;
 	free(r);

@@ -25,6 +25,7 @@
 
 #define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */
 #define FG_CKPT_MAX_FILES 100000u
+#define FG_CKPT_OPEN_THREADS 8        /* header-parsing threads per fg_ckpt_open (see there) */
 
 struct fg_ckpt_file {
 	char *name;           /* relative to the checkpoint folder, e.g. "mtp/weights.safetensors" */
@@ -72,6 +73,12 @@ struct fg_ckpt {
  * FG_ENOMEM) name the checkpoint, the file and the reason: a folder without
  * config.json, an unreadable or malformed shard, an index naming a missing file,
  * a sidecar pointer that escapes the folder or names a missing file.
+ *
+ * Threads: a local checkpoint's headers are parsed on a pool of up to
+ * FG_CKPT_OPEN_THREADS threads (no more than the CPUs online), started and
+ * joined inside this call; the calling thread works in the pool too.  Under
+ * `forged serve` every worker and API handler opening a checkpoint does
+ * this at once, so the peak is callers x FG_CKPT_OPEN_THREADS threads.
  */
 int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
 
@@ -119,6 +126,13 @@ void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len);
  * for remote ones, their byte ranges are fetched (merged, in parallel, from
  * the cache when present) and each tensor's data set.  The tensors must
  * belong to c's files.
+ *
+ * Ownership: the views are handed out as const (an inspection and a plan
+ * borrow them), but c owns them, and this call writes their data pointers
+ * through a cast; the bytes live in c->pull until fg_ckpt_free.  So a
+ * remote checkpoint, and any struct fg_inspect over it, changes here: do
+ * not share one between threads while anyone may fetch.  Local checkpoints
+ * are never written after fg_ckpt_open.
  */
 int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
 
