@@ -20,8 +20,20 @@
 
 #define FG_API_MAX_ROOTS 16
 
+/*
+ * What fg_api_start uses for a config field left 0: the one place the
+ * server's defaults are written (`forged serve` leaves these fields 0).
+ */
+#define FG_API_LISTEN_DEFAULT "127.0.0.1"
+#define FG_API_THREADS_DEFAULT 4u               /* handler threads (MHD's pool) */
+#define FG_API_CONNECTION_LIMIT_DEFAULT 256u
+#define FG_API_PER_IP_LIMIT_DEFAULT 128u
+#define FG_API_TIMEOUT_SECONDS_DEFAULT 30u      /* an idle connection is closed after this */
+#define FG_API_MEMORY_LIMIT_DEFAULT (128u * 1024) /* per connection: headers and MHD's buffers */
+#define FG_API_MAX_BODY_DEFAULT (1u << 20)      /* request bodies (413 past it) */
+
 struct fg_api_config {
-	const char *listen_addr;       /* IPv4 or IPv6 literal, e.g. "127.0.0.1" */
+	const char *listen_addr;       /* IPv4 or IPv6 literal; NULL: FG_API_LISTEN_DEFAULT */
 	uint16_t port;                 /* 0: an ephemeral port (see fg_api_port) */
 	const char *db_path;           /* the store's database */
 	const char *state_dir;         /* default job outputs go to STATE/artifacts/ID */
@@ -31,12 +43,12 @@ struct fg_api_config {
 	const char *allow_hosts[FG_API_MAX_ROOTS]; /* hosts URL sources may name ("host[:port]") */
 	size_t n_allow_hosts;                      /* 0: URL sources are refused (403) */
 	const char *cache_dir;                     /* remote reads: STATE/cache */
-	size_t max_body_bytes;         /* 1 MiB by default */
-	unsigned threads;              /* handler threads */
-	unsigned connection_limit;
-	unsigned per_ip_limit;
-	unsigned timeout_seconds;
-	size_t memory_limit;           /* per connection */
+	size_t max_body_bytes;         /* 0: FG_API_MAX_BODY_DEFAULT */
+	unsigned threads;              /* handler threads; 0: FG_API_THREADS_DEFAULT */
+	unsigned connection_limit;     /* 0: FG_API_CONNECTION_LIMIT_DEFAULT */
+	unsigned per_ip_limit;         /* 0: FG_API_PER_IP_LIMIT_DEFAULT */
+	unsigned timeout_seconds;      /* 0: FG_API_TIMEOUT_SECONDS_DEFAULT */
+	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,9 +15,10 @@
 #include <time.h>
 
 #include "api/paths.h"
-#include "forge/artifact/policy.h"
+#include "forge/artifact/request.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
+#include "forge/source/checkpoint.h"
 #include "forge/source/pull/pull.h"
 #include "forge/model/runtimes.h"
 #include "forge/verify/verify.h"
@@ -67,12 +68,7 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 /* The pull options of this server: its cache and its allowed hosts. */
 static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
 {
-	fg_pull_opts_init(o);
-	o->merge_gap = 0;
-	o->cache_dir = cfg->cache_dir;
-	o->allow_hosts = cfg->allow_hosts;
-	o->n_allow_hosts = cfg->n_allow_hosts;
-	o->user_agent = "forged";
+	fg_ckpt_pull_opts(o, cfg->cache_dir, cfg->allow_hosts, cfg->n_allow_hosts);
 }
 
 /*
@@ -193,17 +189,6 @@ static void get_openapi(struct fg_req *req, struct fg_resp *resp)
 
 /* ---- inspections ---- */
 
-static double probe_mean(const struct fg_inspect *r)
-{
-	return r->n_sets && r->decisions[0].probe ? r->decisions[0].probe->st.mean : NAN;
-}
-
-static const char *head_convention(const struct fg_inspect *r)
-{
-	return r->primary_head >= 0 && r->sets[r->primary_head].n_tensors
-		       ? fg_conv_name(r->decisions[r->primary_head].conv) : NULL;
-}
-
 static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 {
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
@@ -253,10 +238,14 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	{
-		struct fg_artifact_in a = {
-			.source = source, .family = r->family->id, .report = report, .ok = r->ok,
-			.probe_mean = probe_mean(r), .head_convention = head_convention(r),
-		};
+		struct fg_inspect_summary sum;
+		struct fg_artifact_in a = { .source = source, .report = report };
+
+		fg_inspect_summarize(r, &sum);
+		a.family = sum.family;
+		a.ok = sum.ok;
+		a.probe_mean = sum.probe_mean;
+		a.head_convention = sum.head_convention;
 
 		if (fg_store_artifact_put(s, &a, &id, &err) != 0) {
 			cJSON_Delete(report);
@@ -277,26 +266,32 @@ out:
 
 /* ---- jobs ---- */
 
-static int valid_policy(const char *q)
+/* The problem a forge request fault answers with (always 422). */
+static void request_problem(struct fg_req *req, struct fg_resp *resp, enum fg_forge_request_fault fault,
+			    const char *msg)
 {
-	int bits, group;
-	char tail;
-
-	if (strcmp(q, "keep") == 0 || strcmp(q, "match") == 0 || strcmp(q, "mxfp4") == 0)
-		return 1;
-	if (sscanf(q, "affine:%d:%d%c", &bits, &group, &tail) != 2)
-		return 0;
-	return (bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8) &&
-	       (group == 32 || group == 64 || group == 128);
+	switch (fault) {
+	case FG_FREQ_UNKNOWN_RUNTIME:
+		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "%s", msg);
+		break;
+	case FG_FREQ_BACKBONE_REQUIRED:
+		fg_problem(resp, req, 422, "backbone-required", "Backbone required", "%s", msg);
+		break;
+	default:
+		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "%s", msg);
+		break;
+	}
 }
 
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
 	struct fg_err err = { 0, "" };
+	struct fg_forge_request rq;
+	enum fg_forge_request_fault fault;
 	struct fg_job job;
 	struct fg_store *s;
-	const char *kind, *source, *backbone, *target, *quant, *outp, *key;
+	const char *key;
 	cJSON *body = fg_req_json(req, resp), *params = NULL;
 	char *params_text = NULL;
 	int replayed = 0;
@@ -304,56 +299,31 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 	memset(&job, 0, sizeof(job));
 	if (!body)
 		return;
-	kind = json_str(body, "kind");
-	source = json_str(body, "source");
-	backbone = json_str(body, "backbone");
-	target = json_str(body, "target");
-	quant = json_str(body, "quant");
-	outp = json_str(body, "out");
-	if (!kind || strcmp(kind, "forge") != 0) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"kind\" must be \"forge\"");
+	if (fg_forge_request_from_json(&rq, body, &fault, &err) != 0) {
+		request_problem(req, resp, fault, err.msg);
 		goto out;
 	}
-	if (!source) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"source\" must be a string");
+	if (confine_source(req, resp, "source", rq.source, src) ||
+	    (rq.backbone && confine(req, resp, "backbone", rq.backbone, 1, bb)) ||
+	    (rq.out && confine(req, resp, "out", rq.out, 0, out)))
 		goto out;
-	}
-	if (target && !fg_runtime_find(target)) {
-		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"target\" '%s' is not a runtime id",
-			   target);
-		goto out;
-	}
-	if (quant && !valid_policy(quant)) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field",
-			   "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP");
-		goto out;
-	}
-	if (fg_pull_is_url(source) && !backbone) {
-		fg_problem(resp, req, 422, "backbone-required", "Backbone required",
-			   "a remote source needs a local \"backbone\": the artifact links its shards");
-		goto out;
-	}
-	if (confine_source(req, resp, "source", source, src) ||
-	    (backbone && confine(req, resp, "backbone", backbone, 1, bb)) ||
-	    (outp && confine(req, resp, "out", outp, 0, out)))
-		goto out;
-	params = cJSON_CreateObject();
-	cJSON_AddStringToObject(params, "kind", "forge");
-	cJSON_AddStringToObject(params, "source", src);
-	if (backbone)
-		cJSON_AddStringToObject(params, "backbone", bb);
-	cJSON_AddStringToObject(params, "target", target ? target : "mtplx-2.12");
-	cJSON_AddStringToObject(params, "quant", quant ? quant : "keep");
-	if (outp)
-		cJSON_AddStringToObject(params, "out", out);
-	params_text = cJSON_PrintUnformatted(params);
+	/* The queue stores the confined paths, never the client's spelling. */
+	rq.source = src;
+	rq.backbone = rq.backbone ? bb : NULL;
+	rq.out = rq.out ? out : NULL;
+	params = fg_forge_request_to_json(&rq);
+	params_text = params ? cJSON_PrintUnformatted(params) : NULL;
 	fg_sha256_buf(req->body, req->body_len, hex);
 	key = fg_req_header(req, "Idempotency-Key");
 	if (key && (strlen(key) > 200 || !*key)) {
 		fg_problem(resp, req, 400, "bad-idempotency-key", "Bad Idempotency-Key", "the key must be 1-200 bytes");
 		goto out;
 	}
-	if (!params_text || !(s = store_or_problem(req, resp)))
+	if (!params_text) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		goto out;
+	}
+	if (!(s = store_or_problem(req, resp)))
 		goto out;
 	if (fg_store_job_enqueue(s, "forge", params_text, key, hex, req->api->cfg.queue_cap, &job, &replayed,
 				 &err) != 0) {
@@ -413,8 +383,9 @@ static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "state '%s' is not a job state", state);
 		return;
 	}
-	if (cursor < 0 || limit < 1 || limit > 500) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
+			   FG_STORE_LIST_LIMIT_MAX);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
@@ -465,8 +436,9 @@ static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (cursor < 0 || limit < 1 || limit > 500) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..500");
+	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
+		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
+			   FG_STORE_LIST_LIMIT_MAX);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))

@@ -582,7 +582,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	if (!api)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	api->cfg = *cfg;
-	api->cfg.listen_addr = keep(api, &n_owned, cfg->listen_addr ? cfg->listen_addr : "127.0.0.1");
+	api->cfg.listen_addr = keep(api, &n_owned, cfg->listen_addr ? cfg->listen_addr : FG_API_LISTEN_DEFAULT);
 	api->cfg.db_path = keep(api, &n_owned, cfg->db_path);
 	api->cfg.state_dir = keep(api, &n_owned, cfg->state_dir);
 	api->cfg.tokens_file = keep(api, &n_owned, cfg->tokens_file);
@@ -592,7 +592,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 		api->cfg.allow_hosts[i] = keep(api, &n_owned, cfg->allow_hosts[i]);
 	api->cfg.cache_dir = keep(api, &n_owned, cfg->cache_dir);
 	if (!api->cfg.max_body_bytes)
-		api->cfg.max_body_bytes = 1u << 20;
+		api->cfg.max_body_bytes = FG_API_MAX_BODY_DEFAULT;
 	pthread_key_create(&api->store_key, close_store);
 	pthread_rwlock_init(&api->tokens_lock, NULL);
 	pthread_mutex_init(&api->metrics_lock, NULL);
@@ -630,11 +630,16 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 				    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				    0, NULL, NULL, on_request, api,
 				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(cfg->threads ? cfg->threads : 2),
-				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(cfg->timeout_seconds ? cfg->timeout_seconds : 30),
-				    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(cfg->connection_limit ? cfg->connection_limit : 256),
-				    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)(cfg->per_ip_limit ? cfg->per_ip_limit : 128),
-				    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(cfg->memory_limit ? cfg->memory_limit : 64 * 1024),
+				    MHD_OPTION_THREAD_POOL_SIZE,
+				    (unsigned int)(cfg->threads ? cfg->threads : FG_API_THREADS_DEFAULT),
+				    MHD_OPTION_CONNECTION_TIMEOUT,
+				    (unsigned int)(cfg->timeout_seconds ? cfg->timeout_seconds : FG_API_TIMEOUT_SECONDS_DEFAULT),
+				    MHD_OPTION_CONNECTION_LIMIT,
+				    (unsigned int)(cfg->connection_limit ? cfg->connection_limit : FG_API_CONNECTION_LIMIT_DEFAULT),
+				    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				    (unsigned int)(cfg->per_ip_limit ? cfg->per_ip_limit : FG_API_PER_IP_LIMIT_DEFAULT),
+				    MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				    (size_t)(cfg->memory_limit ? cfg->memory_limit : FG_API_MEMORY_LIMIT_DEFAULT),
 				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
 				    MHD_OPTION_END);
 	if (!api->mhd) {

@@ -9,9 +9,10 @@
 #ifndef FG_CLI_H
 #define FG_CLI_H
 
-#include "forge/core/error.h"
+#include <stdio.h>
 
-#define FG_VERSION "0.1.0"
+#include "forge/core/error.h"
+#include "forge/core/version.h"
 
 enum fg_exit {
 	FG_EXIT_OK = 0,
@@ -34,9 +35,20 @@ int fg_cli_fail(const struct fg_err *err);
 int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Pull options for remote sources: defaults, and on a TTY a byte counter on stderr. */
+/*
+ * Pull options for remote sources: fg_ckpt_pull_defaults (the cache folder is
+ * written into cache, len bytes, which must outlive o), and on a TTY a byte
+ * counter on stderr.
+ */
 struct fg_pull_opts;
-void fg_cli_pull_opts(struct fg_pull_opts *o);
+void fg_cli_pull_opts(struct fg_pull_opts *o, char *cache, size_t len);
+
+/*
+ * The runtime ids of forge/model/runtimes.c's table, one per line with its
+ * contract, under a "runtimes:" heading: --help of the commands that take a
+ * runtime id prints it after the usage, so the list is never written by hand.
+ */
+void fg_cli_print_runtimes(FILE *out);
 
 /* True when arg is -h or --help. */
 int fg_cli_is_help(const char *arg);

@@ -5,6 +5,7 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,9 @@ const struct fg_cmd fg_cmd_forge = {
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
-		 "names and precision TARGET loads (default mtplx-2.12), a patched\n"
-		 "config.json and forged.json provenance.  DIR appears only when complete\n"
-		 "and clean for TARGET; --force replaces an existing DIR.\n"
+		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
+		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
+		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
 		 "Exit 0 written, 1 refused by a verdict, 2 bad usage or input.\n",
 	.run = run_forge,
 };
@@ -70,6 +71,7 @@ static int run_forge(int argc, char **argv)
 {
 	struct fg_forge_opts o = { .version = FG_VERSION };
 	struct fg_pull_opts pull;
+	char cache[PATH_MAX];
 	struct fg_forge_result res;
 	struct fg_err err = { 0, "" };
 	int json = 0, rc;
@@ -81,6 +83,7 @@ static int run_forge(int argc, char **argv)
 
 		if (fg_cli_is_help(argv[i])) {
 			fputs(fg_cmd_forge.usage, stdout);
+			fg_cli_print_runtimes(stdout);
 			return FG_EXIT_OK;
 		}
 		for (size_t k = 0; k < 4 && !matched; k++) {
@@ -111,7 +114,7 @@ static int run_forge(int argc, char **argv)
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
 	o.progress = on_progress;
-	fg_cli_pull_opts(&pull);
+	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	o.pull = &pull;
 	rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_EUSAGE) {

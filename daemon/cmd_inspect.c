@@ -6,6 +6,7 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,8 @@ const struct fg_cmd fg_cmd_inspect = {
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf);\n"
-		 "by default the layout's own.  Exit 0 ok, 1 error verdicts (do not ship),\n"
-		 "2 unreadable or malformed input.\n",
+		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(do not ship), 2 unreadable or malformed input.\n",
 	.run = run_inspect,
 };
 
@@ -55,7 +55,7 @@ static void print_figure(const char *label, int has, double v)
 static void print_human(const struct fg_inspect *r)
 {
 	struct palette p = palette_for(stdout);
-	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head] : NULL;
+	const struct fg_tset *head = r->primary_head >= 0 ? &r->sets[r->primary_head].set : NULL;
 	size_t errors = 0;
 
 	printf("%s%s%s  family %s, %s norms, %s layout%s\n", p.bold, r->ckpt->source, p.reset,
@@ -70,10 +70,10 @@ static void print_human(const struct fg_inspect *r)
 		printf(", config declares %d", r->declared_mtp);
 	printf("\n\nsets\n");
 	for (size_t i = 0; i < r->n_sets; i++) {
-		const struct fg_decision *d = &r->decisions[i];
+		const struct fg_decision *d = &r->sets[i].decision;
 
-		printf("  %-14s %-15s %6zu tensors %4zu norms", r->sets[i].name, fg_conv_name(d->conv),
-		       r->sets[i].n_tensors, r->sets[i].n_norms);
+		printf("  %-14s %-15s %6zu tensors %4zu norms", r->sets[i].set.name, fg_conv_name(d->conv),
+		       r->sets[i].set.n_tensors, r->sets[i].set.n_norms);
 		print_figure("qk_max", d->has_qk, d->qk_max);
 		print_figure("low_min", d->has_low, d->low_min);
 		if (i == 0 && d->probe)
@@ -121,6 +121,7 @@ static int run_inspect(int argc, char **argv)
 {
 	const char *runtimes[MAX_RUNTIME_ARGS];
 	struct fg_pull_opts pull;
+	char cache[PATH_MAX];
 	struct fg_inspect *r = NULL;
 	struct fg_err err = { 0, "" };
 	const char *source = NULL;
@@ -130,6 +131,7 @@ static int run_inspect(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
 			fputs(fg_cmd_inspect.usage, stdout);
+			fg_cli_print_runtimes(stdout);
 			return FG_EXIT_OK;
 		}
 		if (strcmp(argv[i], "--json") == 0) {
@@ -153,7 +155,7 @@ static int run_inspect(int argc, char **argv)
 	}
 	if (!source)
 		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
-	fg_cli_pull_opts(&pull);
+	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);

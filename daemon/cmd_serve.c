@@ -110,7 +110,8 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		return FG_EXIT_USAGE;
 	}
-	if (fg_store_jobs_recover(store, instance, 60, cfg.max_attempts, &requeued, &failed, &err) != 0) {
+	if (fg_store_jobs_recover(store, instance, FG_WORKERS_STALE_SECONDS, cfg.max_attempts, &requeued, &failed,
+				  &err) != 0) {
 		fg_log(FG_LOG_ERR, "recovering jobs: %s", err.msg);
 		fg_store_close(store);
 		return FG_EXIT_INTERNAL;
@@ -148,11 +149,7 @@ static int run_serve(int argc, char **argv)
 		acfg.allow_hosts[acfg.n_allow_hosts++] = cfg.allow_hosts[i];
 	acfg.cache_dir = cache;
 	acfg.max_body_bytes = cfg.max_body_bytes;
-	acfg.threads = 4;
-	acfg.connection_limit = 256;
-	acfg.per_ip_limit = 128;
-	acfg.timeout_seconds = 30;
-	acfg.memory_limit = 128 * 1024;
+	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;

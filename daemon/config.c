@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "forge/source/checkpoint.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
@@ -51,7 +52,7 @@ static void defaults(struct fg_config *cfg)
 	else
 		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "./forged-state");
 	cfg->workers = cpus > 0 ? (unsigned)cpus : 1;
-	cfg->max_body_bytes = 1u << 20;
+	cfg->max_body_bytes = FG_API_MAX_BODY_DEFAULT;
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "forge/model/runtimes.h"
 #include "forge/source/checkpoint.h"
 
 static const struct fg_cmd *const commands[] = {
@@ -48,12 +49,21 @@ static int show_fetch(void *ctx, uint64_t done, uint64_t total)
 	return 0;
 }
 
-void fg_cli_pull_opts(struct fg_pull_opts *o)
+void fg_cli_pull_opts(struct fg_pull_opts *o, char *cache, size_t len)
 {
-	fg_ckpt_pull_defaults(o);
-	o->user_agent = "forged/" FG_VERSION;
+	fg_ckpt_pull_defaults(o, cache, len);
 	if (isatty(STDERR_FILENO))
 		o->progress = show_fetch;
+}
+
+void fg_cli_print_runtimes(FILE *out)
+{
+	size_t n = 0;
+	const struct fg_runtime *all = fg_runtime_all(&n);
+
+	fprintf(out, "\nruntimes:\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  %-13s %s\n", all[i].id, all[i].contract);
 }
 
 int fg_cli_is_help(const char *arg)

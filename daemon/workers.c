@@ -11,7 +11,6 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <signal.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "forge/artifact/forge.h"
+#include "forge/artifact/request.h"
 #include "store/store.h"
 
 #define IDLE_WAIT_MS 1000
@@ -126,19 +126,7 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
 	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);
-	return on_progress(ctx, stage, total ? 0.1 * (double)done / (double)total : 0.0);
-}
-
-static const char *param(const cJSON *params, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double trunk_probe(const struct fg_inspect *r)
-{
-	return r->n_sets && r->decisions[0].probe ? r->decisions[0].probe->st.mean : NAN;
+	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
 }
 
 /* Store the forged artifact; returns its id or 0 with err set. */
@@ -146,23 +134,32 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 			      struct fg_err *err)
 {
 	const struct fg_inspect *r = res->check;
-	char prov_path[PATH_MAX + 16];
-	cJSON *report = fg_inspect_json(r), *prov = NULL;
+	cJSON *report;
 	int64_t id = 0;
-	struct fg_artifact_in a = {
-		.source = source, .path = res->artifact, .family = r->family->id, .fingerprint = res->fingerprint,
-		.ok = r->ok, .probe_mean = trunk_probe(r),
-		.head_convention = r->primary_head >= 0 ? fg_conv_name(r->decisions[r->primary_head].conv) : NULL,
-	};
+	struct fg_inspect_summary sum;
+	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint };
 
-	snprintf(prov_path, sizeof(prov_path), "%s/forged.json", res->artifact);
-	fg_json_load(&prov, prov_path, 64u << 20, err);
+	fg_inspect_summarize(r, &sum);
+	a.family = sum.family;
+	a.ok = sum.ok;
+	a.probe_mean = sum.probe_mean;
+	a.head_convention = sum.head_convention;
+
+	/* The provenance forge wrote, from memory: an artifact is never stored without its fingerprints. */
+	if (!res->provenance) {
+		fg_err_set(err, FG_EINTERNAL, "the forge of %s returned no provenance", res->artifact);
+		return 0;
+	}
+	a.provenance = res->provenance;
+	report = fg_inspect_json(r);
+	if (!report) {
+		fg_err_set(err, FG_ENOMEM, "out of memory building the report of %s", res->artifact);
+		return 0;
+	}
 	a.report = report;
-	a.provenance = prov;
-	if (!report || fg_store_artifact_put(w->store, &a, &id, err) != 0)
+	if (fg_store_artifact_put(w->store, &a, &id, err) != 0)
 		id = 0;
 	cJSON_Delete(report);
-	cJSON_Delete(prov);
 	return id;
 }
 
@@ -178,23 +175,21 @@ static void run_job(struct worker *w, struct fg_job *job)
 	struct fg_forge_opts o = { .version = FG_VERSION, .progress = on_progress, .progress_ctx = &ctx };
 	struct fg_api *api;
 	struct fg_pull_opts pull;
+	struct fg_forge_request rq;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&res, 0, sizeof(res));
-	fg_pull_opts_init(&pull);
-	pull.merge_gap = 0;
-	pull.cache_dir = p->cfg.cache_dir;
-	pull.allow_hosts = p->cfg.allow_hosts;
-	pull.n_allow_hosts = p->cfg.n_allow_hosts;
+	fg_ckpt_pull_opts(&pull, p->cfg.cache_dir, p->cfg.allow_hosts, p->cfg.n_allow_hosts);
 	pull.progress = on_fetch;
 	pull.progress_ctx = &ctx;
 	o.pull = &pull;
-	o.source = param(params, "source");
-	o.backbone = param(params, "backbone");
-	o.target = param(params, "target");
-	o.quant = param(params, "quant");
-	o.out = param(params, "out");
+	/* The stored params are what fg_forge_request_to_json wrote; read them with the same codec. */
+	rc = fg_forge_request_from_json(&rq, params, NULL, &err);
+	if (rc)
+		fg_err_prefix(&err, rc, "job parameters: ");
+	else
+		fg_forge_request_opts(&rq, &o);
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
 		o.out = out;
@@ -206,7 +201,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 	o.force = job->attempts > 0 && o.out == out;
 	fg_log(FG_LOG_INFO, "job %lld: forge %s -> %s (target %s, attempt %d)", (long long)job->id,
 	       o.source ? o.source : "?", o.out, o.target ? o.target : "default", job->attempts + 1);
-	rc = o.source ? fg_forge_run(&o, &res, &err) : fg_err_set(&err, FG_EINPUT, "job has no source");
+	if (!rc)
+		rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_ECANCELLED && ctx.aborted && !ctx.cancelled) {
 		fg_store_job_requeue(w->store, job->id, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: stopped for shutdown, back in the queue", (long long)job->id);
@@ -359,7 +355,7 @@ int fg_workers_alive(void *workers)
 
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < p->cfg.n; i++)
-		if (!p->w[i].started || (!p->w[i].busy && since(&p->w[i].alive) > 10.0))
+		if (!p->w[i].started || (!p->w[i].busy && since(&p->w[i].alive) > FG_WORKERS_IDLE_LIVENESS_SECONDS))
 			alive = 0;
 	pthread_mutex_unlock(&p->lock);
 	return alive;

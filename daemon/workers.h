@@ -5,6 +5,12 @@
  * runs it (a forge), records progress and the result, and waits on one
  * condition variable when the queue is empty.  Lock order: workers->lock is
  * the only lock here and is never held across the store or forge.
+ *
+ * Threads: besides the n workers, each forge opens its checkpoints with
+ * fg_ckpt_open, which starts up to FG_CKPT_OPEN_THREADS header-parsing
+ * threads of its own for the duration of the open (checkpoint.h); with n
+ * workers busy that is up to n x FG_CKPT_OPEN_THREADS more threads, plus
+ * the API's handlers doing the same for POST /v1/inspections.
  */
 #ifndef FG_WORKERS_H
 #define FG_WORKERS_H
@@ -14,6 +20,20 @@
 #include <time.h>
 
 #include "forge/core/error.h"
+
+/*
+ * At start-up, fg_store_jobs_recover requeues running jobs of other
+ * instances, and any running job whose heartbeat (its last progress report)
+ * is older than this many seconds.
+ */
+#define FG_WORKERS_STALE_SECONDS 60
+
+/*
+ * An idle worker turns its loop at least once a second; one that has not
+ * turned it for this long is stuck, and /readyz answers not ready.  Busy
+ * workers are exempt: a forge stage may run for minutes.
+ */
+#define FG_WORKERS_IDLE_LIVENESS_SECONDS 10.0
 
 struct fg_api;
 

@@ -41,6 +41,8 @@
  *   per write.  tests/unit/test_store.c checks them against the GROUP BYs.
  * - probe_bucket names the q-norm bucket of probe_mean (the bounds of
  *   fg_sql_probe_buckets); a virtual column, so the triggers share one CASE.
+ *   Its numbers come from convention.h, stringized into exactly the text
+ *   version 1 was released with (test_store.c checks the stored schema).
  * - CHECKs over more than two values are written as OR chains: SQLite
  *   codes "x IN (a, b, c)" in a CHECK by building a temporary table on every
  *   row written, which more than doubled the cost of storing an artifact.
@@ -57,8 +59,10 @@ static const char schema_v1[] =
 	" ok INTEGER NOT NULL CHECK (ok IN (0, 1)),"
 	" probe_mean REAL,"
 	" probe_bucket TEXT GENERATED ALWAYS AS (CASE WHEN probe_mean IS NULL THEN NULL"
-	"  WHEN probe_mean < 1.25 THEN 'below' WHEN probe_mean < 1.74 THEN 'low'"
-	"  WHEN probe_mean <= 1.83 THEN 'band' WHEN probe_mean <= 2.4 THEN 'high' ELSE 'above' END) VIRTUAL,"
+	"  WHEN probe_mean < " FG_SQL_STR(FG_QK_ABSOLUTE_MIN) " THEN 'below'"
+	" WHEN probe_mean < " FG_SQL_STR(FG_QK_BAND_MIN) " THEN 'low'"
+	"  WHEN probe_mean <= " FG_SQL_STR(FG_QK_BAND_MAX) " THEN 'band'"
+	" WHEN probe_mean <= " FG_SQL_STR(FG_QK_DOUBLE_ABOVE) " THEN 'high' ELSE 'above' END) VIRTUAL,"
 	" head_convention TEXT,"
 	" unhealthy INTEGER NOT NULL DEFAULT 0,"
 	" created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))"

@@ -77,10 +77,9 @@ out:
  * The first also takes anything below 0.  Which bucket a value falls in is
  * decided by the schema's probe_bucket column; these only label them.
  */
-static const struct {
-	double lo, hi;      /* hi < 0: unbounded */
-} buckets[FG_SQL_PROBE_BUCKETS] = {
-	{ 0.0, 1.25 }, { 1.25, 1.74 }, { 1.74, 1.83 }, { 1.83, 2.4 }, { 2.4, -1.0 },
+const struct fg_sql_probe_range fg_sql_probe_ranges[FG_SQL_PROBE_BUCKETS] = {
+	{ 0.0, FG_QK_ABSOLUTE_MIN }, { FG_QK_ABSOLUTE_MIN, FG_QK_BAND_MIN }, { FG_QK_BAND_MIN, FG_QK_BAND_MAX },
+	{ FG_QK_BAND_MAX, FG_QK_DOUBLE_ABOVE }, { FG_QK_DOUBLE_ABOVE, -1.0 },
 };
 
 #define UNHEALTHY_COLS                                                                          \
@@ -182,8 +181,8 @@ out:
 static cJSON *range_json(size_t i)
 {
 	cJSON *r = cJSON_CreateArray();
-	cJSON *lo = cJSON_CreateNumber(buckets[i].lo);
-	cJSON *hi = buckets[i].hi < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(buckets[i].hi);
+	cJSON *lo = cJSON_CreateNumber(fg_sql_probe_ranges[i].lo);
+	cJSON *hi = fg_sql_probe_ranges[i].hi < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(fg_sql_probe_ranges[i].hi);
 
 	if (!r || !lo || !hi || !cJSON_AddItemToArray(r, lo)) {
 		cJSON_Delete(r);

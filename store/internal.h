@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "forge/core/error.h"
+#include "forge/model/convention.h"
 #include "store/store.h"
 
 /*
@@ -32,7 +33,7 @@
 #define FG_SQL_CACHE_MAX 96
 
 /* The largest page a list returns (the smallest is 1). */
-#define FG_SQL_LIMIT_MAX 500
+#define FG_SQL_LIMIT_MAX FG_STORE_LIST_LIMIT_MAX
 
 struct fg_sql_slot {
 	uint64_t hash;          /* FNV-1a of the SQL text, checked before strcmp */
@@ -116,11 +117,24 @@ int fg_sql_page(struct fg_store *s, sqlite3_stmt *st, int limit, fg_sql_item_fn 
 /*
  * The probe q-norm buckets, in order, as the schema's probe_bucket column
  * names them: [0, 1.25), [1.25, 1.74), [1.74, 1.83] (the healthy band),
- * (1.83, 2.4], (2.4, inf).  fleet.c holds the matching numeric ranges.
+ * (1.83, 2.4], (2.4, inf).  The edges are convention.h's FG_QK_ABSOLUTE_MIN,
+ * FG_QK_BAND_MIN, FG_QK_BAND_MAX and FG_QK_DOUBLE_ABOVE: db.c's CASE is
+ * built from them (FG_SQL_STR) and fleet.c's ranges use them;
+ * tests/unit/test_store.c checks the two against each other.
  */
 #define FG_SQL_PROBE_BUCKETS 5
 #define FG_SQL_PROBE_BAND 2
 extern const char *const fg_sql_probe_buckets[FG_SQL_PROBE_BUCKETS];
+
+/* The numeric range of each bucket, for the health document (fleet.c). */
+struct fg_sql_probe_range {
+	double lo, hi;      /* hi < 0: unbounded */
+};
+extern const struct fg_sql_probe_range fg_sql_probe_ranges[FG_SQL_PROBE_BUCKETS];
+
+/* A numeric macro as SQL text: FG_SQL_STR(FG_QK_BAND_MIN) is "1.74". */
+#define FG_SQL_STR_(x) #x
+#define FG_SQL_STR(x) FG_SQL_STR_(x)
 
 /* The artifact figures the artifact_stats triggers keep. */
 struct fg_sql_stats {

@@ -35,6 +35,7 @@ static const char *const state_names[] = {
 };
 
 #define N_STATES ((int)(sizeof(state_names) / sizeof(state_names[0])))
+_Static_assert(N_STATES == FG_JOB_STATES, "a name for every job state");
 
 const char *fg_job_state_name(enum fg_job_state s)
 {

@@ -24,6 +24,9 @@
 
 #define FG_STORE_SCHEMA_VERSION 1
 
+/* The largest page a listing returns (the smallest is 1); docs/openapi.json's Limit maximum. */
+#define FG_STORE_LIST_LIMIT_MAX 500
+
 struct fg_store;
 
 /* Open (creating) the database at path, migrate it, prepare statements. */
@@ -42,6 +45,10 @@ enum fg_job_state {
 	FG_JOB_FAILED,
 	FG_JOB_CANCELLED,
 };
+
+/* Job states, for arrays indexed by enum fg_job_state (fg_store_counts.jobs). */
+#define FG_JOB_STATES 5
+_Static_assert(FG_JOB_CANCELLED + 1 == FG_JOB_STATES, "FG_JOB_STATES counts enum fg_job_state");
 
 const char *fg_job_state_name(enum fg_job_state s);
 int fg_job_state_parse(const char *name, enum fg_job_state *out);
@@ -106,7 +113,7 @@ int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct 
 
 /*
  * List jobs (optionally of one state; state < 0 means any) with id > cursor in
- * id order, at most limit (1..500).  Returns a cJSON array of job objects in
+ * id order, at most limit (1..FG_STORE_LIST_LIMIT_MAX).  Returns a cJSON array of job objects in
  * *out and the cursor of the next page in *next (0 when there is none).
  */
 int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out,
@@ -184,7 +191,7 @@ int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
 /* ---- metrics ---- */
 
 struct fg_store_counts {
-	int64_t jobs[5];               /* by enum fg_job_state */
+	int64_t jobs[FG_JOB_STATES];   /* by enum fg_job_state */
 	int64_t artifacts;
 	int64_t artifacts_unhealthy;
 };

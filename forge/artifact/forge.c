@@ -25,8 +25,6 @@
 
 #include "forge/artifact/policy.h"
 
-#define DEFAULT_TARGET "mtplx-2.12"
-
 static unsigned long forge_seq;
 #define COPY_CHUNK (4u << 20)
 
@@ -48,10 +46,47 @@ struct forge {
 	int stopped;                    /* the progress callback asked to stop */
 };
 
-static void progress(struct forge *f, const char *stage, double frac)
+/*
+ * The stages a forge reports, in order, with the fraction of the whole run
+ * at which each begins; a stage ends where the next begins.  Remote reads
+ * (inspect, fetch) fall before the backbone stage (fg_forge_fetch_fraction).
+ */
+enum stage { ST_INSPECT, ST_FETCH, ST_BACKBONE, ST_SIDECAR, ST_PROVENANCE, ST_CHECK, ST_DONE };
+
+static const struct {
+	const char *name;   /* the stage word of progress callbacks and job rows */
+	double start;
+} stages[] = {
+	[ST_INSPECT] = { "inspect", 0.0 },
+	[ST_FETCH] = { "fetch", 0.05 },
+	[ST_BACKBONE] = { "backbone", 0.1 },
+	[ST_SIDECAR] = { "sidecar", 0.4 },
+	[ST_PROVENANCE] = { "provenance", 0.7 },
+	[ST_CHECK] = { "check", 0.9 },
+	[ST_DONE] = { "done", 1.0 },
+};
+
+static void progress_at(struct forge *f, const char *stage, double frac)
 {
 	if (f->o->progress && f->o->progress(f->o->progress_ctx, stage, frac))
 		f->stopped = 1;
+}
+
+/* Stage s begins. */
+static void progress(struct forge *f, enum stage s)
+{
+	progress_at(f, stages[s].name, stages[s].start);
+}
+
+/* Stage s is done (0..1) of the way through. */
+static void progress_within(struct forge *f, enum stage s, double done)
+{
+	progress_at(f, stages[s].name, stages[s].start + (stages[s + 1].start - stages[s].start) * done);
+}
+
+double fg_forge_fetch_fraction(uint64_t done, uint64_t total)
+{
+	return total ? stages[ST_BACKBONE].start * (double)done / (double)total : 0.0;
 }
 
 /* FG_ECANCELLED once the callback asked to stop; checked between stages. */
@@ -427,7 +462,7 @@ static int write_backbone(struct forge *f, struct fg_err *err)
 							 f->bb->facts[i].head_tensors == c->files[i].st->n_tensors))
 			continue;
 		rc = write_shard(f, i, err);
-		progress(f, "backbone", 0.1 + 0.3 * (double)(i + 1) / (double)c->n_files);
+		progress_within(f, ST_BACKBONE, (double)(i + 1) / (double)c->n_files);
 		if (!rc)
 			rc = stop_requested(f, err);
 	}
@@ -573,9 +608,9 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 static const char *source_file_of(const struct fg_inspect *r, const struct fg_tensor *t)
 {
 	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
-			if (r->sets[s].tensors[i] == t)
-				return r->sets[s].tensor_files[i];
+		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
+			if (r->sets[s].set.tensors[i] == t)
+				return r->sets[s].set.tensor_files[i];
 	return "";
 }
 
@@ -760,7 +795,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	if (src) {
 		cJSON_AddStringToObject(src, "path", f->src->ckpt->source);
 		cJSON_AddStringToObject(src, "family", f->src->family->id);
-		cJSON_AddStringToObject(src, "head_set", f->src->sets[f->src->primary_head].name);
+		cJSON_AddStringToObject(src, "head_set", fg_inspect_head(f->src)->set.name);
 	}
 	cJSON_AddStringToObject(doc, "backbone", f->bb->ckpt->source);
 	cJSON_AddStringToObject(doc, "target", f->res->target);
@@ -774,15 +809,23 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(dec, "shift_precision", "f32");
 	}
 	cJSON_AddItemToObject(doc, "removed_from_backbone", string_array(f->res->removed, f->res->n_removed));
-	cJSON_AddItemReferenceToObject(doc, "originals", f->originals);
-	cJSON_AddItemReferenceToObject(doc, "relayouts", f->relayouts);
-	cJSON_AddItemReferenceToObject(doc, "files", f->files);
+	/* The lists move into the document: the result keeps it, and nothing later adds to them. */
+	if (cJSON_AddItemToObject(doc, "originals", f->originals))
+		f->originals = NULL;
+	if (cJSON_AddItemToObject(doc, "relayouts", f->relayouts))
+		f->relayouts = NULL;
+	if (cJSON_AddItemToObject(doc, "files", f->files))
+		f->files = NULL;
 	cJSON_AddStringToObject(doc, "fingerprint", f->res->fingerprint);
 	rc = join(path, sizeof(path), f->tmp, "forged.json", err);
 	if (!rc)
 		rc = write_json(path, doc, err);
-	cJSON_Delete(doc);
-	return rc;
+	if (rc) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	f->res->provenance = doc;
+	return 0;
 }
 
 /* A remote source's head tensors are fetched (by ranges, cached) before writing. */
@@ -812,7 +855,7 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 				want[n++] = e->scale_invs[k];
 		}
 	}
-	progress(f, "fetch", 0.05);
+	progress(f, ST_FETCH);
 	rc = fg_ckpt_fetch(f->src->ckpt, want, n, err);
 	free(want);
 	return rc;
@@ -841,7 +884,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	char old[PATH_MAX];
 	int rc;
 
-	progress(f, "check", 0.9);
+	progress(f, ST_CHECK);
 	if ((rc = stop_requested(f, err)) != 0)
 		return rc;
 	rc = fg_inspect_run(&f->res->check, f->tmp, &target, 1, err);
@@ -871,7 +914,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 		rm_rf(old);
 	if (!realpath(f->o->out, f->res->artifact))
 		snprintf(f->res->artifact, sizeof(f->res->artifact), "%s", f->o->out);
-	progress(f, "done", 1.0);
+	progress(f, ST_DONE);
 	return 0;
 }
 
@@ -886,7 +929,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
-	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : DEFAULT_TARGET);
+	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
 	if (!fg_runtime_find(res->target))
 		return fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
@@ -896,7 +939,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		return fg_err_set(err, FG_EUSAGE, "--out DIR is required");
 	if (lstat(o->out, &st) == 0 && !o->force)
 		return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
-	progress(&f, "inspect", 0.0);
+	progress(&f, ST_INSPECT);
 	if (fg_pull_is_url(o->backbone ? o->backbone : o->source)) {
 		/* The artifact is the backbone's shards: they must be local files to link. */
 		rc = fg_err_set(err, FG_EUSAGE, "the backbone must be a local folder (--backbone DIR); "
@@ -954,18 +997,18 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	progress(&f, "backbone", 0.1);
+	progress(&f, ST_BACKBONE);
 	rc = stop_requested(&f, err);
 	if (!rc)
 		rc = write_backbone(&f, err);
 	if (!rc) {
-		progress(&f, "sidecar", 0.4);
+		progress(&f, ST_SIDECAR);
 		rc = stop_requested(&f, err);
 	}
 	if (!rc)
 		rc = write_sidecar(&f, err);
 	if (!rc) {
-		progress(&f, "provenance", 0.7);
+		progress(&f, ST_PROVENANCE);
 		rc = stop_requested(&f, err);
 	}
 	if (!rc)
@@ -1004,6 +1047,7 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->removed);
 	free(res->shifted);
 	fg_inspect_free(res->check);
+	cJSON_Delete(res->provenance);
 	memset(res, 0, sizeof(*res));
 }
 

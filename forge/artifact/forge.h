@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,11 +24,14 @@
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
 
+/* The target when none is named: the one place the default is written (CLI, API, docs test). */
+#define FG_FORGE_DEFAULT_TARGET "mtplx-2.12"
+
 struct fg_forge_opts {
 	const char *source;
 	const char *backbone;   /* NULL: the source */
 	const char *out;
-	const char *target;     /* NULL: mtplx-2.12 */
+	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	const char *version;    /* forged's version, for provenance */
@@ -52,6 +56,8 @@ struct fg_forge_result {
 	size_t n_shifted;
 	char **shifted;           /* norms whose convention forge changed */
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
+	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a
+				   * caller storing the artifact never reads the file back */
 	int ok;
 };
 
@@ -67,6 +73,14 @@ struct fg_forge_result {
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err);
 
 void fg_forge_result_release(struct fg_forge_result *res);
+
+/*
+ * The fraction of a forge run that a remote read of done of total bytes
+ * stands for, for a pull progress callback: reads happen while inspecting
+ * and fetching, before the backbone stage begins, so the value stays below
+ * that stage's start.
+ */
+double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
 
 /* The forged.forge.v1 document. */
 cJSON *fg_forge_result_json(const struct fg_forge_result *res);

@@ -10,34 +10,18 @@
 
 #include "forge/format/quant/quant.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FP8_BLOCK 128
 #define ROW_CHUNK 4096
-
-/* Families whose head names lose their container prefixes (-> mtp.*). */
-static const char *const strip_families[] = { "qwen3_5", "qwen3_next" };
-
-static const char *const mlx_targets[] = {
-	"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12",
-};
 
 int fg_target_is_mlx(const char *runtime)
 {
-	for (size_t i = 0; i < sizeof(mlx_targets) / sizeof(mlx_targets[0]); i++)
-		if (strcmp(runtime, mlx_targets[i]) == 0)
-			return 1;
-	return 0;
-}
+	const struct fg_runtime *rt = fg_runtime_find(runtime);
 
-static int strips_names(const struct fg_family *fam)
-{
-	for (size_t i = 0; i < sizeof(strip_families) / sizeof(strip_families[0]); i++)
-		if (strcmp(fam->id, strip_families[i]) == 0)
-			return 1;
-	return 0;
+	return rt && rt->mlx;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -111,7 +95,13 @@ void fg_plan_release(struct fg_plan *plan)
 /* The output name of a source name under the family's naming rule. */
 static void out_name(const struct fg_inspect *r, const char *src, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", strips_names(r->family) ? fg_name_strip(src) : src);
+	const char *name = r->family->strips_to_mtp ? fg_name_strip(src) : src;
+	size_t n = strlen(name);
+
+	/* Names are capped by the plan entry (a longer one is cut, as snprintf would). */
+	n = n < len ? n : len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
 }
 
 static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
@@ -137,13 +127,13 @@ static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
 	if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
 		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
 				  t->name);
-	rows = (t->shape[0] + FP8_BLOCK - 1) / FP8_BLOCK;
-	cols = (t->shape[1] + FP8_BLOCK - 1) / FP8_BLOCK;
+	rows = (t->shape[0] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
+	cols = (t->shape[1] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
 	if (s->shape[0] != rows || s->shape[1] != cols)
 		return fg_err_set(err, FG_EINPUT,
-				  "'%s' is [%llu,%llu], the 128x128 blocks of '%s' need [%llu,%llu]",
+				  "'%s' is [%llu,%llu], the %dx%d blocks of '%s' need [%llu,%llu]",
 				  name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
-				  t->name, (unsigned long long)rows, (unsigned long long)cols);
+				  FG_FP8_BLOCK, FG_FP8_BLOCK, t->name, (unsigned long long)rows, (unsigned long long)cols);
 	*out = s;
 	return 0;
 }
@@ -274,24 +264,33 @@ static enum fg_convention target_convention(const struct fg_inspect *r, const ch
 	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
 }
 
-static int refuse_convention(const struct fg_tset *set, const struct fg_decision *d, struct fg_err *err)
+/*
+ * The refusals are inspect's: a head set whose convention is broken or
+ * cannot be decided, or whose experts cannot be laid out, already carries
+ * the error verdict, so the plan quotes it rather than deciding again.
+ */
+static const char *const refusing_codes[] = {
+	"head_double_shifted", "mixed_convention", "no_convention_evidence", "expert_layout_ambiguous",
+};
+
+static int refuse_by_verdict(const struct fg_inspect *r, const struct fg_set_report *head, struct fg_err *err)
 {
-	switch (d->conv) {
-	case FG_CONV_DOUBLE_SHIFTED:
-		return fg_err_set(err, FG_EVERDICT, "head_double_shifted: head set '%s' q/k max %.4f is above %.1f",
-				  set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
-	case FG_CONV_MIXED:
-		return fg_err_set(err, FG_EVERDICT,
-				  "mixed_convention: head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
-				  set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
-	case FG_CONV_NO_EVIDENCE:
-	case FG_CONV_EMPTY:
+	for (size_t i = 0; i < r->verdicts.n; i++) {
+		const struct fg_verdict *v = &r->verdicts.v[i];
+
+		if (strcmp(v->set, head->set.name) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof(refusing_codes) / sizeof(refusing_codes[0]); k++)
+			if (strcmp(v->code->code, refusing_codes[k]) == 0)
+				return fg_err_set(err, FG_EVERDICT, "%s: head set '%s': %s", v->code->code,
+						  head->set.name, v->detail);
+	}
+	/* A head without a single norm raises no verdict in inspect, yet has no convention to carry over. */
+	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && head->decision.conv == FG_CONV_EMPTY)
 		return fg_err_set(err, FG_EVERDICT,
 				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
-				  set->name);
-	default:
-		return 0;
-	}
+				  head->set.name);
+	return 0;
 }
 
 static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
@@ -336,11 +335,10 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
 {
-	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
-	struct fg_expert_dims dims;
+	const struct fg_set_report *head = fg_inspect_head(r);
+	const struct fg_expert_block *blocks;
 	const struct fg_tset *set;
-	const struct fg_decision *d;
 	size_t n_blocks;
 	int restack, rc = 0;
 
@@ -350,21 +348,21 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 	if (!plan->qcache)
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
 	plan->qcache->base = -1;
-	if (r->primary_head < 0 || r->sets[r->primary_head].n_tensors == 0)
+	if (!head || head->set.n_tensors == 0)
 		return fg_err_set(err, FG_EINPUT, "%s: no MTP head (no mtp.*, appended layer or mtp_layers tensors)",
 				  r->ckpt->source);
-	set = &r->sets[r->primary_head];
-	d = &r->decisions[r->primary_head];
-	plan->source_conv = d->conv;
+	set = &head->set;
+	plan->source_conv = head->decision.conv;
 	plan->target_conv = target_convention(r, target);
-	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && (rc = refuse_convention(set, d, err)))
+	if ((rc = refuse_by_verdict(r, head, err)))
 		return rc;
-	fg_experts_dims(r->ckpt->config, &dims);
-	n_blocks = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
+	/* The layouts inspect decided; an ambiguous one was refused above. */
+	blocks = head->experts;
+	n_blocks = head->n_experts;
 	for (size_t i = 0; i < n_blocks; i++) {
 		if (blocks[i].layout == FG_EXPERTS_AMBIGUOUS || blocks[i].layout == FG_EXPERTS_INVALID)
-			return fg_err_set(err, FG_EVERDICT, "expert_layout_ambiguous: %s*: %s",
-					  blocks[i].prefix, blocks[i].why);
+			return fg_err_set(err, FG_EINTERNAL, "expert block '%s*' is undecided but raised no verdict",
+					  blocks[i].prefix);
 		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
 			 fg_expert_layout_name(blocks[i].layout));
 	}
@@ -396,7 +394,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 
 /* ---- materialization ---- */
 
-/* BF16 from E4M3 x 128x128 block scales, in bands of rows (quant/fp8.c does the arithmetic). */
+/* BF16 from E4M3 x FG_FP8_BLOCK-square block scales, in bands of rows (quant/fp8.c does the arithmetic). */
 static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
 		       struct fg_err *err)
 {
@@ -518,10 +516,13 @@ static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_en
 		qcache_clear(c);
 		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
 		for (int p = 0; p < 3; p++) {
+			/* policy.c appends a base's parts right after it, in part order: siblings are adjacent. */
 			const struct fg_plan_entry *sib = o + (p - (int)o->part);
 
 			if (p == 2 && o->quant.mxfp4)
 				break;
+			assert(sib >= plan->t && sib < plan->t + plan->n && sib->op == FG_OP_QUANT &&
+			       sib->base == o->base && (int)sib->part == p);
 			c->bytes[p] = fg_plan_entry_bytes(sib);
 			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
 			if (!c->part[p])

@@ -60,7 +60,11 @@ struct fg_plan_entry {
 	float shift;                        /* SHIFT: +1 (to absolute) or -1 (to delta) */
 	int changed;                        /* values differ from the source's (originals kept) */
 	int relayout;                       /* same values, new layout (recorded, not copied) */
-	/* FG_OP_QUANT */
+	/*
+	 * FG_OP_QUANT.  The parts of one base follow each other in part order
+	 * (weight, scales, biases), so the entry of part p is this one's
+	 * address + (p - part): materialization relies on it (asserted).
+	 */
 	struct fg_plan_quant quant;
 	enum fg_plan_part part;
 	int base;                           /* index of the plan entry quantized (not written) */
@@ -75,10 +79,12 @@ struct fg_plan {
 	const char *target;
 	size_t n_shifted;
 	char expert_layout[32];             /* "numbered", "fused_linear", ... or "" */
-	struct fg_plan_qcache *qcache;      /* the last quantized tensor's outputs (owned) */
+	struct fg_plan_qcache *qcache;      /* the last quantized tensor's outputs (owned); updated by
+					     * fg_plan_materialize although it takes a const plan, so
+					     * one thread at a time materializes a plan */
 };
 
-/* 1 when a runtime id is an MLX-style target (absolute norms, stacked experts). */
+/* 1 when a runtime id is an MLX-style target (its row's .mlx: absolute norms, stacked experts). */
 int fg_target_is_mlx(const char *runtime);
 
 /*

@@ -10,6 +10,7 @@
 
 #include "forge/format/quant/quant.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,28 +78,6 @@ static const char *layer_suffix(const char *module)
 	}
 	q = strrchr(module, '.');
 	return q ? q + 1 : module;
-}
-
-static const char *last_part(const char *module)
-{
-	const char *q = strrchr(module, '.');
-
-	return q ? q + 1 : module;
-}
-
-/* Linears an explicit policy quantizes; routers, fc/eh_proj/input_proj and embeddings never. */
-static int explicit_linear(const char *module)
-{
-	static const char *const linears[] = {
-		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-		"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk",
-	};
-	const char *last = last_part(module);
-
-	for (size_t i = 0; i < sizeof(linears) / sizeof(linears[0]); i++)
-		if (strcmp(last, linears[i]) == 0)
-			return 1;
-	return 0;
 }
 
 /* The backbone's quantized module whose layer suffix is suffix, or NULL. */
@@ -208,7 +187,7 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 			spec.bits = 0;
 		} else if (policy->kind == FG_POLICY_MATCH) {
 			match_spec(backbone, module, &spec);
-		} else if (!explicit_linear(module)) {
+		} else if (!fg_family_is_head_linear(backbone->family, module)) {
 			spec.bits = 0;
 		}
 		if (spec.bits && !quantizable(o, &spec))
@@ -246,6 +225,8 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 				return FG_ENOMEM;
 			}
 			b = &out.t[base];
+			/* materialize_quant finds the siblings at q - part .. : keep them adjacent. */
+			assert(q == &out.t[base + 1 + part]);
 			q->op = FG_OP_QUANT;
 			q->base = base;
 			q->quant = spec;

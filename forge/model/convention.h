@@ -18,9 +18,16 @@
 #include "forge/model/family.h"
 #include "forge/model/tset.h"
 
+/*
+ * The q-norm figures, written once (plain literals: store/db.c builds its
+ * probe_bucket SQL from them by stringizing).
+ */
 #define FG_QK_ABSOLUTE_MIN  1.25
 #define FG_LOW_ABSOLUTE_MIN 0.5
 #define FG_QK_DOUBLE_ABOVE  2.4
+/* Where a healthy absolute trunk's probe sits; fleet health reports it, nothing is decided by it. */
+#define FG_QK_BAND_MIN      1.74
+#define FG_QK_BAND_MAX      1.83
 
 enum fg_convention {
 	FG_CONV_DELTA,

@@ -12,50 +12,66 @@
 #include <string.h>
 
 #define LIST(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define TYPES(...) ((const struct fg_model_type[]){ __VA_ARGS__, { NULL, 0 } })
+#define DENSE(name) { name, 0 }
+#define MOE(name) { name, 1 }
 
 static const char *const nextn_key[] = { "num_nextn_predict_layers", NULL };
 static const char *const qwen_keys[] = { "mtp_num_hidden_layers", "num_nextn_predict_layers", NULL };
 
+/*
+ * The head linears an explicit policy (affine, mxfp4) quantizes, shared by
+ * every family today: attention and MLP projections, DeepSeek's MLA
+ * projections (q_a/q_b, kv_a_proj_with_mqa, kv_b) and the V3.2 indexer's
+ * wq_b and wk.  Routers, fc/eh_proj/input_proj and embeddings are never in
+ * it.  A family whose head differs gets its own list on its row.
+ */
+static const char *const head_linears[] = {
+	"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+	"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk", NULL,
+};
+
 static const struct fg_family families[] = {
-	{ .id = "qwen3_next", .model_types = LIST("qwen3_next"),
+	{ .id = "qwen3_next", .model_types = TYPES(MOE("qwen3_next")),
 	  .architectures = LIST("Qwen3NextForCausalLM"),
 	  .norm_style = FG_STYLE_ZERO_CENTRED, .mtp_count_keys = qwen_keys,
-	  .scheme = FG_SCHEME_PREFIX, .moe_types = 1 },
+	  .scheme = FG_SCHEME_PREFIX, .strips_to_mtp = 1, .head_linears = head_linears },
 	{ .id = "qwen3_5",
-	  .model_types = LIST("qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"),
+	  .model_types = TYPES(DENSE("qwen3_5"), MOE("qwen3_5_moe"), DENSE("qwen3_5_text"), MOE("qwen3_5_moe_text")),
 	  .architectures = LIST("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
 				"Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"),
 	  .norm_style = FG_STYLE_ZERO_CENTRED, .mtp_count_keys = qwen_keys,
-	  .scheme = FG_SCHEME_PREFIX, .moe_types = 0xa },
-	{ .id = "glm4_moe", .model_types = LIST("glm4_moe"), .architectures = LIST("Glm4MoeForCausalLM"),
+	  .scheme = FG_SCHEME_PREFIX, .strips_to_mtp = 1, .head_linears = head_linears },
+	{ .id = "glm4_moe", .model_types = TYPES(MOE("glm4_moe")), .architectures = LIST("Glm4MoeForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_APPENDED, .moe_types = 1 },
-	{ .id = "glm4_moe_lite", .model_types = LIST("glm4_moe_lite"),
+	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
+	{ .id = "glm4_moe_lite", .model_types = TYPES(MOE("glm4_moe_lite")),
 	  .architectures = LIST("Glm4MoeLiteForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_APPENDED, .moe_types = 1 },
-	{ .id = "glm_moe_dsa", .model_types = LIST("glm_moe_dsa"), .architectures = LIST("GlmMoeDsaForCausalLM"),
+	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
+	{ .id = "glm_moe_dsa", .model_types = TYPES(MOE("glm_moe_dsa")), .architectures = LIST("GlmMoeDsaForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_APPENDED, .moe_types = 1 },
-	{ .id = "deepseek_v3", .model_types = LIST("deepseek_v3"), .architectures = LIST("DeepseekV3ForCausalLM"),
+	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
+	{ .id = "deepseek_v3", .model_types = TYPES(MOE("deepseek_v3")), .architectures = LIST("DeepseekV3ForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_APPENDED, .moe_types = 1 },
-	{ .id = "deepseek_v32", .model_types = LIST("deepseek_v32"),
+	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
+	{ .id = "deepseek_v32", .model_types = TYPES(MOE("deepseek_v32")),
 	  .architectures = LIST("DeepseekV32ForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_APPENDED, .moe_types = 1 },
-	{ .id = "mimo", .model_types = LIST("mimo"), .architectures = LIST("MiMoForCausalLM"),
+	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
+	{ .id = "mimo", .model_types = TYPES(DENSE("mimo")), .architectures = LIST("MiMoForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
-	  .scheme = FG_SCHEME_MTP_LAYERS, .hidden_first = 1 },
-	{ .id = "mimo_v2", .model_types = LIST("mimo_v2_flash", "mimo_v2"),
+	  .scheme = FG_SCHEME_MTP_LAYERS, .hidden_first = 1, .head_linears = head_linears },
+	{ .id = "mimo_v2", .model_types = TYPES(MOE("mimo_v2_flash"), MOE("mimo_v2")),
 	  .architectures = LIST("MiMoV2FlashForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key, .implied_mtp_layers = 3,
-	  .scheme = FG_SCHEME_PREFIX, .moe_types = 3 },
+	  .scheme = FG_SCHEME_PREFIX, .head_linears = head_linears },
 };
 
 const struct fg_family fg_family_unknown = {
-	.id = "unknown", .model_types = LIST("unknown"), .architectures = LIST("unknown"),
+	.id = "unknown", .model_types = TYPES(DENSE("unknown")), .architectures = LIST("unknown"),
 	.norm_style = FG_STYLE_UNKNOWN, .mtp_count_keys = nextn_key, .scheme = FG_SCHEME_NONE,
+	.head_linears = head_linears,
 };
 
 #define N_FAMILIES (sizeof(families) / sizeof(families[0]))
@@ -88,12 +104,12 @@ static int list_index(const char *const *list, const char *s)
 
 static const struct fg_family *match_type(const char *type, int *moe)
 {
-	for (size_t i = 0; i < N_FAMILIES; i++) {
-		int k = list_index(families[i].model_types, type);
-
-		if (k >= 0) {
-			*moe |= (families[i].moe_types >> k) & 1;
-			return &families[i];
+	for (size_t i = 0; type && i < N_FAMILIES; i++) {
+		for (const struct fg_model_type *t = families[i].model_types; t->name; t++) {
+			if (strcmp(t->name, type) == 0) {
+				*moe |= t->moe;
+				return &families[i];
+			}
 		}
 	}
 	return NULL;
@@ -153,6 +169,13 @@ const char *fg_family_style_name(enum fg_family_style s)
 	default:
 		return "unknown";
 	}
+}
+
+int fg_family_is_head_linear(const struct fg_family *fam, const char *module)
+{
+	const char *dot = strrchr(module, '.');
+
+	return list_index(fam->head_linears, dot ? dot + 1 : module) >= 0;
 }
 
 int fg_family_declared_mtp(const struct fg_family *fam, const cJSON *config)

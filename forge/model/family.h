@@ -24,16 +24,26 @@ enum fg_family_style {
 	FG_STYLE_PLAIN,        /* g = w */
 };
 
+/* A config model_type a family answers to, and whether that variant is mixture-of-experts. */
+struct fg_model_type {
+	const char *name;
+	int moe;
+};
+
 struct fg_family {
 	const char *id;                       /* design.md section 5 vocabulary */
-	const char *const *model_types;       /* config model_type or text_config.model_type */
+	const struct fg_model_type *model_types; /* config model_type or text_config.model_type;
+						  * ends with a NULL name */
 	const char *const *architectures;     /* config architectures[] entries */
 	enum fg_family_style norm_style;
 	const char *const *mtp_count_keys;    /* first present wins */
 	int implied_mtp_layers;               /* when no key is present (MiMo-V2: 3), else 0 */
 	enum fg_name_scheme scheme;           /* where the family's own releases keep the head */
 	int hidden_first;                     /* concat order: 1 for MiMo-7B, else embedding first */
-	int moe_types;                        /* bit set of model_types indexes that are MoE */
+	int strips_to_mtp;                    /* a forged sidecar names the head mtp.*, container
+					       * prefixes stripped (Qwen); else source names are kept */
+	const char *const *head_linears;      /* the last name parts of the head linears an explicit
+					       * quantization policy quantizes (NULL-terminated) */
 };
 
 /* The unknown family (id "unknown"), returned when nothing matches. */
@@ -46,6 +56,12 @@ extern const struct fg_family fg_family_unknown;
  * a mixture-of-experts variant or the config declares experts.
  */
 const struct fg_family *fg_family_detect(const cJSON *config, int *moe);
+
+/*
+ * 1 when module's last name part ("...self_attn.q_proj" -> "q_proj") is one
+ * of fam's head_linears.
+ */
+int fg_family_is_head_linear(const struct fg_family *fam, const char *module);
 
 /* Every family row, for tests and listings. */
 const struct fg_family *const *fg_family_all(size_t *n);

@@ -12,14 +12,13 @@
 
 #include "forge/model/experts.h"
 
+#include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
-
-static const char *const default_mlx[] = { "mlx-lm-0.31", "mlx-lm-0.32", "mtplx-2.12" };
-static const char *const default_hf[] = { "hf", "ollama", "mlx-lm-0.32" };
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -158,9 +157,9 @@ static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role
 {
 	size_t i = r->n_sets++;
 
-	fg_tset_init(&r->sets[i], name);
-	r->sets[i].file = file;
-	r->roles[i] = role;
+	fg_tset_init(&r->sets[i].set, name);
+	r->sets[i].set.file = file;
+	r->sets[i].role = role;
 	return (int)i;
 }
 
@@ -174,14 +173,14 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 	if (!r->ckpt->pull)
 		return 0;
 	for (size_t s = 0; s < r->n_sets; s++)
-		cap += r->sets[s].n_tensors;
+		cap += r->sets[s].set.n_tensors;
 	want = calloc(cap ? cap : 1, sizeof(*want));
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].n_tensors; i++)
-			if (r->sets[s].tensors[i]->rank == 1 && fg_name_norm_class(r->sets[s].tensors[i]->name) != FG_NAME_NOT_NORM)
-				want[n++] = r->sets[s].tensors[i];
+		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
+			if (r->sets[s].set.tensors[i]->rank == 1 && fg_name_norm_class(r->sets[s].set.tensors[i]->name) != FG_NAME_NOT_NORM)
+				want[n++] = r->sets[s].set.tensors[i];
 	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
 	free(want);
 	return rc;
@@ -192,6 +191,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 	const struct fg_ckpt *c = r->ckpt;
 	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL);
 	int embedded = new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp", FG_ROLE_EMBEDDED_HEAD, NULL);
+	struct fg_expert_dims dims;
 	int rc;
 
 	for (size_t i = 0; i < c->n_files; i++) {
@@ -203,7 +203,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			const struct fg_tensor *t = &f->st->tensors[k];
 			int head = fg_inspect_is_head(r, f, t->name);
 
-			rc = fg_tset_add(&r->sets[head ? embedded : trunk], t, f->name, err);
+			rc = fg_tset_add(&r->sets[head ? embedded : trunk].set, t, f->name, err);
 			if (rc)
 				return rc;
 		}
@@ -223,29 +223,33 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
 				continue;
-			rc = fg_tset_add(&r->sets[s], &f->st->tensors[k], f->name, err);
+			rc = fg_tset_add(&r->sets[s].set, &f->st->tensors[k], f->name, err);
 			if (rc)
 				return rc;
 		}
 	}
 	/* An empty embedded head is no set when a sidecar holds the head; else it
 	 * stays as an empty "mtp" set so every report has one. */
-	if (r->sets[embedded].n_tensors == 0 && c->sidecar >= 0) {
-		fg_tset_release(&r->sets[embedded]);
+	if (r->sets[embedded].set.n_tensors == 0 && c->sidecar >= 0) {
+		fg_tset_release(&r->sets[embedded].set);
 		memmove(&r->sets[embedded], &r->sets[embedded + 1],
 			(r->n_sets - (size_t)embedded - 1) * sizeof(r->sets[0]));
-		memmove(&r->roles[embedded], &r->roles[embedded + 1],
-			(r->n_sets - (size_t)embedded - 1) * sizeof(r->roles[0]));
 		r->n_sets--;
 	}
+	assert(trunk == 0 && r->sets[0].role == FG_ROLE_TRUNK); /* fg_inspect_trunk relies on it */
 	rc = fetch_norms(r, err);
 	if (rc)
 		return rc;
+	fg_experts_dims(r->ckpt->config, &dims);
 	for (size_t i = 0; i < r->n_sets; i++) {
-		rc = fg_tset_measure(&r->sets[i], err);
+		struct fg_set_report *s = &r->sets[i];
+
+		rc = fg_tset_measure(&s->set, err);
 		if (rc)
 			return rc;
-		fg_conv_decide(&r->sets[i], r->family->norm_style, &r->decisions[i]);
+		fg_conv_decide(&s->set, r->family->norm_style, &s->decision);
+		if (s->role != FG_ROLE_TRUNK)
+			s->n_experts = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS);
 	}
 	return 0;
 }
@@ -253,9 +257,9 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 static int set_index(const struct fg_inspect *r, enum fg_set_role role, int selected_sidecar)
 {
 	for (size_t i = 0; i < r->n_sets; i++) {
-		if (r->roles[i] != role)
+		if (r->sets[i].role != role)
 			continue;
-		if (role != FG_ROLE_SIDECAR_HEAD || !selected_sidecar || strcmp(r->sets[i].name, "mtp") == 0)
+		if (role != FG_ROLE_SIDECAR_HEAD || !selected_sidecar || strcmp(r->sets[i].set.name, "mtp") == 0)
 			return (int)i;
 	}
 	return -1;
@@ -266,7 +270,7 @@ static int head_set(const struct fg_inspect *r, enum fg_set_role role, int selec
 {
 	int i = set_index(r, role, selected_sidecar);
 
-	return i >= 0 && r->sets[i].n_tensors ? i : -1;
+	return i >= 0 && r->sets[i].set.n_tensors ? i : -1;
 }
 
 static void locate_head(struct fg_inspect *r)
@@ -286,33 +290,28 @@ static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_i
 	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
 	struct fg_runtime_input in = {
 		.ckpt = r->ckpt, .facts = r->facts, .style = r->family->norm_style, .moe = r->moe,
-		.trunk = &r->decisions[0],
-		.embedded_head = emb >= 0 ? &r->decisions[emb] : NULL,
-		.sidecar_head = side >= 0 ? &r->decisions[side] : NULL,
+		.trunk = &fg_inspect_trunk(r)->decision,
+		.embedded_head = emb >= 0 ? &r->sets[emb].decision : NULL,
+		.sidecar_head = side >= 0 ? &r->sets[side].decision : NULL,
 	};
 	const struct fg_runtime *all;
 	size_t n_all;
+	/* With no ids, the rows that name this layout in default_for; none (an unknown layout): all. */
+	unsigned layout = n_ids ? 0 : fg_runtime_layout_bit(r->layout);
 
 	for (size_t i = 0; i < n_ids; i++)
 		if (!fg_runtime_find(ids[i]))
 			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[i]);
-	if (!n_ids) {
-		if (strcmp(r->layout, "mlx") == 0) {
-			ids = default_mlx;
-			n_ids = sizeof(default_mlx) / sizeof(default_mlx[0]);
-		} else if (strcmp(r->layout, "hf") == 0) {
-			ids = default_hf;
-			n_ids = sizeof(default_hf) / sizeof(default_hf[0]);
-		}
-	}
 	all = fg_runtime_all(&n_all);
 	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
 		struct fg_runtime_result *res = &r->runtimes[r->n_runtimes++];
 
 		fg_runtime_simulate(&all[i], &in, res);
-		res->targeted = n_ids == 0;
-		for (size_t k = 0; k < n_ids; k++)
-			res->targeted |= strcmp(ids[k], all[i].id) == 0;
+		if (n_ids)
+			for (size_t k = 0; k < n_ids; k++)
+				res->targeted |= strcmp(ids[k], all[i].id) == 0;
+		else
+			res->targeted = !layout || (all[i].default_for & layout) != 0;
 	}
 	return 0;
 }
@@ -328,7 +327,7 @@ static int verdict_norm_values(struct fg_inspect *r)
 	char sn[160];
 
 	for (size_t s = 0; s < r->n_sets; s++) {
-		const struct fg_tset *set = &r->sets[s];
+		const struct fg_tset *set = &r->sets[s].set;
 		const struct fg_norm *first = NULL;
 		size_t bad = 0;
 
@@ -361,9 +360,9 @@ static int verdict_conventions(struct fg_inspect *r)
 	char a[160], b[160];
 
 	for (size_t s = 0; s < r->n_sets; s++) {
-		const struct fg_tset *set = &r->sets[s];
-		const struct fg_decision *d = &r->decisions[s];
-		int head = r->roles[s] != FG_ROLE_TRUNK;
+		const struct fg_tset *set = &r->sets[s].set;
+		const struct fg_decision *d = &r->sets[s].decision;
+		int head = r->sets[s].role != FG_ROLE_TRUNK;
 
 		switch (d->conv) {
 		case FG_CONV_DOUBLE_SHIFTED:
@@ -400,7 +399,7 @@ nomem:
 /* Structure (conv1d layout, declared encoding) against the decided values. */
 static int verdict_structure(struct fg_inspect *r)
 {
-	const struct fg_decision *trunk = &r->decisions[0];
+	const struct fg_decision *trunk = &fg_inspect_trunk(r)->decision;
 	const char *conv1d = r->structure.conv1d;
 	struct fg_verdict *v;
 
@@ -414,12 +413,12 @@ static int verdict_structure(struct fg_inspect *r)
 		    fg_conv_name(trunk->conv), trunk->qk_max);
 	}
 	if (r->structure.declared && r->primary_head >= 0) {
-		const struct fg_decision *h = &r->decisions[r->primary_head];
+		const struct fg_decision *h = &r->sets[r->primary_head].decision;
 		const char *decided = fg_conv_name(h->conv);
 
 		if ((h->conv == FG_CONV_DELTA || h->conv == FG_CONV_ABSOLUTE) &&
 		    strcmp(decided, r->structure.declared) != 0) {
-			ADD("convention_structure_mismatch", r->sets[r->primary_head].name,
+			ADD("convention_structure_mismatch", r->sets[r->primary_head].set.name,
 			    "config.json %s says %s but the head's norms are %s (q/k max %.4f)",
 			    r->structure.declared_key, r->structure.declared, decided, h->qk_max);
 		}
@@ -445,9 +444,9 @@ static void name_head_keys(const struct fg_inspect *r, struct fg_verdict *v)
 
 static int verdict_runtimes(struct fg_inspect *r)
 {
-	const struct fg_decision *trunk = &r->decisions[0];
+	const struct fg_decision *trunk = &fg_inspect_trunk(r)->decision;
 	struct fg_verdict *hazard = NULL, *missing = NULL, *at_load = NULL, *mismatch = NULL;
-	const struct fg_decision *head = r->primary_head >= 0 ? &r->decisions[r->primary_head] : NULL;
+	const struct fg_decision *head = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
 	struct fg_verdict *v;
 	char pn[160];
 
@@ -496,7 +495,7 @@ static int verdict_runtimes(struct fg_inspect *r)
 		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
 		    (strcmp(rt->head, "inverted") == 0 || strcmp(rt->head, "double_shifted") == 0)) {
 			if (!mismatch) {
-				ADD("head_convention_mismatch", r->sets[r->primary_head].name,
+				ADD("head_convention_mismatch", r->sets[r->primary_head].set.name,
 				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
 				    fg_conv_name(head->conv), rt->head, rt->rt->id, head->qk_max, head->low_min);
 				mismatch = v;
@@ -510,7 +509,7 @@ static int verdict_runtimes(struct fg_inspect *r)
 			    strcmp(r->runtimes[i].trunk, "double_shifted") == 0)
 				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
 	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
-		ADD("raw_zero_centred_head", r->sets[r->primary_head].name,
+		ADD("raw_zero_centred_head", r->sets[r->primary_head].set.name,
 		    "the head stores delta norms (low min %.4f, q/k max %.4f); the targeted runtimes heal it",
 		    head->low_min, head->qk_max);
 	return 0;
@@ -518,19 +517,15 @@ nomem:
 	return -1;
 }
 
-static int verdict_experts(struct fg_inspect *r, const struct fg_tset *set)
+static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
 {
-	struct fg_expert_block blocks[FG_EXPERTS_MAX_BLOCKS];
-	struct fg_expert_dims dims;
+	const struct fg_expert_block *blocks = s->experts;
 	struct fg_verdict *v;
-	size_t n;
 
-	fg_experts_dims(r->ckpt->config, &dims);
-	n = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < s->n_experts; i++) {
 		if (blocks[i].layout != FG_EXPERTS_AMBIGUOUS && blocks[i].layout != FG_EXPERTS_INVALID)
 			continue;
-		ADD("expert_layout_ambiguous", set->name, "%s*: %s", blocks[i].prefix, blocks[i].why);
+		ADD("expert_layout_ambiguous", s->set.name, "%s*: %s", blocks[i].prefix, blocks[i].why);
 		if (blocks[i].gate_up)
 			fg_verdict_tensor(v, blocks[i].gate_up->name);
 		if (blocks[i].down)
@@ -563,10 +558,10 @@ static int verdict_heads(struct fg_inspect *r)
 	int any_head = 0;
 
 	for (size_t s = 0; s < r->n_sets; s++) {
-		const struct fg_tset *set = &r->sets[s];
+		const struct fg_tset *set = &r->sets[s].set;
 		size_t zero = 0;
 
-		if (r->roles[s] == FG_ROLE_TRUNK)
+		if (r->sets[s].role == FG_ROLE_TRUNK)
 			continue;
 		any_head |= set->n_tensors > 0;
 		for (size_t i = 0; i < set->n_norms; i++)
@@ -579,7 +574,7 @@ static int verdict_heads(struct fg_inspect *r)
 		if (set->n_quantized)
 			ADD("quantized_mtp_head", set->name,
 			    "%zu head linear(s) are quantized (*.scales or *_scale_inv)", set->n_quantized);
-		if (verdict_experts(r, set))
+		if (verdict_experts(r, &r->sets[s]))
 			goto nomem;
 	}
 	if (!any_head && r->declared_mtp > 0)
@@ -594,15 +589,17 @@ static int verdict_files(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
 	struct fg_verdict *v;
-	size_t by_problem[3] = { 0 };
+	size_t by_problem[3] = { 0 }, n_all;
+	const struct fg_runtime *all = fg_runtime_all(&n_all);
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
 		ADD("stray_shard", NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
 		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
-		fg_verdict_runtime(v, "mlx-lm-0.31");
-		fg_verdict_runtime(v, "mlx-lm-0.32");
+		for (size_t k = 0; k < n_all; k++) /* every runtime that loads model*.safetensors */
+			if (all[k].files == FG_FILES_GLOB)
+				fg_verdict_runtime(v, all[k].id);
 	}
 	if (c->n_mismatch) {
 		for (size_t i = 0; i < c->n_mismatch; i++)
@@ -624,18 +621,18 @@ static int verdict_precision(struct fg_inspect *r)
 	struct fg_verdict *v;
 
 	for (size_t s = 0; s < r->n_sets; s++) {
-		const struct fg_tset *set = &r->sets[s];
+		const struct fg_tset *set = &r->sets[s].set;
 		size_t narrow = 0;
 		const char *who = NULL;
 
-		if (r->decisions[s].conv != FG_CONV_DELTA)
+		if (r->sets[s].decision.conv != FG_CONV_DELTA)
 			continue;
 		for (size_t i = 0; i < set->n_norms; i++)
 			narrow += fg_name_zero_centred(set->norms[i].t->name) &&
 				  (set->norms[i].t->dtype == FG_DT_BF16 || set->norms[i].t->dtype == FG_DT_F16);
 		for (size_t i = 0; i < r->n_runtimes && !who; i++) {
 			const struct fg_runtime_result *rt = &r->runtimes[i];
-			int shifted = r->roles[s] == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
+			int shifted = r->sets[s].role == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
 
 			if (rt->targeted && shifted)
 				who = rt->rt->id;
@@ -716,21 +713,49 @@ void fg_inspect_free(struct fg_inspect *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n_sets; i++)
-		fg_tset_release(&r->sets[i]);
+		fg_tset_release(&r->sets[i].set);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);
 	free(r);
 }
 
+const struct fg_set_report *fg_inspect_trunk(const struct fg_inspect *r)
+{
+	assert(r->n_sets > 0 && r->sets[0].role == FG_ROLE_TRUNK);
+	return &r->sets[0];
+}
+
+const struct fg_set_report *fg_inspect_head(const struct fg_inspect *r)
+{
+	if (r->primary_head < 0)
+		return NULL;
+	assert((size_t)r->primary_head < r->n_sets && r->sets[r->primary_head].role != FG_ROLE_TRUNK);
+	return &r->sets[r->primary_head];
+}
+
+void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out)
+{
+	const struct fg_set_report *trunk = fg_inspect_trunk(r), *head = fg_inspect_head(r);
+
+	memset(out, 0, sizeof(*out));
+	out->family = r->family->id;
+	out->ok = r->ok;
+	out->probe_mean = trunk->decision.probe ? trunk->decision.probe->st.mean : NAN;
+	/* locate_head never makes an empty set primary; the check keeps the rule local. */
+	out->head_convention = head && head->set.n_tensors ? fg_conv_name(head->decision.conv) : NULL;
+	out->n_verdicts = r->verdicts.n;
+	out->verdicts = r->verdicts.v;
+}
+
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
 				     const struct fg_decision **decision)
 {
 	for (size_t i = 0; i < r->n_sets; i++) {
-		if (strcmp(r->sets[i].name, name) == 0) {
+		if (strcmp(r->sets[i].set.name, name) == 0) {
 			if (decision)
-				*decision = &r->decisions[i];
-			return &r->sets[i];
+				*decision = &r->sets[i].decision;
+			return &r->sets[i].set;
 		}
 	}
 	return NULL;

@@ -17,6 +17,7 @@
 
 #include "forge/source/checkpoint.h"
 #include "forge/model/convention.h"
+#include "forge/model/experts.h"
 #include "forge/model/family.h"
 #include "forge/model/tset.h"
 #include "forge/model/runtimes.h"
@@ -35,6 +36,26 @@ struct fg_structure {
 	const char *declared_key;
 };
 
+/*
+ * One tensor set with what inspect decided about it: the set's convention
+ * (decided once for the whole set; its norm pointers borrow from set) and,
+ * for head sets, the layout of each expert block (decided from shapes).
+ * Forge reads these decisions instead of deciding again.
+ */
+struct fg_set_report {
+	struct fg_tset set;
+	struct fg_decision decision;
+	enum fg_set_role role;
+	size_t n_experts;                     /* head sets only; 0 for the trunk */
+	struct fg_expert_block experts[FG_EXPERTS_MAX_BLOCKS];
+};
+
+/*
+ * A finished inspection is read-only for its users, with one exception: over
+ * a remote checkpoint, fg_ckpt_fetch (forge fetching the head) fills the
+ * tensor views' data, so share an inspection between threads only when
+ * nobody fetches (checkpoint.h).
+ */
 struct fg_inspect {
 	struct fg_ckpt *ckpt;                 /* owned */
 	const struct fg_family *family;
@@ -48,10 +69,8 @@ struct fg_inspect {
 	int primary_head;                     /* set index of "mtp", or -1 */
 	int embedded_head;                    /* set index of the head in the shards, or -1 */
 	struct fg_file_facts *facts;          /* one per ckpt file */
-	size_t n_sets;
-	struct fg_tset sets[FG_INSPECT_MAX_SETS];
-	struct fg_decision decisions[FG_INSPECT_MAX_SETS];
-	enum fg_set_role roles[FG_INSPECT_MAX_SETS];
+	size_t n_sets;                        /* at least 1 */
+	struct fg_set_report sets[FG_INSPECT_MAX_SETS]; /* sets[0] is the trunk: fg_inspect_trunk() */
 	size_t n_runtimes;
 	struct fg_runtime_result runtimes[FG_INSPECT_MAX_RUNTIMES];
 	struct fg_verdicts verdicts;
@@ -60,8 +79,8 @@ struct fg_inspect {
 
 /*
  * Inspect source.  runtimes (n_runtimes ids, may be 0) are the targeted
- * runtimes; with none, the layout's defaults are targeted (mlx: mlx-lm-0.31,
- * mlx-lm-0.32, mtplx-2.12; hf: hf, ollama, mlx-lm-0.32; unknown: all).  On
+ * runtimes; with none, the rows whose default_for names the layout are
+ * targeted (runtimes.c; an unknown layout targets every runtime).  On
  * success *out is the caller's to free with fg_inspect_free().  Errors: an
  * unknown runtime id (FG_EUSAGE), an unreadable or malformed checkpoint
  * (FG_EINPUT/FG_EIO), FG_ENOMEM.
@@ -80,6 +99,28 @@ cJSON *fg_inspect_json(const struct fg_inspect *r);
 
 /* 1 when name, held by file f of r's checkpoint, belongs to the MTP head. */
 int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name);
+
+/* The trunk's set, which is always sets[0] (asserted). */
+const struct fg_set_report *fg_inspect_trunk(const struct fg_inspect *r);
+
+/* The primary head's set (primary_head: the head a forge extracts), or NULL when no set holds one. */
+const struct fg_set_report *fg_inspect_head(const struct fg_inspect *r);
+
+/*
+ * What the store and the API keep of an inspection, derived in this one
+ * place.  Everything is borrowed from r (or static) and lives as long as r.
+ */
+struct fg_inspect_summary {
+	const char *family;            /* the family id */
+	int ok;                        /* no error verdict (r->ok) */
+	double probe_mean;             /* the trunk probe's q-norm mean; NAN without a probe */
+	const char *head_convention;   /* the primary head set's convention word; NULL when no set
+				        * holds head tensors (an empty "mtp" set has no convention) */
+	size_t n_verdicts;
+	const struct fg_verdict *verdicts; /* r's verdicts, in report order */
+};
+
+void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out);
 
 /* The set called name, or NULL. */
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,

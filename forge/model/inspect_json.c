@@ -48,7 +48,7 @@ static cJSON *mtp_json(const struct fg_inspect *r)
 	cJSON *o = cJSON_CreateObject();
 	/* The figures describe the head at `location` (embedded keys win when both exist). */
 	int at = strcmp(r->location, "embedded") == 0 ? r->embedded_head : r->primary_head;
-	const struct fg_tset *head = at >= 0 ? &r->sets[at] : NULL;
+	const struct fg_tset *head = at >= 0 ? &r->sets[at].set : NULL;
 
 	if (!o)
 		return NULL;
@@ -70,8 +70,8 @@ static cJSON *sets_json(const struct fg_inspect *r)
 	cJSON *arr = cJSON_CreateArray();
 
 	for (size_t i = 0; arr && i < r->n_sets; i++) {
-		const struct fg_tset *s = &r->sets[i];
-		const struct fg_decision *d = &r->decisions[i];
+		const struct fg_tset *s = &r->sets[i].set;
+		const struct fg_decision *d = &r->sets[i].decision;
 		cJSON *o = cJSON_CreateObject(), *probe;
 
 		if (!o)
@@ -89,7 +89,7 @@ static cJSON *sets_json(const struct fg_inspect *r)
 			cJSON_AddNumberToObject(o, "low_min", round4(d->low_min));
 		else
 			cJSON_AddNullToObject(o, "low_min");
-		if (r->roles[i] == FG_ROLE_TRUNK && d->probe) {
+		if (r->sets[i].role == FG_ROLE_TRUNK && d->probe) {
 			probe = cJSON_AddObjectToObject(o, "probe");
 			if (probe) {
 				cJSON_AddStringToObject(probe, "tensor", d->probe->t->name);

@@ -12,20 +12,30 @@
 #include <string.h>
 
 static const struct fg_runtime runtimes[] = {
-	{ "mlx-lm-0.31", FG_FILES_GLOB, 1, 1, FG_HSRC_UNUSED, FG_HSHIFT_NONE, 0, 0,
-	  "shifts the trunk when any key contains mtp. or a conv1d is raw; drops mtp.*" },
-	{ "mlx-lm-0.32", FG_FILES_GLOB, 0, 1, FG_HSRC_UNUSED, FG_HSHIFT_NONE, 0, 0,
-	  "shifts the trunk only for a raw conv1d; drops mtp.*" },
-	{ "mlx-lm-pr990", FG_FILES_GLOB, 0, 1, FG_HSRC_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
-	  "shifts trunk and head (pre-fc norms, mtp.norm) for a raw conv1d; keeps mtp.*" },
-	{ "mtplx-2.11", FG_FILES_GLOB, 1, 1, FG_HSRC_SIDECAR, FG_HSHIFT_HEAL_DENSE_ONLY, 0, FG_QK_DOUBLE_ABOVE,
-	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals dense sidecar heads, MoE byte for byte" },
-	{ "mtplx-2.12", FG_FILES_GLOB, 1, 1, FG_HSRC_SIDECAR, FG_HSHIFT_HEAL, 0, FG_QK_DOUBLE_ABOVE,
-	  "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals a delta sidecar head" },
-	{ "ollama", FG_FILES_OLLAMA, 1, 1, FG_HSRC_SHARDS, FG_HSHIFT_WITH_TRUNK, 0, 0,
-	  "one detection (mtp. key or raw conv1d) shifts trunk and head together" },
-	{ "hf", FG_FILES_INDEX, 0, 0, FG_HSRC_SHARDS, FG_HSHIFT_NONE, 1, 0,
-	  "computes 1 + w at run time: expects delta; vLLM/SGLang load the head" },
+	{ .id = "mlx-lm-0.31", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_UNUSED, .head_shift = FG_HSHIFT_NONE, .mlx = 1, .default_for = FG_LAYOUT_MLX,
+	  .contract = "shifts the trunk when any key contains mtp. or a conv1d is raw; drops mtp.*" },
+	{ .id = "mlx-lm-0.32", .files = FG_FILES_GLOB, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_UNUSED, .head_shift = FG_HSHIFT_NONE, .mlx = 1,
+	  .default_for = FG_LAYOUT_MLX | FG_LAYOUT_HF,
+	  .contract = "shifts the trunk only for a raw conv1d; drops mtp.*" },
+	{ .id = "mlx-lm-pr990", .files = FG_FILES_GLOB, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_WITH_TRUNK, .mlx = 1,
+	  .contract = "shifts trunk and head (pre-fc norms, mtp.norm) for a raw conv1d; keeps mtp.*" },
+	{ .id = "mtplx-2.11", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_SIDECAR, .head_shift = FG_HSHIFT_HEAL_DENSE_ONLY,
+	  .refuse_probe_above = FG_QK_DOUBLE_ABOVE, .mlx = 1,
+	  .contract = "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals dense sidecar heads, MoE byte for byte" },
+	{ .id = "mtplx-2.12", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_SIDECAR, .head_shift = FG_HSHIFT_HEAL,
+	  .refuse_probe_above = FG_QK_DOUBLE_ABOVE, .mlx = 1, .default_for = FG_LAYOUT_MLX,
+	  .contract = "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals a delta sidecar head" },
+	{ .id = "ollama", .files = FG_FILES_OLLAMA, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
+	  .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_WITH_TRUNK, .default_for = FG_LAYOUT_HF,
+	  .contract = "one detection (mtp. key or raw conv1d) shifts trunk and head together" },
+	{ .id = "hf", .files = FG_FILES_INDEX, .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_NONE,
+	  .adds_one_at_run_time = 1, .default_for = FG_LAYOUT_HF,
+	  .contract = "computes 1 + w at run time: expects delta; vLLM/SGLang load the head" },
 };
 
 #define N_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
@@ -38,10 +48,19 @@ const struct fg_runtime *fg_runtime_all(size_t *n)
 
 const struct fg_runtime *fg_runtime_find(const char *id)
 {
-	for (size_t i = 0; i < N_RUNTIMES; i++)
+	for (size_t i = 0; id && i < N_RUNTIMES; i++)
 		if (strcmp(runtimes[i].id, id) == 0)
 			return &runtimes[i];
 	return NULL;
+}
+
+unsigned fg_runtime_layout_bit(const char *layout)
+{
+	if (layout && strcmp(layout, "mlx") == 0)
+		return FG_LAYOUT_MLX;
+	if (layout && strcmp(layout, "hf") == 0)
+		return FG_LAYOUT_HF;
+	return 0;
 }
 
 /* Ollama's converter takes the first of these patterns that matches a file. */

@@ -38,6 +38,17 @@ enum fg_runtime_head_shift {
 	FG_HSHIFT_HEAL_DENSE_ONLY, /* as HEAL, but MoE heads pass byte for byte (MTPLX < 2.12) */
 };
 
+/* The checkpoint layouts a runtime may be a default target for (bits of default_for). */
+enum fg_runtime_layout {
+	FG_LAYOUT_MLX = 1 << 0,    /* converted by mlx-lm: conv1d [C,K,1], format mlx, or quantized */
+	FG_LAYOUT_HF = 1 << 1,     /* as Hugging Face releases it */
+};
+
+/*
+ * One row per runtime.  Everything forged knows about a runtime is here, so
+ * adding one is adding a row: the CLI usage lists the ids from this table and
+ * tests/unit/test_openapi.c checks docs/openapi.json's RuntimeId against it.
+ */
 struct fg_runtime {
 	const char *id;
 	enum fg_runtime_file_rule files;
@@ -47,6 +58,8 @@ struct fg_runtime {
 	enum fg_runtime_head_shift head_shift;
 	int adds_one_at_run_time;  /* effective gain 1 + stored (Hugging Face) */
 	double refuse_probe_above; /* refuses to serve above this probe mean (0: never) */
+	int mlx;                   /* an MLX-style forge target: absolute norms, stacked experts */
+	unsigned default_for;      /* FG_LAYOUT_* bits: targeted when inspect is given no runtime */
 	const char *contract;      /* one line for humans */
 };
 
@@ -55,6 +68,12 @@ const struct fg_runtime *fg_runtime_all(size_t *n);
 
 /* The row called id, or NULL. */
 const struct fg_runtime *fg_runtime_find(const char *id);
+
+/*
+ * The FG_LAYOUT_* bit of an inspect layout name ("mlx", "hf"); 0 for any
+ * other (such as "unknown", for which inspect targets every runtime).
+ */
+unsigned fg_runtime_layout_bit(const char *layout);
 
 /* What the simulation needs to know of each checkpoint file. */
 struct fg_file_facts {

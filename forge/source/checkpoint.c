@@ -533,7 +533,7 @@ out:
  * Workers see only the pool's own arrays, never c->files, which the index
  * may grow meanwhile.
  */
-#define OPEN_THREADS_MAX 8
+#define OPEN_THREADS_MAX FG_CKPT_OPEN_THREADS
 
 struct open_pool {
 	size_t n;
@@ -644,21 +644,37 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 
 /* ---- remote checkpoints ---- */
 
-void fg_ckpt_pull_defaults(struct fg_pull_opts *o)
+void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char *const *allow_hosts,
+		       size_t n_allow_hosts)
 {
-	static __thread char cache[PATH_MAX];
-	const char *env = getenv("FORGED_CACHE_DIR"), *home = getenv("HOME");
-
 	fg_pull_opts_init(o);
-	/* Norms sit megabytes apart in real models: exact ranges cost few extra requests. */
+	/*
+	 * Norms sit megabytes apart in real models: exact ranges cost few extra
+	 * requests, while merging across FG_PULL_MERGE_GAP would fetch the
+	 * weights between them.
+	 */
 	o->merge_gap = 0;
+	o->user_agent = FG_CKPT_USER_AGENT;
+	o->cache_dir = cache_dir;
+	o->allow_hosts = allow_hosts;
+	o->n_allow_hosts = n_allow_hosts;
+}
+
+const char *fg_ckpt_default_cache_dir(char *buf, size_t len)
+{
+	const char *env = getenv("FORGED_CACHE_DIR"), *home = getenv("HOME");
+	int n = -1;
+
 	if (env && *env)
-		snprintf(cache, sizeof(cache), "%s", env);
+		n = snprintf(buf, len, "%s", env);
 	else if (home && *home)
-		snprintf(cache, sizeof(cache), "%s/.cache/forged", home);
-	else
-		cache[0] = '\0';
-	o->cache_dir = cache[0] ? cache : NULL;
+		n = snprintf(buf, len, "%s/.cache/forged", home);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len)
+{
+	fg_ckpt_pull_opts(o, fg_ckpt_default_cache_dir(buf, len), NULL, 0);
 }
 
 /* A small JSON file of the remote folder; FG_ENOTFOUND when it is not there. */
@@ -811,7 +827,7 @@ int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, siz
 		}
 	}
 	rc = fg_pull_ranges(c->pull, r, m, err);
-	/* The checkpoint owns its tensors: setting a view's data is its own business. */
+	/* c owns its tensors: setting a view's data is its own business (see checkpoint.h). */
 	for (size_t k = 0; !rc && k < m; k++)
 		((struct fg_tensor *)(uintptr_t)tensors[owner[k]])->data = r[k].data;
 	free(r);
@@ -837,9 +853,10 @@ int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_
 	c->sidecar = -1;
 	if (fg_pull_is_url(source)) {
 		struct fg_pull_opts defaults;
+		char cache[PATH_MAX];
 
 		if (!pull) {
-			fg_ckpt_pull_defaults(&defaults);
+			fg_ckpt_pull_defaults(&defaults, cache, sizeof(cache));
 			pull = &defaults;
 		}
 		rc = open_remote(c, source, pull, &cap, err);

@@ -19,11 +19,13 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/core/version.h"
 #include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
 
 #define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */
 #define FG_CKPT_MAX_FILES 100000u
+#define FG_CKPT_OPEN_THREADS 8        /* header-parsing threads per fg_ckpt_open (see there) */
 
 struct fg_ckpt_file {
 	char *name;           /* relative to the checkpoint folder, e.g. "mtp/weights.safetensors" */
@@ -71,6 +73,12 @@ struct fg_ckpt {
  * FG_ENOMEM) name the checkpoint, the file and the reason: a folder without
  * config.json, an unreadable or malformed shard, an index naming a missing file,
  * a sidecar pointer that escapes the folder or names a missing file.
+ *
+ * Threads: a local checkpoint's headers are parsed on a pool of up to
+ * FG_CKPT_OPEN_THREADS threads (no more than the CPUs online), started and
+ * joined inside this call; the calling thread works in the pool too.  Under
+ * `forged serve` every worker and API handler opening a checkpoint does
+ * this at once, so the peak is callers x FG_CKPT_OPEN_THREADS threads.
  */
 int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
 
@@ -85,14 +93,46 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
 int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
 		      struct fg_err *err);
 
-/* Default pull options: cache in $FORGED_CACHE_DIR, else ~/.cache/forged. */
-void fg_ckpt_pull_defaults(struct fg_pull_opts *o);
+/* The User-Agent of every remote read forged makes (CLI, API and workers alike). */
+#define FG_CKPT_USER_AGENT "forged/" FG_VERSION
+
+/*
+ * The pull options every caller builds, in one place: fg_pull_opts_init's
+ * defaults, merge_gap 0 (see checkpoint.c), FG_CKPT_USER_AGENT, the cache
+ * folder (NULL: no cache) and the allowed hosts (n_allow_hosts 0: any).
+ * Strings and the host list are borrowed and must outlive o; progress and
+ * the other fields are the caller's to set after.
+ */
+void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char *const *allow_hosts,
+		       size_t n_allow_hosts);
+
+/*
+ * The default cache folder, $FORGED_CACHE_DIR, else ~/.cache/forged, written
+ * into buf (len bytes); returns buf, or NULL when neither is set or the
+ * path does not fit.
+ */
+const char *fg_ckpt_default_cache_dir(char *buf, size_t len);
+
+/*
+ * fg_ckpt_pull_opts with the default cache folder and any host (the CLI, and
+ * fg_ckpt_open_opts without options).  o->cache_dir points into the caller's
+ * buf (len bytes, PATH_MAX is enough), so buf must outlive o, and two option
+ * sets never share a buffer unless the caller makes them.
+ */
+void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len);
 
 /*
  * Make the data of n tensors of c readable: a no-op for local files (mapped);
  * for remote ones, their byte ranges are fetched (merged, in parallel, from
  * the cache when present) and each tensor's data set.  The tensors must
  * belong to c's files.
+ *
+ * Ownership: the views are handed out as const (an inspection and a plan
+ * borrow them), but c owns them, and this call writes their data pointers
+ * through a cast; the bytes live in c->pull until fg_ckpt_free.  So a
+ * remote checkpoint, and any struct fg_inspect over it, changes here: do
+ * not share one between threads while anyone may fetch.  Local checkpoints
+ * are never written after fg_ckpt_open.
  */
 int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
 

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,40 @@ static void test_single_file(void **state)
 	fg_ckpt_free(c);
 }
 
+/* One builder for every caller's pull options; the defaults write into the caller's buffer. */
+static void test_pull_opts(void **state)
+{
+	static const char *const hosts[] = { "hub.example", "127.0.0.1:8080" };
+	struct fg_pull_opts o, a, b;
+	char buf_a[PATH_MAX], buf_b[PATH_MAX], tiny[4];
+
+	(void)state;
+	fg_ckpt_pull_opts(&o, "/state/cache", hosts, 2);
+	assert_int_equal(o.merge_gap, 0);
+	assert_string_equal(o.user_agent, FG_CKPT_USER_AGENT);
+	assert_string_equal(o.user_agent, "forged/" FG_VERSION);
+	assert_string_equal(o.cache_dir, "/state/cache");
+	assert_ptr_equal(o.allow_hosts, hosts);
+	assert_int_equal(o.n_allow_hosts, 2);
+	assert_int_equal(o.max_connections, 8); /* the rest is fg_pull_opts_init's */
+	fg_ckpt_pull_opts(&o, NULL, NULL, 0);
+	assert_null(o.cache_dir);
+
+	assert_int_equal(setenv("FORGED_CACHE_DIR", "/tmp/one", 1), 0);
+	fg_ckpt_pull_defaults(&a, buf_a, sizeof(buf_a));
+	assert_int_equal(setenv("FORGED_CACHE_DIR", "/tmp/two", 1), 0);
+	fg_ckpt_pull_defaults(&b, buf_b, sizeof(buf_b));
+	assert_ptr_equal(a.cache_dir, buf_a);
+	assert_string_equal(a.cache_dir, "/tmp/one"); /* not overwritten by the second call */
+	assert_string_equal(b.cache_dir, "/tmp/two");
+	assert_int_equal(a.merge_gap, 0);
+	assert_int_equal(a.n_allow_hosts, 0);
+	assert_null(fg_ckpt_default_cache_dir(tiny, sizeof(tiny)));
+	assert_int_equal(unsetenv("FORGED_CACHE_DIR"), 0);
+	assert_int_equal(setenv("HOME", "/home/q", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/home/q/.cache/forged");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_sidecars),
 		cmocka_unit_test(test_broken_folders),
 		cmocka_unit_test(test_single_file),
+		cmocka_unit_test(test_pull_opts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

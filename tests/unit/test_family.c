@@ -202,6 +202,46 @@ static void test_family_all(void **state)
 		assert_string_not_equal(all[i]->id, "unknown");
 		assert_non_null(all[i]->mtp_count_keys);
 		assert_non_null(all[i]->mtp_count_keys[0]);
+		assert_non_null(all[i]->model_types[0].name);
+		assert_non_null(all[i]->head_linears);
+		/* Only the Qwen rows rename their heads to mtp.* */
+		assert_int_equal(all[i]->strips_to_mtp, strncmp(all[i]->id, "qwen", 4) == 0);
+		/* Each model type detects its own row with its own MoE flag. */
+		for (const struct fg_model_type *t = all[i]->model_types; t->name; t++) {
+			char json[96];
+			int moe;
+
+			snprintf(json, sizeof(json), "{\"model_type\": \"%s\"}", t->name);
+			assert_ptr_equal(detect(json, &moe), all[i]);
+			assert_int_equal(moe, t->moe);
+		}
+	}
+}
+
+/* The head linears an explicit policy quantizes: projections, DeepSeek's MLA and indexer ones. */
+static void test_head_linears(void **state)
+{
+	static const char *const yes[] = {
+		"mtp.layers.0.self_attn.q_proj", "model.layers.61.mlp.experts.3.down_proj", "o_proj",
+		"model.layers.61.self_attn.q_a_proj", "model.layers.61.self_attn.kv_a_proj_with_mqa",
+		"model.layers.61.self_attn.indexer.wq_b", "model.layers.61.self_attn.indexer.wk",
+	};
+	static const char *const no[] = {
+		"mtp.fc", "model.layers.61.eh_proj", "mtp.layers.0.mlp.gate", "model.embed_tokens",
+		"mtp.layers.0.self_attn.q_proj.bias", "input_proj", "shared_head.head", "wq_a",
+	};
+	const struct fg_family *const *all;
+	size_t n = 0;
+
+	(void)state;
+	all = fg_family_all(&n);
+	for (size_t i = 0; i <= n; i++) {
+		const struct fg_family *fam = i < n ? all[i] : &fg_family_unknown;
+
+		for (size_t k = 0; k < sizeof(yes) / sizeof(yes[0]); k++)
+			assert_true(fg_family_is_head_linear(fam, yes[k]));
+		for (size_t k = 0; k < sizeof(no) / sizeof(no[0]); k++)
+			assert_false(fg_family_is_head_linear(fam, no[k]));
 	}
 }
 
@@ -449,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_detect_unknown),
 		cmocka_unit_test(test_detect_moe),
 		cmocka_unit_test(test_family_all),
+		cmocka_unit_test(test_head_linears),
 		cmocka_unit_test(test_declared_mtp),
 		cmocka_unit_test(test_norm_classify),
 		cmocka_unit_test(test_norm_zero_centred),

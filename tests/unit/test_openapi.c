@@ -6,8 +6,10 @@
  * is a route.  Also what the table knows beyond the path: open routes carry
  * `security: []` and protected ones do not, routes that take a JSON body
  * document it (and 413/415), `{id}` routes declare the path parameter, and
- * every `$ref` resolves.  tests/e2e/test_openapi.sh checks the same document
- * against the running server.
+ * every `$ref` resolves.  The RuntimeId enum is the runtime table's ids in
+ * table order, and the JobRequest quant pattern accepts exactly what
+ * fg_policy_parse accepts.  tests/e2e/test_openapi.sh checks the same
+ * document against the running server.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,11 +18,15 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/internal.h"
+#include "forge/artifact/forge.h"
+#include "forge/artifact/policy.h"
+#include "forge/model/runtimes.h"
 
 static const char *const http_methods[] = { "get", "put", "post", "delete", "patch", "head", "options", "trace" };
 
@@ -245,6 +251,84 @@ static void test_refs_resolve(void **state)
 	cJSON_Delete(doc);
 }
 
+/* The RuntimeId enum is the runtime table, row for row (adding a row fails here until documented). */
+static void test_runtime_enum_is_the_table(void **state)
+{
+	cJSON *doc = load_doc();
+	const cJSON *en = cJSON_GetObjectItemCaseSensitive(resolve(doc, "#/components/schemas/RuntimeId"), "enum");
+	const struct fg_runtime *all;
+	size_t n = 0, i = 0;
+	const cJSON *id;
+
+	(void)state;
+	all = fg_runtime_all(&n);
+	assert_true(cJSON_IsArray(en));
+	assert_int_equal((size_t)cJSON_GetArraySize(en), n);
+	cJSON_ArrayForEach(id, en) {
+		assert_true(cJSON_IsString(id));
+		if (strcmp(id->valuestring, all[i].id) != 0)
+			fail_msg("RuntimeId enum item %zu is '%s', the runtime table's row is '%s'", i, id->valuestring,
+				 all[i].id);
+		i++;
+	}
+	assert_non_null(fg_runtime_find(FG_FORGE_DEFAULT_TARGET));
+	cJSON_Delete(doc);
+}
+
+/* The Limit parameter's maximum is the store's page cap. */
+static void test_limit_is_the_store_cap(void **state)
+{
+	cJSON *doc = load_doc();
+	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(resolve(doc, "#/components/parameters/Limit"), "schema");
+
+	(void)state;
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(schema, "maximum")->valueint, FG_STORE_LIST_LIMIT_MAX);
+	cJSON_Delete(doc);
+}
+
+/*
+ * JobRequest.quant's pattern and fg_policy_parse agree on every bits x group
+ * pair in canonical decimal and on the words.  (sscanf also takes "04",
+ * "+4" and " 4", which the pattern does not: a known looseness of the
+ * parser, left as it is because the CLI has always accepted it.)
+ */
+static void test_quant_pattern_is_the_parser(void **state)
+{
+	static const char *const words[] = { "keep", "match", "mxfp4", "affine", "affine:4", "affine:4:64:1",
+					     "affine:4:64x", "Keep", "", "affine:-4:64" };
+	cJSON *doc = load_doc();
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(resolve(doc, "#/components/schemas/JobRequest"), "properties"), "quant");
+	const char *pattern = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(q, "pattern"));
+	struct fg_policy pol;
+	regex_t re;
+	char text[32];
+
+	(void)state;
+	assert_non_null(pattern);
+	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	for (int bits = -1; bits <= 17; bits++) {
+		for (int group = 0; group <= 260; group += 4) {
+			int by_re, by_parser;
+
+			snprintf(text, sizeof(text), "affine:%d:%d", bits, group);
+			by_re = regexec(&re, text, 0, NULL, 0) == 0;
+			by_parser = fg_policy_parse(text, &pol, NULL) == 0;
+			if (by_re != by_parser)
+				fail_msg("'%s': the openapi pattern says %d, fg_policy_parse %d", text, by_re, by_parser);
+		}
+	}
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		int by_re = regexec(&re, words[i], 0, NULL, 0) == 0;
+		int by_parser = fg_policy_parse(words[i], &pol, NULL) == 0;
+
+		if (by_re != by_parser)
+			fail_msg("'%s': the openapi pattern says %d, fg_policy_parse %d", words[i], by_re, by_parser);
+	}
+	regfree(&re);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +339,9 @@ int main(void)
 		cmocka_unit_test(test_security_matches_roles),
 		cmocka_unit_test(test_bodies_and_parameters),
 		cmocka_unit_test(test_refs_resolve),
+		cmocka_unit_test(test_runtime_enum_is_the_table),
+		cmocka_unit_test(test_quant_pattern_is_the_parser),
+		cmocka_unit_test(test_limit_is_the_store_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

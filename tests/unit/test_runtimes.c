@@ -216,6 +216,24 @@ static void test_table(void **state)
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(all[i].id, "hf") != 0)
 			assert_false(all[i].adds_one_at_run_time);
+
+	/* MLX-style targets are the mlx-lm and MTPLX rows; the layout defaults of inspect.h. */
+	for (size_t i = 0; i < n; i++) {
+		int mlx = strncmp(all[i].id, "mlx-lm-", 7) == 0 || strncmp(all[i].id, "mtplx-", 6) == 0;
+
+		assert_int_equal(all[i].mlx, mlx);
+	}
+	assert_int_equal(fg_runtime_find("mlx-lm-0.31")->default_for, FG_LAYOUT_MLX);
+	assert_int_equal(fg_runtime_find("mlx-lm-0.32")->default_for, FG_LAYOUT_MLX | FG_LAYOUT_HF);
+	assert_int_equal(fg_runtime_find("mlx-lm-pr990")->default_for, 0);
+	assert_int_equal(fg_runtime_find("mtplx-2.11")->default_for, 0);
+	assert_int_equal(fg_runtime_find("mtplx-2.12")->default_for, FG_LAYOUT_MLX);
+	assert_int_equal(fg_runtime_find("ollama")->default_for, FG_LAYOUT_HF);
+	assert_int_equal(fg_runtime_find("hf")->default_for, FG_LAYOUT_HF);
+	assert_int_equal(fg_runtime_layout_bit("mlx"), FG_LAYOUT_MLX);
+	assert_int_equal(fg_runtime_layout_bit("hf"), FG_LAYOUT_HF);
+	assert_int_equal(fg_runtime_layout_bit("unknown"), 0);
+	assert_null(fg_runtime_find(NULL));
 }
 
 /* MTPLX issue 306: an absolute MLX trunk whose second shard embeds 29 mtp.* keys. */

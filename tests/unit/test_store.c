@@ -1324,6 +1324,58 @@ static void test_fleet_probe_buckets(void **state)
 	assert_stats_consistent(f->s);
 }
 
+/* The SQL bucket of a probe mean, through the schema's probe_bucket column. */
+static void expect_bucket(struct fixture *f, double probe, const char *want)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = put_artifact(f->s, "b", "qwen3_5", NULL, NULL, probe, NULL);
+	const char *got;
+
+	assert_int_equal(sqlite3_prepare_v2(f->s->db, "SELECT probe_bucket FROM artifacts WHERE id = ?1", -1, &st,
+					    NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	got = (const char *)sqlite3_column_text(st, 0);
+	if (!got || strcmp(got, want) != 0)
+		fail_msg("probe %.6f: the schema says bucket %s, fleet.c's ranges say %s", probe, got ? got : "NULL",
+			 want);
+	sqlite3_finalize(st);
+}
+
+/*
+ * db.c's CASE and fleet.c's ranges are one table: every value inside a
+ * range lands in that range's bucket.  And the CASE, built from
+ * convention.h's constants, is still the text version 1 was released with.
+ */
+static void test_probe_buckets_match_fleet_ranges(void **state)
+{
+	static const double inside[] = { 0.001, 0.25, 0.5, 0.75, 0.999 };
+	struct fixture *f = *state;
+	sqlite3_stmt *st = NULL;
+
+	for (size_t i = 0; i < FG_SQL_PROBE_BUCKETS; i++) {
+		double lo = fg_sql_probe_ranges[i].lo, hi = fg_sql_probe_ranges[i].hi;
+
+		if (i)
+			assert_true(lo == fg_sql_probe_ranges[i - 1].hi); /* the ranges tile */
+		for (size_t k = 0; k < sizeof(inside) / sizeof(inside[0]); k++)
+			expect_bucket(f, hi < 0 ? lo + 100.0 * inside[k] : lo + (hi - lo) * inside[k],
+				      fg_sql_probe_buckets[i]);
+	}
+	expect_bucket(f, -0.5, fg_sql_probe_buckets[0]);
+	assert_true(fg_sql_probe_ranges[FG_SQL_PROBE_BAND].lo == FG_QK_BAND_MIN);
+	assert_true(fg_sql_probe_ranges[FG_SQL_PROBE_BAND].hi == FG_QK_BAND_MAX);
+	assert_int_equal(sqlite3_prepare_v2(f->s->db, "SELECT sql FROM sqlite_master WHERE name = 'artifacts'", -1,
+					    &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_non_null(strstr((const char *)sqlite3_column_text(st, 0),
+			       "(CASE WHEN probe_mean IS NULL THEN NULL"
+			       "  WHEN probe_mean < 1.25 THEN 'below' WHEN probe_mean < 1.74 THEN 'low'"
+			       "  WHEN probe_mean <= 1.83 THEN 'band' WHEN probe_mean <= 2.4 THEN 'high' ELSE 'above'"
+			       " END) VIRTUAL,"));
+	sqlite3_finalize(st);
+}
+
 static void test_fleet_health_empty(void **state)
 {
 	struct fixture *f = *state;
@@ -1456,6 +1508,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verification, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_health, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_probe_buckets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_buckets_match_fleet_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_health_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
