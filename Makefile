@@ -18,7 +18,7 @@ DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
 	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh
 # What `make deb` and `make check-deb` need on top (not installed by `make test`).
-DEB_PKGS := debhelper dpkg-dev fakeroot lintian
+DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
 
 ifeq ($(SANITIZE),)
 BUILD   := build
@@ -168,10 +168,10 @@ clean:
 
 # The Debian package (debian/), built by dpkg-buildpackage in a copy of the
 # tree under build/deb (so the work tree's build/ is left alone), then lintian.
-deb: deps-deb
+deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh --no-lintian
 
-check-deb: deps-deb
+check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
