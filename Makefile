@@ -131,7 +131,8 @@ test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUA
 run: deps
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
 	@echo "forged serve on 127.0.0.1:8470; in another terminal, for example:"
-	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"source\": \"qwen35_mlx_embedded\"}' localhost:8470/v1/inspections | jq '.report.verdicts[].code'"
+	@echo "  $(FORGED) jobs submit qwen35_hf --wait"
+	@echo "  $(FORGED) artifacts list"
 	$(FORGED) serve --allow-roots $(CURDIR)/$(FIXTURES) --allow-roots $(CURDIR)
 
 demo: deps

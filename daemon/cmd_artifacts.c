@@ -92,23 +92,27 @@ static const char *str_or_dash(const cJSON *o, const char *key)
 	return s && *s ? s : "-";
 }
 
-/* "a,b,c" of an array of strings, or "-". */
-static void print_strings(const cJSON *arr, size_t max)
+/* "a,b,c" of an array of strings into buf (cut with ",..." past len), or "-". */
+static void join_strings(const cJSON *arr, char *buf, size_t len)
 {
 	const cJSON *it;
-	size_t n = 0, used = 0;
+	size_t used = 0;
 
+	buf[0] = '\0';
 	cJSON_ArrayForEach(it, arr) {
+		size_t n;
+
 		if (!cJSON_IsString(it))
 			continue;
-		if (used + strlen(it->valuestring) > max) {
-			printf(",...");
+		n = strlen(it->valuestring) + (used ? 1 : 0);
+		if (used + n + 4 >= len) {
+			snprintf(buf + used, len - used, ",...");
 			return;
 		}
-		used += (size_t)printf("%s%s", n++ ? "," : "", it->valuestring);
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", it->valuestring);
 	}
-	if (!n)
-		printf("-");
+	if (!used)
+		snprintf(buf, len, "-");
 }
 
 /* ---- list ---- */
@@ -125,11 +129,12 @@ static void print_list(const cJSON *page)
 		const cJSON *ok = cJSON_GetObjectItemCaseSensitive(a, "ok");
 		const char *fp = fg_json_get_str(a, "fingerprint");
 
-		printf("%-7lld %s%-6s%s %-14s %-17.*s ", (long long)fg_json_get_num(a, "id", 0),
+		char verdicts[51];
+
+		join_strings(cJSON_GetObjectItemCaseSensitive(a, "verdicts"), verdicts, sizeof(verdicts));
+		printf("%-7lld %s%-6s%s %-14s %-17.*s %-50s %s\n", (long long)fg_json_get_num(a, "id", 0),
 		       cJSON_IsTrue(ok) ? p.green : p.red, cJSON_IsTrue(ok) ? "yes" : "no", p.reset,
-		       str_or_dash(a, "family"), 16, fp ? fp : "-");
-		print_strings(cJSON_GetObjectItemCaseSensitive(a, "verdicts"), 46);
-		printf("  %s\n", str_or_dash(a, "source"));
+		       str_or_dash(a, "family"), 16, fp ? fp : "-", verdicts, str_or_dash(a, "source"));
 	}
 	if (!cJSON_GetArraySize(items))
 		printf("(no artifacts)\n");
@@ -195,7 +200,7 @@ static void print_artifact(const cJSON *art, int ships)
 	printf("  fingerprint  %s\n", str_or_dash(art, "fingerprint"));
 	printf("  created      %s\n", str_or_dash(art, "created_at"));
 	vs = cJSON_GetObjectItemCaseSensitive(art, "verdicts");
-	printf("  verdicts     %s\n", cJSON_GetArraySize(vs) ? "" : "none");
+	printf("  verdicts%s\n", cJSON_GetArraySize(vs) ? "" : "     none");
 	cJSON_ArrayForEach(v, vs) {
 		const char *sev = str_or_dash(v, "severity");
 
@@ -203,7 +208,7 @@ static void print_artifact(const cJSON *art, int ships)
 		       sev, p.reset, str_or_dash(v, "code"), str_or_dash(v, "origin"));
 	}
 	vs = cJSON_GetObjectItemCaseSensitive(art, "verifications");
-	printf("  verifications %s\n", cJSON_GetArraySize(vs) ? "" : "none");
+	printf("  verifications%s\n", cJSON_GetArraySize(vs) ? "" : " none");
 	cJSON_ArrayForEach(v, vs) {
 		const cJSON *res = cJSON_GetObjectItemCaseSensitive(v, "result");
 		const cJSON *best = cJSON_GetObjectItemCaseSensitive(res, "best_depth");

@@ -390,8 +390,6 @@ static int do_submit(struct fg_client *c, const struct fg_client_args *a, const 
 		/* A replayed submission may name a job that has already ended. */
 		rc = job_outcome(c, &r, job);
 	} else {
-		if (isatty(STDERR_FILENO))
-			fprintf(stderr, "job %lld queued\n", id);
 		rc = wait_job(c, id, o->timeout);
 	}
 	cJSON_Delete(job);

@@ -358,6 +358,15 @@ if command -v zsh >/dev/null 2>&1; then
 	check "zsh: forged jobs submit SOURCE<TAB> completes files" [ "$(zcomp forged jobs submit '')" = "(files)" ]
 fi
 
+# ---- make install: man pages and completions ----
+ROOT=$TMP/root
+if make -s -C "$REPO" -o "$FORGED" install FORGED="$FORGED" BUILD="$(dirname "$FORGED")" DESTDIR="$ROOT" \
+	>"$TMP/install.log" 2>&1; then ok; else bad "make install: $(tail -n 5 "$TMP/install.log")"; fi
+check "install: forged.1" cmp -s "$ROOT/usr/local/share/man/man1/forged.1" "$REPO/man/forged.1"
+check "install: forged.conf.5" cmp -s "$ROOT/usr/local/share/man/man5/forged.conf.5" "$REPO/man/forged.conf.5"
+check "install: the bash completion" cmp -s "$ROOT/usr/local/share/bash-completion/completions/forged" "$TMP/bash.out"
+check "install: the zsh completion" cmp -s "$ROOT/usr/local/share/zsh/site-functions/_forged" "$TMP/zsh.out"
+
 # ---- man pages ----
 for m in forged.1 forged.conf.5; do
 	out=$(groff -man -ww -z "$REPO/man/$m" 2>&1)
