@@ -148,7 +148,7 @@ struct fg_http {
 
 /*
  * Send METHOD path (with body when not NULL, as JSON) and retry as the
- * policy allows.  Returns FG_EXIT_OK for a 2xx answer, FG_EXIT_USAGE for
+ * policy allows.  r is overwritten: release an earlier answer in it first.  Returns FG_EXIT_OK for a 2xx answer, FG_EXIT_USAGE for
  * another 4xx, FG_EXIT_INTERNAL otherwise; prints only retry notes.
  */
 int fg_client_call(struct fg_client *c, const char *method, const char *path, const char *body,

@@ -239,13 +239,14 @@ static void print_job_list(const cJSON *page)
 
 /* ---- requests ---- */
 
-/* GET /v1/jobs/ID into r; the parsed job in *doc.  Returns 0 or an exit code (reported). */
+/* GET /v1/jobs/ID into r (released first); the parsed job in *doc.  Returns 0 or an exit code (reported). */
 static int get_job(struct fg_client *c, long long id, struct fg_http *r, cJSON **doc)
 {
 	char path[64];
 	int rc;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	fg_http_release(r);   /* the previous poll's answer */
 	rc = fg_client_call(c, "GET", path, NULL, FG_RETRY_SAFE, r);
 	if (rc)
 		return fg_client_fail(c, r, rc);
