@@ -199,7 +199,8 @@ install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0644 $(BUILD)/completion/forged.bash $(DESTDIR)$(BASHCOMPDIR)/forged
 	install -D -m 0644 $(BUILD)/completion/_forged $(DESTDIR)$(ZSHCOMPDIR)/_forged
 	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' \
-		$(if $(SERVICE_USER),-e 's|^DynamicUser=yes$$|User=$(SERVICE_USER)\nGroup=$(SERVICE_USER)|') \
+		$(if $(SERVICE_USER),-e 's|^DynamicUser=yes$$|User=$(SERVICE_USER)\nGroup=$(SERVICE_USER)|' \
+			-e 's|(owned by a dynamic user)|(owned by the user $(SERVICE_USER))|') \
 		systemd/forged.service >$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
 	install -m 0644 README.md systemd/config.example.json $(DESTDIR)$(PREFIX)/share/doc/forged/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/config.json ] || \
