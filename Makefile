@@ -9,12 +9,16 @@
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
 #   make check-src  refuse banned libc functions in our sources
 #   make check-layers  refuse an include of a layer above the including file's
+#   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
+#   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
 
 CC      ?= cc
 PYTHON  ?= python3
 DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
-	python3-numpy libclang-rt-14-dev zstd nginx
+	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh
+# What `make deb` and `make check-deb` need on top (not installed by `make test`).
+DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
 
 ifeq ($(SANITIZE),)
 BUILD   := build
@@ -27,7 +31,7 @@ endif
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -Wconversion -Werror
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) $(WARN) \
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CPPFLAGS) $(CFLAGS) $(WARN) \
 	$(SANFLAGS) -I. -MMD -MP
 LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
@@ -49,11 +53,13 @@ LIBAPI     := $(BUILD)/libapi.a
 LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
+# Shell completions, generated from the binary's command table.
+COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps test test-build run demo fuzz check-src check-layers clean
+.PHONY: all deps deps-deb test test-build run demo fuzz check-src check-layers clean deb check-deb
 .DEFAULT_GOAL := all
 
-all: $(FORGED)
+all: $(FORGED) $(COMPLETIONS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -83,14 +89,22 @@ $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 $(FORGED): $(DAEMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
 
+$(BUILD)/completion/forged.bash: $(FORGED)
+	@mkdir -p $(dir $@)
+	$(FORGED) completion bash >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/_forged: $(FORGED)
+	@mkdir -p $(dir $@)
+	$(FORGED) completion zsh >$@.tmp && mv $@.tmp $@
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) -lcmocka $(LDLIBS)
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
-deps:
-	@missing=""; for p in $(DEPS_PKGS); do \
+deps deps-deb:
+	@missing=""; for p in $(if $(filter deps-deb,$@),$(DEB_PKGS),$(DEPS_PKGS)); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -111,13 +125,14 @@ test: deps
 	@$(MAKE) --no-print-directory check-src check-layers test-build
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) bash tests/run_all.sh $(BUILD)
 
-test-build: $(FORGED) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
+test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
 
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
 run: deps
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
 	@echo "forged serve on 127.0.0.1:8470; in another terminal, for example:"
-	@echo "  curl -s -X POST -H 'Content-Type: application/json' -d '{\"source\": \"qwen35_mlx_embedded\"}' localhost:8470/v1/inspections | jq '.report.verdicts[].code'"
+	@echo "  $(FORGED) jobs submit qwen35_hf --wait"
+	@echo "  $(FORGED) artifacts list"
 	$(FORGED) serve --allow-roots $(CURDIR)/$(FIXTURES) --allow-roots $(CURDIR)
 
 demo: deps
@@ -152,21 +167,41 @@ check-src:
 clean:
 	rm -rf build
 
+# The Debian package (debian/), built by dpkg-buildpackage in a copy of the
+# tree under build/deb (so the work tree's build/ is left alone), then lintian.
+deb: deps deps-deb
+	@bash tests/e2e/deb_check.sh --no-lintian
+
+check-deb: deps deps-deb
+	@bash tests/e2e/deb_check.sh
+
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
 
 # ---- install: binary, systemd unit, example config (design.md section 10) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
 # move things and the unit's paths follow.  An existing config.json or tokens
-# file is never overwritten.
-PREFIX     ?= /usr/local
-UNITDIR    ?= /lib/systemd/system
-SYSCONFDIR ?= /etc
+# file is never overwritten.  Man pages go to MANDIR, completions to
+# BASHCOMPDIR and ZSHCOMPDIR.  SERVICE_USER=NAME runs the unit as that
+# (static) user instead of a DynamicUser= one (the Debian package does).
+PREFIX      ?= /usr/local
+UNITDIR     ?= /lib/systemd/system
+SYSCONFDIR  ?= /etc
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+SERVICE_USER ?=
 .PHONY: install
-install: $(FORGED)
+install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0755 $(FORGED) $(DESTDIR)$(PREFIX)/bin/forged
 	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/forged $(DESTDIR)$(PREFIX)/share/doc/forged
-	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' systemd/forged.service \
-		>$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
+	install -D -m 0644 man/forged.1 $(DESTDIR)$(MANDIR)/man1/forged.1
+	install -D -m 0644 man/forged.conf.5 $(DESTDIR)$(MANDIR)/man5/forged.conf.5
+	install -D -m 0644 $(BUILD)/completion/forged.bash $(DESTDIR)$(BASHCOMPDIR)/forged
+	install -D -m 0644 $(BUILD)/completion/_forged $(DESTDIR)$(ZSHCOMPDIR)/_forged
+	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' \
+		$(if $(SERVICE_USER),-e 's|^DynamicUser=yes$$|User=$(SERVICE_USER)\nGroup=$(SERVICE_USER)|' \
+			-e 's|(owned by a dynamic user)|(owned by the user $(SERVICE_USER))|') \
+		systemd/forged.service >$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
 	install -m 0644 README.md systemd/config.example.json $(DESTDIR)$(PREFIX)/share/doc/forged/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/config.json ] || \
 		sed 's|"/etc/forged/|"$(SYSCONFDIR)/forged/|' systemd/config.example.json >$(DESTDIR)$(SYSCONFDIR)/forged/config.json

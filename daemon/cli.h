@@ -21,12 +21,51 @@ enum fg_exit {
 	FG_EXIT_INTERNAL = 3,
 };
 
+/*
+ * A subcommand of a command group (`forged jobs submit`): its name, its
+ * synopsis (what follows "forged CMD NAME") and a one-line summary.  Help,
+ * completions and the client's option checks all read the synopsis: an
+ * option is allowed for a subcommand exactly when its synopsis (or the
+ * group's common synopsis) names it.
+ */
+struct fg_subcmd {
+	const char *name;
+	const char *synopsis;
+	const char *summary;
+};
+
 struct fg_cmd {
 	const char *name;
 	const char *summary;
-	const char *usage;   /* full --help text */
+	const char *usage;   /* full --help text; for a group, the text after the synopses */
 	int (*run)(int argc, char **argv);
+	const struct fg_subcmd *subs;  /* a group's subcommands (ended by a NULL name), else NULL */
+	const char *common;            /* a group's options that every subcommand takes, or NULL */
 };
+
+/* The command table of main.c, in overview order. */
+const struct fg_cmd *const *fg_cli_commands(size_t *n);
+
+/* The command called name, or NULL. */
+const struct fg_cmd *fg_cli_find(const char *name);
+
+/* The subcommand of cmd called name, or NULL. */
+const struct fg_subcmd *fg_cli_find_sub(const struct fg_cmd *cmd, const char *name);
+
+/* Print the overview of `forged --help`: every command, the global option, exit codes. */
+void fg_cli_print_overview(FILE *out);
+
+/* Print a command's help (for a group: every synopsis, then the usage text). */
+void fg_cli_print_help(const struct fg_cmd *cmd, FILE *out);
+
+/*
+ * Colour: the global --color=auto|always|never (main.c takes it out of argv
+ * before a command runs).  With auto, colour only on a terminal, and never
+ * when NO_COLOR is set or TERM is "dumb" or unset.
+ */
+enum fg_color_mode { FG_COLOR_AUTO, FG_COLOR_ALWAYS, FG_COLOR_NEVER };
+extern enum fg_color_mode fg_cli_color_mode;
+int fg_cli_color(FILE *out);
 
 /* Print "forged: error: MSG" for err and return the exit code for its kind. */
 int fg_cli_fail(const struct fg_err *err);
@@ -59,5 +98,10 @@ extern const struct fg_cmd fg_cmd_inspect;
 extern const struct fg_cmd fg_cmd_serve;
 extern const struct fg_cmd fg_cmd_tensors;
 extern const struct fg_cmd fg_cmd_verdict;
+extern const struct fg_cmd fg_cmd_jobs;
+extern const struct fg_cmd fg_cmd_artifacts;
+extern const struct fg_cmd fg_cmd_fleet;
+extern const struct fg_cmd fg_cmd_help;
+extern const struct fg_cmd fg_cmd_completion;
 
 #endif

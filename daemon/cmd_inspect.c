@@ -39,9 +39,8 @@ static struct palette palette_for(FILE *out)
 {
 	static const struct palette plain = { "", "", "", "", "" };
 	static const struct palette ansi = { "\033[31m", "\033[33m", "\033[36m", "\033[1m", "\033[0m" };
-	const char *no_color = getenv("NO_COLOR");
 
-	return isatty(fileno(out)) && !(no_color && *no_color) ? ansi : plain;
+	return fg_cli_color(out) ? ansi : plain;
 }
 
 static void print_figure(const char *label, int has, double v)

@@ -4,10 +4,18 @@
 #include "daemon/cli.h"
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "forge/format/dtype.h"
+
+#define FG_VERSION_SCHEMA "forged.version.v1"
 
 static int run_version(int argc, char **argv);
 
@@ -15,13 +23,66 @@ const struct fg_cmd fg_cmd_version = {
 	.name = "version",
 	.summary = "print the version and the build's libraries",
 	.usage = "forged version [--json]\n\n"
-		 "Prints forged's version, the cJSON version and the SIMD path chosen for\n"
-		 "dtype conversion on this CPU.\n",
+		 "Prints forged's version, the version of every library it runs with (SQLite,\n"
+		 "libcurl, libmicrohttpd, zstd, OpenSSL, cJSON: as the loaded libraries report\n"
+		 "themselves) and the SIMD path chosen for dtype conversion on this CPU.\n"
+		 "--json prints one forged.version.v1 document: schema, forged, cjson, simd and\n"
+		 "libraries (an object of library name to version).\n",
 	.run = run_version,
 };
 
+struct lib {
+	const char *name;
+	const char *version;
+};
+
+/* The libraries' own version strings, as the linked (loaded) copies report them. */
+static size_t libraries(struct lib *out)
+{
+	static char mhd[64];
+	const curl_version_info_data *curl = curl_version_info(CURLVERSION_NOW);
+	const char *ssl = OpenSSL_version(OPENSSL_VERSION);
+	size_t n = 0;
+
+	snprintf(mhd, sizeof(mhd), "%s", MHD_get_version());
+	out[n++] = (struct lib){ "sqlite3", sqlite3_libversion() };
+	out[n++] = (struct lib){ "curl", curl && curl->version ? curl->version : "unknown" };
+	out[n++] = (struct lib){ "microhttpd", mhd };
+	out[n++] = (struct lib){ "zstd", ZSTD_versionString() };
+	out[n++] = (struct lib){ "openssl", ssl ? ssl : "unknown" };
+	out[n++] = (struct lib){ "cjson", cJSON_Version() };
+	return n;
+}
+
+static int print_json(void)
+{
+	struct lib libs[8];
+	size_t n = libraries(libs);
+	cJSON *doc = cJSON_CreateObject(), *l = cJSON_CreateObject();
+	char *text;
+
+	cJSON_AddStringToObject(doc, "schema", FG_VERSION_SCHEMA);
+	cJSON_AddStringToObject(doc, "forged", FG_VERSION);
+	cJSON_AddStringToObject(doc, "cjson", cJSON_Version());
+	cJSON_AddStringToObject(doc, "simd", fg_dtype_simd_path());
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddStringToObject(l, libs[i].name, libs[i].version);
+	cJSON_AddItemToObject(doc, "libraries", l);
+	text = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	if (!text) {
+		fprintf(stderr, "forged: error: out of memory\n");
+		return FG_EXIT_INTERNAL;
+	}
+	puts(text);
+	free(text);
+	return FG_EXIT_OK;
+}
+
 static int run_version(int argc, char **argv)
 {
+	struct lib libs[8];
+	size_t n;
 	int json = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -35,10 +96,10 @@ static int run_version(int argc, char **argv)
 			return fg_cli_usage_error(&fg_cmd_version, "unexpected argument '%s'", argv[i]);
 	}
 	if (json)
-		printf("{\"forged\": \"%s\", \"cjson\": \"%s\", \"simd\": \"%s\"}\n",
-		       FG_VERSION, cJSON_Version(), fg_dtype_simd_path());
-	else
-		printf("forged %s (cJSON %s, simd %s)\n", FG_VERSION, cJSON_Version(),
-		       fg_dtype_simd_path());
+		return print_json();
+	printf("forged %s (cJSON %s, simd %s)\n", FG_VERSION, cJSON_Version(), fg_dtype_simd_path());
+	n = libraries(libs);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-11s %s\n", libs[i].name, libs[i].version);
 	return FG_EXIT_OK;
 }
