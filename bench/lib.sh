@@ -41,7 +41,7 @@ bench_init() {
 	shift
 	mkdir -p "$BENCH_RESULTS" "$BENCH_DIR"
 	FRAG=$BENCH_RESULTS/$name.json
-	echo "$name: reference interpreter $(bl interpreter "$BENCH_PYTHON")$([ "$BENCH_QUICK" != 0 ] && echo ', BENCH_QUICK=1')"
+	echo "$name: python for references and helpers: $(bl interpreter "$BENCH_PYTHON")$([ "$BENCH_QUICK" != 0 ] && echo ', BENCH_QUICK=1')"
 	bl init "$FRAG" "$name" "$@"
 }
 
