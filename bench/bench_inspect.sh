@@ -69,8 +69,7 @@ cd "$ROOT"
 . bench/lib.sh
 REPS=${REPS:-$(quick 5 2)}
 FORGED=${FORGED:-build/forged}
-GEN_ARGS=${GEN_ARGS:-$(quick "" "--layers 4 --experts 16")}
-DIR="$BENCH_DIR/sparse_moe"
+DIR=$SPARSE_DIR
 MEASURE=("$BENCH_PYTHON" bench/measure.py)
 TARGET_S=1
 TARGET_MIB=64
@@ -78,10 +77,7 @@ TARGET_MIB=64
 [ -x "$FORGED" ] || { echo "bench_inspect: $FORGED missing: run make first" >&2; exit 2; }
 command -v jq > /dev/null || { echo "bench_inspect: jq missing (make deps)" >&2; exit 2; }
 mkdir -p "$BENCH_DIR"
-if [ "${REGEN:-0}" = 1 ] || [ ! -s "$DIR/config.json" ]; then
-	# shellcheck disable=SC2086
-	"$BENCH_PYTHON" bench/gen_sparse_moe.py "$DIR" --force $GEN_ARGS
-fi
+if [ "${REGEN:-0}" = 1 ]; then bench_sparse --force; else bench_sparse; fi
 
 du_disk=$(du -sh "$DIR" | cut -f1)
 du_logical=$(du -sh --apparent-size "$DIR" | cut -f1)
