@@ -9,6 +9,7 @@
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
 #   make check-src  refuse banned libc functions in our sources
 #   make check-layers  refuse an include of a layer above the including file's
+#   make bench      every benchmark, ratios in build/bench/results.json (BENCH_QUICK=1: small, minutes)
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -137,6 +138,12 @@ fuzz: deps $(FUZZ_BIN)
 	@mkdir -p build/fuzz/corpus
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+
+# Benchmarks (bench/run_all.sh): figures and ratios against references run in
+# the same run, never asserted.
+.PHONY: bench
+bench: $(FORGED) $(LIBS)
+	@BENCH_QUICK=$(BENCH_QUICK) bash bench/run_all.sh
 
 # Layers point down (docs/architecture.md): a file may include its own folder
 # and the layers below it.

@@ -29,15 +29,15 @@
 #
 #   bash bench/api/run.sh                       # 3 rounds of 10 s, 64 connections
 #   DURATION=30 ROUNDS=1 CONNECTIONS=32 bash bench/api/run.sh
-#   BENCH_QUICK=1: 1,000 artifacts, 2 rounds of 2 s; KEEP_RUN=1 keeps the run folder
+#   BENCH_QUICK=1: 1,000 artifacts, 1 round of 1 s runs; KEEP_RUN=1 keeps the run folder
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 FORGED=${FORGED:-build/forged}
 FIXTURES=${FIXTURES:-build/fixtures}
-DURATION=${DURATION:-$(quick 10 2)}
-ROUNDS=${ROUNDS:-$(quick 3 2)}
+DURATION=${DURATION:-$(quick 10 1)}
+ROUNDS=${ROUNDS:-$(quick 3 1)}
 WARMUP=${WARMUP:-$(quick 5 1)}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
@@ -64,7 +64,7 @@ if [ ! -f "$SEED/state/forged.db" ]; then
 	mv -T "$tmp_seed" "$SEED"
 fi
 
-RUN=$(mktemp -d "$PWD/$OUT/run.XXXXXX")
+RUN=$(cd "$(mktemp -d "$OUT/run.XXXXXX")" && pwd) # absolute: nginx -p needs it
 LOG=$RUN/server.log
 cp -a "$SEED/state" "$RUN/state"
 PID=""
