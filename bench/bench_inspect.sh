@@ -60,6 +60,7 @@
 #   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3
 #        REGEN=0 GEN_ARGS="--layers 64 --experts 512"  (passed to gen_sparse_moe.py)
 #        BENCH_QUICK=1: a 4-layer, 16-expert checkpoint in build/bench/quick, REPS=2
+# shellcheck disable=SC2154  # F_* and P_* are set through printf -v
 set -euo pipefail
 shopt -s inherit_errexit
 

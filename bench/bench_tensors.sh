@@ -25,6 +25,7 @@
 #   make && bash bench/bench_tensors.sh        (run from anywhere)
 #   env: N=100000 REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3
 #        BENCH_QUICK=1: N=5000, REPS=2
+# shellcheck disable=SC2154  # t_* are set through printf -v
 set -euo pipefail
 shopt -s inherit_errexit
 

@@ -18,7 +18,7 @@
 # benchmark that fails is recorded with ok=false and the others still run;
 # the exit status is then 1.  Timings are never asserted.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 BENCH_JSON=${BENCH_JSON:-$BENCH_DIR/results.json}
