@@ -19,7 +19,7 @@ OUT=$TMP/results.json
 
 BENCHES="tensors inspect quant dtype store forge pull pull_inspect api"
 if ! command -v wrk >/dev/null; then
-	echo "test_bench: wrk is not installed: bench/api/run.sh left out"
+	echo "smoke_bench: wrk is not installed: bench/api/run.sh left out"
 	BENCHES=${BENCHES% api}
 fi
 t0=$(date +%s)
