@@ -11,6 +11,7 @@
 #   make check-layers  refuse an include of a layer above the including file's
 #   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
 #   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
+#   make bench      every benchmark, ratios in build/bench/results.json (BENCH_QUICK=1: small, minutes)
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -152,6 +153,12 @@ fuzz: deps $(FUZZ_BIN)
 	@mkdir -p build/fuzz/corpus
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+
+# Benchmarks (bench/run_all.sh): figures and ratios against references run in
+# the same run, never asserted.
+.PHONY: bench
+bench: $(FORGED) $(LIBS)
+	@BENCH_QUICK=$(BENCH_QUICK) bash bench/run_all.sh
 
 # Layers point down (docs/architecture.md): a file may include its own folder
 # and the layers below it.

@@ -4,13 +4,18 @@
  * the ceiling a memory-bound conversion can approach.
  *
  * For each of BF16, F16, F8_E4M3 and F8_E5M2 it widens N elements to F32 and
- * narrows them back, best of REPS runs, and prints GB/s (bytes read plus
- * bytes written), the speed-up over the reference, and the fraction of memcpy
- * speed.  Numbers only, no assertions.  FORGED_SIMD=avx2 or =scalar selects
- * another path, as in the library.
+ * narrows them back, REPS runs of the reference and of the fast path
+ * interleaved (ref, fast, ref, fast, ...), and prints GB/s of the best run
+ * (bytes read plus bytes written), the speed-up over the reference, and the
+ * fraction of memcpy speed; each run's CPU time (CLOCK_PROCESS_CPUTIME_ID,
+ * one thread) is taken beside its wall time.  "sample CASE ROLE wall|cpu MS"
+ * lines (every run, forged = the dispatched path, reference = the scalar
+ * _ref path) feed bench/benchlib.py samples.  Numbers only, no assertions.
+ * FORGED_SIMD=avx2 or =scalar selects another path, as in the library.
  *
- *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_dtype.c forge/dtype.c -lm -lpthread \
- *      -o build/bench_dtype && ./build/bench_dtype [MiB of F32, default 64]
+ *   bench/bench_dtype.sh, or:
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_dtype.c build/libforge.a -lm -lpthread \
+ *      -o build/bench/bench_dtype && ./build/bench/bench_dtype [MiB of F32, default 64]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +32,14 @@ static double now_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -50,28 +63,47 @@ static float rng_weight(float scale)
 
 enum direction { WIDEN, NARROW };
 
-/* Best time of REPS runs of one conversion. */
-static double time_best(enum fg_dtype dt, enum direction dir, bool ref, void *narrow, float *wide,
-			size_t n)
+/* One conversion; its wall and CPU seconds in *wall and *cpu. */
+static void time_one(enum fg_dtype dt, enum direction dir, bool ref, void *narrow, float *wide, size_t n,
+		     double *wall, double *cpu)
 {
-	double best = 1e30, t;
-	int r, rc;
+	double t = now_s(), c = cpu_s();
+	int rc;
 
-	for (r = 0; r < REPS; r++) {
-		t = now_s();
-		if (dir == WIDEN)
-			rc = ref ? fg_dtype_to_f32_ref(dt, narrow, wide, n) : fg_dtype_to_f32(dt, narrow, wide, n);
-		else
-			rc = ref ? fg_dtype_from_f32_ref(dt, wide, narrow, n) : fg_dtype_from_f32(dt, wide, narrow, n);
-		t = now_s() - t;
-		if (rc != 0) {
-			fprintf(stderr, "bench_dtype: conversion of %s failed\n", fg_dtype_name(dt));
-			exit(1);
-		}
-		if (t < best)
-			best = t;
+	if (dir == WIDEN)
+		rc = ref ? fg_dtype_to_f32_ref(dt, narrow, wide, n) : fg_dtype_to_f32(dt, narrow, wide, n);
+	else
+		rc = ref ? fg_dtype_from_f32_ref(dt, wide, narrow, n) : fg_dtype_from_f32(dt, wide, narrow, n);
+	*wall = now_s() - t;
+	*cpu = cpu_s() - c;
+	if (rc != 0) {
+		fprintf(stderr, "bench_dtype: conversion of %s failed\n", fg_dtype_name(dt));
+		exit(1);
 	}
-	return best;
+}
+
+/* REPS runs of the reference and of the fast path, interleaved; best wall
+ * times in *tr and *tf, every run printed as a sample line of CASE. */
+static void time_pair(enum fg_dtype dt, enum direction dir, void *narrow, float *wide, size_t n, double *tr,
+		      double *tf)
+{
+	char cas[64];
+	double w, c;
+	int r;
+
+	snprintf(cas, sizeof(cas), "%s_%s", fg_dtype_name(dt), dir == WIDEN ? "to_f32" : "from_f32");
+	*tr = *tf = 1e30;
+	for (r = 0; r < REPS; r++) {
+		time_one(dt, dir, true, narrow, wide, n, &w, &c);
+		*tr = w < *tr ? w : *tr;
+		printf("sample %s reference wall %.4f\nsample %s reference cpu %.4f\n", cas, w * 1e3, cas, c * 1e3);
+		time_one(dt, dir, false, narrow, wide, n, &w, &c);
+		*tf = w < *tf ? w : *tf;
+		printf("sample %s forged wall %.4f\nsample %s forged cpu %.4f\n", cas, w * 1e3, cas, c * 1e3);
+	}
+	printf("unit %s ms per %zu elements\nname %s forged fg_dtype_%s, %s path\nname %s reference fg_dtype_%s_ref\n",
+	       cas, n, cas, dir == WIDEN ? "to_f32" : "from_f32", fg_dtype_simd_path(), cas,
+	       dir == WIDEN ? "to_f32" : "from_f32");
 }
 
 int main(int argc, char **argv)
@@ -136,14 +168,12 @@ int main(int argc, char **argv)
 		memcpy(wide, source, n * 4);
 		fg_dtype_from_f32_ref(dt, wide, narrow, n);
 
-		tr = time_best(dt, WIDEN, true, narrow, wide, n);
-		tf = time_best(dt, WIDEN, false, narrow, wide, n);
+		time_pair(dt, WIDEN, narrow, wide, n, &tr, &tf);
 		printf("%-9s %-6s %10.2f %10.2f %7.1fx %11.0f%%\n", fg_dtype_name(dt), "to32", bytes / tr / 1e9,
 		       bytes / tf / 1e9, tr / tf, 100.0 * bytes / tf / 1e9 / memcpy_gbs);
 
 		memcpy(wide, source, n * 4);
-		tr = time_best(dt, NARROW, true, narrow, wide, n);
-		tf = time_best(dt, NARROW, false, narrow, wide, n);
+		time_pair(dt, NARROW, narrow, wide, n, &tr, &tf);
 		printf("%-9s %-6s %10.2f %10.2f %7.1fx %11.0f%%\n", fg_dtype_name(dt), "from32", bytes / tr / 1e9,
 		       bytes / tf / 1e9, tr / tf, 100.0 * bytes / tf / 1e9 / memcpy_gbs);
 	}

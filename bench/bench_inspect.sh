@@ -10,12 +10,20 @@
 # REGEN=1) to regenerate it.
 #
 # Page cache.  Nothing is dropped from the page cache (that needs root).  The
-# first run is reported apart from the warm runs; if the data was just
-# generated or used, it is warm too (read_bytes tells how much came from
-# storage).
+# first run of each command is reported apart from the warm runs; if the data
+# was just generated or used, it is warm too (read_bytes tells how much came
+# from storage).
+#
+# Order.  forged and the reference run interleaved (first run of each, then
+# REPS rounds of forged, reference), so a change of load on the machine hits
+# both; best and median of the REPS warm runs are reported, wall and CPU
+# (user + sys of the measured process, from wait4).  The reference runs under
+# BENCH_PYTHON (default /usr/bin/python3, never PATH's python3; see
+# bench/lib.sh), whose start-up is part of its figure.
 #
 # What is measured, per run, by bench/measure.py (see its header):
-#   wall time        spawn to reap; best of REPS warm runs
+#   wall time        spawn to reap; best and median of REPS warm runs
+#   CPU time         user + sys from wait4()'s rusage of the child
 #   peak RSS         ru_maxrss from wait4() of the child
 #   bytes read       rchar of the child: every byte read()/pread() returned
 #                    (config.json, the index, the safetensors headers).
@@ -49,30 +57,28 @@
 # A non-zero exit means a command failed or disagreed, not that it was slow.
 #
 #   make && bash bench/bench_inspect.sh        (run from anywhere)
-#   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench PYTHON=python3 REGEN=0
-#        GEN_ARGS="--layers 64 --experts 512"  (passed to gen_sparse_moe.py)
-# shellcheck disable=SC2154  # F_* and P_* are set by bench() through printf -v
+#   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3
+#        REGEN=0 GEN_ARGS="--layers 64 --experts 512"  (passed to gen_sparse_moe.py)
+#        BENCH_QUICK=1: a 4-layer, 16-expert checkpoint in build/bench/quick, REPS=2
+# shellcheck disable=SC2154  # F_* and P_* are set through printf -v
 set -euo pipefail
 shopt -s inherit_errexit
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-REPS=${REPS:-5}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+REPS=${REPS:-$(quick 5 2)}
 FORGED=${FORGED:-build/forged}
-BENCH_DIR=${BENCH_DIR:-build/bench}
-PYTHON=${PYTHON:-python3}
-DIR="$BENCH_DIR/sparse_moe"
-MEASURE=(env "$PYTHON" bench/measure.py)
+DIR=$SPARSE_DIR
+MEASURE=("$BENCH_PYTHON" bench/measure.py)
 TARGET_S=1
 TARGET_MIB=64
 
 [ -x "$FORGED" ] || { echo "bench_inspect: $FORGED missing: run make first" >&2; exit 2; }
 command -v jq > /dev/null || { echo "bench_inspect: jq missing (make deps)" >&2; exit 2; }
 mkdir -p "$BENCH_DIR"
-if [ "${REGEN:-0}" = 1 ] || [ ! -s "$DIR/config.json" ]; then
-	# shellcheck disable=SC2086
-	"$PYTHON" bench/gen_sparse_moe.py "$DIR" --force ${GEN_ARGS:-}
-fi
+if [ "${REGEN:-0}" = 1 ]; then bench_sparse --force; else bench_sparse; fi
 
 du_disk=$(du -sh "$DIR" | cut -f1)
 du_logical=$(du -sh --apparent-size "$DIR" | cut -f1)
@@ -83,56 +89,41 @@ if "${MEASURE[@]}" --selftest; then io_ok=yes; else
 	echo "WARNING: child I/O is not accounted to the parent on this kernel: rchar figures below are not the child's" >&2
 fi
 
-# field KEY LINE: the value of KEY=... in one measure.py line
+# field KEY LINE: the value of KEY=... in one key=value line
 field() { tr ' ' '\n' <<< "$2" | sed -n "s/^$1=//p"; }
 
-# measure OUT CMD...: one measured run, stdout to OUT; prints the measure line, fails on rc != 0
-measure() {
-	local out=$1 line
-	shift
-	line=$("${MEASURE[@]}" --stdout "$out" -- "$@")
-	if [ "$(field rc "$line")" != 0 ]; then
-		echo "bench_inspect: exit $(field rc "$line"): $*" >&2
-		return 1
-	fi
-	echo "$line"
-}
-
-# bench NAME OUT CMD...: first run + REPS warm runs; sets NAME_{first,best,rss,rchar,flt,rb0}
-bench() {
-	local name=$1 out=$2 line best="" rss=0 w r
-	shift 2
-	line=$(measure "$out" "$@")
-	printf -v "${name}_first" %s "$(field wall_ms "$line")"
-	printf -v "${name}_rb0" %s "$(field read_bytes "$line")"
-	for _ in $(seq "$REPS"); do
-		line=$(measure /dev/null "$@")
-		w=$(field wall_ms "$line")
-		r=$(field maxrss_kib "$line")
-		[ "$r" -gt "$rss" ] && rss=$r
-		if [ -z "$best" ] || awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-			best=$w
-			printf -v "${name}_rchar" %s "$(field rchar "$line")"
-			printf -v "${name}_flt" %s "$(( $(field minflt "$line") + $(field majflt "$line") ))"
-		fi
-	done
-	printf -v "${name}_best" %s "$best"
-	printf -v "${name}_rss" %s "$rss"
-	printf -v "${name}_floor" %s "$(field rss_floor_kib "$line")"
-}
-
-echo "forged inspect: 1 first run + $REPS warm runs..."
-bench F "$BENCH_DIR/inspect.json" "$FORGED" inspect "$DIR" --json
-echo "python reference: 1 first run + $REPS warm runs..."
-bench P "$BENCH_DIR/ref_inspect.json" "$PYTHON" bench/ref_inspect.py "$DIR"
+bench_init inspect reps="$REPS" checkpoint="\"$DIR\""
+J="$BENCH_DIR/inspect.json"
+R="$BENCH_DIR/ref_inspect.json"
+RAW="$BENCH_DIR/inspect_runs.json"
+echo "forged inspect and the python reference, interleaved: 1 first run + $REPS warm runs each..."
+bl abrun "$FRAG" --reps "$REPS" --first --raw "$RAW" --stdout forged="$J" --stdout reference="$R" \
+	--label forged="forged inspect DIR --json" --label reference="$(basename "$BENCH_PYTHON") bench/ref_inspect.py DIR" \
+	--case inspect=forged/reference \
+	-- forged "$FORGED" inspect "$DIR" --json ::: reference "$BENCH_PYTHON" bench/ref_inspect.py "$DIR"
+# fig NAME JQ: a figure of command NAME's runs in the raw file (best = the fastest warm run)
+fig() { jq -r --arg n "$1" ".commands[\$n] | $2" "$RAW"; }
+MEDIAN='sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) * 1000 | round / 1000'
+for n in forged reference; do
+	v=$([ $n = forged ] && echo F || echo P)
+	printf -v "${v}_first" %s "$(fig $n .first.wall_ms)"
+	printf -v "${v}_first_cpu" %s "$(fig $n .first.cpu_ms)"
+	printf -v "${v}_rb0" %s "$(fig $n .first.read_bytes)"
+	printf -v "${v}_best" %s "$(fig $n '[.runs[].wall_ms] | min')"
+	printf -v "${v}_med" %s "$(fig $n "[.runs[].wall_ms] | $MEDIAN")"
+	printf -v "${v}_cpu" %s "$(fig $n '[.runs[].cpu_ms] | min')"
+	printf -v "${v}_cpu_med" %s "$(fig $n "[.runs[].cpu_ms] | $MEDIAN")"
+	printf -v "${v}_rss" %s "$(fig $n '[.runs[].maxrss_kib] | max')"
+	printf -v "${v}_floor" %s "$(fig $n '.runs[0].rss_floor_kib')"
+	printf -v "${v}_rchar" %s "$(fig $n '.runs | min_by(.wall_ms) | .rchar')"
+	printf -v "${v}_flt" %s "$(fig $n '.runs | min_by(.wall_ms) | .minflt + .majflt')"
+done
 ff_line=""
 if command -v perf > /dev/null; then
 	echo "forged inspect under perf (page faults by mapping)..."
-	ff_line=$("$PYTHON" bench/file_faults.py -- "$FORGED" inspect "$DIR" --json) || ff_line=""
+	ff_line=$("$BENCH_PYTHON" bench/file_faults.py -- "$FORGED" inspect "$DIR" --json) || ff_line=""
 fi
 
-J="$BENCH_DIR/inspect.json"
-R="$BENCH_DIR/ref_inspect.json"
 ok=$(jq -r .ok "$J")
 trunk=$(jq -r '.sets[] | select(.name == "trunk") | "\(.convention) (qk_max \(.qk_max), low_min \(.low_min))"' "$J")
 head=$(jq -r '.sets[] | select(.name == "mtp") | "\(.convention) (qk_max \(.qk_max), low_min \(.low_min))"' "$J")
@@ -176,9 +167,12 @@ forged inspect      exit 0, ok=$ok, verdicts: $verdicts
   trunk             $trunk
   mtp head          $head
 python reference    trunk $ref_trunk; head $ref_head; $ref_tensors tensors; agrees with forged: $agree
+python interpreter  $BENCH_PYTHON
 wall, first run     forged $F_first ms   python $P_first ms   (read from storage: forged $(mib "$F_rb0"), python $(mib "$P_rb0"))
-wall, best warm     forged $F_best ms   python $P_best ms   (best of $REPS)
-ratio forged/python $(awk -v a="$F_best" -v b="$P_best" 'BEGIN { printf "%.2fx", a / b }') (below 1 = forged faster)
+cpu, first run      forged $F_first_cpu ms   python $P_first_cpu ms   (user + sys)
+wall, warm          forged best $F_best, median $F_med ms   python best $P_best, median $P_med ms   ($REPS interleaved runs each)
+cpu, warm           forged best $F_cpu, median $F_cpu_med ms   python best $P_cpu, median $P_cpu_med ms
+ratio forged/python wall best $(awk -v a="$F_best" -v b="$P_best" 'BEGIN { printf "%.2fx", a / b }'), cpu best $(awk -v a="$F_cpu" -v b="$P_cpu" 'BEGIN { printf "%.2fx", a / b }') (below 1 = forged faster)
 peak RSS            forged $F_rss KiB$rss_note   python $P_rss KiB
 bytes read (rchar)  forged $F_rchar ($(mib "$F_rchar"))   python $P_rchar ($(mib "$P_rchar"))   [accounting check: $io_ok]
 page faults         forged $F_flt (minor+major); rchar + faults x 4096 = $upper ($(mib "$upper")), an upper bound
@@ -188,7 +182,12 @@ targets for forged (reported, not asserted):
 $targets
 ===============================
 EOF
+bl set "$FRAG" cases.inspect.extra ok="$ok" agree_with_reference="\"$agree\"" tensors="$n_tensors" \
+	files="$n_files" logical_bytes="$logical" forged_rchar="$F_rchar" reference_rchar="$P_rchar" \
+	forged_faults="$F_flt" rchar_plus_faults_bound="$upper" norm_pages="$norm_pages" \
+	mmap_file_faults="${ff_n:-null}" accounting_check="\"$io_ok\""
 if [ "$ok" != true ] || [ "$agree" != yes ]; then
 	echo "bench_inspect: forged and the reference disagree, or ok is not true" >&2
 	exit 1
 fi
+bench_ok

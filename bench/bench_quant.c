@@ -10,7 +10,10 @@
  *   memcpy   of the affine input bytes and of the FP8 input bytes.
  *
  * Throughput is GB/s of input bytes (1 GB = 1e9 bytes), best of REPS runs;
- * the reference (scalar _ref) paths are timed once on the first REF_MIB.
+ * the REPS rounds interleave memcpy, affine, memcpy, fp8, so a change of load
+ * hits each alike, and each run's CPU time (CLOCK_PROCESS_CPUTIME_ID; one
+ * thread) is taken beside its wall time.  The reference (scalar _ref) paths
+ * are timed once on the first REF_MIB.
  * With --dump DIR the inputs and the first outputs are written to DIR for
  * bench/quant_numpy_ref.py, which runs the same algorithms in numpy on the
  * same bytes and checks its results against these.
@@ -19,7 +22,9 @@
  *      -lcjson -lm -lpthread -o build/bench_quant
  *   ./build/bench_quant [MiB of BF16, default 1024] [--dump DIR]
  *
- * Output: human-readable lines, then "result KEY VALUE" lines for scripts.
+ * Output: human-readable lines, then "result KEY VALUE" lines (best GB/s) and
+ * "sample CASE ROLE wall|cpu VALUE" lines (every run, ms per GiB of input,
+ * for bench/benchlib.py samples; the numpy side prints the reference rows).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +48,33 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Wall and CPU seconds of one run. */
+struct span {
+	double wall, cpu;
+};
+
+static struct span span_start(void)
+{
+	struct span s = { now_s(), cpu_s() };
+
+	return s;
+}
+
+static struct span span_end(struct span s)
+{
+	s.wall = now_s() - s.wall;
+	s.cpu = cpu_s() - s.cpu;
+	return s;
 }
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -77,23 +109,16 @@ static void *alloc_faulted(size_t n)
 	return p;
 }
 
-static double best_memcpy(void *dst, const void *src, size_t n)
+static struct span run_memcpy(void *dst, const void *src, size_t n)
 {
-	double best = 1e30;
-	int r;
+	struct span t = span_start();
 
-	for (r = 0; r < REPS; r++) {
-		double t = now_s();
-
-		memcpy(dst, src, n);
-		t = now_s() - t;
-		if (t < best)
-			best = t;
-	}
+	memcpy(dst, src, n);
+	t = span_end(t);
 	/* Keep the copy observable. */
 	if (((volatile unsigned char *)dst)[n / 2] == 0xfe && ((const unsigned char *)src)[n / 2] != 0xfe)
 		fprintf(stderr, "bench_quant: memcpy check failed\n");
-	return best;
+	return t;
 }
 
 static void die_err(const char *what, const struct fg_err *err)
@@ -103,12 +128,12 @@ static void die_err(const char *what, const struct fg_err *err)
 }
 
 /* Affine 4-bit g64 over rows [0, rows) in bands; ref selects the _ref path. */
-static double run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint16_t *scales,
-			 uint16_t *biases, int ref)
+static struct span run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint16_t *scales,
+			      uint16_t *biases, int ref)
 {
 	const size_t words = fg_quant_affine_row_words(COLS, 4), gpr = COLS / 64;
 	struct fg_err err = { 0 };
-	double t = now_s();
+	struct span t = span_start();
 	size_t r, n;
 
 	for (r = 0; r < rows; r += n) {
@@ -121,14 +146,14 @@ static double run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint1
 		if (rc)
 			die_err("affine", &err);
 	}
-	return now_s() - t;
+	return span_end(t);
 }
 
-static double run_fp8(const uint8_t *w, size_t rows, const float *si, size_t sr, size_t sc,
-		      uint16_t *out, size_t row_limit, int ref)
+static struct span run_fp8(const uint8_t *w, size_t rows, const float *si, size_t sr, size_t sc,
+			   uint16_t *out, size_t row_limit, int ref)
 {
 	struct fg_err err = { 0 };
-	double t = now_s();
+	struct span t = span_start();
 	size_t r, n;
 
 	for (r = 0; r < row_limit; r += n) {
@@ -140,7 +165,16 @@ static double run_fp8(const uint8_t *w, size_t rows, const float *si, size_t sr,
 		if (rc)
 			die_err("fp8", &err);
 	}
-	return now_s() - t;
+	return span_end(t);
+}
+
+/* sample lines of one run of `bytes` input bytes, in ms per GiB of input. */
+static void sample(const char *cas, const char *role, struct span t, double bytes)
+{
+	double k = 1e3 * (double)(1u << 30) / bytes;
+
+	printf("sample %s %s wall %.4f\n", cas, role, t.wall * k);
+	printf("sample %s %s cpu %.4f\n", cas, role, t.cpu * k);
 }
 
 static void dump(const char *dir, const char *name, const void *p, size_t n)
@@ -168,7 +202,8 @@ int main(int argc, char **argv)
 	uint8_t *f8;
 	float *si, chunk[4096];
 	unsigned char *copy;
-	double t_cp, t_cp8, t_aff = 1e30, t_fp8 = 1e30, t_aff_ref, t_fp8_ref, gb, gb8;
+	double t_cp = 1e30, t_cp8 = 1e30, t_aff = 1e30, t_fp8 = 1e30, t_aff_ref, t_fp8_ref, gb, gb8;
+	struct span runs[REPS][4];
 	int a, r;
 
 	for (a = 1; a < argc; a++) {
@@ -229,23 +264,19 @@ int main(int argc, char **argv)
 	       mib, rows, COLS, n >> 20, REPS);
 	printf("kernels: quant %s, dtype %s\n", fg_quant_simd_path(), fg_dtype_simd_path());
 
-	t_cp = best_memcpy(copy, w, n * 2);
-	t_cp8 = best_memcpy(copy, f8, n);
-	for (r = 0; r < REPS; r++) {
-		double t = run_affine(w, rows, packed, scales, biases, 0);
-
-		if (t < t_aff)
-			t_aff = t;
-	}
-	for (r = 0; r < REPS; r++) {
-		double t = run_fp8(f8, rows, si, sr, sc, out16, rows, 0);
-
-		if (t < t_fp8)
-			t_fp8 = t;
+	for (r = 0; r < REPS; r++) { /* interleaved: memcpy, affine, memcpy, fp8 */
+		runs[r][0] = run_memcpy(copy, w, n * 2);
+		runs[r][1] = run_affine(w, rows, packed, scales, biases, 0);
+		runs[r][2] = run_memcpy(copy, f8, n);
+		runs[r][3] = run_fp8(f8, rows, si, sr, sc, out16, rows, 0);
+		t_cp = runs[r][0].wall < t_cp ? runs[r][0].wall : t_cp;
+		t_aff = runs[r][1].wall < t_aff ? runs[r][1].wall : t_aff;
+		t_cp8 = runs[r][2].wall < t_cp8 ? runs[r][2].wall : t_cp8;
+		t_fp8 = runs[r][3].wall < t_fp8 ? runs[r][3].wall : t_fp8;
 	}
 	ref_rows = ((size_t)REF_MIB << 20 >> 1) / COLS;
-	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 1) * (double)rows / (double)ref_rows;
-	t_fp8_ref = run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 1) * (double)rows / (double)ref_rows;
+	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 1).wall * (double)rows / (double)ref_rows;
+	t_fp8_ref = run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 1).wall * (double)rows / (double)ref_rows;
 	/* The timed fast runs' outputs are what is dumped: rerun the prefix fast. */
 	run_affine(w, ref_rows, packed, scales, biases, 0);
 	run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 0);
@@ -267,6 +298,25 @@ int main(int argc, char **argv)
 	printf("result affine_ref_gbs %.4f\n", gb / t_aff_ref);
 	printf("result fp8_gbs %.4f\n", gb8 / t_fp8);
 	printf("result fp8_ref_gbs %.4f\n", gb8 / t_fp8_ref);
+	for (r = 0; r < REPS; r++) {
+		sample("affine_4bit_g64", "forged", runs[r][1], gb * 1e9);
+		sample("fp8_to_bf16", "forged", runs[r][3], gb8 * 1e9);
+		sample("affine_vs_memcpy", "forged", runs[r][1], gb * 1e9);
+		sample("affine_vs_memcpy", "reference", runs[r][0], gb * 1e9);
+		sample("fp8_vs_memcpy", "forged", runs[r][3], gb8 * 1e9);
+		sample("fp8_vs_memcpy", "reference", runs[r][2], gb8 * 1e9);
+	}
+	printf("unit affine_4bit_g64 ms per GiB of BF16 input\nunit affine_vs_memcpy ms per GiB of BF16 input\n");
+	printf("unit fp8_to_bf16 ms per GiB of FP8 input\nunit fp8_vs_memcpy ms per GiB of FP8 input\n");
+	printf("name affine_4bit_g64 forged forge/format/quant affine, %s kernels, 1 thread\n", fg_quant_simd_path());
+	printf("name affine_vs_memcpy forged forge/format/quant affine, %s kernels, 1 thread\n", fg_quant_simd_path());
+	printf("name affine_vs_memcpy reference memcpy of the BF16 bytes\n");
+	printf("name fp8_to_bf16 forged forge/format/quant fp8 dequant, %s kernels, 1 thread\n", fg_quant_simd_path());
+	printf("name fp8_vs_memcpy forged forge/format/quant fp8 dequant, %s kernels, 1 thread\n", fg_quant_simd_path());
+	printf("name fp8_vs_memcpy reference memcpy of the FP8 bytes\n");
+	printf("extra affine_4bit_g64 forged_mib %zu\nextra fp8_to_bf16 forged_mib %zu\n", mib, mib / 2);
+	printf("extra affine_4bit_g64 scalar_ref_path_gbs %.4f\nextra fp8_to_bf16 scalar_ref_path_gbs %.4f\n",
+	       gb / t_aff_ref, gb8 / t_fp8_ref);
 
 	if (dump_dir) {
 		size_t dump_rows = ((size_t)DUMP_MIB << 20 >> 1) / COLS;

@@ -1,41 +1,65 @@
 #!/usr/bin/env bash
 # bench_quant.sh [MiB]: forge/format/quant/ throughput against memcpy and numpy.
 #
-# Builds bench/bench_quant.c against build/libforge.a, runs it single-threaded
-# on MiB (default 1024) of BF16 weights and as many FP8 codes, dumps the
-# inputs to a temporary folder, runs bench/quant_numpy_ref.py (the same
-# algorithms in numpy, cross-checked against forged's output) on the first
-# NUMPY_MIB (default 256) of them, and prints the ratios.  Needs
-# /usr/bin/python3 with numpy (Debian python3-numpy) and about 4 GiB of RAM
-# plus 1.5 GiB of temporary disk for MiB=1024.
+# Builds bench/bench_quant.c against build/libforge.a and runs it
+# single-threaded on MiB (default 1024) of BF16 weights and as many FP8 codes;
+# the first run dumps its inputs to a temporary folder, and
+# bench/quant_numpy_ref.py (the same algorithms in numpy, cross-checked against
+# forged's output) runs on the first NUMPY_MIB (default 256) of them.  ROUNDS
+# (default 3) rounds interleave the two processes (C, numpy, C, numpy, ...) so
+# a change of load hits both; each C run itself interleaves memcpy, affine,
+# memcpy, fp8 three times.  Wall and CPU time (one thread each) are reported
+# in ms per GiB of input, best and median; the ratios are forged over numpy
+# and forged over memcpy.  The numpy side runs under BENCH_PYTHON (default
+# /usr/bin/python3, Debian's, with python3-numpy; see bench/lib.sh).  Needs
+# about 4 GiB of RAM plus 1.5 GiB of temporary disk for MiB=1024.
 #
 #   bench/bench_quant.sh            # 1 GiB
 #   NUMPY_MIB=1024 bench/bench_quant.sh 1024
+#   BENCH_QUICK=1 bench/bench_quant.sh    # 64 MiB, 64 MiB of numpy, 2 rounds
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mib=${1:-1024}
-numpy_mib=${NUMPY_MIB:-256}
-python=${QUANT_PYTHON:-/usr/bin/python3}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+mib=${1:-$(quick 1024 64)}
+numpy_mib=${NUMPY_MIB:-$(quick 256 64)}
+rounds=${ROUNDS:-$(quick 3 2)}
+python=$BENCH_PYTHON
 
 make -s build/libforge.a
+mkdir -p build/bench
 cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_quant.c build/libforge.a -lcjson -lm -lpthread \
-	-o build/bench_quant
+	-o build/bench/bench_quant
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/bench_quant.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-./build/bench_quant "$mib" --dump "$dir" | tee "$dir/c.txt"
-echo
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$python" bench/quant_numpy_ref.py "$dir" --mib "$numpy_mib" |
-	tee "$dir/numpy.txt"
+bench_init quant mib="$mib" numpy_mib="$numpy_mib" rounds="$rounds"
+for r in $(seq "$rounds"); do
+	echo "== round $r of $rounds: forged (C), then numpy"
+	dump=()
+	[ "$r" = 1 ] && dump=(--dump "$dir")
+	./build/bench/bench_quant "$mib" "${dump[@]}" | tee "$dir/c.$r.txt" | grep -v '^sample \|^name \|^unit \|^extra '
+	echo
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$python" bench/quant_numpy_ref.py "$dir" --mib "$numpy_mib" |
+		tee "$dir/numpy.$r.txt" | grep -v '^sample \|^name \|^unit \|^extra '
+	echo
+done
+cat "$dir"/c.*.txt "$dir"/numpy.*.txt | bl samples "$FRAG"
 
-get() { sed -n "s/^result $1 //p" "$dir/c.txt" "$dir/numpy.txt"; }
+# get KEY: the best of the rounds' "result KEY" values (GB/s: higher is better)
+get() { cat "$dir"/c.*.txt "$dir"/numpy.*.txt | sed -n "s/^result $1 //p" | sort -g | tail -n 1; }
 echo
 awk -v aff="$(get affine_gbs)" -v fp8="$(get fp8_gbs)" -v cp="$(get memcpy_bf16_gbs)" \
 	-v cp8="$(get memcpy_fp8_gbs)" -v naff="$(get numpy_affine_gbs)" -v nfp8="$(get numpy_fp8_gbs)" \
+	-v py="$python" -v n="$rounds" \
 	'BEGIN {
-		printf "summary (GB/s of input, one core)\n";
+		printf "summary (GB/s of input, one core, best of %d rounds; numpy under %s)\n", n, py;
 		printf "  affine 4-bit g64 BF16: forged %.2f = %.2fx memcpy, %.1fx numpy (%.3f)\n", aff, aff / cp, aff / naff, naff;
 		printf "  fp8 -> BF16:           forged %.2f = %.2fx memcpy, %.1fx numpy (%.3f)\n", fp8, fp8 / cp8, fp8 / nfp8, nfp8;
 	}'
-[ "$(get numpy_matches)" = 1 ] || { echo "bench_quant: numpy and forged disagree" >&2; exit 1; }
+if [ "$(cat "$dir"/numpy.*.txt | sed -n 's/^result numpy_matches //p' | sort -u)" != 1 ]; then
+	echo "bench_quant: numpy and forged disagree" >&2
+	exit 1
+fi
+bench_ok

@@ -16,9 +16,22 @@
  * private header) so it takes seconds, not an fsync per artifact.  Numbers
  * only, no assertions.  A database path reuses an already seeded file.
  *
- *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_store.c store/db.c store/jobs.c \
- *      store/artifacts.c store/fleet.c build/libforge.a -lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench_store
- *   ./build/bench_store [artifacts, default 100000] [database path]
+ * References in the same run, interleaved with what they are compared to:
+ *   - verification_put against a bare one-row INSERT committed on its own
+ *     SQLite connection with the same pragmas (WAL, synchronous=FULL) in the
+ *     same folder: the fsync'd-commit floor of this disk;
+ *   - fleet_health and verification_put under load against the same calls
+ *     idle: ROUNDS rounds alternate an idle phase (the writer paused) and a
+ *     loaded phase (the writer running), so a change of machine load hits
+ *     both.
+ * Each call's wall time and the timing thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID: the writer thread's work is not counted) are
+ * printed as min/median/p95/max and as "sample CASE ROLE wall|cpu MS" lines
+ * for bench/benchlib.py samples (bench/bench_store.sh).
+ *
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_store.c build/libstore.a build/libforge.a \
+ *      -lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench/bench_store
+ *   ./build/bench/bench_store [artifacts, default 100000] [database path]
  */
 #include <math.h>
 #include <pthread.h>
@@ -35,6 +48,7 @@
 
 #define HOSTS 2000
 #define REPS 50
+#define ROUNDS 5 /* idle / loaded phases of the load comparison */
 
 static const char *const families[] = {
 	"qwen3_5", "qwen3_5", "qwen3_5", "qwen3_next", "glm4_moe", "glm4_moe_lite",
@@ -69,6 +83,36 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Wall and CPU times of the calls of one kind. */
+struct series {
+	double wall[REPS * 4], cpu[REPS * 4];
+	int n;
+	double w0, c0;
+};
+
+static void series_start(struct series *t)
+{
+	t->w0 = now_ms();
+	t->c0 = cpu_ms();
+}
+
+static void series_stop(struct series *t)
+{
+	if (t->n < REPS * 4) {
+		t->wall[t->n] = now_ms() - t->w0;
+		t->cpu[t->n] = cpu_ms() - t->c0;
+		t->n++;
+	}
+}
+
 static void die(const char *what, const struct fg_err *err)
 {
 	fprintf(stderr, "bench_store: %s: %s\n", what, err->msg);
@@ -82,11 +126,26 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void print_times(const char *name, double *t, int n)
+/* Prints NAME's min/median/p95/max wall and median CPU, and its samples as
+ * ROLE of CASE (ROLE NULL: no sample lines). */
+static void report(const char *name, struct series *t, const char *cas, const char *role)
 {
-	qsort(t, (size_t)n, sizeof(*t), cmp_double);
-	printf("  %-44s min %7.2f  median %7.2f  p95 %7.2f  max %7.2f ms  (n=%d)\n", name, t[0], t[n / 2],
-	       t[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1], t[n - 1], n);
+	double w[REPS * 4], c[REPS * 4];
+	int n = t->n;
+
+	for (int i = 0; i < n; i++) {
+		if (cas && role)
+			printf("sample %s %s wall %.4f\nsample %s %s cpu %.4f\n", cas, role, t->wall[i], cas, role,
+			       t->cpu[i]);
+		w[i] = t->wall[i];
+		c[i] = t->cpu[i];
+	}
+	if (cas && role)
+		printf("name %s %s %s\n", cas, role, name);
+	qsort(w, (size_t)n, sizeof(*w), cmp_double);
+	qsort(c, (size_t)n, sizeof(*c), cmp_double);
+	printf("  %-44s wall min %7.2f  median %7.2f  p95 %7.2f  max %7.2f ms  cpu median %6.2f ms  (n=%d)\n", name,
+	       w[0], w[n / 2], w[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1], w[n - 1], c[n / 2], n);
 }
 
 /* A probe mean: mostly in or near the band, some delta (~0.79), some double-shifted (~2.79). */
@@ -262,7 +321,7 @@ static void seed(const char *path, int n)
 struct writer {
 	const char *path;
 	int n;
-	atomic_int stop;
+	atomic_int stop, pause, paused;
 	int writes;
 };
 
@@ -276,6 +335,12 @@ static void *writer_thread(void *arg)
 	if (fg_store_open(&s, w->path, &err))
 		die("writer open", &err);
 	while (!atomic_load(&w->stop)) {
+		if (atomic_load(&w->pause)) {
+			atomic_store(&w->paused, 1);
+			usleep(1000);
+			continue;
+		}
+		atomic_store(&w->paused, 0);
 		switch (w->writes % 3) {
 		case 0:
 			verify_one(s, 1 + (int64_t)(rng() % (uint64_t)w->n));
@@ -293,47 +358,75 @@ static void *writer_thread(void *arg)
 	return NULL;
 }
 
-static void time_health(struct fg_store *s, const char *name)
+static size_t health_one(struct fg_store *s, struct series *t)
 {
-	double t[REPS];
 	struct fg_err err = { 0 };
+	cJSON *h = NULL;
 	size_t bytes = 0;
+	char *text;
 
-	for (int r = 0; r < REPS; r++) {
-		cJSON *h = NULL;
-		double t0 = now_ms();
-
-		if (fg_store_fleet_health(s, &h, &err))
-			die("fleet_health", &err);
-		t[r] = now_ms() - t0;
-		if (r == 0) {
-			char *text = cJSON_PrintUnformatted(h);
-
-			bytes = text ? strlen(text) : 0;
-			cJSON_free(text);
-		}
-		cJSON_Delete(h);
-	}
-	print_times(name, t, REPS);
-	printf("  %-44s %zu bytes of JSON\n", "", bytes);
+	series_start(t);
+	if (fg_store_fleet_health(s, &h, &err))
+		die("fleet_health", &err);
+	series_stop(t);
+	text = cJSON_PrintUnformatted(h);
+	bytes = text ? strlen(text) : 0;
+	cJSON_free(text);
+	cJSON_Delete(h);
+	return bytes;
 }
 
-static void time_list(struct fg_store *s, const char *name, const char *verdict, const char *family)
+static void time_list(struct fg_store *s, const char *name, const char *cas, const char *verdict,
+		      const char *family)
 {
-	double t[REPS];
+	struct series t = { 0 };
 	struct fg_err err = { 0 };
 	int64_t next = 0;
 
 	for (int r = 0; r < REPS; r++) {
 		cJSON *arr = NULL;
-		double t0 = now_ms();
 
+		series_start(&t);
 		if (fg_store_artifact_list(s, verdict, family, 0, 100, &arr, &next, &err))
 			die("artifact_list", &err);
-		t[r] = now_ms() - t0;
+		series_stop(&t);
 		cJSON_Delete(arr);
 	}
-	print_times(name, t, REPS);
+	report(name, &t, cas, "forged");
+}
+
+/* The reference for verification_put: one row, one fsync'd commit, the same pragmas. */
+static sqlite3 *bare_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db,
+			 "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+			 "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, artifact_id INTEGER, rows TEXT, "
+			 "result TEXT, created TEXT)",
+			 NULL, NULL, NULL) != SQLITE_OK) {
+		fprintf(stderr, "bench_store: bare sqlite: %s\n", db ? sqlite3_errmsg(db) : "open failed");
+		exit(1);
+	}
+	return db;
+}
+
+static void bare_one(sqlite3 *db, int64_t artifact)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "INSERT INTO t (artifact_id, rows, result, created) VALUES (?, "
+			       "'[{\"depth\":0,\"tok_s\":15.04}]', '{\"verdict\":\"mtp_depth_wins\"}', "
+			       "strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, artifact) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ||
+	    sqlite3_finalize(st) != SQLITE_OK || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		fprintf(stderr, "bench_store: bare insert: %s\n", sqlite3_errmsg(db));
+		exit(1);
+	}
 }
 
 int main(int argc, char **argv)
@@ -346,7 +439,10 @@ int main(int argc, char **argv)
 	struct fg_err err = { 0 };
 	struct writer w = { 0 };
 	pthread_t th;
-	double t[REPS * 4];
+	static struct series t, health_idle, health_load, put_idle, put_load, bare_put;
+	char bare_path[300];
+	sqlite3 *bare;
+	size_t health_bytes = 0;
 	int own_dir = argc <= 2;
 
 	if (n < 100)
@@ -361,6 +457,7 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s", argv[2]);
 	}
 	seed(path, n);
+	printf("extra verification_put artifacts %d\nextra fleet_health_load artifacts %d\n", n, n);
 
 	if (fg_store_open(&s, path, &err))
 		die("open", &err);
@@ -368,67 +465,91 @@ int main(int argc, char **argv)
 		die("counts", &err);
 	printf("catalog: %lld artifacts, %lld unhealthy\n", (long long)c.artifacts, (long long)c.artifacts_unhealthy);
 	printf("reads (synchronous=FULL connection):\n");
-	time_health(s, "fleet_health, idle");
 	for (int r = 0; r < REPS; r++) {
 		cJSON *by = NULL;
-		double t0 = now_ms();
 
+		series_start(&t);
 		if (fg_store_counts(s, &c, &by, &err))
 			die("counts", &err);
-		t[r] = now_ms() - t0;
+		series_stop(&t);
 		cJSON_Delete(by);
 	}
-	print_times("counts (with by_verdict)", t, REPS);
-	time_list(s, "artifact_list, newest 100", NULL, NULL);
-	time_list(s, "artifact_list, family=glm4_moe", NULL, "glm4_moe");
-	time_list(s, "artifact_list, verdict=mtp_acceptance_collapsed", "mtp_acceptance_collapsed", NULL);
-	time_list(s, "artifact_list, verdict=stray_shard + family", "stray_shard", "deepseek_v3");
-
-	printf("writes (synchronous=FULL: one fsync'd commit each):\n");
-	for (int r = 0; r < REPS * 4; r++) {
-		double t0 = now_ms();
-
-		verify_one(s, 1 + (int64_t)(rng() % (uint64_t)n));
-		t[r] = now_ms() - t0;
-	}
-	print_times("verification_put", t, REPS * 4);
+	report("counts (with by_verdict)", &t, "counts", "forged");
+	time_list(s, "artifact_list, newest 100", "artifact_list_newest", NULL, NULL);
+	time_list(s, "artifact_list, family=glm4_moe", "artifact_list_family", NULL, "glm4_moe");
+	time_list(s, "artifact_list, verdict=mtp_acceptance_collapsed", "artifact_list_verdict",
+		  "mtp_acceptance_collapsed", NULL);
+	time_list(s, "artifact_list, verdict=stray_shard + family", "artifact_list_verdict_family", "stray_shard",
+		  "deepseek_v3");
+	memset(&t, 0, sizeof(t));
 	for (int r = 0; r < REPS; r++) {
 		struct fg_job j;
-		double t0 = now_ms();
 
+		series_start(&t);
 		if (fg_store_job_enqueue(s, "forge", "{\"source\":\"models/x\"}", NULL, NULL, 0, &j, NULL, &err))
 			die("enqueue", &err);
 		fg_job_release(&j);
 		if (fg_store_job_claim(s, "bench/0", &j, &err) < 0)
 			die("claim", &err);
+		series_stop(&t);
 		fg_job_release(&j);
-		t[r] = now_ms() - t0;
 	}
-	print_times("job enqueue + claim", t, REPS);
+	report("job enqueue + claim", &t, "job_enqueue_claim", "forged");
 
-	printf("under load (a second connection writing continuously):\n");
+	/* Idle and loaded phases alternate; within the idle phase verification_put
+	 * and the bare commit alternate too. */
+	snprintf(bare_path, sizeof(bare_path), "%s.bare", path);
+	bare = bare_open(bare_path);
 	w.path = path;
 	w.n = n;
+	atomic_store(&w.pause, 1);
 	if (pthread_create(&th, NULL, writer_thread, &w) != 0)
 		return 1;
-	usleep(100000);
-	time_health(s, "fleet_health, while writing");
-	for (int r = 0; r < REPS; r++) {
-		double t0 = now_ms();
-
-		verify_one(s, 1 + (int64_t)(rng() % (uint64_t)n));
-		t[r] = now_ms() - t0;
+	for (int round = 0; round < ROUNDS; round++) {
+		atomic_store(&w.pause, 1);
+		while (!atomic_load(&w.paused))
+			usleep(1000);
+		for (int r = 0; r < REPS / ROUNDS; r++) {
+			health_bytes = health_one(s, &health_idle);
+			series_start(&put_idle);
+			verify_one(s, 1 + (int64_t)(rng() % (uint64_t)n));
+			series_stop(&put_idle);
+			series_start(&bare_put);
+			bare_one(bare, 1 + (int64_t)(rng() % (uint64_t)n));
+			series_stop(&bare_put);
+		}
+		atomic_store(&w.pause, 0);
+		while (atomic_load(&w.paused))
+			usleep(1000);
+		usleep(20000);
+		for (int r = 0; r < REPS / ROUNDS; r++) {
+			health_one(s, &health_load);
+			series_start(&put_load);
+			verify_one(s, 1 + (int64_t)(rng() % (uint64_t)n));
+			series_stop(&put_load);
+		}
 	}
-	print_times("verification_put, while writing", t, REPS);
 	atomic_store(&w.stop, 1);
 	pthread_join(th, NULL);
+	sqlite3_close(bare);
+	printf("idle (writer paused) and under load (a second connection writing continuously), %d rounds:\n",
+	       ROUNDS);
+	report("fleet_health, idle", &health_idle, "fleet_health_load", "reference");
+	report("fleet_health, while writing", &health_load, "fleet_health_load", "forged");
+	printf("  %-44s %zu bytes of JSON\n", "", health_bytes);
+	report("verification_put (one fsync'd commit each)", &put_idle, "verification_put", "forged");
+	report("bare one-row sqlite commit, same pragmas", &bare_put, "verification_put", "reference");
+	report("verification_put, idle", &put_idle, "verification_put_load", "reference");
+	report("verification_put, while writing", &put_load, "verification_put_load", "forged");
 	printf("  the writer committed %d transactions meanwhile\n", w.writes);
+	printf("extra fleet_health_load writer_transactions %d\nextra fleet_health_load health_json_bytes %zu\n",
+	       w.writes, health_bytes);
 	fg_store_close(s);
 	if (own_dir) {
 		char p[300];
-		static const char *const suffixes[] = { "", "-wal", "-shm" };
+		static const char *const suffixes[] = { "", "-wal", "-shm", ".bare", ".bare-wal", ".bare-shm" };
 
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < 6; i++) {
 			snprintf(p, sizeof(p), "%s%s", path, suffixes[i]);
 			unlink(p);
 		}

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Count the page faults a command takes on mmap()ed files whose name ends with SUFFIX.
 
   file_faults.py [--suffix .safetensors] -- CMD [ARG...]   prints one line of key=value pairs

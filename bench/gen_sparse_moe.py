@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Write a SPARSE checkpoint folder shaped like a very large Qwen3.5-MoE MLX model.
 
 The folder has what `forged inspect` meets on a real >1 TB MLX conversion:

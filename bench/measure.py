@@ -1,15 +1,17 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Run one command and report its wall time, rusage and I/O counters (Linux).
 
   measure.py [--stdout FILE] -- CMD [ARG...]   prints one line of key=value pairs
   measure.py --selftest                        checks the I/O accounting method
 
-Output keys: rc, wall_ms, maxrss_kib, rss_floor_kib, minflt, majflt, rchar,
-wchar, syscr, read_bytes (the last four are the child's /proc I/O counters).
+Output keys: rc, wall_ms, cpu_ms, user_ms, sys_ms, maxrss_kib, rss_floor_kib,
+minflt, majflt, rchar, wchar, syscr, read_bytes (the last four are the
+child's /proc I/O counters).
 
 Method.  The child's stdout goes to /dev/null (or FILE).  Wall time is taken
-around spawn + wait; maxrss and the fault counts come from os.wait4()'s
-rusage of that child alone.  One caveat: Linux keeps in ru_maxrss the peak of
+around spawn + wait; CPU time (user + sys, and each apart), maxrss and the
+fault counts come from os.wait4()'s rusage of that child alone (its threads
+and the children it reaped included).  One caveat: Linux keeps in ru_maxrss the peak of
 the memory image the child had before exec, which is this wrapper's (Python's)
 own, so a child whose peak is below rss_floor_kib (our VmHWM at spawn) reports
 about the floor instead of its own peak; a figure clearly above the floor is
@@ -75,6 +77,8 @@ def run(cmd, stdout_path="/dev/null") -> dict:
     p.returncode = os.waitstatus_to_exitcode(status)  # already reaped; keep Popen quiet
     c = read_io()
     res = {"rc": p.returncode, "wall_ms": round((t1 - t0) / 1e6, 3),
+           "cpu_ms": round((ru.ru_utime + ru.ru_stime) * 1e3, 3),
+           "user_ms": round(ru.ru_utime * 1e3, 3), "sys_ms": round(ru.ru_stime * 1e3, 3),
            "maxrss_kib": ru.ru_maxrss, "rss_floor_kib": floor, "minflt": ru.ru_minflt, "majflt": ru.ru_majflt}
     for k in KEYS:
         res[k] = c[k] - b[k] - cal[k]

@@ -13,7 +13,9 @@ compute the same thing).
           scale, rounded to BF16.
 
 Usage: quant_numpy_ref.py DIR [--mib N]   (N MiB of BF16 input, default 256)
-Prints human-readable lines and "result KEY VALUE" lines (GB/s of input).
+Prints human-readable lines, "result KEY VALUE" lines (GB/s of input) and
+"sample CASE reference wall|cpu VALUE" lines (ms per GiB of input; CPU time
+from time.process_time(), one thread) for bench/benchlib.py samples.
 """
 
 import argparse
@@ -94,14 +96,14 @@ def main(argv):
     out = fp8_to_bf16(np.asarray(f8[:dump_rows]), si[: -(-dump_rows // 128)], lut)
     same_fp8 = np.array_equal(out.ravel(), np.fromfile(os.path.join(args.dir, "fp8_out.bf16"), dtype="<u2"))
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for r in range(0, use_rows, BAND_ROWS):
         affine_4bit_g64(np.asarray(w16[r:r + BAND_ROWS]))
-    t_aff = time.perf_counter() - t
-    t = time.perf_counter()
+    t_aff, c_aff = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     for r in range(0, use_rows, BAND_ROWS):
         fp8_to_bf16(np.asarray(f8[r:r + BAND_ROWS]), si[r // 128:(r + BAND_ROWS) // 128], lut)
-    t_fp8 = time.perf_counter() - t
+    t_fp8, c_fp8 = time.perf_counter() - t, time.process_time() - c
 
     gb = use_rows * cols * 2 / 1e9
     gb8 = use_rows * cols / 1e9
@@ -114,6 +116,13 @@ def main(argv):
     print("result numpy_affine_gbs %.4f" % (gb / t_aff))
     print("result numpy_fp8_gbs %.4f" % (gb8 / t_fp8))
     print("result numpy_matches %d" % (1 if same_affine and same_fp8 else 0))
+    per_gib = 1e3 * (1 << 30) / 1e9  # seconds per GB -> ms per GiB
+    for case, secs, cpu, g in (("affine_4bit_g64", t_aff, c_aff, gb), ("fp8_to_bf16", t_fp8, c_fp8, gb8)):
+        print("sample %s reference wall %.4f" % (case, secs / g * per_gib))
+        print("sample %s reference cpu %.4f" % (case, cpu / g * per_gib))
+        print("name %s reference numpy %s under %s, 1 thread" % (case, np.__version__, sys.executable))
+    print("extra affine_4bit_g64 reference_mib %d" % (use_rows * cols * 2 >> 20))
+    print("extra fp8_to_bf16 reference_mib %d" % (use_rows * cols >> 20))
     return 0 if same_affine and same_fp8 else 1
 
 

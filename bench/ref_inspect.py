@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Python reference for bench_inspect.sh: the minimal work of a convention check.
 
   ref_inspect.py CHECKPOINT_DIR      prints one JSON object

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """seed.py FORGED FIXTURES STATE_DIR [--artifacts N] [--hosts H]: a forged state
 folder holding N artifacts (default 100,000) with their verdicts, for bench/api/run.sh.
 
