@@ -325,7 +325,9 @@ struct fg_qparams {
 	enum fg_qmethod method;
 	char method_name[FG_QSTR]; /* quant_method as written, "mlx", or "" */
 	bool quantized;            /* the config quantizes this module */
-	bool have_weights;         /* the fields below describe this module's weights */
+	bool have_weights;         /* the fields below describe this module's weights (a caller
+				    * filling p by hand sets it; quantized tensors with it false are
+				    * refused as a contradiction with the config) */
 	int bits;                  /* 0: not given */
 	int group_size;            /* 0: not given; -1: one group per row */
 	int sym;                   /* -1 not given, 0, 1 (AWQ: zero_point == false) */

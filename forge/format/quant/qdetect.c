@@ -189,6 +189,14 @@ static int contradiction(struct fg_err *err, const struct fg_qparams *p, const c
 			  fg_qparams_name(p, name, sizeof(name)), p->why[0] ? " by " : "", p->why);
 }
 
+/* Tensors quantized, config leaves the module alone (ignore lists, "-:", false). */
+static int excluded(struct fg_err *err, const struct fg_qparams *p, const char *family)
+{
+	return fg_err_set(err, FG_EINPUT,
+			  "quantized module: the tensors are %s but the config does not quantize the module (%s)", family,
+			  p->why[0] ? p->why : "excluded");
+}
+
 static bool streq(const char *a, const char *b)
 {
 	return strcmp(a, b) == 0;
@@ -204,6 +212,8 @@ static int detect_gptq(const struct fg_qparams *p, const struct fg_qmodule *m, s
 
 	if (p->method != FG_QM_GPTQ)
 		return contradiction(err, p, "GPTQ (qweight with [G, out] scales)");
+	if (!p->have_weights)
+		return excluded(err, p, "GPTQ");
 	if (p->marlin)
 		return refuse(err, p, "the marlin layout is not read");
 	if (!streq(fmt, "gptq") && !streq(fmt, "gptq_v2"))
@@ -246,6 +256,8 @@ static int detect_awq(const struct fg_qparams *p, const struct fg_qmodule *m, st
 
 	if (p->method != FG_QM_AWQ)
 		return contradiction(err, p, "AutoAWQ (qweight with scales 8 times wider)");
+	if (!p->have_weights)
+		return excluded(err, p, "AutoAWQ");
 	if (!streq(ver, "gemm"))
 		return refuse(err, p, "the %s kernel's layout is not read (forged reads gemm)", ver);
 	if (p->bits && p->bits != 4)
@@ -356,6 +368,8 @@ static int detect_nvfp4(const struct fg_qparams *p, const struct fg_qmodule *m, 
 {
 	if (p->method != FG_QM_MODELOPT)
 		return contradiction(err, p, "ModelOpt NVFP4 (U8 weight, F8_E4M3 weight_scale, weight_scale_2)");
+	if (!p->have_weights)
+		return excluded(err, p, "ModelOpt NVFP4");
 	if (m->t[FG_QR_PRE_QUANT_SCALE] || strstr(p->fmt, "awq"))
 		return refuse(err, p,
 			      "pre_quant_scale (an AWQ-style algorithm) would have to be folded into the weight, which forged does not do");
@@ -401,6 +415,8 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 	if (m->t[FG_QR_WEIGHT_SCALE_INV]) {
 		if (p->method != FG_QM_FP8)
 			return contradiction(err, p, "block FP8 (F8_E4M3 weight with weight_scale_inv)");
+		if (!p->have_weights)
+			return excluded(err, p, "block FP8");
 		if (p->fmt[0] && !streq(p->fmt, "e4m3"))
 			return refuse(err, p, "fp8 format %s (forged reads e4m3)", p->fmt);
 		f->method = FG_QM_FP8;
@@ -446,6 +462,8 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 	if (p->method == FG_QM_MODELOPT) {
 		if (p->fmt[0] && strncmp(p->fmt, "fp8", 3) != 0)
 			return contradiction(err, p, "FP8 (F8_E4M3 weight with weight_scale)");
+		if (!p->have_weights)
+			return excluded(err, p, "FP8");
 		f->method = FG_QM_MODELOPT;
 		if (fp8_shape_strategy(w, s, &f->scale))
 			return refuse(err, p, "weight_scale %s is neither per tensor nor per channel (block layouts are unconfirmed)",
@@ -463,6 +481,8 @@ static int detect_mlx(const struct fg_qparams *p, const struct fg_qmodule *m, st
 
 	if (p->method != FG_QM_MLX)
 		return contradiction(err, p, "MLX (U32 weight with scales)");
+	if (!p->have_weights)
+		return excluded(err, p, "MLX-quantized");
 	f->method = FG_QM_MLX;
 	if (streq(mode, "affine")) {
 		if (!biases)
