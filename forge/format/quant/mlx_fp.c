@@ -86,7 +86,7 @@ static int nvfp4_raw(const uint32_t *packed, const uint8_t *scales, size_t rows,
 					  i % gpr, scales[i]);
 	for (i = 0; i < n; i++) {
 		const size_t r = i / cols, c = i % cols;
-		const unsigned code = (w[i / 2] >> (4 * (i & 1))) & 15u;
+		const unsigned code = ((unsigned)w[i / 2] >> (4 * (i & 1))) & 15u;
 
 		dq_put(o, i, dq_e2m1(code) * fg_e4m3_to_f32_ref(scales[r * gpr + c / 16]));
 	}
@@ -163,8 +163,12 @@ static int mlx_geom(const struct fg_qformat *f, const struct fg_qmodule *m, stru
 		return dq_refuse(err, f, "this MLX mode has bits=%d group=%d only", want_bits, want_group);
 	g->bits = want_bits;
 	g->group = want_group;
-	if (affine && (g->bits < 1 || g->bits > 8 || g->group <= 0))
-		return dq_refuse(err, f, "affine bits 2, 3, 4, 5, 6 or 8, group 32, 64 or 128");
+	if (affine && fg_quant_affine_check(0, 0, g->bits, g->group, err)) {
+		char why[FG_ERR_MSG_MAX];
+
+		snprintf(why, sizeof(why), "%s", err ? err->msg : "affine parameters");
+		return dq_refuse(err, f, "%s", why);
+	}
 	rc = dq_only(mlx_fmt, m, allowed_affine, affine ? 3 : 2, err);
 	if (!rc)
 		rc = dq_need(mlx_fmt, m, FG_QR_WEIGHT, u32, 1, 2, w, err);
@@ -179,15 +183,7 @@ static int mlx_geom(const struct fg_qformat *f, const struct fg_qmodule *m, stru
 		return fg_err_set(err, FG_EINPUT, "%s: weight [%zu, %zu] does not hold whole %d-bit values", mlx_fmt,
 				  w[0], w[1], g->bits);
 	g->in = g->words * 32 / (size_t)g->bits;
-	if (affine) {
-		rc = fg_quant_affine_check(g->out, g->in, g->bits, g->group, err);
-		if (rc) {
-			char why[FG_ERR_MSG_MAX];
-
-			snprintf(why, sizeof(why), "%s", err ? err->msg : "affine parameters");
-			return dq_refuse(err, f, "%s", why);
-		}
-	} else if (g->in % (size_t)g->group) {
+	if (g->in % (size_t)g->group) {
 		return fg_err_set(err, FG_EINPUT, "%s: weight [%zu, %zu] holds %zu columns, not a multiple of the group size %d",
 				  mlx_fmt, w[0], w[1], g->in, g->group);
 	}

@@ -132,7 +132,7 @@ static int nv_rows(const struct fg_qformat *f, const struct fg_qmodule *m, size_
 
 			for (k = 0; k < NV_GROUP; k++) {
 				const size_t c = b * NV_GROUP + k;
-				const unsigned code = (w[oc * g.half + c / 2] >> (4 * (c & 1))) & 15u;
+				const unsigned code = ((unsigned)w[oc * g.half + c / 2] >> (4 * (c & 1))) & 15u;
 
 				dq_put(o, r * g.in + c, dq_e2m1(code) * se);
 			}

@@ -245,7 +245,7 @@ static int gptq_fields(const cJSON *o, struct fg_qparams *p, const char *where, 
 		rc = get_int(o, "group_size", &p->group_size, -1, 1 << 24, where, err);
 	else if (!rc)
 		rc = get_int(o, "q_group_size", &p->group_size, -1, 1 << 24, where, err);
-	if (!rc && p->group_size == 0)
+	if (!rc && (item(o, "group_size") || item(o, "q_group_size")) && p->group_size == 0)
 		rc = bad(err, where, "group_size", "is 0 (a group size is -1 or positive)");
 	if (!rc)
 		rc = get_bool(o, "desc_act", &p->desc_act, where, err);

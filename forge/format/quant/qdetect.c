@@ -324,8 +324,8 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 				  fg_dtype_name(wp->dtype), m->t[FG_QR_WEIGHT_SHAPE] ? "" : " without weight_shape");
 	if (!p->have_weights)
 		return fg_err_set(err, FG_EINPUT,
-				  "compressed-tensors: the module has weight_packed but no config group gives its weights' parameters%s%s",
-				  p->why[0] ? " (" : "", p->why[0] ? p->why : "");
+				  "compressed-tensors: the module has weight_packed but no config group gives its weights' parameters%s%s%s",
+				  p->why[0] ? " (" : "", p->why, p->why[0] ? ")" : "");
 	if (p->fmt[0] && !streq(p->fmt, "pack-quantized"))
 		return contradiction(err, p, "pack-quantized (I32 weight_packed + weight_shape)");
 	if (p->type[0] && !streq(p->type, "int"))
@@ -432,8 +432,8 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 	if (p->method == FG_QM_CT) {
 		if (!p->have_weights)
 			return fg_err_set(err, FG_EINPUT,
-					  "compressed-tensors: the module has an F8_E4M3 weight but no config group gives its weights' parameters%s%s",
-					  p->why[0] ? " (" : "", p->why[0] ? p->why : "");
+					  "compressed-tensors: the module has an F8_E4M3 weight but no config group gives its weights' parameters%s%s%s",
+					  p->why[0] ? " (" : "", p->why, p->why[0] ? ")" : "");
 		if ((p->type[0] && !streq(p->type, "float")) || (p->bits && p->bits != 8) ||
 		    (p->fmt[0] && !streq(p->fmt, "float-quantized") && !streq(p->fmt, "naive-quantized")))
 			return contradiction(err, p, "float-quantized FP8 (F8_E4M3 weight with weight_scale)");

@@ -94,7 +94,7 @@ static void cls_set(uint8_t *c, unsigned ch)
 
 static bool cls_has(const uint8_t *c, unsigned ch)
 {
-	return (c[ch >> 3] >> (ch & 7)) & 1u;
+	return ((unsigned)c[ch >> 3] >> (ch & 7)) & 1u;
 }
 
 static bool is_digit(unsigned ch)
