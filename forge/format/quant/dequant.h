@@ -13,9 +13,16 @@
  *   - ModelOpt NVFP4 (section 6): nvfp4.c
  *   - MLX affine, mxfp4, mxfp8 and nvfp4 (section 7): mlx_fp.c (affine and
  *     mxfp4 through quant.h's fg_dequant_affine_rows_dt / fg_dequant_mxfp4_rows)
- *   - the descriptor, its name, the generic dispatch and the decision helper:
- *     qformat.c; shared internals: dq_internal.h.
- * Reading a checkpoint's quantization_config is qconfig.h.
+ *   - roles, the descriptor and its name, the generic dispatch, dense weights
+ *     and the shared helpers: qformat.c (internals in dq_internal.h);
+ *   - the decision helper fg_qformat_detect and fg_qparams_name: qdetect.c.
+ * Reading a checkpoint's quantization_config, and which parameters it gives
+ * one module, is qconfig.h (qconfig.c, with qregex.c for "re:" patterns).
+ * A caller (forge/model) files a module's tensors (fg_qmodule_add), gets its
+ * parameters (fg_qconfig_for_module), decides the format (fg_qformat_detect),
+ * checks it once (fg_qformat_check) and streams bands of rows
+ * (fg_qformat_dequant_rows / _bf16); bands are independent, so threads may
+ * share a module.
  *
  * The result is always the logical weight W[out, in] of the PyTorch / MLX
  * layout (row o = output feature), whatever the storage order.  Arithmetic:
