@@ -122,11 +122,18 @@ QUANT_GOLDEN := $(BUILD)/fixtures/quant_golden
 $(QUANT_GOLDEN)/index.json: tests/fixtures/quant_golden.py
 	/usr/bin/python3 tests/fixtures/quant_golden.py $(QUANT_GOLDEN)
 
+# Dequantization goldens: an independent numpy reading of the notes' format rules.
+DEQUANT_GOLDEN := $(BUILD)/fixtures/dequant_golden
+$(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
+	/usr/bin/python3 tests/fixtures/dequant_golden.py $(DEQUANT_GOLDEN)
+
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers test-build
-	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) bash tests/run_all.sh $(BUILD)
+	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
+		bash tests/run_all.sh $(BUILD)
 
-test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json
+test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
+	$(DEQUANT_GOLDEN)/index.json
 
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
 run: deps
