@@ -99,11 +99,11 @@ static void print_human(const struct fg_inspect *r)
 		printf("  none\n");
 	for (size_t i = 0; i < r->verdicts.n; i++) {
 		const struct fg_verdict *v = &r->verdicts.v[i];
-		enum fg_severity s = v->code->severity;
+		enum fg_severity s = v->row->severity;
 		const char *col = s == FG_SEV_ERROR ? p.error : s == FG_SEV_WARNING ? p.warning : p.info;
 
 		errors += s == FG_SEV_ERROR;
-		printf("  %s%-7s %s%s", col, fg_severity_name(s), v->code->code, p.reset);
+		printf("  %s%-7s %s%s", col, fg_severity_name(s), v->row->name, p.reset);
 		if (v->set[0])
 			printf(" [%s]", v->set);
 		printf(": %s", v->detail);

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "forge/core/error.h"
+#include "forge/model/verdicts.h"
 #include "store/store.h"
 
 /*

@@ -174,7 +174,8 @@ int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact
  * Fleet health: {"artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
  * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "verdicts": [...], "hosts": [{"host", "runtime", "reported_at"}]}],
  * "probe_qnorm": {"healthy_band": [1.74, 1.83], "buckets": [{"range": [lo, hi], "count": n}], "outside_band": n},
- * "warnings": [{"code": "mixed_head_conventions_in_fleet", "detail": ...}]}.
+ * "warnings": [{"code": "mixed_head_conventions_in_fleet", "severity": "warning", "detail": ...}]}
+ * (code and severity from the verdict table).
  * An artifact is unhealthy when it has an error-severity verdict or its latest
  * verification verdict is mtp_acceptance_collapsed.  Only the latest report
  * per (host, runtime) counts.

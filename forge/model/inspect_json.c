@@ -145,8 +145,8 @@ static cJSON *verdicts_json(const struct fg_inspect *r)
 
 		if (!o)
 			break;
-		cJSON_AddStringToObject(o, "code", v->code->code);
-		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->code->severity));
+		cJSON_AddStringToObject(o, "code", v->row->name);
+		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->row->severity));
 		add_str_or_null(o, "set", v->set[0] ? v->set : NULL);
 		rts = cJSON_AddArrayToObject(o, "runtimes");
 		for (size_t k = 0; rts && k < v->n_runtimes; k++)

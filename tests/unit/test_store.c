@@ -1000,6 +1000,16 @@ static void test_artifact_put_get(void **state)
 	assert_non_null(strstr(err.msg, "severity"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"Bad Code\",\"severity\":\"info\"}]"));
 	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	/* Codes and severities are the verdict table's: an unknown code, a verification code, another severity. */
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shards\",\"severity\":\"warning\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "not a verdict code"));
+	cJSON_ReplaceItemInObject(report, "verdicts",
+				  cJSON_Parse("[{\"code\":\"mtp_acceptance_collapsed\",\"severity\":\"error\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shard\",\"severity\":\"error\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "stray_shard is raised at warning"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_CreateArray());
 	cJSON_ReplaceItemInObject(prov, "files", cJSON_Parse("{\"a\": 5}"));
 	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
@@ -1190,6 +1200,12 @@ static void test_verification(void **state)
 	assert_non_null(strstr(err.msg, "42"));
 	assert_int_equal(fg_store_verification_put(f->s, 1, "[oops", result, &id, &err), FG_EINPUT);
 	assert_int_equal(fg_store_verification_put(f->s, 1, NULL, result, &id, &err), FG_EINPUT);
+	/* A severity other than the table's, or a static code, is refused. */
+	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("info"));
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("warning"));
+	cJSON_ReplaceItemInObject(result, "verdict", cJSON_CreateString("stray_shard"));
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
 	cJSON_DeleteItemFromObject(result, "verdict");
 	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications"), 3);
