@@ -83,16 +83,17 @@ static void print_human(const struct fg_inspect *r)
 	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		const char *col = strcmp(rt->outcome, "ok") == 0 ? "" :
-				  strcmp(rt->outcome, "degraded") == 0 ? p.warning : p.error;
+		const char *col = rt->outcome == FG_OUTCOME_OK ? "" :
+				  rt->outcome == FG_OUTCOME_DEGRADED ? p.warning : p.error;
 
-		printf("%c %-13s %-15s %-15s %s%-9s%s", rt->targeted ? '*' : ' ', rt->rt->id, rt->trunk,
-		       rt->head, col, rt->outcome, p.reset);
+		printf("%c %-13s %-15s %-15s %s%-9s%s", rt->targeted ? '*' : ' ', rt->rt->id,
+		       fg_runtime_trunk_name(rt->trunk), fg_runtime_head_name(rt->head), col,
+		       fg_runtime_outcome_name(rt->outcome), p.reset);
 		if (rt->has_probe)
 			printf(" %11.4f", rt->trunk_probe_after);
 		else
 			printf(" %11s", "-");
-		printf("  %s\n", rt->trunk_shift ? rt->shift_reason : "-");
+		printf("  %s\n", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
 	}
 	printf("  (* targeted)\n\nverdicts\n");
 	if (!r->verdicts.n)

@@ -12,6 +12,7 @@
 
 #include "forge/model/experts.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,8 +453,8 @@ static int verdict_runtimes(struct fg_inspect *r)
 
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		int double_shift = strcmp(rt->trunk, "double_shifted") == 0;
-		int by_keys = double_shift && rt->shift_reason && strcmp(rt->shift_reason, "mtp_keys") == 0;
+		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED;
+		bool by_keys = double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS;
 
 		if (!rt->targeted)
 			continue;
@@ -477,13 +478,14 @@ static int verdict_runtimes(struct fg_inspect *r)
 			if (!at_load) {
 				ADD(FG_V_TRUNK_DOUBLE_SHIFT_AT_LOAD, "trunk",
 				    "%s adds +1 to the absolute trunk (%s): probe mean %.4f becomes %.4f",
-				    rt->rt->id, rt->shift_reason ? rt->shift_reason : "1 + w at run time",
+				    rt->rt->id, rt->shift_reason != FG_SHIFT_NONE ? fg_runtime_shift_reason_name(rt->shift_reason)
+										 : "1 + w at run time",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
 				at_load = v;
 			}
 			fg_verdict_runtime(at_load, rt->rt->id);
 		}
-		if (strcmp(rt->trunk, "missing_shift") == 0 && trunk->conv != FG_CONV_MIXED) {
+		if (rt->trunk == FG_TRUNK_MISSING_SHIFT && trunk->conv != FG_CONV_MIXED) {
 			if (!missing) {
 				ADD(FG_V_TRUNK_MISSING_SHIFT, "trunk",
 				    "%s loads the delta trunk without +1: probe mean %.4f stays below %.2f",
@@ -493,11 +495,12 @@ static int verdict_runtimes(struct fg_inspect *r)
 			fg_verdict_runtime(missing, rt->rt->id);
 		}
 		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
-		    (strcmp(rt->head, "inverted") == 0 || strcmp(rt->head, "double_shifted") == 0)) {
+		    (rt->head == FG_HEAD_INVERTED || rt->head == FG_HEAD_DOUBLE_SHIFTED)) {
 			if (!mismatch) {
 				ADD(FG_V_HEAD_CONVENTION_MISMATCH, r->sets[r->primary_head].name,
 				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
-				    fg_conv_name(head->conv), rt->head, rt->rt->id, head->qk_max, head->low_min);
+				    fg_conv_name(head->conv), fg_runtime_head_name(rt->head), rt->rt->id, head->qk_max,
+				    head->low_min);
 				mismatch = v;
 			}
 			fg_verdict_runtime(mismatch, rt->rt->id);
@@ -505,8 +508,8 @@ static int verdict_runtimes(struct fg_inspect *r)
 	}
 	if (hazard) /* name every runtime the keys endanger, targeted or not */
 		for (size_t i = 0; i < r->n_runtimes; i++)
-			if (r->runtimes[i].shift_reason && strcmp(r->runtimes[i].shift_reason, "mtp_keys") == 0 &&
-			    strcmp(r->runtimes[i].trunk, "double_shifted") == 0)
+			if (r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
+			    r->runtimes[i].trunk == FG_TRUNK_DOUBLE_SHIFTED)
 				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
 	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
 		ADD(FG_V_RAW_ZERO_CENTRED_HEAD, r->sets[r->primary_head].name,
