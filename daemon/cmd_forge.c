@@ -71,7 +71,7 @@ static int run_forge(int argc, char **argv)
 	struct fg_forge_opts o = { .version = FG_VERSION };
 	struct fg_pull_opts pull;
 	struct fg_forge_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	int json = 0, rc;
 
 	for (int i = 1; i < argc; i++) {

@@ -123,7 +123,7 @@ static int run_inspect(int argc, char **argv)
 	const char *runtimes[MAX_RUNTIME_ARGS];
 	struct fg_pull_opts pull;
 	struct fg_inspect *r = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const char *source = NULL;
 	size_t n_runtimes = 0;
 	int json = 0, rc;

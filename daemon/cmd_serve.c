@@ -56,7 +56,7 @@ static int make_dir(const char *path)
 static void status_line(struct fg_store *s, struct fg_workers *w)
 {
 	struct fg_store_counts c;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char msg[160];
 
 	if (fg_store_counts(s, &c, NULL, &err) != 0)
@@ -70,7 +70,7 @@ static void status_line(struct fg_store *s, struct fg_workers *w)
 static int run_serve(int argc, char **argv)
 {
 	struct fg_config cfg;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *store = NULL;
 	struct fg_workers *workers = NULL;
 	struct fg_api *api = NULL;

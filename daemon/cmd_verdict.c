@@ -118,7 +118,7 @@ static int run_verdict(int argc, char **argv)
 {
 	struct fg_verify_input in = { .rows = NULL };
 	struct fg_verify_result r;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	double threshold = FG_VERIFY_COLLAPSE_DEFAULT;
 	const char *path = NULL;
 	cJSON *doc = NULL;

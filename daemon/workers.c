@@ -97,7 +97,7 @@ struct job_ctx {
 static int on_progress(void *ctx, const char *stage, double fraction)
 {
 	struct job_ctx *j = ctx;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_job job;
 	const char *fault = getenv("FORGED_FAULT_STAGE");
 
@@ -170,7 +170,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 {
 	struct fg_workers *p = w->pool;
 	struct fg_forge_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct job_ctx ctx = { .w = w, .id = job->id };
 	struct timespec t0;
 	char out[PATH_MAX];
@@ -231,7 +231,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
 		} else {
-			char msg[FG_ERR_MSG_MAX];
+			char msg[FG_ERR_MSG_MAX + 32];
 
 			snprintf(msg, sizeof(msg), "storing the artifact: %s", err.msg);
 			fg_store_job_finish(w->store, job->id, FG_JOB_FAILED, msg, 0, &err);
@@ -251,7 +251,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct fg_workers *p = w->pool;
 	char name[96];
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	snprintf(name, sizeof(name), "%s/%u", p->cfg.instance_id, w->index);
 	if (fg_store_open(&w->store, p->cfg.db_path, &err) != 0) {

@@ -105,7 +105,7 @@ static int make_parents(const char *root, const char *name, struct fg_err *err)
 			return err->code;
 		path[strlen(root) + 1 + (size_t)(slash - name)] = '\0';
 		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return fg_err_set(err, FG_EIO, "%s: cannot create folder: %s", path, strerror(errno));
+			return fg_err_set(err, FG_EINPUT, "%s: cannot create folder: %s", path, strerror(errno));
 		slash++;
 	}
 	return 0;
@@ -117,11 +117,11 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 	char *buf = NULL;
 
 	if (in < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", src, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", src, strerror(errno));
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	buf = malloc(COPY_CHUNK);
 	if (out < 0 || !buf) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -131,7 +131,7 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 			continue;
 		if (got <= 0) {
 			if (got < 0)
-				rc = fg_err_set(err, FG_EIO, "%s: read: %s", src, strerror(errno));
+				rc = fg_err_set(err, FG_EINPUT, "%s: read: %s", src, strerror(errno));
 			break;
 		}
 		while (put < got) {
@@ -140,14 +140,14 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0) {
-				rc = fg_err_set(err, FG_EIO, "%s: write: %s", dst, strerror(errno));
+				rc = fg_err_set(err, FG_EINPUT, "%s: write: %s", dst, strerror(errno));
 				goto out;
 			}
 			put += w;
 		}
 	}
 	if (!rc && fsync(out) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", dst, strerror(errno));
 out:
 	free(buf);
 	if (out >= 0)
@@ -162,7 +162,7 @@ static int link_or_copy(const char *src, const char *dst, struct fg_err *err)
 	if (link(src, dst) == 0)
 		return 0;
 	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot link from %s: %s", dst, src, strerror(errno));
 	return copy_file(src, dst, err);
 }
 
@@ -172,20 +172,20 @@ static int write_text(const char *path, const char *text, struct fg_err *err)
 	size_t len = strlen(text), off = 0;
 
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", path, strerror(errno));
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: write: %s", path, strerror(errno));
+			rc = fg_err_set(err, FG_EINPUT, "%s: write: %s", path, strerror(errno));
 			break;
 		}
 		off += (size_t)w;
 	}
 	if (!rc && fsync(fd) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", path, strerror(errno));
 	close(fd);
 	return rc;
 }
@@ -394,7 +394,7 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		return 0;
 	d = opendir(dir);
 	if (!d)
-		return fg_err_set(err, FG_EIO, "%s: cannot list: %s", dir, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot list: %s", dir, strerror(errno));
 	while (!rc && (de = readdir(d))) {
 		char src[PATH_MAX], dst[PATH_MAX];
 		struct stat st;
@@ -548,7 +548,7 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 			if (fd >= 0)
 				close(fd);
 			free(dst);
-			return fg_err_set(err, FG_EIO, "%s: cannot write: %s", path, strerror(errno));
+			return fg_err_set(err, FG_EINPUT, "%s: cannot write: %s", path, strerror(errno));
 		}
 		close(fd);
 	}
@@ -699,7 +699,7 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 			break;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
+			rc = fg_err_set(err, FG_EINPUT, "%s: %s", path, strerror(errno));
 			break;
 		}
 		for (;;) {
@@ -709,7 +709,7 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 				continue;
 			if (got <= 0) {
 				if (got < 0)
-					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
+					rc = fg_err_set(err, FG_EINPUT, "%s: %s", path, strerror(errno));
 				break;
 			}
 			fg_sha256_update(fp, buf, (size_t)got);
@@ -851,17 +851,17 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	if (!f->res->ok)
 		return fg_err_set(err, FG_EVERDICT, "the artifact would not inspect clean for %s", target);
 	if ((rc = fsync_path(f->tmp, 1)) != 0)
-		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
+		return fg_err_set(err, FG_EINPUT, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
 	if (lstat(f->o->out, &st) == 0) {
 		if (snprintf(old, sizeof(old), "%s-old", f->tmp) >= (int)sizeof(old))
 			return fg_err_set(err, FG_EUSAGE, "%s: path too long", f->o->out);
 		if (rename(f->o->out, old) != 0)
-			return fg_err_set(err, FG_EIO, "%s: cannot move the old artifact aside: %s", f->o->out,
+			return fg_err_set(err, FG_EINPUT, "%s: cannot move the old artifact aside: %s", f->o->out,
 					  strerror(errno));
 	}
 	if (rename(f->tmp, f->o->out) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
 		if (old[0])
 			rename(old, f->o->out);
 		return rc;
@@ -942,7 +942,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	rm_rf(f.tmp);
 	if (mkdir(f.tmp, 0755) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", f.tmp, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", f.tmp, strerror(errno));
 		f.tmp[0] = '\0';
 		goto out;
 	}

@@ -59,7 +59,8 @@ struct fg_forge_result {
  * Run the pipeline.  Returns 0 with res filled (res->ok says whether the
  * artifact inspects clean; when not, nothing is left at out and the return is
  * FG_EVERDICT), or an error: FG_EUSAGE (bad options, out exists without
- * force), FG_EINPUT/FG_EIO (unreadable or unsuitable input, nothing written),
+ * force), FG_EINPUT (unreadable or unsuitable input, an out that cannot be
+ * written: nothing is left), FG_ESTATE/FG_ENOSPC (the pull cache failed),
  * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err),
  * FG_ECANCELLED (the progress callback asked to stop).
  * Release res with fg_forge_result_release() in every case.

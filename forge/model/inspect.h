@@ -64,7 +64,8 @@ struct fg_inspect {
  * mlx-lm-0.32, mtplx-2.12; hf: hf, ollama, mlx-lm-0.32; unknown: all).  On
  * success *out is the caller's to free with fg_inspect_free().  Errors: an
  * unknown runtime id (FG_EUSAGE), an unreadable or malformed checkpoint
- * (FG_EINPUT/FG_EIO), FG_ENOMEM.
+ * (FG_EINPUT), a URL host not allowed (FG_EFORBIDDEN), a failing cache
+ * (FG_ESTATE, FG_ENOSPC), FG_ENOMEM.
  */
 int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
 		   size_t n_runtimes, struct fg_err *err);

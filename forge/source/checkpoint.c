@@ -120,9 +120,9 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = fg_err_set(err, FG_EIO, "%s: not a readable regular file", path);
+		rc = fg_err_set(err, FG_EINPUT, "%s: not a readable regular file", path);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > cap) {
@@ -141,7 +141,7 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: read failed: %s", path,
+			rc = fg_err_set(err, FG_EINPUT, "%s: read failed: %s", path,
 					r < 0 ? strerror(errno) : "file shrank");
 			goto out;
 		}
@@ -257,7 +257,7 @@ static int glob_shards(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 	int rc = 0;
 
 	if (!d)
-		return fg_err_set(err, FG_EIO, "%s: cannot list the folder: %s", c->dir, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot list the folder: %s", c->dir, strerror(errno));
 	while ((de = readdir(d))) {
 		char *full;
 		int reg;
@@ -334,7 +334,7 @@ static int find_file(const struct fg_ckpt *c, const char *name)
  */
 static int file_exists(const struct fg_ckpt *c, const char *name, int probe)
 {
-	struct fg_err ignored = { 0, "" };
+	struct fg_err ignored = { 0 };
 	uint64_t size;
 	char *path;
 	int exists;
@@ -625,7 +625,7 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 	struct stat st;
 
 	if (stat(source, &st) != 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open checkpoint: %s", source, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open checkpoint: %s", source, strerror(errno));
 	c->source = strdup(source);
 	if (!c->source)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -637,7 +637,7 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 		c->single_file = 1;
 		c->dir = slash ? strndup(source, (size_t)(slash - source) + (slash == source)) : strdup(".");
 	} else {
-		return fg_err_set(err, FG_EIO, "%s: neither a folder nor a file", source);
+		return fg_err_set(err, FG_EINPUT, "%s: neither a folder nor a file", source);
 	}
 	return c->dir ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
 }

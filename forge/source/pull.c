@@ -1656,7 +1656,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		    url_host(target, host, sizeof(host), port, sizeof(port)) == 0)
 			ok = host_allowed(x->p, host, port);
 		if (!ok)
-			xfer_fail(x, FG_EUSAGE, "redirect to '%.200s' refused: host not in allow_hosts",
+			xfer_fail(x, FG_EFORBIDDEN, "redirect to '%.200s' refused: host not in allow_hosts",
 				  target ? target : loc);
 		curl_free(target);
 		curl_url_cleanup(u);
@@ -1672,7 +1672,8 @@ static int sink(struct xfer *x, const char *data, size_t n)
 		return 0;
 	if (x->fd >= 0) {
 		if (write_all(x->fd, data, n) != 0)
-			return xfer_fail(x, FG_EIO, "cache: write '%s': %s", x->tmp, strerror(errno));
+			return xfer_fail(x, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
+					 strerror(errno));
 		fg_sha256_update(x->sha, data, n);
 	} else {
 		memcpy(x->buf + x->got, data, n);
@@ -1923,7 +1924,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		x->sha = NULL;
 		map = load_region(p, x->fd, (size_t)x->len);
 		if (!map)
-			return xfer_fail(x, errno == ENOMEM ? FG_ENOMEM : FG_EIO, "cache: read '%s': %s",
+			return xfer_fail(x, errno == ENOMEM ? FG_ENOMEM : FG_ESTATE, "cache: read '%s': %s",
 					 x->tmp, strerror(errno));
 		/* Without a validator the bytes cannot be named: serve, do not keep. */
 		if (x->f->validator) {
@@ -2213,7 +2214,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 			p->n_allow++;
 		}
 		if (!host_allowed(p, host, port)) {
-			rc = fg_err_set(err, FG_EUSAGE, "source '%s': host '%s' is not in allow_hosts",
+			rc = fg_err_set(err, FG_EFORBIDDEN, "source '%s': host '%s' is not in allow_hosts",
 					source, host);
 			goto fail;
 		}
@@ -2255,7 +2256,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		for (size_t i = 0; i < 3; i++) {
 			snprintf(sub, sizeof(sub), "%s/%s", p->cache, subs[i]);
 			if (mkdir_p(sub, 0700) != 0) {
-				rc = fg_err_set(err, FG_EIO, "cache folder '%s': %s", sub,
+				rc = fg_err_set(err, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
 						strerror(errno));
 				goto fail;
 			}

@@ -69,8 +69,9 @@ int fg_pull_is_url(const char *source);
  * ".safetensors" names one file: the pull's folder is its parent and
  * fg_pull_source_file() returns the name.  o may be NULL (defaults).  Nothing
  * is fetched.  Errors: FG_EUSAGE for a malformed source, a query string, a
- * missing hf endpoint or a host not in allow_hosts; FG_EIO when the cache
- * folder cannot be created; FG_ENOMEM.  On success *out is the caller's to
+ * missing hf endpoint; FG_EFORBIDDEN for a host not in allow_hosts;
+ * FG_ESTATE (FG_ENOSPC on a full disk) when the cache folder cannot be
+ * created; FG_ENOMEM.  On success *out is the caller's to
  * release with fg_pull_close().
  */
 int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_opts *o,
@@ -86,7 +87,9 @@ const char *fg_pull_source_file(const struct fg_pull *p);
  * Fetch the whole of file (a path relative to the folder: no "..", no
  * leading '/', no query) into *data (malloc'd, NUL-terminated past *len; the
  * caller frees it).  404 -> FG_ENOTFOUND (callers treat optional files that
- * way); 401/403 and other failures -> FG_EIO naming URL and status; a body
+ * way); 401/403 and other failures -> FG_EIO (an input error) naming URL
+ * and status; a redirect to a host not in allow_hosts -> FG_EFORBIDDEN; a
+ * cache that cannot be read or written -> FG_ESTATE or FG_ENOSPC; a body
  * over cap bytes -> FG_EINPUT (the transfer stops at cap).  Served from the
  * cache when a verified copy of the same revision is there.
  */

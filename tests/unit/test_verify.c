@@ -40,7 +40,7 @@ static const char control[] =
 static void decide_text(const char *text, double threshold, struct fg_verify_result *r)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	if (fg_verify_parse_text(&in, text, strlen(text), &err) != 0)
 		fail_msg("parse failed: %s", err.msg);
@@ -248,7 +248,7 @@ static void test_decide_rejects(void **state)
 					 { .depth = 1, .tok_s = 5, .quality = -1 } };
 	struct fg_verify_input in = { .n_rows = 1, .rows = rows };
 	struct fg_verify_result r, sentinel;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	memset(&sentinel, 0x5a, sizeof(sentinel));
@@ -316,7 +316,7 @@ static void test_verdict_table(void **state)
 static void test_lenient_where_documented(void **state)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *exact;
 	static const char text[] =
 		"  {\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"note\": \"warm\"},"
@@ -414,7 +414,7 @@ static void expect_reject(const char *text, size_t len, const char *msg, int pre
 {
 	struct fg_verify_row marker;
 	struct fg_verify_input in = { "hw", "rt", 7, &marker };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_int_equal(fg_verify_parse_text(&in, text, len, &err), FG_EINPUT);
 	assert_int_equal(err.code, FG_EINPUT);
@@ -443,7 +443,7 @@ static void test_caps(void **state)
 	char hw[300], *text, *p;
 	size_t cap = 64 * 40 + 128;
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	memset(hw, 'x', 128);
@@ -476,7 +476,7 @@ static void test_caps(void **state)
 static void test_parse_tree(void **state)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc = cJSON_Parse(issue_306);
 
 	(void)state;
