@@ -275,10 +275,11 @@ static int note_removed(struct forge *f, const char *name)
 	char **n = realloc(f->res->removed, (f->res->n_removed + 1) * sizeof(*n));
 
 	if (!n)
-		return -1;
+		return FG_ENOMEM;
 	f->res->removed = n;
-	if (!(n[f->res->n_removed] = strdup(name)))
-		return -1;
+	n[f->res->n_removed] = strdup(name);
+	if (!n[f->res->n_removed])
+		return FG_ENOMEM;
 	f->res->n_removed++;
 	return 0;
 }

@@ -36,7 +36,7 @@ int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out)
 
 	for (int i = 0; i < rank; i++) {
 		if (shape[i] && n > UINT64_MAX / shape[i])
-			return -1;
+			return FG_EINPUT;
 		n *= shape[i];
 	}
 	*out = n;
@@ -148,27 +148,27 @@ void fg_st_close(struct fg_st_file *f)
 	free(f);
 }
 
-/* Read a JSON number that must be an exact integer in [0, 2^53]. */
+/* Read a JSON number that must be an exact integer in [0, 2^53]; FG_EINPUT and *why otherwise. */
 static int json_u64(const cJSON *item, uint64_t *out, const char **why)
 {
 	double d;
 
 	if (!cJSON_IsNumber(item)) {
 		*why = "is not a number";
-		return -1;
+		return FG_EINPUT;
 	}
 	d = item->valuedouble;
 	if (d < 0) {
 		*why = "is negative";
-		return -1;
+		return FG_EINPUT;
 	}
 	if (d != floor(d) || !isfinite(d)) {
 		*why = "is not an integer";
-		return -1;
+		return FG_EINPUT;
 	}
 	if (d > MAX_EXACT_INT) {
 		*why = "is too large";
-		return -1;
+		return FG_EINPUT;
 	}
 	*out = (uint64_t)d;
 	return 0;

@@ -126,7 +126,7 @@ struct fg_st_out {
 int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 		const struct fg_st_meta *meta, size_t n_meta, struct fg_err *err);
 
-/* Element count of a shape; returns -1 on overflow. */
+/* Element count of a shape into *out; returns 0, or FG_EINPUT on overflow (*out untouched). */
 int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out);
 
 #endif

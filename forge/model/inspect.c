@@ -259,7 +259,7 @@ static int set_index(const struct fg_inspect *r, enum fg_set_role role, int sele
 		if (role != FG_ROLE_SIDECAR_HEAD || !selected_sidecar || strcmp(r->sets[i].name, "mtp") == 0)
 			return (int)i;
 	}
-	return -1;
+	return FG_INSPECT_NO_SET;
 }
 
 /* As set_index, but only a set that holds tensors is a head. */
@@ -267,7 +267,7 @@ static int head_set(const struct fg_inspect *r, enum fg_set_role role, int selec
 {
 	int i = set_index(r, role, selected_sidecar);
 
-	return i >= 0 && r->sets[i].n_tensors ? i : -1;
+	return i >= 0 && r->sets[i].n_tensors ? i : FG_INSPECT_NO_SET;
 }
 
 static void locate_head(struct fg_inspect *r)

@@ -24,6 +24,7 @@
 
 #define FG_INSPECT_MAX_SETS 8
 #define FG_INSPECT_MAX_RUNTIMES 16
+#define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
 
@@ -45,8 +46,8 @@ struct fg_inspect {
 	int declared_mtp;                     /* -1 when nothing declares it */
 	const char *location;                 /* "embedded", "sidecar", "none" */
 	enum fg_name_scheme scheme;
-	int primary_head;                     /* set index of "mtp", or -1 */
-	int embedded_head;                    /* set index of the head in the shards, or -1 */
+	int primary_head;                     /* set index of "mtp", or FG_INSPECT_NO_SET */
+	int embedded_head;                    /* set index of the head in the shards, or FG_INSPECT_NO_SET */
 	struct fg_file_facts *facts;          /* one per ckpt file */
 	size_t n_sets;
 	struct fg_tset sets[FG_INSPECT_MAX_SETS];

@@ -318,20 +318,20 @@ static int hexval(int c)
 		return c - 'a' + 10;
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	return -1;
+	return 16; /* not a hex digit */
 }
 
-/* Decode %XX in place; -1 on a bad escape or an encoded NUL. */
+/* Decode %XX in place; FG_EUSAGE on a bad escape or an encoded NUL. */
 static int pct_decode(char *s)
 {
 	char *o = s;
 
 	for (char *c = s; *c; c++) {
 		if (*c == '%') {
-			int hi = hexval(c[1]), lo = hi < 0 ? -1 : hexval(c[2]);
+			int hi = hexval(c[1]), lo = hi > 15 ? 16 : hexval(c[2]);
 
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				return -1;
+			if (hi > 15 || lo > 15 || (hi == 0 && lo == 0))
+				return FG_EUSAGE;
 			*o++ = (char)(hi * 16 + lo);
 			c += 2;
 		} else {
@@ -518,15 +518,15 @@ int fg_pull_parse_source(const char *source, const char *hf_endpoint, char **bas
 	return fg_err_set(err, FG_EUSAGE, "source '%s' is not an http(s):// or hf:// URL", source);
 }
 
-/* Host (and port) of url, or -1 when it has none. */
+/* Host (and port) of url; FG_EUSAGE when it has none. */
 static int url_host(const char *url, char *host, size_t hcap, char *port, size_t pcap)
 {
 	CURLU *u = curl_url();
 	char *h = NULL, *pt = NULL;
-	int rc = -1;
+	int rc = FG_EUSAGE;
 
 	if (!u)
-		return -1;
+		return FG_ENOMEM;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK) {
 		snprintf(host, hcap, "%s", h);
@@ -563,12 +563,12 @@ static int parse_u64(const char **s, uint64_t *out)
 	const char *c = *s;
 
 	if (!isdigit((unsigned char)*c))
-		return -1;
+		return FG_EINPUT;
 	for (; isdigit((unsigned char)*c); c++) {
 		unsigned d = (unsigned)(*c - '0');
 
 		if (v > (UINT64_MAX - d) / 10)
-			return -1;
+			return FG_EINPUT;
 		v = v * 10 + d;
 	}
 	*s = c;
@@ -585,33 +585,33 @@ int fg_pull_parse_content_range(const char *value, uint64_t *first, uint64_t *la
 	while (*s == ' ' || *s == '\t')
 		s++;
 	if (strncasecmp(s, "bytes", 5) != 0)
-		return -1;
+		return FG_EINPUT;
 	s += 5;
 	if (*s != ' ' && *s != '=')
-		return -1;
+		return FG_EINPUT;
 	while (*s == ' ' || *s == '=')
 		s++;
 	if (*s == '*') {
 		s++;
 	} else {
 		if (parse_u64(&s, &a) || *s++ != '-' || parse_u64(&s, &b) || b < a)
-			return -1;
+			return FG_EINPUT;
 	}
 	if (*s++ != '/')
-		return -1;
+		return FG_EINPUT;
 	if (*s == '*') {
 		s++;
 		if (a == FG_PULL_SIZE_UNKNOWN)
-			return -1; /* "*" and "*" says nothing */
+			return FG_EINPUT; /* "*" and "*" says nothing */
 	} else if (parse_u64(&s, &t)) {
-		return -1;
+		return FG_EINPUT;
 	}
 	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
 		s++;
 	if (*s)
-		return -1;
+		return FG_EINPUT;
 	if (t != FG_PULL_SIZE_UNKNOWN && a != FG_PULL_SIZE_UNKNOWN && b >= t)
-		return -1;
+		return FG_EINPUT;
 	*first = a;
 	*last = b;
 	*total = t;
@@ -773,7 +773,7 @@ static int add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap)
 		struct mapping *nm = realloc(p->maps, nc * sizeof(*nm));
 
 		if (!nm)
-			return -1;
+			return FG_ENOMEM;
 		p->maps = nm;
 		p->cap_maps = nc;
 	}
@@ -848,7 +848,7 @@ static int add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint
 		struct extent *ne = realloc(f->ext, nc * sizeof(*ne));
 
 		if (!ne)
-			return -1;
+			return FG_ENOMEM;
 		f->ext = ne;
 		f->cap_ext = nc;
 	}
@@ -880,18 +880,18 @@ static int mkdir_p(const char *path, mode_t mode)
 	size_t n = strlen(path);
 
 	if (n == 0 || n >= sizeof(buf))
-		return -1;
+		return FG_ESTATE;
 	memcpy(buf, path, n + 1);
 	for (char *c = buf + 1; *c; c++) {
 		if (*c != '/')
 			continue;
 		*c = '\0';
 		if (mkdir(buf, mode) != 0 && errno != EEXIST)
-			return -1;
+			return FG_ESTATE;
 		*c = '/';
 	}
 	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return -1;
+		return FG_ESTATE;
 	return 0;
 }
 
@@ -923,14 +923,14 @@ static int text_field(const char *text, const char *key, char *out, size_t cap)
 			size_t vl = len - kl - 1;
 
 			if (vl >= cap)
-				return -1;
+				return FG_EINPUT;
 			memcpy(out, line + kl + 1, vl);
 			out[vl] = '\0';
 			return 0;
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	return -1;
+	return FG_ENOTFOUND;
 }
 
 static int text_u64(const char *text, const char *key, uint64_t *out)
@@ -939,12 +939,12 @@ static int text_u64(const char *text, const char *key, uint64_t *out)
 	const char *s = v;
 
 	if (text_field(text, key, v, sizeof(v)) != 0)
-		return -1;
+		return FG_ENOTFOUND;
 	if (strcmp(v, "-") == 0) {
 		*out = FG_PULL_SIZE_UNKNOWN;
 		return 0;
 	}
-	return parse_u64(&s, out) == 0 && *s == '\0' ? 0 : -1;
+	return parse_u64(&s, out) == 0 && *s == '\0' ? 0 : FG_EINPUT;
 }
 
 /* Read a small file whole (NUL-terminated); NULL when absent or unreadable. */
@@ -1007,7 +1007,7 @@ static int record_load(struct fg_pull *p, struct pfile *f)
 	free(text);
 	f->validator = strdup(val);
 	if (!f->validator)
-		return -1;
+		return FG_ENOMEM;
 	f->size = size;
 	f->state = fresh ? F_KNOWN : F_STALE;
 	if (fresh)
@@ -1063,7 +1063,7 @@ static int write_all(int fd, const void *data, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return FG_ESTATE; /* errno says why */
 		}
 		c += n;
 		len -= (size_t)n;
@@ -1077,11 +1077,11 @@ static int tmp_open(const struct fg_pull *p, char **path)
 	int fd;
 
 	if (!t)
-		return -1;
+		return FG_ENOMEM;
 	fd = mkostemp(t, O_CLOEXEC);
 	if (fd < 0) {
 		free(t);
-		return -1;
+		return FG_ESTATE;
 	}
 	*path = t;
 	return fd;
@@ -1091,13 +1091,13 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 			     size_t len)
 {
 	char *tmp = NULL;
-	int fd = tmp_open(p, &tmp), rc = -1;
+	int fd = tmp_open(p, &tmp), rc = FG_ESTATE;
 
 	if (fd < 0)
-		return -1;
+		return fd;
 	if (write_all(fd, data, len) == 0 && close(fd) == 0) {
 		fd = -1;
-		rc = rename(tmp, final);
+		rc = rename(tmp, final) == 0 ? 0 : FG_ESTATE;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -1155,15 +1155,15 @@ static int entry_rename(struct fg_pull *p, const struct pfile *f, const char *tm
 	snprintf(final, sizeof(final), "%s/%" PRIu64 "-%" PRIu64, dir, offset, len);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			return -1;
+			return FG_ESTATE;
 		if (rename(tmp, final) == 0) {
 			p->committed = 1;
 			return 0;
 		}
 		if (errno != ENOENT)
-			return -1;
+			return FG_ESTATE;
 	}
-	return -1;
+	return FG_ESTATE;
 }
 
 /* List f's cache folder once per call. */
@@ -1196,7 +1196,7 @@ static int disk_list(struct fg_pull *p, struct pfile *f)
 
 			if (!nd) {
 				closedir(d);
-				return -1;
+				return FG_ENOMEM;
 			}
 			f->disk = nd;
 			cap = nc;
@@ -1270,7 +1270,7 @@ static int disk_find(struct fg_pull *p, struct pfile *f, uint64_t offset, uint64
 		     const uint8_t **data)
 {
 	if (disk_list(p, f) != 0)
-		return -1;
+		return FG_ENOMEM;
 	for (;;) {
 		size_t best = SIZE_MAX;
 		const uint8_t *map;
@@ -1291,7 +1291,7 @@ static int disk_find(struct fg_pull *p, struct pfile *f, uint64_t offset, uint64
 			continue;
 		}
 		if (add_extent(f, f->disk[best].offset, f->disk[best].len, map) != 0)
-			return -1;
+			return FG_ENOMEM;
 		p->st.bytes_from_cache += f->disk[best].len;
 		*data = map + (offset - f->disk[best].offset);
 		return 0;
@@ -1311,18 +1311,18 @@ static int evict_add(struct fg_pull_cache_item **items, struct evict_entry **ent
 		struct fg_pull_cache_item *ni = realloc(*items, nc * sizeof(*ni));
 
 		if (!ni)
-			return -1;
+			return FG_ENOMEM;
 		*items = ni;
 		struct evict_entry *ne = realloc(*ents, nc * sizeof(*ne));
 
 		if (!ne)
-			return -1;
+			return FG_ENOMEM;
 		*ents = ne;
 		*cap = nc;
 	}
 	(*ents)[*n].path = strdup(path);
 	if (!(*ents)[*n].path)
-		return -1;
+		return FG_ENOMEM;
 	(*ents)[*n].is_range = is_range;
 	(*items)[*n].bytes = (uint64_t)sb->st_size;
 	(*items)[*n].used_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
@@ -1350,7 +1350,7 @@ static int evict_scan(const char *dir, struct fg_pull_cache_item **items,
 			continue;
 		if (evict_add(items, ents, n, cap, path, &sb, is_range) != 0) {
 			closedir(d);
-			return -1;
+			return FG_ENOMEM;
 		}
 	}
 	closedir(d);

@@ -161,8 +161,8 @@ char *fg_pull_file_url(const char *base, const char *file);
 /*
  * Parse a Content-Range value: "bytes A-B/TOTAL", "bytes A-B/<star>" (total
  * unknown: *total = FG_PULL_SIZE_UNKNOWN) or the 416 form "bytes <star>/TOTAL"
- * (*first = *last = FG_PULL_SIZE_UNKNOWN).  Returns 0, or -1 when malformed
- * (B < A, B >= TOTAL, overflow, trailing junk).
+ * (*first = *last = FG_PULL_SIZE_UNKNOWN).  Returns 0, or FG_EINPUT when
+ * malformed (B < A, B >= TOTAL, overflow, trailing junk).
  */
 int fg_pull_parse_content_range(const char *value, uint64_t *first, uint64_t *last,
 				uint64_t *total);

@@ -175,7 +175,7 @@ static void test_content_range(void **state)
 		"bytes 0-99999999999999999999/*", "bytes 1-2/3 4", "bytes0-7/100",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(fg_pull_parse_content_range(bad[i], &a, &b, &t), -1);
+		assert_int_equal(fg_pull_parse_content_range(bad[i], &a, &b, &t), FG_EINPUT);
 }
 
 static void test_plan_merges(void **state)
