@@ -26,7 +26,9 @@ const struct fg_cmd fg_cmd_forge = {
 		 "names and precision TARGET loads (default mtplx-2.12), a patched\n"
 		 "config.json and forged.json provenance.  DIR appears only when complete\n"
 		 "and clean for TARGET; --force replaces an existing DIR.\n"
-		 "Exit 0 written, 1 refused by a verdict, 2 bad usage or input.\n",
+		 "With --json a refusal prints the document with its refusal {code, severity,\n"
+		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
+		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
 	.run = run_forge,
 };
 
@@ -122,8 +124,11 @@ static int run_forge(int argc, char **argv)
 		fg_forge_result_release(&res);
 		return fg_cli_fail(&err);
 	}
-	if (rc)
-		fprintf(stderr, "forged: refused: %s\n", err.msg);
+	if (rc) {
+		const struct fg_verdict_row *row = fg_verdict_row(fg_err_refusal(&err));
+
+		fprintf(stderr, "forged: refused: %s%s%s\n", row ? row->name : "", row ? ": " : "", err.msg);
+	}
 	if (json) {
 		cJSON *doc = fg_forge_result_json(&res);
 		char *text = doc ? cJSON_Print(doc) : NULL;

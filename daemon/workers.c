@@ -214,11 +214,13 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_store_job_finish(w->store, job->id, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: cancelled", (long long)job->id);
 	} else if (rc) {
-		char msg[FG_ERR_MSG_MAX];
+		/* The cause is kept whole: a refusal's verdict code is stored as data. */
+		struct fg_err cause = err;
+		const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&cause));
 
-		snprintf(msg, sizeof(msg), "%s", err.msg);
-		fg_store_job_finish(w->store, job->id, FG_JOB_FAILED, msg, 0, &err);
-		fg_log(FG_LOG_WARNING, "job %lld: failed: %s", (long long)job->id, msg);
+		fg_store_job_fail(w->store, job->id, &cause, &err);
+		fg_log(FG_LOG_WARNING, "job %lld: %s: %s%s%s", (long long)job->id, refusal ? "refused" : "failed",
+		       refusal ? refusal->name : "", refusal ? ": " : "", cause.msg);
 	} else {
 		int64_t aid = store_artifact(w, o.source, &res, &err);
 

@@ -172,8 +172,24 @@ static const char schema_v1[] =
 	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
 	" END;";
 
+/*
+ * Version 2.
+ * - jobs.refusal: the verdict code (a name of forge/model/verdicts.h's table)
+ *   of the refusal that failed a job, NULL for any other end; the job's error
+ *   keeps the refusal's detail.
+ * - write_probe: one row that /readyz rewrites to prove the database takes a
+ *   write (a committed write is the only test that sees a full disk).
+ */
+static const char schema_v2[] =
+	"ALTER TABLE jobs ADD COLUMN refusal TEXT;"
+	"CREATE TABLE write_probe ("
+	" id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" at TEXT NOT NULL"
+	");";
+
 static const char *const migrations[] = {
 	schema_v1,
+	schema_v2,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,

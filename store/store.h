@@ -21,8 +21,9 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/model/verdicts.h"
 
-#define FG_STORE_SCHEMA_VERSION 1
+#define FG_STORE_SCHEMA_VERSION 2
 
 struct fg_store;
 
@@ -59,12 +60,19 @@ struct fg_job {
 	char *params;                  /* the job's parameters (JSON text), owned */
 	char created_at[32];           /* RFC 3339 UTC */
 	char updated_at[32];
+	const struct fg_verdict_row *refusal; /* the verdict that refused it (error is the
+						 detail), or NULL */
 };
 
 /* Free job->params (the struct itself is the caller's). NULL allowed. */
 void fg_job_release(struct fg_job *job);
 
-/* The design.md section 8 job object: id, kind, state, stage, progress, error, artifact_id, created_at, updated_at. */
+/*
+ * The design.md section 8 job object: id, kind, state, stage, progress,
+ * error, refusal, artifact_id, created_at, updated_at.  refusal is
+ * {code, severity, detail} (severity from the verdict table) when a verdict
+ * refused the job, else null; error is then "code: detail", for people.
+ */
 cJSON *fg_job_json(const struct fg_job *job);
 
 /*
@@ -91,6 +99,14 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 /* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
 int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
 			int64_t artifact_id, struct fg_err *err);
+
+/*
+ * Finish a running job as FAILED because of cause: its message is the
+ * error and, when cause is a refusal (fg_err_refusal), its verdict code is
+ * stored as the job's refusal.  FG_EINPUT when cause names a code outside
+ * the verdict table.
+ */
+int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, struct fg_err *err);
 
 /*
  * Cancel: a queued job becomes cancelled at once; a running job gets

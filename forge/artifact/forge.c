@@ -849,8 +849,14 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	if (rc)
 		return fg_err_prefix(err, rc, "inspecting the new artifact: ");
 	f->res->ok = f->res->check->ok;
-	if (!f->res->ok)
-		return fg_err_set(err, FG_EVERDICT, "the artifact would not inspect clean for %s", target);
+	if (!f->res->ok) {
+		/* Not ok means an error verdict: the first one names the refusal. */
+		const struct fg_verdict *first = fg_verdicts_first_error(&f->res->check->verdicts);
+
+		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
+				      "the artifact would not inspect clean for %s%s%s", target,
+				      first ? ": " : "", first ? first->detail : "");
+	}
 	if ((rc = fsync_path(f->tmp, 1)) != 0)
 		return fg_err_set(err, FG_EINPUT, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
@@ -980,6 +986,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	if (!rc)
 		rc = finish(&f, parent, err);
 out:
+	if (rc == FG_EVERDICT && err)
+		res->refusal = *err;
 	if (f.tmp[0])
 		rm_rf(f.tmp); /* after a successful rename this path no longer exists */
 	fg_plan_release(&f.plan);
@@ -1008,9 +1016,40 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
+/* {code, severity, detail} of a refusal. */
+static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "code", row->name);
+	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
+	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	return o;
+}
+
+/* A refusal in the verdict shape of the inspect report (forged.inspect.v1 verdicts[]). */
+static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "code", row->name);
+	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
+	cJSON_AddNullToObject(o, "set");
+	cJSON_AddArrayToObject(o, "runtimes");
+	cJSON_AddArrayToObject(o, "tensors");
+	cJSON_AddNumberToObject(o, "tensor_count", 0);
+	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	return o;
+}
+
 cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 {
 	cJSON *o = cJSON_CreateObject(), *report;
+	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
 
 	if (!o)
 		return NULL;
@@ -1033,8 +1072,16 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 		cJSON_AddItemToObject(o, "verdicts", cJSON_DetachItemFromObjectCaseSensitive(report, "verdicts"));
 		cJSON_Delete(report);
 	} else {
-		cJSON_AddArrayToObject(o, "verdicts");
+		cJSON *list = cJSON_AddArrayToObject(o, "verdicts");
+
+		/* Refused before there was an artifact to inspect: the refusal is the verdict. */
+		if (list && refusal)
+			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, &res->refusal));
 	}
+	if (refusal)
+		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, &res->refusal));
+	else
+		cJSON_AddNullToObject(o, "refusal");
 	cJSON_AddBoolToObject(o, "ok", res->ok);
 	return o;
 }

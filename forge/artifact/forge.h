@@ -53,6 +53,7 @@ struct fg_forge_result {
 	char **shifted;           /* norms whose convention forge changed */
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
 	int ok;
+	struct fg_err refusal;    /* FG_EVERDICT with its verdict when refused, else code 0 */
 };
 
 /*
@@ -69,7 +70,12 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 
 void fg_forge_result_release(struct fg_forge_result *res);
 
-/* The forged.forge.v1 document. */
+/*
+ * The forged.forge.v1 document: artifact, fingerprint, target, policy,
+ * head_tensors, removed_from_backbone, shifted_tensors, verdicts (the new
+ * artifact's, or the refusal alone when it was refused before one existed),
+ * refusal ({code, severity, detail} or null) and ok.
+ */
 cJSON *fg_forge_result_json(const struct fg_forge_result *res);
 
 #endif

@@ -201,9 +201,8 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 				 (unsigned long long)e, projs[p]);
 			t = find_in_set(set, src_name);
 			if (!t)
-				return fg_err_set(err, FG_EVERDICT,
-						  "expert_layout_ambiguous: '%s' is missing (experts are never dropped)",
-						  src_name);
+				return fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
+						      "'%s' is missing (experts are never dropped)", src_name);
 			if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
 						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
 				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
@@ -278,17 +277,16 @@ static int refuse_convention(const struct fg_tset *set, const struct fg_decision
 {
 	switch (d->conv) {
 	case FG_CONV_DOUBLE_SHIFTED:
-		return fg_err_set(err, FG_EVERDICT, "head_double_shifted: head set '%s' q/k max %.4f is above %.1f",
-				  set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
+		return fg_err_verdict(err, FG_V_HEAD_DOUBLE_SHIFTED, "head set '%s' q/k max %.4f is above %.1f",
+				      set->name, d->qk_max, FG_QK_DOUBLE_ABOVE);
 	case FG_CONV_MIXED:
-		return fg_err_set(err, FG_EVERDICT,
-				  "mixed_convention: head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
-				  set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
+		return fg_err_verdict(err, FG_V_MIXED_CONVENTION,
+				      "head set '%s' has q/k means %.4f and %.4f on both sides of %.2f",
+				      set->name, d->qk_min, d->qk_max, FG_QK_ABSOLUTE_MIN);
 	case FG_CONV_NO_EVIDENCE:
 	case FG_CONV_EMPTY:
-		return fg_err_set(err, FG_EVERDICT,
-				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
-				  set->name);
+		return fg_err_verdict(err, FG_V_NO_CONVENTION_EVIDENCE,
+				      "head set '%s' has no q/k or low-set norm to decide its convention", set->name);
 	default:
 		return 0;
 	}
@@ -363,8 +361,8 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 	n_blocks = fg_experts_scan(set, &dims, blocks, FG_EXPERTS_MAX_BLOCKS);
 	for (size_t i = 0; i < n_blocks; i++) {
 		if (blocks[i].layout == FG_EXPERTS_AMBIGUOUS || blocks[i].layout == FG_EXPERTS_INVALID)
-			return fg_err_set(err, FG_EVERDICT, "expert_layout_ambiguous: %s*: %s",
-					  blocks[i].prefix, blocks[i].why);
+			return fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS, "%s*: %s", blocks[i].prefix,
+					      blocks[i].why);
 		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
 			 fg_expert_layout_name(blocks[i].layout));
 	}

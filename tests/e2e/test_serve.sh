@@ -305,7 +305,7 @@ expect "forge job: 202" 202
 JOB=$(jb .id)
 check "forge job: Location" [ "$(header Location)" = "/v1/jobs/$JOB" ]
 check "forge job: the job object's fields" \
-	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,created_at,error,id,kind,progress,stage,state,updated_at" ]
+	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,created_at,error,id,kind,progress,refusal,stage,state,updated_at" ]
 check "forge job: kind forge, not finished" grep -Eq '^forge (queued|running)$' <<<"$(jb '.kind + " " + .state')"
 if poll_job "$JOB" succeeded 300; then ok; else bad "forge job $JOB: $(head -c 300 "$TMP/body")"; fi
 check "forge job: progress 1, no error" [ "$(jb '[.progress, .error] | map(tostring) | join(" ")')" = "1 null" ]
@@ -341,6 +341,9 @@ expect "forge of a refused source: accepted" 202
 BADJOB=$(jb .id)
 if poll_job "$BADJOB" failed 300; then ok; else bad "job $BADJOB should fail: $(head -c 300 "$TMP/body")"; fi
 check "refused forge: the error names the verdict" grep -q head_double_shifted <<<"$(jb .error)"
+check "refused forge: refusal {code, severity, detail} as data" \
+	[ "$(jb '[.refusal.code, .refusal.severity, (.refusal.detail | startswith("head set"))] | map(tostring) | join(" ")')" = \
+	"head_double_shifted error true" ]
 check "refused forge: no artifact" [ "$(jb .artifact_id)" = null ]
 check "refused forge: nothing in state/artifacts" [ ! -e "$STATE/artifacts/$BADJOB" ]
 get "/v1/jobs/$JOB"

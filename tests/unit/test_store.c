@@ -425,8 +425,8 @@ static void test_job_enqueue_get_json(void **state)
 	struct fg_err err = { 0 };
 	int replayed = -1;
 	cJSON *o;
-	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "artifact_id", "created_at",
-			       "updated_at" };
+	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "refusal", "artifact_id",
+			       "created_at", "updated_at" };
 
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, 0, &j, &replayed, &err),
 			 0);
@@ -1448,6 +1448,81 @@ static void test_sqlite_error_message(void **state)
 	fg_store_close(other);
 }
 
+/* A refusal fails a job with its verdict code as data; any other failure names none. */
+static void test_job_refusal(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err cause = { 0 }, err = { 0 };
+	struct fg_job j;
+	cJSON *o, *r;
+
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(claim(f->s, "i/0"), 2);
+	assert_int_equal(claim(f->s, "i/0"), 3);
+	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "head set 'mtp' q/k max %.4f is above 2.4", 2.7908);
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), 0);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_FAILED);
+	assert_ptr_equal(j.refusal, &fg_verdict_table[FG_V_HEAD_DOUBLE_SHIFTED]);
+	assert_string_equal(j.error, "head set 'mtp' q/k max 2.7908 is above 2.4");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE id = 1 AND refusal = 'head_double_shifted'"), 1);
+	o = fg_job_json(&j);
+	assert_non_null(o);
+	r = cJSON_GetObjectItem(o, "refusal");
+	assert_string_equal(cJSON_GetObjectItem(r, "code")->valuestring, "head_double_shifted");
+	assert_string_equal(cJSON_GetObjectItem(r, "severity")->valuestring, "error");
+	assert_string_equal(cJSON_GetObjectItem(r, "detail")->valuestring, "head set 'mtp' q/k max 2.7908 is above 2.4");
+	assert_string_equal(cJSON_GetObjectItem(o, "error")->valuestring,
+			    "head_double_shifted: head set 'mtp' q/k max 2.7908 is above 2.4");
+	cJSON_Delete(o);
+	/* Not a refusal: no refusal object, the error as it was. */
+	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
+	assert_int_equal(fg_store_job_fail(f->s, 2, &cause, &err), 0);
+	j = get_job(f->s, 2);
+	assert_null(j.refusal);
+	o = fg_job_json(&j);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "refusal")));
+	assert_string_equal(cJSON_GetObjectItem(o, "error")->valuestring, "shard 3 is truncated");
+	cJSON_Delete(o);
+	/* A verdict outside the table is refused, the job left running. */
+	fg_err_verdict(&cause, FG_VERDICT_COUNT + 3, "nonsense");
+	assert_int_equal(fg_store_job_fail(f->s, 3, &cause, &err), FG_EINPUT);
+	assert_int_equal(get_job(f->s, 3).state, FG_JOB_RUNNING);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, &err), FG_EINPUT);
+	/* Finished jobs stay as they are. */
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), FG_EINPUT);
+	fg_err_set(&cause, FG_EINPUT, "again");
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), FG_ECONFLICT);
+	/* A stored code this forged does not know reads as no refusal. */
+	exec_sql(f->s, "UPDATE jobs SET refusal = 'from_a_newer_forged' WHERE id = 1");
+	assert_null(get_job(f->s, 1).refusal);
+}
+
+/* A version 1 database (before jobs.refusal and write_probe) is migrated, its jobs kept. */
+static void test_open_migrates_v1(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 }, cause = { 0 };
+
+	enqueue(f->s, NULL, NULL);
+	exec_sql(f->s, "ALTER TABLE jobs DROP COLUMN refusal");
+	exec_sql(f->s, "DROP TABLE write_probe");
+	exec_sql(f->s, "PRAGMA user_version = 1");
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
+	assert_int_equal(fg_store_user_version(f->s), 2);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 1);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	fg_err_verdict(&cause, FG_V_MIXED_CONVENTION, "both sides");
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), 0);
+	assert_ptr_equal(get_job(f->s, 1).refusal, &fg_verdict_table[FG_V_MIXED_CONVENTION]);
+}
+
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1476,6 +1551,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_refusal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_migrates_v1, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
