@@ -162,11 +162,14 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 	struct fg_store *s = fg_api_store(req->api, &err);
 	const struct fg_api_config *cfg = &req->api->cfg;
 	cJSON *doc = cJSON_CreateObject();
+	char reason[FG_ERR_MSG_MAX + 64];
 	const char *why = NULL;
 
-	if (!s || fg_store_counts(s, &counts, NULL, &err) != 0)
-		why = "the database is not available";
-	else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
+	/* Ready means the store takes a write now, not only that it opens. */
+	if (!s || fg_store_probe_write(s, &err) != 0 || fg_store_counts(s, &counts, NULL, &err) != 0) {
+		snprintf(reason, sizeof(reason), "the database cannot take a write: %s", err.msg);
+		why = reason;
+	} else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
 		why = "a worker thread is not running";
 	else if (cfg->queue_cap > 0 && counts.jobs[FG_JOB_QUEUED] >= cfg->queue_cap)
 		why = "the job queue is full";

@@ -27,7 +27,8 @@ const struct fg_cmd fg_cmd_inspect = {
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
 		 "(mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf);\n"
 		 "by default the layout's own.  Exit 0 ok, 1 error verdicts (do not ship),\n"
-		 "2 unreadable or malformed input.\n",
+		 "2 unreadable or malformed input, 3 a failure of forged's own state (the\n"
+		 "pull cache) or an internal error.\n",
 	.run = run_inspect,
 };
 

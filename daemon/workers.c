@@ -316,7 +316,7 @@ int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cf
 	snprintf(dir, sizeof(dir), "%s/artifacts", cfg->state_dir);
 	if (mkdir(dir, 0750) != 0 && access(dir, W_OK) != 0) {
 		free(p);
-		return fg_err_set(err, FG_EIO, "%s: cannot create the artifacts folder", dir);
+		return fg_err_set(err, FG_ESTATE, "%s: cannot create the artifacts folder", dir);
 	}
 	p->w = calloc(cfg->n ? cfg->n : 1, sizeof(*p->w));
 	if (!p->w) {

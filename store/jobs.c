@@ -139,7 +139,7 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	j.id = sqlite3_column_int64(st, first + 0);
 	fg_sql_column_copy(st, first + 1, j.kind, sizeof(j.kind));
 	if (fg_job_state_parse(state, &j.state))
-		return fg_err_set(err, FG_EIO, "job %lld has an unknown state '%s'", (long long)j.id,
+		return fg_err_set(err, FG_ESTATE, "job %lld has an unknown state '%s'", (long long)j.id,
 				  state ? state : "(null)");
 	fg_sql_column_copy(st, first + 3, j.stage, sizeof(j.stage));
 	j.progress = sqlite3_column_double(st, first + 4);

@@ -7,8 +7,11 @@
  * told is stored may be lost by a crash), busy_timeout, foreign_keys=ON.
  * Migrations run by PRAGMA user_version, each in one BEGIN IMMEDIATE
  * transaction; a database newer than this binary is refused.  Every function
- * returns 0 or a negative FG_E* code with err set (FG_EIO for SQLite errors,
- * FG_EINPUT for bad arguments, FG_ENOTFOUND / FG_ECONFLICT below).  The store
+ * returns 0 or a negative FG_E* code with err set: FG_ESTATE when the
+ * database cannot be used (busy, locked, read-only, unreadable, corrupt),
+ * FG_ENOSPC when its disk is full, FG_EINTERNAL for a bug, FG_EINPUT for bad
+ * arguments, FG_ENOTFOUND / FG_ECONFLICT below.  A failure of the store is
+ * never FG_EINPUT: the client's input was fine.  The store
  * knows nothing of HTTP; JSON arguments and results are text or cJSON trees.
  * Statements are prepared once per connection and kept.
  */
@@ -210,5 +213,13 @@ int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_
 
 /* PRAGMA integrity_check == "ok" (tests, readiness). */
 int fg_store_check(struct fg_store *s, struct fg_err *err);
+
+/*
+ * Readiness: commit a one-row write (an upsert of write_probe's only row),
+ * waiting at most half a second for the write lock.  0 when the database
+ * takes writes; else FG_ESTATE (locked, read-only, unreadable), FG_ENOSPC
+ * (its disk is full) or FG_ENOMEM.  Costs one small commit (one fsync).
+ */
+int fg_store_probe_write(struct fg_store *s, struct fg_err *err);
 
 #endif
