@@ -7,7 +7,8 @@
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
-#   make check-src  refuse banned libc functions in our sources
+#   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
+#                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
 #   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
 #   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
@@ -172,11 +173,19 @@ bench: $(FORGED) $(LIBS)
 check-layers:
 	@bash tests/tools/check_layers.sh
 
+# Also: no bare `return -1;` in forge/ (a -1 reads as FG_EUSAGE: failures
+# return an FG_E* code, predicates bool, lookups NULL or a named "not found"),
+# and no error message searched to decide what to do (the code decides).
 check-src:
 	@if grep -nE '(^|[^A-Za-z0-9_])(sprintf|strcpy|strcat|atoi|atol|strtok|gets)[[:space:]]*\(' \
 		$$(find forge daemon store api tests bench -name '*.[ch]' 2>/dev/null); then \
-		echo "check-src: banned function above"; exit 1; \
-	else echo "check-src: ok"; fi
+		echo "check-src: banned function above"; exit 1; fi
+	@if grep -nE 'return[[:space:]]+-1[[:space:]]*;' $$(find forge -name '*.c' 2>/dev/null); then \
+		echo "check-src: bare 'return -1;' in forge/ above (return an FG_E* code, a bool or a named value)"; exit 1; fi
+	@if grep -nE 'str(str|n?cmp|casecmp|ncasecmp)[[:space:]]*\([^;]*(msg|why)\b' \
+		$$(find forge daemon store api -name '*.[ch]' 2>/dev/null); then \
+		echo "check-src: an error message decides behaviour above (test err.code instead)"; exit 1; fi
+	@echo "check-src: ok"
 
 clean:
 	rm -rf build

@@ -83,14 +83,19 @@ struct fg_req {
 	char token_copy[64];
 };
 
-/* What a handler answers. */
+/* What a handler answers; the empty header fields are not sent. */
 struct fg_resp {
 	unsigned status;
 	char *body;                          /* owned, NUL-terminated */
 	struct fg_shared_body *shared;       /* instead of body: one reference, passed to MHD */
 	const char *content_type;
-	char location[128];
+	char location[128];                  /* Location header */
+	char allow[128];                     /* Allow header (405) */
+	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
 };
+
+/* Retry-After of a 503 for a failure of forged's own state (FG_ESTATE). */
+#define FG_API_RETRY_AFTER_S 5
 
 typedef void (*fg_handler)(struct fg_req *req, struct fg_resp *resp);
 
@@ -115,7 +120,12 @@ void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const
 /* Set resp to a JSON document (takes ownership of doc and frees it). */
 void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc);
 
-/* The problem for a store/forge error code (404, 422, 503, 500). */
+/*
+ * The problem for a store/forge error code, chosen by the code alone: 404
+ * FG_ENOTFOUND; 422 FG_EINPUT, FG_EUSAGE, FG_ECONFLICT; 403 FG_EFORBIDDEN;
+ * 503 FG_EBUSY (queue-full) and FG_ESTATE (store-unavailable, with
+ * Retry-After); 507 FG_ENOSPC; 500 otherwise.
+ */
 void fg_problem_from_err(struct fg_resp *resp, struct fg_req *req, const struct fg_err *err);
 
 /* Parse the request body as a JSON object under the depth cap, or answer 400. */

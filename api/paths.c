@@ -42,7 +42,7 @@ enum fg_confine fg_path_confine(const char *path, const char *const *roots, size
 	}
 	if (strstr(path, "://")) {
 		*why = "URL sources are not supported by this server";
-		return FG_CONFINE_BAD;
+		return FG_CONFINE_URL;
 	}
 	if (has_dotdot(path)) {
 		*why = "the path contains '..'";

@@ -15,7 +15,8 @@ enum fg_confine {
 	FG_CONFINE_OK,
 	FG_CONFINE_FORBIDDEN,   /* outside every root, or contains `..` */
 	FG_CONFINE_MISSING,     /* must_exist and it does not (or its parent, for outputs) */
-	FG_CONFINE_BAD,         /* empty, too long, a URL */
+	FG_CONFINE_BAD,         /* empty or too long */
+	FG_CONFINE_URL,         /* a URL (holds "://") where a local path is needed */
 };
 
 /*

@@ -34,12 +34,18 @@ static const char *json_str(const cJSON *o, const char *key)
 
 static struct fg_store *store_or_problem(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = fg_api_store(req->api, &err);
 
-	if (!s)
+	if (s)
+		return s;
+	if (err.code == FG_ENOSPC || err.code == FG_ENOMEM) {
+		fg_problem_from_err(resp, req, &err);
+	} else {
 		fg_problem(resp, req, 503, "store-unavailable", "Store unavailable", "%s", err.msg);
-	return s;
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+	}
+	return NULL;
 }
 
 /* Confine a path field; answers 403/422 and returns -1 when it is not allowed. */
@@ -58,9 +64,11 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 	case FG_CONFINE_MISSING:
 		fg_problem(resp, req, 422, "path-missing", "Path missing", "%s '%s': %s", field, path, why);
 		return -1;
+	case FG_CONFINE_URL:
+		fg_problem(resp, req, 422, "url-source-unsupported", "Bad path", "%s '%s': %s", field, path, why);
+		return -1;
 	default:
-		fg_problem(resp, req, 422, strstr(why, "URL") ? "url-source-unsupported" : "bad-path", "Bad path",
-			   "%s '%s': %s", field, path, why);
+		fg_problem(resp, req, 422, "bad-path", "Bad path", "%s '%s': %s", field, path, why);
 		return -1;
 	}
 }
@@ -80,7 +88,7 @@ static int allow_url(struct fg_req *req, struct fg_resp *resp, const char *field
 	const struct fg_api_config *cfg = &req->api->cfg;
 	struct fg_pull_opts o;
 	struct fg_pull *p = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	int rc;
 
 	if (!cfg->n_allow_hosts) {
@@ -91,8 +99,12 @@ static int allow_url(struct fg_req *req, struct fg_resp *resp, const char *field
 	pull_opts(cfg, &o);
 	rc = fg_pull_open(&p, url, &o, &err);
 	fg_pull_close(p);
-	if (rc == FG_EUSAGE && strstr(err.msg, "allow_hosts")) {
+	if (rc == FG_EFORBIDDEN) {
 		fg_problem(resp, req, 403, "host-forbidden", "Host not allowed", "%s: %s", field, err.msg);
+		return -1;
+	}
+	if (rc == FG_ESTATE || rc == FG_ENOSPC || rc == FG_ENOMEM) {
+		fg_problem_from_err(resp, req, &err); /* our cache, not the client's URL */
 		return -1;
 	}
 	if (rc) {
@@ -142,15 +154,18 @@ static void get_livez(struct fg_req *req, struct fg_resp *resp)
 static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_store_counts counts;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = fg_api_store(req->api, &err);
 	const struct fg_api_config *cfg = &req->api->cfg;
 	cJSON *doc = cJSON_CreateObject();
+	char reason[FG_ERR_MSG_MAX + 64];
 	const char *why = NULL;
 
-	if (!s || fg_store_counts(s, &counts, NULL, &err) != 0)
-		why = "the database is not available";
-	else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
+	/* Ready means the store takes a write now, not only that it opens. */
+	if (!s || fg_store_probe_write(s, &err) != 0 || fg_store_counts(s, &counts, NULL, &err) != 0) {
+		snprintf(reason, sizeof(reason), "the database cannot take a write: %s", err.msg);
+		why = reason;
+	} else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
 		why = "a worker thread is not running";
 	else if (cfg->queue_cap > 0 && counts.jobs[FG_JOB_QUEUED] >= cfg->queue_cap)
 		why = "the job queue is full";
@@ -163,7 +178,7 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 static void get_metrics(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_store_counts counts;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
 	cJSON *by_verdict = NULL;
 
@@ -194,7 +209,7 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
 	char resolved[PATH_MAX];
 	struct fg_pull_opts popts;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
 	struct fg_store *s;
 	const cJSON *rts, *it;
@@ -229,7 +244,13 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	pull_opts(&req->api->cfg, &popts);
 	if (fg_inspect_run_opts(&r, resolved, runtimes, n_rt, &popts, &err) != 0) {
-		fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);
+		/* The code decides: the client's checkpoint (422), a redirect off the allowed hosts (403), ours. */
+		if (err.code == FG_EINPUT || err.code == FG_EUSAGE)
+			fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);
+		else if (err.code == FG_EFORBIDDEN)
+			fg_problem(resp, req, 403, "host-forbidden", "Host not allowed", "%s", err.msg);
+		else
+			fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
 	report = fg_inspect_json(r);
@@ -286,7 +307,7 @@ static void request_problem(struct fg_req *req, struct fg_resp *resp, enum fg_fo
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_forge_request rq;
 	enum fg_forge_request_fault fault;
 	struct fg_job job;
@@ -343,7 +364,7 @@ out:
 
 static void get_job(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
 	struct fg_job job;
 
@@ -371,7 +392,7 @@ static void list_reply(struct fg_resp *resp, cJSON *items, int64_t next)
 
 static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s;
 	const char *state = fg_req_query(req, "state");
 	enum fg_job_state st;
@@ -398,7 +419,7 @@ static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 
 static void delete_job(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
 	struct fg_job job;
 
@@ -416,7 +437,7 @@ static void delete_job(struct fg_req *req, struct fg_resp *resp)
 
 static void get_artifact(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
 	cJSON *doc = NULL;
 
@@ -430,7 +451,7 @@ static void get_artifact(struct fg_req *req, struct fg_resp *resp)
 
 static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s;
 	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
 	cJSON *items = NULL;
@@ -454,7 +475,7 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_verify_input in;
 	struct fg_verify_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s;
 	cJSON *body = fg_req_json(req, resp), *result = NULL, *doc;
 	int64_t id;
@@ -496,7 +517,7 @@ out:
 
 static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *s;
 	cJSON *body = fg_req_json(req, resp), *doc;
 	const cJSON *art, *observed;
@@ -560,7 +581,7 @@ static double ms_since(const struct timespec *t)
 /* Build the health document into resp; on success resp->shared holds it. */
 static void build_fleet_health(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_shared_body *fresh;
 	struct fg_store *s;
 	cJSON *doc = NULL;

@@ -74,9 +74,18 @@ void fg_problem_from_err(struct fg_resp *resp, struct fg_req *req, const struct 
 		fg_problem(resp, req, 503, "queue-full", "Queue full", "%s", err->msg);
 		break;
 	case FG_EINPUT:
-	case FG_EIO:
 	case FG_EUSAGE:
 		fg_problem(resp, req, 422, "unprocessable", "Unprocessable input", "%s", err->msg);
+		break;
+	case FG_EFORBIDDEN:
+		fg_problem(resp, req, 403, "forbidden", "Forbidden", "%s", err->msg);
+		break;
+	case FG_ESTATE:
+		fg_problem(resp, req, 503, "store-unavailable", "Store unavailable", "%s", err->msg);
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		break;
+	case FG_ENOSPC:
+		fg_problem(resp, req, 507, "insufficient-storage", "Insufficient storage", "%s", err->msg);
 		break;
 	default:
 		fg_problem(resp, req, 500, "internal", "Internal error", "%s", err->msg);
@@ -435,7 +444,7 @@ static void dispatch(struct fg_req *req, struct fg_resp *resp)
 		if (path_found) {
 			fg_problem(resp, req, 405, "method-not-allowed", "Method not allowed",
 				   "%s is not allowed on %s (allowed: %s)", req->method, req->url, allow);
-			snprintf(resp->location, sizeof(resp->location), "ALLOW:%s", allow);
+			snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
 		} else {
 			fg_problem(resp, req, 404, "no-such-route", "Not found", "no route %s %s", req->method, req->url);
 		}
@@ -477,10 +486,16 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/json");
 	MHD_add_response_header(r, "X-Request-Id", req->request_id);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
-	if (strncmp(resp->location, "ALLOW:", 6) == 0)
-		MHD_add_response_header(r, "Allow", resp->location + 6);
-	else if (resp->location[0])
+	if (resp->allow[0])
+		MHD_add_response_header(r, "Allow", resp->allow);
+	if (resp->location[0])
 		MHD_add_response_header(r, "Location", resp->location);
+	if (resp->retry_after) {
+		char secs[16];
+
+		snprintf(secs, sizeof(secs), "%u", resp->retry_after);
+		MHD_add_response_header(r, "Retry-After", secs);
+	}
 	ret = MHD_queue_response(req->conn, resp->status, r);
 	MHD_destroy_response(r);
 	count_status(req->api, resp->status);

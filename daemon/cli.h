@@ -4,7 +4,8 @@
  * Each subcommand is a row of the table in main.c: a name, a one-line summary,
  * its usage text and its entry point.  Entry points return the process exit
  * code of design.md section 4 (0 clean, 1 error verdicts, 2 bad usage or
- * input, 3 internal failure) and print errors on stderr themselves.
+ * input, 3 internal failure or a failure of forged's own state: FG_ESTATE,
+ * FG_ENOSPC) and print errors on stderr themselves.
  */
 #ifndef FG_CLI_H
 #define FG_CLI_H
@@ -19,6 +20,7 @@ enum fg_exit {
 	FG_EXIT_VERDICT = 1,
 	FG_EXIT_USAGE = 2,
 	FG_EXIT_INTERNAL = 3,
+	FG_EXIT_STATE = 3,     /* forged's own state (database, state folder, cache) failed */
 };
 
 /*

@@ -27,7 +27,9 @@ const struct fg_cmd fg_cmd_forge = {
 		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
 		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
 		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
-		 "Exit 0 written, 1 refused by a verdict, 2 bad usage or input.\n",
+		 "With --json a refusal prints the document with its refusal {code, severity,\n"
+		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
+		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
 	.run = run_forge,
 };
 
@@ -73,7 +75,7 @@ static int run_forge(int argc, char **argv)
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	int json = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -125,8 +127,11 @@ static int run_forge(int argc, char **argv)
 		fg_forge_result_release(&res);
 		return fg_cli_fail(&err);
 	}
-	if (rc)
-		fprintf(stderr, "forged: refused: %s\n", err.msg);
+	if (rc) {
+		const struct fg_verdict_row *row = fg_verdict_row(fg_err_refusal(&err));
+
+		fprintf(stderr, "forged: refused: %s%s%s\n", row ? row->name : "", row ? ": " : "", err.msg);
+	}
 	if (json) {
 		cJSON *doc = fg_forge_result_json(&res);
 		char *text = doc ? cJSON_Print(doc) : NULL;

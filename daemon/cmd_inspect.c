@@ -27,7 +27,8 @@ const struct fg_cmd fg_cmd_inspect = {
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
 		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
-		 "(do not ship), 2 unreadable or malformed input.\n",
+		 "(do not ship), 2 unreadable or malformed input, 3 a failure of forged's own\n"
+		 "state (the pull cache) or an internal error.\n",
 	.run = run_inspect,
 };
 
@@ -82,27 +83,28 @@ static void print_human(const struct fg_inspect *r)
 	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		const char *col = strcmp(rt->outcome, "ok") == 0 ? "" :
-				  strcmp(rt->outcome, "degraded") == 0 ? p.warning : p.error;
+		const char *col = rt->outcome == FG_OUTCOME_OK ? "" :
+				  rt->outcome == FG_OUTCOME_DEGRADED ? p.warning : p.error;
 
-		printf("%c %-13s %-15s %-15s %s%-9s%s", rt->targeted ? '*' : ' ', rt->rt->id, rt->trunk,
-		       rt->head, col, rt->outcome, p.reset);
+		printf("%c %-13s %-15s %-15s %s%-9s%s", rt->targeted ? '*' : ' ', rt->rt->id,
+		       fg_runtime_trunk_name(rt->trunk), fg_runtime_head_name(rt->head), col,
+		       fg_runtime_outcome_name(rt->outcome), p.reset);
 		if (rt->has_probe)
 			printf(" %11.4f", rt->trunk_probe_after);
 		else
 			printf(" %11s", "-");
-		printf("  %s\n", rt->trunk_shift ? rt->shift_reason : "-");
+		printf("  %s\n", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
 	}
 	printf("  (* targeted)\n\nverdicts\n");
 	if (!r->verdicts.n)
 		printf("  none\n");
 	for (size_t i = 0; i < r->verdicts.n; i++) {
 		const struct fg_verdict *v = &r->verdicts.v[i];
-		enum fg_severity s = v->code->severity;
+		enum fg_severity s = v->row->severity;
 		const char *col = s == FG_SEV_ERROR ? p.error : s == FG_SEV_WARNING ? p.warning : p.info;
 
 		errors += s == FG_SEV_ERROR;
-		printf("  %s%-7s %s%s", col, fg_severity_name(s), v->code->code, p.reset);
+		printf("  %s%-7s %s%s", col, fg_severity_name(s), v->row->name, p.reset);
 		if (v->set[0])
 			printf(" [%s]", v->set);
 		printf(": %s", v->detail);
@@ -122,7 +124,7 @@ static int run_inspect(int argc, char **argv)
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_inspect *r = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const char *source = NULL;
 	size_t n_runtimes = 0;
 	int json = 0, rc;

@@ -100,7 +100,7 @@ static int jobs_option(void *ctx, int val, const char *arg)
 {
 	struct jobs_opts *o = ctx;
 	struct fg_policy policy;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *end;
 	size_t k;
 

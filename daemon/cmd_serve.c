@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,15 +49,16 @@ static void make_instance_id(char *buf, size_t len)
 	snprintf(buf, len, "%lx-%lx", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
 }
 
-static int make_dir(const char *path)
+/* True when path is a folder now (made, or there already). */
+static bool make_dir(const char *path)
 {
-	return mkdir(path, 0750) == 0 || errno == EEXIST ? 0 : -1;
+	return mkdir(path, 0750) == 0 || errno == EEXIST;
 }
 
 static void status_line(struct fg_store *s, struct fg_workers *w)
 {
 	struct fg_store_counts c;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char msg[160];
 
 	if (fg_store_counts(s, &c, NULL, &err) != 0)
@@ -70,7 +72,7 @@ static void status_line(struct fg_store *s, struct fg_workers *w)
 static int run_serve(int argc, char **argv)
 {
 	struct fg_config cfg;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_store *store = NULL;
 	struct fg_workers *workers = NULL;
 	struct fg_api *api = NULL;
@@ -90,9 +92,9 @@ static int run_serve(int argc, char **argv)
 	fg_log_init();
 	if (fg_config_load(&cfg, argc, argv, &err) != 0)
 		return err.code == FG_EUSAGE ? fg_cli_usage_error(&fg_cmd_serve, "%s", err.msg) : fg_cli_fail(&err);
-	if (make_dir(cfg.state_dir) != 0) {
+	if (!make_dir(cfg.state_dir)) {
 		fg_log(FG_LOG_ERR, "%s: cannot create the state folder: %s", cfg.state_dir, strerror(errno));
-		return FG_EXIT_USAGE;
+		return FG_EXIT_STATE;
 	}
 	{
 		/* Absolute from here on: artifact paths are stored and handed to clients. */
@@ -108,7 +110,7 @@ static int run_serve(int argc, char **argv)
 	make_instance_id(instance, sizeof(instance));
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
-		return FG_EXIT_USAGE;
+		return fg_err_exit_code(err.code); /* 3 for our own database (FG_ESTATE, FG_ENOSPC) */
 	}
 	if (fg_store_jobs_recover(store, instance, FG_WORKERS_STALE_SECONDS, cfg.max_attempts, &requeued, &failed,
 				  &err) != 0) {

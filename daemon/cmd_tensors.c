@@ -176,7 +176,7 @@ static int print_human(const struct fg_st_file *f)
 static int run_tensors(int argc, char **argv)
 {
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const char *path = NULL;
 	int json = 0, rc;
 

@@ -90,9 +90,9 @@ static int print_human(const char *path, const struct fg_verify_input *in,
 		n_rules++;
 	for (size_t i = 0; i < in->n_rows; i++)
 		by_depth[in->rows[i].depth] = &in->rows[i];
-	printf("%s: %s (%s%s)\n", path, r->verdict->code,
-	       fg_verify_severity_name(r->verdict->severity),
-	       r->verdict->severity == FG_VERIFY_ERROR ? ": do not ship" : "");
+	printf("%s: %s (%s%s)\n", path, r->verdict->row->name,
+	       fg_severity_name(r->verdict->row->severity),
+	       r->verdict->row->severity == FG_SEV_ERROR ? ": do not ship" : "");
 	if (r->runtime[0] || r->hardware[0])
 		printf("runtime %s on %s\n", r->runtime[0] ? r->runtime : "(unnamed)",
 		       r->hardware[0] ? r->hardware : "(unnamed hardware)");
@@ -110,7 +110,7 @@ static int print_human(const char *path, const struct fg_verify_input *in,
 	else
 		printf("best first-position acceptance: none reported, collapse threshold %g\n",
 		       r->collapse_threshold);
-	printf("decided by rule %d of %zu: %s\n", r->verdict->rule, n_rules, r->verdict->meaning);
+	printf("decided by rule %d of %zu: %s\n", r->verdict->rule, n_rules, r->verdict->row->meaning);
 	return FG_EXIT_OK;
 }
 
@@ -118,7 +118,7 @@ static int run_verdict(int argc, char **argv)
 {
 	struct fg_verify_input in = { .rows = NULL };
 	struct fg_verify_result r;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	double threshold = FG_VERIFY_COLLAPSE_DEFAULT;
 	const char *path = NULL;
 	cJSON *doc = NULL;
@@ -174,7 +174,7 @@ static int run_verdict(int argc, char **argv)
 		fprintf(stderr, "forged: error: writing output failed\n");
 		rc = FG_EXIT_INTERNAL;
 	}
-	if (rc == FG_EXIT_OK && r.verdict->severity == FG_VERIFY_ERROR)
+	if (rc == FG_EXIT_OK && r.verdict->row->severity == FG_SEV_ERROR)
 		rc = FG_EXIT_VERDICT;
 out:
 	fg_verify_release(&in);

@@ -97,7 +97,7 @@ struct job_ctx {
 static int on_progress(void *ctx, const char *stage, double fraction)
 {
 	struct job_ctx *j = ctx;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_job job;
 	const char *fault = getenv("FORGED_FAULT_STAGE");
 
@@ -167,7 +167,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 {
 	struct fg_workers *p = w->pool;
 	struct fg_forge_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct job_ctx ctx = { .w = w, .id = job->id };
 	struct timespec t0;
 	char out[PATH_MAX];
@@ -210,11 +210,13 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_store_job_finish(w->store, job->id, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: cancelled", (long long)job->id);
 	} else if (rc) {
-		char msg[FG_ERR_MSG_MAX];
+		/* The cause is kept whole: a refusal's verdict code is stored as data. */
+		struct fg_err cause = err;
+		const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&cause));
 
-		snprintf(msg, sizeof(msg), "%s", err.msg);
-		fg_store_job_finish(w->store, job->id, FG_JOB_FAILED, msg, 0, &err);
-		fg_log(FG_LOG_WARNING, "job %lld: failed: %s", (long long)job->id, msg);
+		fg_store_job_fail(w->store, job->id, &cause, &err);
+		fg_log(FG_LOG_WARNING, "job %lld: %s: %s%s%s", (long long)job->id, refusal ? "refused" : "failed",
+		       refusal ? refusal->name : "", refusal ? ": " : "", cause.msg);
 	} else {
 		int64_t aid = store_artifact(w, o.source, &res, &err);
 
@@ -227,7 +229,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
 		} else {
-			char msg[FG_ERR_MSG_MAX];
+			char msg[FG_ERR_MSG_MAX + 32];
 
 			snprintf(msg, sizeof(msg), "storing the artifact: %s", err.msg);
 			fg_store_job_finish(w->store, job->id, FG_JOB_FAILED, msg, 0, &err);
@@ -247,7 +249,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct fg_workers *p = w->pool;
 	char name[96];
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	snprintf(name, sizeof(name), "%s/%u", p->cfg.instance_id, w->index);
 	if (fg_store_open(&w->store, p->cfg.db_path, &err) != 0) {
@@ -310,7 +312,7 @@ int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cf
 	snprintf(dir, sizeof(dir), "%s/artifacts", cfg->state_dir);
 	if (mkdir(dir, 0750) != 0 && access(dir, W_OK) != 0) {
 		free(p);
-		return fg_err_set(err, FG_EIO, "%s: cannot create the artifacts folder", dir);
+		return fg_err_set(err, FG_ESTATE, "%s: cannot create the artifacts folder", dir);
 	}
 	p->w = calloc(cfg->n ? cfg->n : 1, sizeof(*p->w));
 	if (!p->w) {

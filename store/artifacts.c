@@ -17,36 +17,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CODE_MAX 64         /* verdict code bytes */
 #define FILE_MAX 4096       /* fingerprinted file name bytes */
 #define SHA_MAX 128         /* digest text bytes */
 
-/* Verdict codes are identifiers; refusing anything else keeps listings and metrics label-safe. */
-static int valid_code(const char *code)
-{
-	size_t n = 0;
-
-	if (!code || !*code)
-		return 0;
-	for (const char *p = code; *p; p++, n++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return n <= CODE_MAX;
-}
-
-static int valid_severity(const char *sev)
-{
-	return sev && (strcmp(sev, "info") == 0 || strcmp(sev, "warning") == 0 || strcmp(sev, "error") == 0);
-}
-
 /* ---- the unhealthy flag ---- */
 
-/* The rule of store.h, in one place: an error-severity static verdict, or a collapsed latest verification. */
+/*
+ * The rule of store.h, in one place: an error-severity static verdict, or a
+ * latest verification whose verdict is ?2 (mtp_acceptance_collapsed, bound
+ * from the verdict table).
+ */
 static const char sql_refresh_health[] =
 	"UPDATE artifacts SET unhealthy ="
 	" (EXISTS (SELECT 1 FROM verdicts WHERE artifact_id = ?1 AND origin = 'static' AND severity = 'error')"
 	"  OR coalesce((SELECT verdict FROM verifications WHERE artifact_id = ?1 ORDER BY id DESC LIMIT 1)"
-	"   = 'mtp_acceptance_collapsed', 0))"
+	"   = ?2, 0))"
 	" WHERE id = ?1";
 
 static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
@@ -57,12 +42,18 @@ static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
+	fg_sql_bind_text(st, 2, fg_verdict_table[FG_V_MTP_ACCEPTANCE_COLLAPSED].name);
 	return fg_sql_exec(s, st, err, "updating the artifact's health");
 }
 
 /* ---- storing an artifact ---- */
 
-/* The report's verdicts, checked before anything is written.  No verdicts key: none. */
+/*
+ * The report's verdicts, checked against the verdict table before anything
+ * is written: a known code that a report may carry (not a verification code),
+ * at the severity the table gives it.  No verdicts key: none.  Only table
+ * names reach the verdicts table, which keeps listings and metrics label-safe.
+ */
 static int check_verdicts(const cJSON *report, struct fg_err *err)
 {
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(report, "verdicts");
@@ -76,12 +67,17 @@ static int check_verdicts(const cJSON *report, struct fg_err *err)
 	cJSON_ArrayForEach(v, list) {
 		const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code"));
 		const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity"));
+		const struct fg_verdict_row *row = fg_verdict_code_find(code);
+		enum fg_severity parsed;
 
-		if (!valid_code(code))
+		if (!row || row->kind == FG_VK_VERIFICATION)
 			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].code is missing or not a verdict code", i);
-		if (!valid_severity(sev))
+		if (!fg_severity_parse(sev, &parsed))
 			return fg_err_set(err, FG_EINPUT,
 					  "report.verdicts[%d].severity is not info, warning or error", i);
+		if (parsed != row->severity)
+			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].severity is %s, but %s is raised at %s",
+					  i, sev, row->name, fg_severity_name(row->severity));
 		i++;
 	}
 	return 0;
@@ -554,26 +550,14 @@ static const char sql_verification_insert[] =
 static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
-/*
- * The severity of a verification verdict: the result's own "severity" (the
- * forged.verdict.v1 object carries it), else error for a collapse (the one
- * verification code the health rule names) and info otherwise.
- */
-static const char *verification_severity(const cJSON *result, const char *verdict)
-{
-	const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "severity"));
-
-	if (valid_severity(sev))
-		return sev;
-	return strcmp(verdict, "mtp_acceptance_collapsed") == 0 ? "error" : "info";
-}
-
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char *result_text = NULL;
-	const char *verdict;
+	const struct fg_verdict_row *row;
+	const char *verdict, *sev;
+	enum fg_severity parsed;
 	cJSON *rows;
 	int64_t new_id = 0;
 	int rc;
@@ -585,11 +569,18 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 		return fg_err_set(err, FG_EINPUT, "storing a verification of artifact %lld: the rows are not JSON",
 				  (long long)artifact_id);
 	cJSON_Delete(rows);
-	verdict = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict"));
-	if (!valid_code(verdict))
+	row = fg_verdict_code_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict")));
+	if (!row || row->kind != FG_VK_VERIFICATION)
 		return fg_err_set(err, FG_EINPUT,
-				  "storing a verification of artifact %lld: result.verdict is missing or not a code",
+				  "storing a verification of artifact %lld: result.verdict is missing or not a verification code",
 				  (long long)artifact_id);
+	/* The severity is the table's; a result that says otherwise is refused. */
+	sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "severity"));
+	if (sev && (!fg_severity_parse(sev, &parsed) || parsed != row->severity))
+		return fg_err_set(err, FG_EINPUT,
+				  "storing a verification of artifact %lld: result.severity '%.20s' is not %s's %s",
+				  (long long)artifact_id, sev, row->name, fg_severity_name(row->severity));
+	verdict = row->name;
 	result_text = cJSON_PrintUnformatted(result);
 	if (!result_text)
 		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
@@ -622,7 +613,7 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 	rc = fg_sql_exec(s, st, err, "replacing the verification verdict");
 	st = NULL;
 	if (!rc)
-		rc = add_verdict(s, artifact_id, verdict, verification_severity(result, verdict), "verification", err);
+		rc = add_verdict(s, artifact_id, verdict, fg_severity_name(row->severity), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
 	if (!rc)

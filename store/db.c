@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 5000
+#define PROBE_BUSY_MS 500   /* the readiness write probe waits this long for the lock */
 #define WAL_RETRY_MS 10
 
 /*
@@ -176,8 +177,24 @@ static const char schema_v1[] =
 	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
 	" END;";
 
+/*
+ * Version 2.
+ * - jobs.refusal: the verdict code (a name of forge/model/verdicts.h's table)
+ *   of the refusal that failed a job, NULL for any other end; the job's error
+ *   keeps the refusal's detail.
+ * - write_probe: one row that /readyz rewrites to prove the database takes a
+ *   write (a committed write is the only test that sees a full disk).
+ */
+static const char schema_v2[] =
+	"ALTER TABLE jobs ADD COLUMN refusal TEXT;"
+	"CREATE TABLE write_probe ("
+	" id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" at TEXT NOT NULL"
+	");";
+
 static const char *const migrations[] = {
 	schema_v1,
+	schema_v2,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
@@ -185,11 +202,34 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VER
 
 /* ---- helpers shared by the store files (internal.h) ---- */
 
+int fg_sql_code(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return FG_ENOMEM;
+	case SQLITE_FULL:
+		return FG_ENOSPC;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+	case SQLITE_READONLY:
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+	case SQLITE_PERM:
+	case SQLITE_PROTOCOL:
+	case SQLITE_NOLFS:
+		return FG_ESTATE;
+	default:
+		/* SQLITE_ERROR, CONSTRAINT, MISUSE, ...: our SQL or our checks are wrong. */
+		return FG_EINTERNAL;
+	}
+}
+
 int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what)
 {
-	int code = (rc & 0xff) == SQLITE_NOMEM ? FG_ENOMEM : FG_EIO;
-
-	return fg_err_set(err, code, "%s: %s", what, s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+	return fg_err_set(err, fg_sql_code(rc), "%s: %s", what,
+			  s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
 static uint64_t sql_hash(const char *sql)
@@ -342,7 +382,7 @@ int fg_sql_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *er
 	}
 	j = cJSON_ParseWithLength(t, (size_t)sqlite3_column_bytes(st, col));
 	if (!j)
-		return fg_err_set(err, FG_EIO, "%s: the stored JSON does not parse", what);
+		return fg_err_set(err, FG_ESTATE, "%s: the stored JSON does not parse", what);
 	*out = j;
 	return 0;
 }
@@ -408,7 +448,7 @@ static int read_user_version(struct fg_store *s, int *version, struct fg_err *er
 
 static int refuse_newer(int version, const char *path, struct fg_err *err)
 {
-	return fg_err_set(err, FG_EIO,
+	return fg_err_set(err, FG_ESTATE,
 			  "database '%s' has schema version %d, newer than this forged's %d: "
 			  "run a newer forged",
 			  path, version, FG_STORE_SCHEMA_VERSION);
@@ -453,8 +493,7 @@ static int migrate(struct fg_store *s, const char *path, struct fg_err *err)
 			rc = sqlite3_exec(s->db, bump, NULL, NULL, &msg);
 		}
 		if (rc != SQLITE_OK) {
-			rc = fg_err_set(err, (rc & 0xff) == SQLITE_NOMEM ? FG_ENOMEM : FG_EIO,
-					"migrating '%s' to schema version %d: %s", path, version + 1,
+			rc = fg_err_set(err, fg_sql_code(rc), "migrating '%s' to schema version %d: %s", path, version + 1,
 					msg ? msg : sqlite3_errstr(rc));
 			sqlite3_free(msg);
 			goto fail;
@@ -473,20 +512,21 @@ fail:
 
 /*
  * Wait for a lock in short steps: 100 us doubling to a 10 ms ceiling, up to
- * BUSY_TIMEOUT_MS in all.  SQLite's own busy_timeout sleeps in steps of up to
- * 100 ms, which left a writer idle long after the lock was free (a p99 of
- * about 0.8 s for verifications under 64 concurrent clients).
+ * the store's busy_ms (BUSY_TIMEOUT_MS; PROBE_BUSY_MS during the readiness
+ * probe) in all.  SQLite's own busy_timeout sleeps in steps of up to 100 ms,
+ * which left a writer idle long after the lock was free (a p99 of about 0.8 s
+ * for verifications under 64 concurrent clients).
  */
 static int busy_wait(void *arg, int count)
 {
+	const struct fg_store *s = arg;
 	long long step = 100LL << (count < 7 ? count : 7), waited;
 
-	(void)arg;
 	if (step > 10000)
 		step = 10000;
 	/* Time already waited: the doubling steps, then the 10 ms ones. */
 	waited = count < 7 ? 100LL * ((1LL << count) - 1) : 12700LL + 10000LL * (count - 7);
-	if (waited / 1000 >= BUSY_TIMEOUT_MS)
+	if (waited / 1000 >= s->busy_ms)
 		return 0;
 	usleep((useconds_t)step);
 	return 1;
@@ -503,7 +543,8 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 	const char *mode;
 	int rc;
 
-	sqlite3_busy_handler(s->db, busy_wait, NULL);
+	s->busy_ms = BUSY_TIMEOUT_MS;
+	sqlite3_busy_handler(s->db, busy_wait, s);
 	rc = fg_sql_get(s, "PRAGMA journal_mode = WAL", &st, err);
 	if (rc)
 		return rc;
@@ -528,7 +569,7 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 	mode = (const char *)sqlite3_column_text(st, 0);
 	/* An in-memory database (":memory:", tests) cannot be WAL and needs no durability. */
 	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
-		rc = fg_err_set(err, FG_EIO, "database '%s' cannot use WAL (journal mode stays '%s')", path,
+		rc = fg_err_set(err, FG_ESTATE, "database '%s' cannot use WAL (journal mode stays '%s')", path,
 				mode ? mode : "?");
 		fg_sql_put(st);
 		return rc;
@@ -551,7 +592,7 @@ int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err)
 		return fg_err_set(err, FG_EINPUT, "opening the store: no database path");
 	/* Each thread has its own connection, but they share the library's state. */
 	if (!sqlite3_threadsafe())
-		return fg_err_set(err, FG_EIO, "opening '%s': libsqlite3 was built without thread support", path);
+		return fg_err_set(err, FG_EINTERNAL, "opening '%s': libsqlite3 was built without thread support", path);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return fg_err_set(err, FG_ENOMEM, "opening '%s': out of memory", path);
@@ -559,7 +600,7 @@ int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err)
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
-		rc = fg_err_set(err, s->db ? FG_EIO : FG_ENOMEM, "opening database '%s': %s", path,
+		rc = fg_err_set(err, s->db ? fg_sql_code(rc) : FG_ENOMEM, "opening database '%s': %s", path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto out;
 	}
@@ -612,12 +653,38 @@ int fg_store_check(struct fg_store *s, struct fg_err *err)
 	}
 	first = (const char *)sqlite3_column_text(st, 0);
 	if (!first || strcmp(first, "ok") != 0) {
-		rc = fg_err_set(err, FG_EIO, "integrity check failed: %s", first ? first : "(no message)");
+		rc = fg_err_set(err, FG_ESTATE, "integrity check failed: %s", first ? first : "(no message)");
 		goto out;
 	}
 	rc = 0;
 out:
 	fg_sql_put(st);
+	return rc;
+}
+
+static const char sql_write_probe[] =
+	"INSERT INTO write_probe (id, at) VALUES (1, " FG_SQL_NOW ")"
+	" ON CONFLICT (id) DO UPDATE SET at = excluded.at";
+
+int fg_store_probe_write(struct fg_store *s, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "write probe: no store");
+	/* A readiness probe answers in well under a second, busy or not. */
+	s->busy_ms = PROBE_BUSY_MS;
+	rc = fg_sql_begin(s, err);
+	if (!rc)
+		rc = fg_sql_get(s, sql_write_probe, &st, err);
+	if (!rc)
+		rc = fg_sql_exec(s, st, err, "writing the probe row");
+	if (!rc)
+		rc = fg_sql_commit(s, err);
+	if (rc)
+		fg_sql_rollback(s);
+	s->busy_ms = BUSY_TIMEOUT_MS;
 	return rc;
 }
 

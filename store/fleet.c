@@ -260,6 +260,7 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	if (rc)
 		return rc;
 	if (artifacts[0] > 0 && artifacts[1] > 0) {
+		const struct fg_verdict_row *row = &fg_verdict_table[FG_V_MIXED_HEAD_CONVENTIONS_IN_FLEET];
 		char detail[256];
 		cJSON *w = cJSON_CreateObject();
 
@@ -269,7 +270,8 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 			 (long long)artifacts[0], (long long)reports[0], (long long)artifacts[1],
 			 (long long)reports[1]);
 		/* Added to the list last, so a failure before that leaves w ours to free. */
-		if (!w || !cJSON_AddStringToObject(w, "code", "mixed_head_conventions_in_fleet") ||
+		if (!w || !cJSON_AddStringToObject(w, "code", row->name) ||
+		    !cJSON_AddStringToObject(w, "severity", fg_severity_name(row->severity)) ||
 		    !cJSON_AddStringToObject(w, "detail", detail) || !cJSON_AddItemToArray(list, w)) {
 			cJSON_Delete(w);
 			return fg_err_set(err, FG_ENOMEM, "out of memory");

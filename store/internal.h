@@ -43,6 +43,7 @@ struct fg_sql_slot {
 struct fg_store {
 	sqlite3 *db;
 	int user_version;       /* after migration */
+	long long busy_ms;      /* how long a statement waits for a lock (db.c's busy handler) */
 	size_t n_slots;
 	struct fg_sql_slot slots[FG_SQL_CACHE_MAX];
 };
@@ -53,8 +54,8 @@ struct fg_store {
  * cleared; the caller binds, steps, and hands it back with fg_sql_put (which
  * resets it, ending any read it holds open).  A statement may be in use once
  * at a time: a caller must not fetch the same SQL again before putting it.
- * FG_EIO with SQLite's message when the SQL does not prepare, FG_EINTERNAL
- * when the cache is full.
+ * fg_sql_fail's code with SQLite's message when the SQL does not prepare,
+ * FG_EINTERNAL when the cache is full.
  */
 int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err);
 
@@ -62,8 +63,18 @@ int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct f
 void fg_sql_put(sqlite3_stmt *st);
 
 /*
+ * The FG_E* code of a SQLite result code (primary or extended), which is
+ * what the API and the CLI act on: FG_ENOMEM for SQLITE_NOMEM; FG_ENOSPC for
+ * SQLITE_FULL (our disk is full: 507); FG_ESTATE for BUSY, LOCKED, IOERR,
+ * CANTOPEN, READONLY, CORRUPT, NOTADB, PERM, PROTOCOL, NOLFS (our database
+ * cannot be used now: 503, exit 3); FG_EINTERNAL for the rest (a bug of ours:
+ * a client's input never reaches SQLite unchecked).
+ */
+int fg_sql_code(int rc);
+
+/*
  * Record a SQLite failure of rc in err as "<what>: <sqlite3_errmsg>" and
- * return its FG_E* code: FG_ENOMEM for SQLITE_NOMEM, FG_EIO otherwise.
+ * return fg_sql_code(rc).
  */
 int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what);
 
@@ -95,7 +106,7 @@ int fg_sql_bind_text(sqlite3_stmt *st, int i, const char *text);
 void fg_sql_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap);
 
 /*
- * Parse stored JSON text of column col (NULL column: JSON null).  FG_EIO
+ * Parse stored JSON text of column col (NULL column: JSON null).  FG_ESTATE
  * naming what when the stored text is not JSON (a corrupted row), FG_ENOMEM.
  */
 int fg_sql_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what);

@@ -13,13 +13,14 @@
  */
 #include "store/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Column order read by job_read. */
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
-	"created_at, updated_at"
+	"created_at, updated_at, refusal"
 
 #define KEY_MAX 255        /* idempotency key bytes */
 #define HASH_MAX 128       /* body digest bytes (hex SHA-256 is 64) */
@@ -65,9 +66,41 @@ void fg_job_release(struct fg_job *job)
 	job->params = NULL;
 }
 
+/* {code, severity, detail} of the refusal that failed job, or JSON null; NULL when out of memory. */
+static cJSON *refusal_json(const struct fg_job *job)
+{
+	const struct fg_verdict_row *row = job->refusal;
+	cJSON *o;
+
+	if (!row)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (o && (!cJSON_AddStringToObject(o, "code", row->name) ||
+		  !cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity)) ||
+		  !cJSON_AddStringToObject(o, "detail", job->error))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	return o;
+}
+
+/* The error a person reads: a refusal's detail is led by its code. */
+static int add_error(cJSON *o, const struct fg_job *job)
+{
+	const struct fg_verdict_row *row = job->refusal;
+	char text[sizeof(job->error) + 80];
+
+	if (!job->error[0] && !row)
+		return cJSON_AddNullToObject(o, "error") != NULL;
+	if (!row)
+		return cJSON_AddStringToObject(o, "error", job->error) != NULL;
+	snprintf(text, sizeof(text), "%s: %s", row->name, job->error);
+	return cJSON_AddStringToObject(o, "error", text) != NULL;
+}
+
 cJSON *fg_job_json(const struct fg_job *job)
 {
-	cJSON *o;
+	cJSON *o, *refusal;
 
 	if (!job)
 		return NULL;
@@ -78,16 +111,22 @@ cJSON *fg_job_json(const struct fg_job *job)
 	    !cJSON_AddStringToObject(o, "kind", job->kind) ||
 	    !cJSON_AddStringToObject(o, "state", fg_job_state_name(job->state)) ||
 	    !cJSON_AddStringToObject(o, "stage", job->stage) ||
-	    !cJSON_AddNumberToObject(o, "progress", job->progress) ||
-	    !(job->error[0] ? cJSON_AddStringToObject(o, "error", job->error) : cJSON_AddNullToObject(o, "error")) ||
-	    !(job->artifact_id > 0 ? cJSON_AddNumberToObject(o, "artifact_id", (double)job->artifact_id)
+	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_error(o, job))
+		goto fail;
+	refusal = refusal_json(job);
+	if (!refusal || !cJSON_AddItemToObject(o, "refusal", refusal)) {
+		cJSON_Delete(refusal); /* not o's when the add failed */
+		goto fail;
+	}
+	if (!(job->artifact_id > 0 ? cJSON_AddNumberToObject(o, "artifact_id", (double)job->artifact_id)
 				   : cJSON_AddNullToObject(o, "artifact_id")) ||
 	    !cJSON_AddStringToObject(o, "created_at", job->created_at) ||
-	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
+	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at))
+		goto fail;
 	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
 }
 
 /* Fill *out from the JOB_COLS of st's current row (starting at column first). */
@@ -101,7 +140,7 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	j.id = sqlite3_column_int64(st, first + 0);
 	fg_sql_column_copy(st, first + 1, j.kind, sizeof(j.kind));
 	if (fg_job_state_parse(state, &j.state))
-		return fg_err_set(err, FG_EIO, "job %lld has an unknown state '%s'", (long long)j.id,
+		return fg_err_set(err, FG_ESTATE, "job %lld has an unknown state '%s'", (long long)j.id,
 				  state ? state : "(null)");
 	fg_sql_column_copy(st, first + 3, j.stage, sizeof(j.stage));
 	j.progress = sqlite3_column_double(st, first + 4);
@@ -115,6 +154,8 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
 	fg_sql_column_copy(st, first + 10, j.created_at, sizeof(j.created_at));
 	fg_sql_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
+	/* A code this forged does not know (a newer one wrote it) reads as no refusal. */
+	j.refusal = fg_verdict_code_find((const char *)sqlite3_column_text(st, first + 12));
 	*out = j;
 	return 0;
 }
@@ -397,12 +438,13 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 }
 
 static const char sql_job_finish[] =
-	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4,"
+	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5,"
 	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
 
-int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
-			int64_t artifact_id, struct fg_err *err)
+/* fg_store_job_finish and fg_store_job_fail: refusal is a table row or NULL. */
+static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
+		      const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -425,6 +467,7 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state,
 		sqlite3_bind_int64(st, 4, artifact_id);
 	else
 		sqlite3_bind_null(st, 4);
+	fg_sql_bind_text(st, 5, refusal ? refusal->name : NULL);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
@@ -441,6 +484,25 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state,
 	if (sqlite3_changes(s->db) == 0)
 		return not_running(s, id, "finishing", err);
 	return 0;
+}
+
+int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
+			int64_t artifact_id, struct fg_err *err)
+{
+	return finish_job(s, id, state, error, NULL, artifact_id, err);
+}
+
+int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, struct fg_err *err)
+{
+	int verdict = fg_err_refusal(cause);
+	const struct fg_verdict_row *row = fg_verdict_row(verdict);
+
+	if (!cause)
+		return fg_err_set(err, FG_EINPUT, "failing job %lld: no cause", (long long)id);
+	if (verdict != FG_ERR_NO_VERDICT && !row)
+		return fg_err_set(err, FG_EINPUT, "failing job %lld: %d is not a verdict code", (long long)id,
+				  verdict);
+	return finish_job(s, id, FG_JOB_FAILED, cause->msg, row, 0, err);
 }
 
 /*

@@ -7,8 +7,11 @@
  * told is stored may be lost by a crash), busy_timeout, foreign_keys=ON.
  * Migrations run by PRAGMA user_version, each in one BEGIN IMMEDIATE
  * transaction; a database newer than this binary is refused.  Every function
- * returns 0 or a negative FG_E* code with err set (FG_EIO for SQLite errors,
- * FG_EINPUT for bad arguments, FG_ENOTFOUND / FG_ECONFLICT below).  The store
+ * returns 0 or a negative FG_E* code with err set: FG_ESTATE when the
+ * database cannot be used (busy, locked, read-only, unreadable, corrupt),
+ * FG_ENOSPC when its disk is full, FG_EINTERNAL for a bug, FG_EINPUT for bad
+ * arguments, FG_ENOTFOUND / FG_ECONFLICT below.  A failure of the store is
+ * never FG_EINPUT: the client's input was fine.  The store
  * knows nothing of HTTP; JSON arguments and results are text or cJSON trees.
  * Statements are prepared once per connection and kept.
  */
@@ -21,8 +24,9 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/model/verdicts.h"
 
-#define FG_STORE_SCHEMA_VERSION 1
+#define FG_STORE_SCHEMA_VERSION 2
 
 /* The largest page a listing returns (the smallest is 1); docs/openapi.json's Limit maximum. */
 #define FG_STORE_LIST_LIMIT_MAX 500
@@ -66,12 +70,19 @@ struct fg_job {
 	char *params;                  /* the job's parameters (JSON text), owned */
 	char created_at[32];           /* RFC 3339 UTC */
 	char updated_at[32];
+	const struct fg_verdict_row *refusal; /* the verdict that refused it (error is the
+						 detail), or NULL */
 };
 
 /* Free job->params (the struct itself is the caller's). NULL allowed. */
 void fg_job_release(struct fg_job *job);
 
-/* The design.md section 8 job object: id, kind, state, stage, progress, error, artifact_id, created_at, updated_at. */
+/*
+ * The design.md section 8 job object: id, kind, state, stage, progress,
+ * error, refusal, artifact_id, created_at, updated_at.  refusal is
+ * {code, severity, detail} (severity from the verdict table) when a verdict
+ * refused the job, else null; error is then "code: detail", for people.
+ */
 cJSON *fg_job_json(const struct fg_job *job);
 
 /*
@@ -98,6 +109,14 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 /* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
 int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
 			int64_t artifact_id, struct fg_err *err);
+
+/*
+ * Finish a running job as FAILED because of cause: its message is the
+ * error and, when cause is a refusal (fg_err_refusal), its verdict code is
+ * stored as the job's refusal.  FG_EINPUT when cause names a code outside
+ * the verdict table.
+ */
+int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, struct fg_err *err);
 
 /*
  * Cancel: a queued job becomes cancelled at once; a running job gets
@@ -181,7 +200,8 @@ int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact
  * Fleet health: {"artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
  * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "verdicts": [...], "hosts": [{"host", "runtime", "reported_at"}]}],
  * "probe_qnorm": {"healthy_band": [1.74, 1.83], "buckets": [{"range": [lo, hi], "count": n}], "outside_band": n},
- * "warnings": [{"code": "mixed_head_conventions_in_fleet", "detail": ...}]}.
+ * "warnings": [{"code": "mixed_head_conventions_in_fleet", "severity": "warning", "detail": ...}]}
+ * (code and severity from the verdict table).
  * An artifact is unhealthy when it has an error-severity verdict or its latest
  * verification verdict is mtp_acceptance_collapsed.  Only the latest report
  * per (host, runtime) counts.
@@ -200,5 +220,13 @@ int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_
 
 /* PRAGMA integrity_check == "ok" (tests, readiness). */
 int fg_store_check(struct fg_store *s, struct fg_err *err);
+
+/*
+ * Readiness: commit a one-row write (an upsert of write_probe's only row),
+ * waiting at most half a second for the write lock.  0 when the database
+ * takes writes; else FG_ESTATE (locked, read-only, unreadable), FG_ENOSPC
+ * (its disk is full) or FG_ENOMEM.  Costs one small commit (one fsync).
+ */
+int fg_store_probe_write(struct fg_store *s, struct fg_err *err);
 
 #endif

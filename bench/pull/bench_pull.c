@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 	static struct fg_st_file *st[MAX_FILES];
 	struct fg_pull_opts o;
 	struct fg_pull *p = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_stats s;
 	struct fg_pull_range *norms = NULL;
 	size_t n_files = 0, n_norms = 0, cap_norms = 0;

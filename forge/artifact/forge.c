@@ -140,7 +140,7 @@ static int make_parents(const char *root, const char *name, struct fg_err *err)
 			return err->code;
 		path[strlen(root) + 1 + (size_t)(slash - name)] = '\0';
 		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return fg_err_set(err, FG_EIO, "%s: cannot create folder: %s", path, strerror(errno));
+			return fg_err_set(err, FG_EINPUT, "%s: cannot create folder: %s", path, strerror(errno));
 		slash++;
 	}
 	return 0;
@@ -152,11 +152,11 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 	char *buf = NULL;
 
 	if (in < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", src, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", src, strerror(errno));
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	buf = malloc(COPY_CHUNK);
 	if (out < 0 || !buf) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -166,7 +166,7 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 			continue;
 		if (got <= 0) {
 			if (got < 0)
-				rc = fg_err_set(err, FG_EIO, "%s: read: %s", src, strerror(errno));
+				rc = fg_err_set(err, FG_EINPUT, "%s: read: %s", src, strerror(errno));
 			break;
 		}
 		while (put < got) {
@@ -175,14 +175,14 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0) {
-				rc = fg_err_set(err, FG_EIO, "%s: write: %s", dst, strerror(errno));
+				rc = fg_err_set(err, FG_EINPUT, "%s: write: %s", dst, strerror(errno));
 				goto out;
 			}
 			put += w;
 		}
 	}
 	if (!rc && fsync(out) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", dst, strerror(errno));
 out:
 	free(buf);
 	if (out >= 0)
@@ -197,7 +197,7 @@ static int link_or_copy(const char *src, const char *dst, struct fg_err *err)
 	if (link(src, dst) == 0)
 		return 0;
 	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot link from %s: %s", dst, src, strerror(errno));
 	return copy_file(src, dst, err);
 }
 
@@ -207,20 +207,20 @@ static int write_text(const char *path, const char *text, struct fg_err *err)
 	size_t len = strlen(text), off = 0;
 
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", path, strerror(errno));
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: write: %s", path, strerror(errno));
+			rc = fg_err_set(err, FG_EINPUT, "%s: write: %s", path, strerror(errno));
 			break;
 		}
 		off += (size_t)w;
 	}
 	if (!rc && fsync(fd) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", path, strerror(errno));
 	close(fd);
 	return rc;
 }
@@ -310,10 +310,11 @@ static int note_removed(struct forge *f, const char *name)
 	char **n = realloc(f->res->removed, (f->res->n_removed + 1) * sizeof(*n));
 
 	if (!n)
-		return -1;
+		return FG_ENOMEM;
 	f->res->removed = n;
-	if (!(n[f->res->n_removed] = strdup(name)))
-		return -1;
+	n[f->res->n_removed] = strdup(name);
+	if (!n[f->res->n_removed])
+		return FG_ENOMEM;
 	f->res->n_removed++;
 	return 0;
 }
@@ -429,7 +430,7 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		return 0;
 	d = opendir(dir);
 	if (!d)
-		return fg_err_set(err, FG_EIO, "%s: cannot list: %s", dir, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot list: %s", dir, strerror(errno));
 	while (!rc && (de = readdir(d))) {
 		char src[PATH_MAX], dst[PATH_MAX];
 		struct stat st;
@@ -583,7 +584,7 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 			if (fd >= 0)
 				close(fd);
 			free(dst);
-			return fg_err_set(err, FG_EIO, "%s: cannot write: %s", path, strerror(errno));
+			return fg_err_set(err, FG_EINPUT, "%s: cannot write: %s", path, strerror(errno));
 		}
 		close(fd);
 	}
@@ -734,7 +735,7 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 			break;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
+			rc = fg_err_set(err, FG_EINPUT, "%s: %s", path, strerror(errno));
 			break;
 		}
 		for (;;) {
@@ -744,7 +745,7 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 				continue;
 			if (got <= 0) {
 				if (got < 0)
-					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
+					rc = fg_err_set(err, FG_EINPUT, "%s: %s", path, strerror(errno));
 				break;
 			}
 			fg_sha256_update(fp, buf, (size_t)got);
@@ -891,20 +892,26 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	if (rc)
 		return fg_err_prefix(err, rc, "inspecting the new artifact: ");
 	f->res->ok = f->res->check->ok;
-	if (!f->res->ok)
-		return fg_err_set(err, FG_EVERDICT, "the artifact would not inspect clean for %s", target);
+	if (!f->res->ok) {
+		/* Not ok means an error verdict: the first one names the refusal. */
+		const struct fg_verdict *first = fg_verdicts_first_error(&f->res->check->verdicts);
+
+		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
+				      "the artifact would not inspect clean for %s%s%s", target,
+				      first ? ": " : "", first ? first->detail : "");
+	}
 	if ((rc = fsync_path(f->tmp, 1)) != 0)
-		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
+		return fg_err_set(err, FG_EINPUT, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
 	if (lstat(f->o->out, &st) == 0) {
 		if (snprintf(old, sizeof(old), "%s-old", f->tmp) >= (int)sizeof(old))
 			return fg_err_set(err, FG_EUSAGE, "%s: path too long", f->o->out);
 		if (rename(f->o->out, old) != 0)
-			return fg_err_set(err, FG_EIO, "%s: cannot move the old artifact aside: %s", f->o->out,
+			return fg_err_set(err, FG_EINPUT, "%s: cannot move the old artifact aside: %s", f->o->out,
 					  strerror(errno));
 	}
 	if (rename(f->tmp, f->o->out) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
 		if (old[0])
 			rename(old, f->o->out);
 		return rc;
@@ -985,7 +992,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	rm_rf(f.tmp);
 	if (mkdir(f.tmp, 0755) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", f.tmp, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", f.tmp, strerror(errno));
 		f.tmp[0] = '\0';
 		goto out;
 	}
@@ -1022,6 +1029,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	if (!rc)
 		rc = finish(&f, parent, err);
 out:
+	if (rc == FG_EVERDICT && err)
+		res->refusal = *err;
 	if (f.tmp[0])
 		rm_rf(f.tmp); /* after a successful rename this path no longer exists */
 	fg_plan_release(&f.plan);
@@ -1051,9 +1060,40 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
+/* {code, severity, detail} of a refusal. */
+static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "code", row->name);
+	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
+	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	return o;
+}
+
+/* A refusal in the verdict shape of the inspect report (forged.inspect.v1 verdicts[]). */
+static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "code", row->name);
+	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
+	cJSON_AddNullToObject(o, "set");
+	cJSON_AddArrayToObject(o, "runtimes");
+	cJSON_AddArrayToObject(o, "tensors");
+	cJSON_AddNumberToObject(o, "tensor_count", 0);
+	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	return o;
+}
+
 cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 {
 	cJSON *o = cJSON_CreateObject(), *report;
+	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
 
 	if (!o)
 		return NULL;
@@ -1076,8 +1116,16 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 		cJSON_AddItemToObject(o, "verdicts", cJSON_DetachItemFromObjectCaseSensitive(report, "verdicts"));
 		cJSON_Delete(report);
 	} else {
-		cJSON_AddArrayToObject(o, "verdicts");
+		cJSON *list = cJSON_AddArrayToObject(o, "verdicts");
+
+		/* Refused before there was an artifact to inspect: the refusal is the verdict. */
+		if (list && refusal)
+			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, &res->refusal));
 	}
+	if (refusal)
+		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, &res->refusal));
+	else
+		cJSON_AddNullToObject(o, "refusal");
 	cJSON_AddBoolToObject(o, "ok", res->ok);
 	return o;
 }

@@ -59,13 +59,15 @@ struct fg_forge_result {
 	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a
 				   * caller storing the artifact never reads the file back */
 	int ok;
+	struct fg_err refusal;    /* FG_EVERDICT with its verdict when refused, else code 0 */
 };
 
 /*
  * Run the pipeline.  Returns 0 with res filled (res->ok says whether the
  * artifact inspects clean; when not, nothing is left at out and the return is
  * FG_EVERDICT), or an error: FG_EUSAGE (bad options, out exists without
- * force), FG_EINPUT/FG_EIO (unreadable or unsuitable input, nothing written),
+ * force), FG_EINPUT (unreadable or unsuitable input, an out that cannot be
+ * written: nothing is left), FG_ESTATE/FG_ENOSPC (the pull cache failed),
  * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err),
  * FG_ECANCELLED (the progress callback asked to stop).
  * Release res with fg_forge_result_release() in every case.
@@ -82,7 +84,12 @@ void fg_forge_result_release(struct fg_forge_result *res);
  */
 double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
 
-/* The forged.forge.v1 document. */
+/*
+ * The forged.forge.v1 document: artifact, fingerprint, target, policy,
+ * head_tensors, removed_from_backbone, shifted_tensors, verdicts (the new
+ * artifact's, or the refusal alone when it was refused before one existed),
+ * refusal ({code, severity, detail} or null) and ok.
+ */
 cJSON *fg_forge_result_json(const struct fg_forge_result *res);
 
 #endif

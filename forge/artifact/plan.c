@@ -191,9 +191,8 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 				 (unsigned long long)e, projs[p]);
 			t = find_in_set(set, src_name);
 			if (!t)
-				return fg_err_set(err, FG_EVERDICT,
-						  "expert_layout_ambiguous: '%s' is missing (experts are never dropped)",
-						  src_name);
+				return fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
+						      "'%s' is missing (experts are never dropped)", src_name);
 			if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
 						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
 				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
@@ -269,8 +268,8 @@ static enum fg_convention target_convention(const struct fg_inspect *r, const ch
  * cannot be decided, or whose experts cannot be laid out, already carries
  * the error verdict, so the plan quotes it rather than deciding again.
  */
-static const char *const refusing_codes[] = {
-	"head_double_shifted", "mixed_convention", "no_convention_evidence", "expert_layout_ambiguous",
+static const enum fg_verdict_code refusing_codes[] = {
+	FG_V_HEAD_DOUBLE_SHIFTED, FG_V_MIXED_CONVENTION, FG_V_NO_CONVENTION_EVIDENCE, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
 };
 
 static int refuse_by_verdict(const struct fg_inspect *r, const struct fg_set_report *head, struct fg_err *err)
@@ -281,15 +280,15 @@ static int refuse_by_verdict(const struct fg_inspect *r, const struct fg_set_rep
 		if (strcmp(v->set, head->set.name) != 0)
 			continue;
 		for (size_t k = 0; k < sizeof(refusing_codes) / sizeof(refusing_codes[0]); k++)
-			if (strcmp(v->code->code, refusing_codes[k]) == 0)
-				return fg_err_set(err, FG_EVERDICT, "%s: head set '%s': %s", v->code->code,
-						  head->set.name, v->detail);
+			if (v->row->code == refusing_codes[k])
+				return fg_err_verdict(err, v->row->code, "head set '%s': %s", head->set.name,
+						      v->detail);
 	}
 	/* A head without a single norm raises no verdict in inspect, yet has no convention to carry over. */
 	if (r->family->norm_style == FG_STYLE_ZERO_CENTRED && head->decision.conv == FG_CONV_EMPTY)
-		return fg_err_set(err, FG_EVERDICT,
-				  "no_convention_evidence: head set '%s' has no q/k or low-set norm to decide its convention",
-				  head->set.name);
+		return fg_err_verdict(err, FG_V_NO_CONVENTION_EVIDENCE,
+				      "head set '%s' has no q/k or low-set norm to decide its convention",
+				      head->set.name);
 	return 0;
 }
 

@@ -89,11 +89,14 @@ int fg_target_is_mlx(const char *runtime);
 
 /*
  * Plan the sidecar of the inspected source's head for target.  Refuses with
- * FG_EINPUT (and a message naming the reason) a source without a head, a head
- * whose convention cannot be decided or is already broken, an ambiguous expert
- * layout, fewer numbered experts than the config declares, FP8 tensors
- * without scales, and norms of unsupported dtypes.  The plan borrows tensors
- * from r, which must outlive it.
+ * FG_EVERDICT and the verdict code in err->verdict (fg_err_verdict; the
+ * message is the detail) a head whose convention cannot be decided or is
+ * already broken (head_double_shifted, mixed_convention,
+ * no_convention_evidence) and an ambiguous or incomplete expert layout
+ * (expert_layout_ambiguous); with FG_EINPUT (and a message naming the reason)
+ * a source without a head, fewer numbered experts than the config declares,
+ * FP8 tensors without scales, and norms of unsupported dtypes.  The plan
+ * borrows tensors from r, which must outlive it.
  */
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err);

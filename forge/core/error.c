@@ -1,6 +1,7 @@
 /*
  * error.c: the error record every forge/ function fills on failure, and the
- * mapping from error kinds to the exit codes of design.md section 4.
+ * mapping from error kinds to the exit codes of design.md section 4 (3 also
+ * for a failure of forged's own state: FG_ESTATE, FG_ENOSPC).
  */
 #include "error.h"
 
@@ -15,10 +16,32 @@ int fg_err_set(struct fg_err *err, int code, const char *fmt, ...)
 	if (!err)
 		return code;
 	err->code = code;
+	err->verdict = FG_ERR_NO_VERDICT;
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+int fg_err_verdict(struct fg_err *err, int verdict, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return FG_EVERDICT;
+	err->code = FG_EVERDICT;
+	err->verdict = verdict < 0 ? FG_ERR_NO_VERDICT : verdict;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return FG_EVERDICT;
+}
+
+int fg_err_refusal(const struct fg_err *err)
+{
+	if (!err || err->code != FG_EVERDICT || err->verdict < 0)
+		return FG_ERR_NO_VERDICT;
+	return err->verdict;
 }
 
 int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
@@ -50,6 +73,7 @@ void fg_err_clear(struct fg_err *err)
 		return;
 	err->code = 0;
 	err->msg[0] = '\0';
+	err->verdict = FG_ERR_NO_VERDICT;
 }
 
 int fg_err_exit_code(int code)
@@ -61,12 +85,12 @@ int fg_err_exit_code(int code)
 		return 1;
 	case FG_EUSAGE:
 	case FG_EINPUT:
-	case FG_EIO:
 	case FG_ENOTFOUND:
 	case FG_ECONFLICT:
+	case FG_EFORBIDDEN:
 		return 2;
 	default:
-		return 3;
+		return 3; /* FG_ESTATE, FG_ENOSPC, FG_ENOMEM, FG_EINTERNAL, ... */
 	}
 }
 
@@ -79,8 +103,6 @@ const char *fg_err_kind(int code)
 		return "usage";
 	case FG_EINPUT:
 		return "input";
-	case FG_EIO:
-		return "io";
 	case FG_ENOMEM:
 		return "memory";
 	case FG_EVERDICT:
@@ -93,6 +115,12 @@ const char *fg_err_kind(int code)
 		return "busy";
 	case FG_ECANCELLED:
 		return "cancelled";
+	case FG_EFORBIDDEN:
+		return "forbidden";
+	case FG_ESTATE:
+		return "state";
+	case FG_ENOSPC:
+		return "disk full";
 	default:
 		return "internal";
 	}

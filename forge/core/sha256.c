@@ -82,7 +82,7 @@ int fg_sha256_file(const char *path, char hex[FG_SHA256_HEX], struct fg_err *err
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open to hash: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open to hash: %s", path, strerror(errno));
 	h = fg_sha256_new();
 	buf = malloc(READ_CHUNK);
 	if (!h || !buf) {
@@ -95,7 +95,7 @@ int fg_sha256_file(const char *path, char hex[FG_SHA256_HEX], struct fg_err *err
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: read failed while hashing: %s", path, strerror(errno));
+			rc = fg_err_set(err, FG_EINPUT, "%s: read failed while hashing: %s", path, strerror(errno));
 			goto out;
 		}
 		if (got == 0)

@@ -110,14 +110,14 @@ int fg_dtype_parse(const char *name, enum fg_dtype *out)
 	int i;
 
 	if (!name)
-		return -1;
+		return FG_EINPUT;
 	for (i = 0; i < FG_DT_COUNT; i++) {
 		if (strcmp(name, dtype_rows[i].name) == 0) {
 			*out = (enum fg_dtype)i;
 			return 0;
 		}
 	}
-	return -1;
+	return FG_EINPUT;
 }
 
 bool fg_dtype_is_float(enum fg_dtype dt)
@@ -913,7 +913,7 @@ static int run_to_f32(const struct kernel_set *ks, enum fg_dtype dt, const void 
 		      size_t n)
 {
 	if (!dtype_valid(dt) || !ks->to_f32[dt])
-		return -1;
+		return FG_EINPUT;
 	/* n == 0 may come with NULL pointers; memcpy(NULL, NULL, 0) is UB. */
 	if (n)
 		ks->to_f32[dt](src, (unsigned char *)(void *)dst, n);
@@ -924,7 +924,7 @@ static int run_from_f32(const struct kernel_set *ks, enum fg_dtype dt, const flo
 			size_t n)
 {
 	if (!dtype_valid(dt) || !ks->from_f32[dt])
-		return -1;
+		return FG_EINPUT;
 	if (n)
 		ks->from_f32[dt]((const unsigned char *)(const void *)src, dst, n);
 	return 0;

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "forge/core/error.h"
+
 enum fg_dtype {
 	FG_DT_F64,
 	FG_DT_F32,
@@ -44,7 +46,7 @@ size_t fg_dtype_size(enum fg_dtype dt);
 /* The safetensors name ("BF16"); never NULL for a valid dtype. */
 const char *fg_dtype_name(enum fg_dtype dt);
 
-/* Parse a safetensors dtype name.  Returns 0 and sets *out, or -1 if unknown. */
+/* Parse a safetensors dtype name.  Returns 0 and sets *out, or FG_EINPUT if unknown (or NULL). */
 int fg_dtype_parse(const char *name, enum fg_dtype *out);
 
 /* True for F64 F32 F16 BF16 F8_E4M3 F8_E5M2. */
@@ -63,7 +65,7 @@ uint8_t fg_f32_to_e5m2_ref(float f);
 /*
  * Bulk conversion of n elements of dt at src (any alignment) to F32 at dst.
  * dt must be a float dtype (F64 is narrowed with C's double->float rounding).
- * Returns 0, or -1 for a non-float dtype.  Uses the fastest path the CPU has.
+ * Returns 0, or FG_EINPUT for a non-float dtype.  Uses the fastest path the CPU has.
  */
 int fg_dtype_to_f32(enum fg_dtype dt, const void *src, float *dst, size_t n);
 

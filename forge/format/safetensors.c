@@ -36,7 +36,7 @@ int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out)
 
 	for (int i = 0; i < rank; i++) {
 		if (shape[i] && n > UINT64_MAX / shape[i])
-			return -1;
+			return FG_EINPUT;
 		n *= shape[i];
 	}
 	*out = n;
@@ -148,27 +148,27 @@ void fg_st_close(struct fg_st_file *f)
 	free(f);
 }
 
-/* Read a JSON number that must be an exact integer in [0, 2^53]. */
+/* Read a JSON number that must be an exact integer in [0, 2^53]; FG_EINPUT and *why otherwise. */
 static int json_u64(const cJSON *item, uint64_t *out, const char **why)
 {
 	double d;
 
 	if (!cJSON_IsNumber(item)) {
 		*why = "is not a number";
-		return -1;
+		return FG_EINPUT;
 	}
 	d = item->valuedouble;
 	if (d < 0) {
 		*why = "is negative";
-		return -1;
+		return FG_EINPUT;
 	}
 	if (d != floor(d) || !isfinite(d)) {
 		*why = "is not an integer";
-		return -1;
+		return FG_EINPUT;
 	}
 	if (d > MAX_EXACT_INT) {
 		*why = "is too large";
-		return -1;
+		return FG_EINPUT;
 	}
 	*out = (uint64_t)d;
 	return 0;
@@ -544,13 +544,13 @@ int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot stat: %s", path, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot stat: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = fg_err_set(err, FG_EIO, "%s: not a regular file", path);
+		rc = fg_err_set(err, FG_EINPUT, "%s: not a regular file", path);
 		goto out;
 	}
 	rc = check_size((uint64_t)st.st_size, path, err);
@@ -558,7 +558,7 @@ int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err)
 		goto out;
 	rc = read_full(fd, lenbuf, 8, 0);
 	if (rc) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot read the header length: %s", path, strerror(-rc));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot read the header length: %s", path, strerror(-rc));
 		goto out;
 	}
 	hlen = load_le64(lenbuf);
@@ -574,19 +574,19 @@ int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err)
 	}
 	rc = read_full(fd, hdr, hlen, 8);
 	if (rc) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot read the header: %s", path, strerror(-rc));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot read the header: %s", path, strerror(-rc));
 		goto out;
 	}
 	hdr[hlen] = '\0';
 	f->header_len = hlen;
 	f->data_start = 8 + hlen;
 	if ((uint64_t)st.st_size > SIZE_MAX) {
-		rc = fg_err_set(err, FG_EIO, "%s: file too large to map", path);
+		rc = fg_err_set(err, FG_EINPUT, "%s: file too large to map", path);
 		goto out;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot map: %s", path, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot map: %s", path, strerror(errno));
 		goto out;
 	}
 	/* Only the tensors a job touches should be read: no read-ahead. */

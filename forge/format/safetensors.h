@@ -63,8 +63,8 @@ struct fg_st_file {
 /*
  * Open and validate the safetensors file at path.  On success *out owns the
  * mapping; free it with fg_st_close().  On failure *out is untouched and err
- * names the file and the reason (FG_EIO for open/read/map, FG_EINPUT for
- * anything malformed, FG_ENOMEM).
+ * names the file and the reason (FG_EINPUT for a file that cannot be opened,
+ * read or mapped and for anything malformed, FG_ENOMEM).
  */
 int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err);
 
@@ -126,7 +126,7 @@ struct fg_st_out {
 int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 		const struct fg_st_meta *meta, size_t n_meta, struct fg_err *err);
 
-/* Element count of a shape; returns -1 on overflow. */
+/* Element count of a shape into *out; returns 0, or FG_EINPUT on overflow (*out untouched). */
 int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out);
 
 #endif

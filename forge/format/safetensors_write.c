@@ -116,7 +116,7 @@ static int write_tensor(int fd, const struct fg_st_out *t, uint8_t **chunk,
 	if (t->data) {
 		rc = write_full(fd, t->data, (size_t)nbytes);
 		if (rc)
-			return fg_err_set(err, FG_EIO, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
+			return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
 		return 0;
 	}
 	if (!*chunk && !(*chunk = malloc(WRITE_CHUNK)))
@@ -129,7 +129,7 @@ static int write_tensor(int fd, const struct fg_st_out *t, uint8_t **chunk,
 			return fg_err_prefix(err, rc, "%s: producing tensor '%s': ", path, t->name);
 		rc = write_full(fd, *chunk, len);
 		if (rc)
-			return fg_err_set(err, FG_EIO, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
+			return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
 		off += len;
 	}
 	return 0;
@@ -180,7 +180,7 @@ int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create temporary file: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create temporary file: %s", tmp, strerror(errno));
 		goto out;
 	}
 	hlen = strlen(header);
@@ -193,7 +193,7 @@ int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 	if (!rc)
 		rc = write_full(fd, spaces, padded - hlen);
 	if (rc) {
-		rc = fg_err_set(err, FG_EIO, "%s: writing the header: %s", tmp, strerror(-rc));
+		rc = fg_err_set(err, FG_EINPUT, "%s: writing the header: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -202,22 +202,22 @@ int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 			goto out;
 	}
 	if (fsync(fd) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(fd) != 0) {
 		fd = -1;
-		rc = fg_err_set(err, FG_EIO, "%s: close: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: close: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
 		goto out;
 	}
 	rc = fsync_parent(path);
 	if (rc)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync of the folder: %s", path, strerror(-rc));
+		rc = fg_err_set(err, FG_EINPUT, "%s: fsync of the folder: %s", path, strerror(-rc));
 out:
 	if (fd >= 0)
 		close(fd);

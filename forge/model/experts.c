@@ -9,6 +9,7 @@
 
 enum { FITS_LINEAR = 1, FITS_BMM = 2 };
 
+/* The first of keys that config gives as a positive integer, or FG_EXPERTS_UNKNOWN. */
 static int64_t config_int(const cJSON *cfg, const char *const *keys)
 {
 	for (size_t i = 0; keys[i]; i++) {
@@ -17,7 +18,7 @@ static int64_t config_int(const cJSON *cfg, const char *const *keys)
 		if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e9)
 			return (int64_t)v->valuedouble;
 	}
-	return -1;
+	return FG_EXPERTS_UNKNOWN;
 }
 
 void fg_experts_dims(const cJSON *config, struct fg_expert_dims *out)

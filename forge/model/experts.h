@@ -41,10 +41,12 @@ struct fg_expert_block {
 	char why[160];                    /* for AMBIGUOUS / INVALID */
 };
 
+#define FG_EXPERTS_UNKNOWN (-1)  /* a dimension the config does not give */
+
 struct fg_expert_dims {
-	int64_t hidden;        /* H, -1 unknown */
-	int64_t intermediate;  /* I (moe_intermediate_size), -1 unknown */
-	int64_t experts;       /* E (num_experts / n_routed_experts), -1 unknown */
+	int64_t hidden;        /* H, FG_EXPERTS_UNKNOWN when unknown */
+	int64_t intermediate;  /* I (moe_intermediate_size), FG_EXPERTS_UNKNOWN when unknown */
+	int64_t experts;       /* E (num_experts / n_routed_experts), FG_EXPERTS_UNKNOWN when unknown */
 };
 
 /* Read H, I and E from a (merged) config.json. */

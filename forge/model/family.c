@@ -8,6 +8,7 @@
  */
 #include "forge/model/family.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,13 +94,13 @@ static const char *json_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Index of s in list, or -1. */
-static int list_index(const char *const *list, const char *s)
+/* Index of s in the NULL-terminated list, or SIZE_MAX. */
+static size_t list_index(const char *const *list, const char *s)
 {
-	for (int i = 0; s && list[i]; i++)
+	for (size_t i = 0; s && list[i]; i++)
 		if (strcmp(list[i], s) == 0)
 			return i;
-	return -1;
+	return SIZE_MAX;
 }
 
 static const struct fg_family *match_type(const char *type, int *moe)
@@ -144,7 +145,7 @@ const struct fg_family *fg_family_detect(const cJSON *config, int *moe)
 	if (!fam && cJSON_IsArray(arch)) {
 		cJSON_ArrayForEach(a, arch) {
 			for (size_t i = 0; !fam && i < N_FAMILIES; i++) {
-				if (cJSON_IsString(a) && list_index(families[i].architectures, a->valuestring) >= 0) {
+				if (cJSON_IsString(a) && list_index(families[i].architectures, a->valuestring) != SIZE_MAX) {
 					fam = &families[i];
 					is_moe |= strstr(a->valuestring, "Moe") != NULL;
 				}
@@ -175,7 +176,7 @@ int fg_family_is_head_linear(const struct fg_family *fam, const char *module)
 {
 	const char *dot = strrchr(module, '.');
 
-	return list_index(fam->head_linears, dot ? dot + 1 : module) >= 0;
+	return list_index(fam->head_linears, dot ? dot + 1 : module) != SIZE_MAX;
 }
 
 int fg_family_declared_mtp(const struct fg_family *fam, const cJSON *config)

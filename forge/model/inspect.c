@@ -14,6 +14,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,7 +263,7 @@ static int set_index(const struct fg_inspect *r, enum fg_set_role role, int sele
 		if (role != FG_ROLE_SIDECAR_HEAD || !selected_sidecar || strcmp(r->sets[i].set.name, "mtp") == 0)
 			return (int)i;
 	}
-	return -1;
+	return FG_INSPECT_NO_SET;
 }
 
 /* As set_index, but only a set that holds tensors is a head. */
@@ -270,7 +271,7 @@ static int head_set(const struct fg_inspect *r, enum fg_set_role role, int selec
 {
 	int i = set_index(r, role, selected_sidecar);
 
-	return i >= 0 && r->sets[i].set.n_tensors ? i : -1;
+	return i >= 0 && r->sets[i].set.n_tensors ? i : FG_INSPECT_NO_SET;
 }
 
 static void locate_head(struct fg_inspect *r)
@@ -318,12 +319,14 @@ static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_i
 
 /* ---- verdicts ---- */
 
+/* Add a verdict (v points at it) or return the failure: FG_ENOMEM, or FG_EINTERNAL for a code no report may carry. */
 #define ADD(code, set, ...) \
-	do { if (!(v = fg_verdicts_add(&r->verdicts, code, set, __VA_ARGS__))) goto nomem; } while (0)
+	do { if ((rc = fg_verdicts_add(&r->verdicts, code, set, &v, __VA_ARGS__)) != 0) return rc; } while (0)
 
 static int verdict_norm_values(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
+	int rc;
 	char sn[160];
 
 	for (size_t s = 0; s < r->n_sets; s++) {
@@ -335,7 +338,7 @@ static int verdict_norm_values(struct fg_inspect *r)
 			if (set->norms[i].st.nonfinite && !bad++)
 				first = &set->norms[i];
 		if (bad) {
-			ADD("nonfinite_norm", set->name, "%zu norm tensor(s) hold NaN or infinity: %s has %llu",
+			ADD(FG_V_NONFINITE_NORM, set->name, "%zu norm tensor(s) hold NaN or infinity: %s has %llu",
 			    bad, short_name(first->t->name, sn, sizeof(sn)),
 			    (unsigned long long)first->st.nonfinite);
 			for (size_t i = 0; i < set->n_norms; i++)
@@ -343,20 +346,19 @@ static int verdict_norm_values(struct fg_inspect *r)
 					fg_verdict_tensor(v, set->norms[i].t->name);
 		}
 		if (set->n_bad_norms) {
-			ADD("malformed_checkpoint", set->name,
+			ADD(FG_V_MALFORMED_CHECKPOINT, set->name,
 			    "%zu norm tensor(s) are not 1-D float vectors, e.g. %s", set->n_bad_norms,
 			    short_name(set->bad_norm, sn, sizeof(sn)));
 			fg_verdict_tensor(v, set->bad_norm);
 		}
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 static int verdict_conventions(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
+	int rc;
 	char a[160], b[160];
 
 	for (size_t s = 0; s < r->n_sets; s++) {
@@ -366,14 +368,14 @@ static int verdict_conventions(struct fg_inspect *r)
 
 		switch (d->conv) {
 		case FG_CONV_DOUBLE_SHIFTED:
-			ADD(head ? "head_double_shifted" : "trunk_double_shifted", set->name,
+			ADD(head ? FG_V_HEAD_DOUBLE_SHIFTED : FG_V_TRUNK_DOUBLE_SHIFTED, set->name,
 			    "%s mean %.4f is above %.1f on disk: %s already shifted twice",
 			    short_name(d->qk_max_norm->t->name, a, sizeof(a)), d->qk_max, FG_QK_DOUBLE_ABOVE,
 			    head ? "head" : "trunk");
 			fg_verdict_tensor(v, d->qk_max_norm->t->name);
 			break;
 		case FG_CONV_MIXED:
-			ADD("mixed_convention", set->name,
+			ADD(FG_V_MIXED_CONVENTION, set->name,
 			    "q/k norms on both sides of %.2f: %s mean %.4f, %s mean %.4f (a partial shift)",
 			    FG_QK_ABSOLUTE_MIN, short_name(d->qk_min_norm->t->name, a, sizeof(a)), d->qk_min,
 			    short_name(d->qk_max_norm->t->name, b, sizeof(b)), d->qk_max);
@@ -383,7 +385,7 @@ static int verdict_conventions(struct fg_inspect *r)
 		case FG_CONV_NO_EVIDENCE:
 			if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
 				break;
-			ADD("no_convention_evidence", set->name,
+			ADD(FG_V_NO_CONVENTION_EVIDENCE, set->name,
 			    "%zu norm tensor(s) but no q/k or low-set norm: nothing decides delta or absolute",
 			    set->n_norms);
 			break;
@@ -392,8 +394,6 @@ static int verdict_conventions(struct fg_inspect *r)
 		}
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 /* Structure (conv1d layout, declared encoding) against the decided values. */
@@ -402,12 +402,13 @@ static int verdict_structure(struct fg_inspect *r)
 	const struct fg_decision *trunk = &fg_inspect_trunk(r)->decision;
 	const char *conv1d = r->structure.conv1d;
 	struct fg_verdict *v;
+	int rc;
 
 	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
 		return 0;
 	if (conv1d && ((strcmp(conv1d, "hf") == 0 && trunk->conv == FG_CONV_ABSOLUTE) ||
 		       (strcmp(conv1d, "mlx") == 0 && trunk->conv == FG_CONV_DELTA))) {
-		ADD("convention_structure_mismatch", "trunk",
+		ADD(FG_V_CONVENTION_STRUCTURE_MISMATCH, "trunk",
 		    "conv1d is in %s layout (%s) but the trunk's norms are %s (q/k max %.4f)",
 		    conv1d, strcmp(conv1d, "hf") == 0 ? "raw, unconverted" : "converted",
 		    fg_conv_name(trunk->conv), trunk->qk_max);
@@ -418,14 +419,12 @@ static int verdict_structure(struct fg_inspect *r)
 
 		if ((h->conv == FG_CONV_DELTA || h->conv == FG_CONV_ABSOLUTE) &&
 		    strcmp(decided, r->structure.declared) != 0) {
-			ADD("convention_structure_mismatch", r->sets[r->primary_head].set.name,
+			ADD(FG_V_CONVENTION_STRUCTURE_MISMATCH, r->sets[r->primary_head].set.name,
 			    "config.json %s says %s but the head's norms are %s (q/k max %.4f)",
 			    r->structure.declared_key, r->structure.declared, decided, h->qk_max);
 		}
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 /* The head keys of the shards, named in the hazard verdict. */
@@ -448,12 +447,13 @@ static int verdict_runtimes(struct fg_inspect *r)
 	struct fg_verdict *hazard = NULL, *missing = NULL, *at_load = NULL, *mismatch = NULL;
 	const struct fg_decision *head = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
 	struct fg_verdict *v;
+	int rc;
 	char pn[160];
 
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		int double_shift = strcmp(rt->trunk, "double_shifted") == 0;
-		int by_keys = double_shift && rt->shift_reason && strcmp(rt->shift_reason, "mtp_keys") == 0;
+		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED;
+		bool by_keys = double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS;
 
 		if (!rt->targeted)
 			continue;
@@ -463,7 +463,7 @@ static int verdict_runtimes(struct fg_inspect *r)
 
 				for (size_t f = 0; f < r->ckpt->n_files; f++)
 					keys += r->ckpt->files[f].globbed ? r->facts[f].mtp_keys : 0;
-				ADD("embedded_mtp_shift_hazard", "trunk",
+				ADD(FG_V_EMBEDDED_MTP_SHIFT_HAZARD, "trunk",
 				    "%zu embedded mtp.* key(s)%s make %s add +1 to an absolute trunk: "
 				    "%s mean %.4f becomes %.4f",
 				    keys, fg_ckpt_stray_count(r->ckpt) ? " (some in a stray shard)" : "",
@@ -475,17 +475,18 @@ static int verdict_runtimes(struct fg_inspect *r)
 			fg_verdict_runtime(hazard, rt->rt->id);
 		} else if (double_shift && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
 			if (!at_load) {
-				ADD("trunk_double_shift_at_load", "trunk",
+				ADD(FG_V_TRUNK_DOUBLE_SHIFT_AT_LOAD, "trunk",
 				    "%s adds +1 to the absolute trunk (%s): probe mean %.4f becomes %.4f",
-				    rt->rt->id, rt->shift_reason ? rt->shift_reason : "1 + w at run time",
+				    rt->rt->id, rt->shift_reason != FG_SHIFT_NONE ? fg_runtime_shift_reason_name(rt->shift_reason)
+										 : "1 + w at run time",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
 				at_load = v;
 			}
 			fg_verdict_runtime(at_load, rt->rt->id);
 		}
-		if (strcmp(rt->trunk, "missing_shift") == 0 && trunk->conv != FG_CONV_MIXED) {
+		if (rt->trunk == FG_TRUNK_MISSING_SHIFT && trunk->conv != FG_CONV_MIXED) {
 			if (!missing) {
-				ADD("trunk_missing_shift", "trunk",
+				ADD(FG_V_TRUNK_MISSING_SHIFT, "trunk",
 				    "%s loads the delta trunk without +1: probe mean %.4f stays below %.2f",
 				    rt->rt->id, rt->trunk_probe_after, FG_QK_ABSOLUTE_MIN);
 				missing = v;
@@ -493,11 +494,12 @@ static int verdict_runtimes(struct fg_inspect *r)
 			fg_verdict_runtime(missing, rt->rt->id);
 		}
 		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
-		    (strcmp(rt->head, "inverted") == 0 || strcmp(rt->head, "double_shifted") == 0)) {
+		    (rt->head == FG_HEAD_INVERTED || rt->head == FG_HEAD_DOUBLE_SHIFTED)) {
 			if (!mismatch) {
-				ADD("head_convention_mismatch", r->sets[r->primary_head].set.name,
+				ADD(FG_V_HEAD_CONVENTION_MISMATCH, r->sets[r->primary_head].set.name,
 				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
-				    fg_conv_name(head->conv), rt->head, rt->rt->id, head->qk_max, head->low_min);
+				    fg_conv_name(head->conv), fg_runtime_head_name(rt->head), rt->rt->id, head->qk_max,
+				    head->low_min);
 				mismatch = v;
 			}
 			fg_verdict_runtime(mismatch, rt->rt->id);
@@ -505,35 +507,32 @@ static int verdict_runtimes(struct fg_inspect *r)
 	}
 	if (hazard) /* name every runtime the keys endanger, targeted or not */
 		for (size_t i = 0; i < r->n_runtimes; i++)
-			if (r->runtimes[i].shift_reason && strcmp(r->runtimes[i].shift_reason, "mtp_keys") == 0 &&
-			    strcmp(r->runtimes[i].trunk, "double_shifted") == 0)
+			if (r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
+			    r->runtimes[i].trunk == FG_TRUNK_DOUBLE_SHIFTED)
 				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
 	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
-		ADD("raw_zero_centred_head", r->sets[r->primary_head].set.name,
+		ADD(FG_V_RAW_ZERO_CENTRED_HEAD, r->sets[r->primary_head].set.name,
 		    "the head stores delta norms (low min %.4f, q/k max %.4f); the targeted runtimes heal it",
 		    head->low_min, head->qk_max);
 	return 0;
-nomem:
-	return -1;
 }
 
 static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
 {
 	const struct fg_expert_block *blocks = s->experts;
 	struct fg_verdict *v;
+	int rc;
 
 	for (size_t i = 0; i < s->n_experts; i++) {
 		if (blocks[i].layout != FG_EXPERTS_AMBIGUOUS && blocks[i].layout != FG_EXPERTS_INVALID)
 			continue;
-		ADD("expert_layout_ambiguous", s->set.name, "%s*: %s", blocks[i].prefix, blocks[i].why);
+		ADD(FG_V_EXPERT_LAYOUT_AMBIGUOUS, s->set.name, "%s*: %s", blocks[i].prefix, blocks[i].why);
 		if (blocks[i].gate_up)
 			fg_verdict_tensor(v, blocks[i].gate_up->name);
 		if (blocks[i].down)
 			fg_verdict_tensor(v, blocks[i].down->name);
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 /* A head is degenerate when every norm is all zero or no tensor has a non-zero byte. */
@@ -555,6 +554,7 @@ static int head_payload_empty(const struct fg_tset *set)
 static int verdict_heads(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
+	int rc;
 	int any_head = 0;
 
 	for (size_t s = 0; s < r->n_sets; s++) {
@@ -567,35 +567,35 @@ static int verdict_heads(struct fg_inspect *r)
 		for (size_t i = 0; i < set->n_norms; i++)
 			zero += (size_t)set->norms[i].all_zero;
 		if (set->n_norms && zero == set->n_norms)
-			ADD("degenerate_head", set->name, "all %zu head norm tensor(s) are exactly zero", zero);
+			ADD(FG_V_DEGENERATE_HEAD, set->name, "all %zu head norm tensor(s) are exactly zero", zero);
 		else if (set->n_tensors && head_payload_empty(set))
-			ADD("degenerate_head", set->name, "none of the %zu head tensors has a non-zero byte",
+			ADD(FG_V_DEGENERATE_HEAD, set->name, "none of the %zu head tensors has a non-zero byte",
 			    set->n_tensors);
 		if (set->n_quantized)
-			ADD("quantized_mtp_head", set->name,
+			ADD(FG_V_QUANTIZED_MTP_HEAD, set->name,
 			    "%zu head linear(s) are quantized (*.scales or *_scale_inv)", set->n_quantized);
-		if (verdict_experts(r, &r->sets[s]))
-			goto nomem;
+		rc = verdict_experts(r, &r->sets[s]);
+		if (rc)
+			return rc;
 	}
 	if (!any_head && r->declared_mtp > 0)
-		ADD("mtp_declared_missing", NULL, "config.json declares %d MTP layer(s) but no tensor holds a head",
+		ADD(FG_V_MTP_DECLARED_MISSING, NULL, "config.json declares %d MTP layer(s) but no tensor holds a head",
 		    r->declared_mtp);
 	return 0;
-nomem:
-	return -1;
 }
 
 static int verdict_files(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
 	struct fg_verdict *v;
+	int rc;
 	size_t by_problem[3] = { 0 }, n_all;
 	const struct fg_runtime *all = fg_runtime_all(&n_all);
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
-		ADD("stray_shard", NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
+		ADD(FG_V_STRAY_SHARD, NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
 		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
 		for (size_t k = 0; k < n_all; k++) /* every runtime that loads model*.safetensors */
 			if (all[k].files == FG_FILES_GLOB)
@@ -604,21 +604,20 @@ static int verdict_files(struct fg_inspect *r)
 	if (c->n_mismatch) {
 		for (size_t i = 0; i < c->n_mismatch; i++)
 			by_problem[c->mismatch[i].problem]++;
-		ADD("index_mismatch", NULL,
+		ADD(FG_V_INDEX_MISMATCH, NULL,
 		    "the index and the headers disagree: %zu mapped but missing, %zu unlisted, %zu in another file",
 		    by_problem[FG_INDEX_MISSING], by_problem[FG_INDEX_UNLISTED], by_problem[FG_INDEX_WRONG_FILE]);
 		for (size_t i = 0; i < c->n_mismatch; i++)
 			fg_verdict_tensor(v, c->mismatch[i].tensor);
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 /* A delta set in BF16/F16 that a targeted runtime shifts at load loses small offsets. */
 static int verdict_precision(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
+	int rc;
 
 	for (size_t s = 0; s < r->n_sets; s++) {
 		const struct fg_tset *set = &r->sets[s].set;
@@ -638,22 +637,30 @@ static int verdict_precision(struct fg_inspect *r)
 				who = rt->rt->id;
 		}
 		if (narrow && who) {
-			ADD("bf16_shift_precision_loss", set->name,
+			ADD(FG_V_BF16_SHIFT_PRECISION_LOSS, set->name,
 			    "%zu delta norm(s) stored in 16-bit get +1 in %s at load: offsets below 2^-8 round away "
 			    "(BF16 steps by 2^-7 near 1.0)", narrow, who);
 			fg_verdict_runtime(v, who);
 		}
 	}
 	return 0;
-nomem:
-	return -1;
 }
 
 static int derive_verdicts(struct fg_inspect *r, struct fg_err *err)
 {
-	if (verdict_norm_values(r) || verdict_conventions(r) || verdict_structure(r) ||
-	    verdict_runtimes(r) || verdict_heads(r) || verdict_files(r) || verdict_precision(r))
-		return fg_err_set(err, FG_ENOMEM, "out of memory building verdicts");
+	int (*const steps[])(struct fg_inspect *r) = {
+		verdict_norm_values, verdict_conventions, verdict_structure, verdict_runtimes,
+		verdict_heads, verdict_files, verdict_precision,
+	};
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int rc = steps[i](r);
+
+		if (rc == FG_ENOMEM)
+			return fg_err_set(err, rc, "out of memory building verdicts");
+		if (rc)
+			return fg_err_set(err, rc, "building verdicts: the verdict table refused a code");
+	}
 	r->ok = !fg_verdicts_has_error(&r->verdicts);
 	return 0;
 }

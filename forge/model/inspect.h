@@ -25,6 +25,7 @@
 
 #define FG_INSPECT_MAX_SETS 8
 #define FG_INSPECT_MAX_RUNTIMES 16
+#define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
 
@@ -66,8 +67,8 @@ struct fg_inspect {
 	int declared_mtp;                     /* -1 when nothing declares it */
 	const char *location;                 /* "embedded", "sidecar", "none" */
 	enum fg_name_scheme scheme;
-	int primary_head;                     /* set index of "mtp", or -1 */
-	int embedded_head;                    /* set index of the head in the shards, or -1 */
+	int primary_head;                     /* set index of "mtp", or FG_INSPECT_NO_SET */
+	int embedded_head;                    /* set index of the head in the shards, or FG_INSPECT_NO_SET */
 	struct fg_file_facts *facts;          /* one per ckpt file */
 	size_t n_sets;                        /* at least 1 */
 	struct fg_set_report sets[FG_INSPECT_MAX_SETS]; /* sets[0] is the trunk: fg_inspect_trunk() */
@@ -83,7 +84,8 @@ struct fg_inspect {
  * targeted (runtimes.c; an unknown layout targets every runtime).  On
  * success *out is the caller's to free with fg_inspect_free().  Errors: an
  * unknown runtime id (FG_EUSAGE), an unreadable or malformed checkpoint
- * (FG_EINPUT/FG_EIO), FG_ENOMEM.
+ * (FG_EINPUT), a URL host not allowed (FG_EFORBIDDEN), a failing cache
+ * (FG_ESTATE, FG_ENOSPC), FG_ENOMEM.
  */
 int fg_inspect_run(struct fg_inspect **out, const char *source, const char *const *runtimes,
 		   size_t n_runtimes, struct fg_err *err);

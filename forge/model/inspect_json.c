@@ -120,16 +120,16 @@ static cJSON *runtimes_json(const struct fg_inspect *r)
 		for (size_t k = 0; files && k < rt->n_files && k < FG_RUNTIME_MAX_FILES; k++)
 			cJSON_AddItemToArray(files, cJSON_CreateString(rt->files[k]));
 		cJSON_AddBoolToObject(o, "trunk_shift", rt->trunk_shift);
-		add_str_or_null(o, "shift_reason", rt->shift_reason);
+		add_str_or_null(o, "shift_reason", fg_runtime_shift_reason_name(rt->shift_reason));
 		if (rt->has_probe)
 			cJSON_AddNumberToObject(o, "trunk_probe_after", round4(rt->trunk_probe_after));
 		else
 			cJSON_AddNullToObject(o, "trunk_probe_after");
 		cJSON_AddBoolToObject(o, "head_shift", rt->head_shift);
 		cJSON_AddNumberToObject(o, "head_keys_dropped", (double)rt->head_keys_dropped);
-		cJSON_AddStringToObject(o, "trunk", rt->trunk);
-		cJSON_AddStringToObject(o, "head", rt->head);
-		cJSON_AddStringToObject(o, "outcome", rt->outcome);
+		cJSON_AddStringToObject(o, "trunk", fg_runtime_trunk_name(rt->trunk));
+		cJSON_AddStringToObject(o, "head", fg_runtime_head_name(rt->head));
+		cJSON_AddStringToObject(o, "outcome", fg_runtime_outcome_name(rt->outcome));
 		cJSON_AddItemToArray(arr, o);
 	}
 	return arr;
@@ -145,8 +145,8 @@ static cJSON *verdicts_json(const struct fg_inspect *r)
 
 		if (!o)
 			break;
-		cJSON_AddStringToObject(o, "code", v->code->code);
-		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->code->severity));
+		cJSON_AddStringToObject(o, "code", v->row->name);
+		cJSON_AddStringToObject(o, "severity", fg_severity_name(v->row->severity));
 		add_str_or_null(o, "set", v->set[0] ? v->set : NULL);
 		rts = cJSON_AddArrayToObject(o, "runtimes");
 		for (size_t k = 0; rts && k < v->n_runtimes; k++)

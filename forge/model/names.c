@@ -27,7 +27,7 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* Suffix -> class, first match wins; ".norm.weight" must come after linear_attn. */
-static const struct {
+static const struct norm_rule {
 	const char *suffix;
 	enum fg_name_norm cls;
 	int zero_centred;  /* stores an offset in zero-centred families */
@@ -49,21 +49,22 @@ static const struct {
 	{ "mtp.norm.weight", FG_NAME_FINAL, 1, 0 },
 };
 
-static int norm_rule(const char *name)
+/* The first rule whose suffix ends name, or NULL. */
+static const struct norm_rule *find_norm_rule(const char *name)
 {
 	for (size_t i = 0; i < sizeof(norm_rules) / sizeof(norm_rules[0]); i++)
 		if (ends_with(name, norm_rules[i].suffix))
-			return (int)i;
-	return -1;
+			return &norm_rules[i];
+	return NULL;
 }
 
 enum fg_name_norm fg_name_norm_class(const char *name)
 {
 	const char *last, *end;
-	int r = norm_rule(name);
+	const struct norm_rule *r = find_norm_rule(name);
 
-	if (r >= 0)
-		return norm_rules[r].cls;
+	if (r)
+		return r->cls;
 	if (!ends_with(name, ".weight"))
 		return FG_NAME_NOT_NORM;
 	/* The module name before ".weight" says whether it is a norm. */
@@ -79,16 +80,16 @@ enum fg_name_norm fg_name_norm_class(const char *name)
 
 int fg_name_zero_centred(const char *name)
 {
-	int r = norm_rule(name);
+	const struct norm_rule *r = find_norm_rule(name);
 
-	return r >= 0 && norm_rules[r].zero_centred;
+	return r && r->zero_centred;
 }
 
 int fg_name_mlx_shifted(const char *name)
 {
-	int r = norm_rule(name);
+	const struct norm_rule *r = find_norm_rule(name);
 
-	return r >= 0 && norm_rules[r].mlx_shifted;
+	return r && r->mlx_shifted;
 }
 
 const char *fg_name_strip(const char *name)
@@ -154,5 +155,5 @@ long fg_name_layer(const char *name)
 		}
 		p = strstr(p + 1, "layers.");
 	}
-	return -1;
+	return FG_NAME_NO_LAYER;
 }

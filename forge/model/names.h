@@ -56,7 +56,10 @@ const char *fg_name_strip(const char *name);
  */
 enum fg_name_scheme fg_name_head_scheme(const char *name, long n_layers, int *index);
 
-/* The decoder layer number of a trunk name ("...layers.7.x" -> 7), or -1. */
+/* What fg_name_layer returns for a name without a layer number. */
+#define FG_NAME_NO_LAYER (-1L)
+
+/* The decoder layer number of a trunk name ("...layers.7.x" -> 7), or FG_NAME_NO_LAYER. */
 long fg_name_layer(const char *name);
 
 #endif

@@ -63,6 +63,62 @@ unsigned fg_runtime_layout_bit(const char *layout)
 	return 0;
 }
 
+static const char *const trunk_names[] = {
+	[FG_TRUNK_OK] = "ok",
+	[FG_TRUNK_DOUBLE_SHIFTED] = "double_shifted",
+	[FG_TRUNK_MISSING_SHIFT] = "missing_shift",
+};
+
+static const char *const head_names[] = {
+	[FG_HEAD_OK] = "ok",
+	[FG_HEAD_INVERTED] = "inverted",
+	[FG_HEAD_DOUBLE_SHIFTED] = "double_shifted",
+	[FG_HEAD_DROPPED] = "dropped",
+	[FG_HEAD_ABSENT] = "absent",
+};
+
+static const char *const outcome_names[] = {
+	[FG_OUTCOME_OK] = "ok",
+	[FG_OUTCOME_DEGRADED] = "degraded",
+	[FG_OUTCOME_BROKEN] = "broken",
+	[FG_OUTCOME_REFUSED] = "refused",
+};
+
+static const char *const shift_reason_names[] = {
+	[FG_SHIFT_NONE] = NULL,
+	[FG_SHIFT_MTP_KEYS] = "mtp_keys",
+	[FG_SHIFT_RAW_CONV1D] = "raw_conv1d",
+};
+
+#define NAME_OF(table, v) \
+	((unsigned)(v) < sizeof(table) / sizeof((table)[0]) ? (table)[v] : NULL)
+
+const char *fg_runtime_trunk_name(enum fg_runtime_trunk t)
+{
+	const char *name = NAME_OF(trunk_names, t);
+
+	return name ? name : "unknown";
+}
+
+const char *fg_runtime_head_name(enum fg_runtime_head h)
+{
+	const char *name = NAME_OF(head_names, h);
+
+	return name ? name : "unknown";
+}
+
+const char *fg_runtime_outcome_name(enum fg_runtime_outcome o)
+{
+	const char *name = NAME_OF(outcome_names, o);
+
+	return name ? name : "unknown";
+}
+
+const char *fg_runtime_shift_reason_name(enum fg_shift_reason r)
+{
+	return NAME_OF(shift_reason_names, r);
+}
+
 /* Ollama's converter takes the first of these patterns that matches a file. */
 static const char *const ollama_patterns[] = {
 	"model-*-of-*.safetensors", "model.safetensors", "adapters.safetensors",
@@ -98,38 +154,38 @@ static const char *pick_ollama_pattern(const struct fg_ckpt *c)
 }
 
 /* Trunk health from the effective probe mean, else from the convention. */
-static const char *classify_trunk(struct fg_runtime_result *r, const struct fg_runtime_input *in)
+static enum fg_runtime_trunk classify_trunk(struct fg_runtime_result *r, const struct fg_runtime_input *in)
 {
 	enum fg_convention after;
 
 	if (in->style != FG_STYLE_ZERO_CENTRED)
-		return "ok";
+		return FG_TRUNK_OK;
 	if (r->has_probe) {
 		if (r->trunk_probe_after > FG_QK_DOUBLE_ABOVE)
-			return "double_shifted";
+			return FG_TRUNK_DOUBLE_SHIFTED;
 		if (r->trunk_probe_after < FG_QK_ABSOLUTE_MIN)
-			return "missing_shift";
-		return "ok";
+			return FG_TRUNK_MISSING_SHIFT;
+		return FG_TRUNK_OK;
 	}
 	after = fg_conv_after_shift(in->trunk->conv, r->trunk_shift || r->rt->adds_one_at_run_time);
 	if (after == FG_CONV_DOUBLE_SHIFTED)
-		return "double_shifted";
+		return FG_TRUNK_DOUBLE_SHIFTED;
 	if (after == FG_CONV_DELTA)
-		return "missing_shift";
-	return "ok";
+		return FG_TRUNK_MISSING_SHIFT;
+	return FG_TRUNK_OK;
 }
 
 /* Head health from its effective convention, in MLX terms (stored + shift). */
-static const char *classify_head(enum fg_convention after)
+static enum fg_runtime_head classify_head(enum fg_convention after)
 {
 	switch (after) {
 	case FG_CONV_DELTA:
 	case FG_CONV_MIXED:
-		return "inverted";
+		return FG_HEAD_INVERTED;
 	case FG_CONV_DOUBLE_SHIFTED:
-		return "double_shifted";
+		return FG_HEAD_DOUBLE_SHIFTED;
 	default:
-		return "ok";
+		return FG_HEAD_OK;
 	}
 }
 
@@ -142,7 +198,7 @@ static void simulate_head(const struct fg_runtime *rt, const struct fg_runtime_i
 	switch (rt->head_source) {
 	case FG_HSRC_UNUSED:
 		r->head_keys_dropped = head_in_files;
-		r->head = (in->embedded_head || in->sidecar_head) ? "dropped" : "absent";
+		r->head = (in->embedded_head || in->sidecar_head) ? FG_HEAD_DROPPED : FG_HEAD_ABSENT;
 		return;
 	case FG_HSRC_SHARDS:
 		head = head_in_files ? in->embedded_head : NULL;
@@ -157,7 +213,7 @@ static void simulate_head(const struct fg_runtime *rt, const struct fg_runtime_i
 		break;
 	}
 	if (!head) {
-		r->head = "absent";
+		r->head = FG_HEAD_ABSENT;
 		return;
 	}
 	r->head_after = fg_conv_after_shift(head->conv, r->head_shift || rt->adds_one_at_run_time);
@@ -191,10 +247,10 @@ void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_in
 	if (in->style == FG_STYLE_ZERO_CENTRED) {
 		if (rt->shift_on_raw_conv1d && raw_conv1d) {
 			r->trunk_shift = 1;
-			r->shift_reason = "raw_conv1d";
+			r->shift_reason = FG_SHIFT_RAW_CONV1D;
 		} else if (rt->shift_on_mtp_key && mtp_keys) {
 			r->trunk_shift = 1;
-			r->shift_reason = "mtp_keys";
+			r->shift_reason = FG_SHIFT_MTP_KEYS;
 		}
 	}
 	if (in->trunk->probe) {
@@ -206,14 +262,14 @@ void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_in
 	}
 	r->trunk = classify_trunk(r, in);
 	simulate_head(rt, in, head_in_files, r);
-	if (strcmp(r->trunk, "ok") != 0)
+	if (r->trunk != FG_TRUNK_OK)
 		r->outcome = rt->refuse_probe_above > 0 && r->has_probe &&
-			     r->trunk_probe_after > rt->refuse_probe_above ? "refused" : "broken";
-	else if (strcmp(r->head, "inverted") == 0 || strcmp(r->head, "double_shifted") == 0)
-		r->outcome = "degraded";
-	else if (strcmp(r->head, "absent") == 0 && rt->head_source != FG_HSRC_UNUSED &&
+			     r->trunk_probe_after > rt->refuse_probe_above ? FG_OUTCOME_REFUSED : FG_OUTCOME_BROKEN;
+	else if (r->head == FG_HEAD_INVERTED || r->head == FG_HEAD_DOUBLE_SHIFTED)
+		r->outcome = FG_OUTCOME_DEGRADED;
+	else if (r->head == FG_HEAD_ABSENT && rt->head_source != FG_HSRC_UNUSED &&
 		 (in->embedded_head || in->sidecar_head))
-		r->outcome = "degraded"; /* a head exists but this runtime cannot find it */
+		r->outcome = FG_OUTCOME_DEGRADED; /* a head exists but this runtime cannot find it */
 	else
-		r->outcome = "ok";
+		r->outcome = FG_OUTCOME_OK;
 }

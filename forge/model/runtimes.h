@@ -93,6 +93,51 @@ struct fg_runtime_input {
 	const struct fg_decision *sidecar_head;   /* the sidecar MTPLX loads, or NULL */
 };
 
+/*
+ * What the simulation says of a runtime, in design.md section 5's words.
+ * Each enum has one name table (fg_runtime_*_name); the names are the
+ * strings of the inspect report.
+ */
+enum fg_runtime_trunk {
+	FG_TRUNK_OK,
+	FG_TRUNK_DOUBLE_SHIFTED,   /* effective probe above 2.4: +1 applied to an absolute trunk */
+	FG_TRUNK_MISSING_SHIFT,    /* effective probe below 1.25: a delta trunk without its +1 */
+};
+
+enum fg_runtime_head {
+	FG_HEAD_OK,
+	FG_HEAD_INVERTED,          /* loads delta (or mixed) where absolute is expected */
+	FG_HEAD_DOUBLE_SHIFTED,
+	FG_HEAD_DROPPED,           /* a head exists but this runtime drops its keys */
+	FG_HEAD_ABSENT,            /* no head where this runtime looks */
+};
+
+enum fg_runtime_outcome {
+	FG_OUTCOME_OK,
+	FG_OUTCOME_DEGRADED,       /* serves, but the head is wrong or missing */
+	FG_OUTCOME_BROKEN,         /* the trunk loads wrong */
+	FG_OUTCOME_REFUSED,        /* the runtime refuses to serve it */
+};
+
+/* Why the runtime shifts the trunk at load. */
+enum fg_shift_reason {
+	FG_SHIFT_NONE,
+	FG_SHIFT_MTP_KEYS,         /* a loaded key contains "mtp." */
+	FG_SHIFT_RAW_CONV1D,       /* a conv1d is in Hugging Face layout */
+};
+
+/* "ok", "double_shifted", "missing_shift"; "unknown" outside the enum. */
+const char *fg_runtime_trunk_name(enum fg_runtime_trunk t);
+
+/* "ok", "inverted", "double_shifted", "dropped", "absent"; "unknown" outside the enum. */
+const char *fg_runtime_head_name(enum fg_runtime_head h);
+
+/* "ok", "degraded", "broken", "refused"; "unknown" outside the enum. */
+const char *fg_runtime_outcome_name(enum fg_runtime_outcome o);
+
+/* "mtp_keys", "raw_conv1d"; NULL for FG_SHIFT_NONE and outside the enum. */
+const char *fg_runtime_shift_reason_name(enum fg_shift_reason r);
+
 #define FG_RUNTIME_MAX_FILES 64
 
 struct fg_runtime_result {
@@ -101,15 +146,15 @@ struct fg_runtime_result {
 	size_t n_files;                 /* files the runtime reads (up to FG_RUNTIME_MAX_FILES listed) */
 	const char *files[FG_RUNTIME_MAX_FILES];
 	int trunk_shift;
-	const char *shift_reason;       /* "mtp_keys", "raw_conv1d" or NULL */
+	enum fg_shift_reason shift_reason; /* FG_SHIFT_NONE unless trunk_shift */
 	int has_probe;
 	double trunk_probe_after;
 	int head_shift;
 	size_t head_keys_dropped;       /* head keys read and then dropped */
 	enum fg_convention head_after;  /* effective head convention (MLX terms) */
-	const char *trunk;              /* ok, double_shifted, missing_shift */
-	const char *head;               /* ok, inverted, double_shifted, dropped, absent */
-	const char *outcome;            /* ok, degraded, broken, refused */
+	enum fg_runtime_trunk trunk;
+	enum fg_runtime_head head;
+	enum fg_runtime_outcome outcome;
 };
 
 /* Simulate rt on the checkpoint. */

@@ -8,82 +8,83 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct fg_verdict_code codes[] = {
-	{ "trunk_double_shifted", FG_SEV_ERROR, "the trunk's norms are already shifted twice on disk" },
-	{ "embedded_mtp_shift_hazard", FG_SEV_ERROR,
-	  "embedded mtp.* keys make a runtime add +1 to an absolute trunk" },
-	{ "trunk_missing_shift", FG_SEV_ERROR, "a targeted runtime loads a delta trunk without its +1" },
-	{ "trunk_double_shift_at_load", FG_SEV_ERROR,
-	  "a targeted runtime adds +1 to an absolute trunk (not because of head keys)" },
-	{ "head_convention_mismatch", FG_SEV_ERROR,
-	  "the head loads inverted or double-shifted in a targeted runtime" },
-	{ "head_double_shifted", FG_SEV_ERROR, "the head's norms are already shifted twice on disk" },
-	{ "mixed_convention", FG_SEV_ERROR, "one tensor set holds both conventions" },
-	{ "no_convention_evidence", FG_SEV_ERROR, "a shift may be needed but no norm decides it" },
-	{ "convention_structure_mismatch", FG_SEV_ERROR,
-	  "the checkpoint's structure and its norm values disagree on the convention" },
-	{ "nonfinite_norm", FG_SEV_ERROR, "a norm tensor holds NaN or infinity" },
-	{ "degenerate_head", FG_SEV_ERROR, "the head's norms are all zero or its payload is empty" },
-	{ "expert_layout_ambiguous", FG_SEV_ERROR, "expert tensors fit both fused layouts, or neither" },
-	{ "mtp_declared_missing", FG_SEV_ERROR, "config.json declares an MTP head but no tensor holds it" },
-	{ "malformed_checkpoint", FG_SEV_ERROR, "the checkpoint contradicts itself" },
-	{ "stray_shard", FG_SEV_WARNING, "a model*.safetensors absent from the index: mlx-lm loads it anyway" },
-	{ "index_mismatch", FG_SEV_WARNING, "the index and the shard headers disagree" },
-	{ "bf16_shift_precision_loss", FG_SEV_WARNING, "+1 applied in BF16/F16 loses small offsets" },
-	{ "quantized_mtp_head", FG_SEV_WARNING, "the MTP head is quantized" },
-	{ "mixed_head_conventions_in_fleet", FG_SEV_WARNING, "the fleet serves heads of both conventions" },
-	{ "raw_zero_centred_head", FG_SEV_INFO, "a delta head; fine for runtimes that heal it" },
+const struct fg_verdict_row fg_verdict_table[FG_VERDICT_COUNT] = {
+#define FG_VERDICT_ROW(id, name_, severity_, kind_, meaning_) \
+	[FG_V_##id] = { .code = FG_V_##id, .name = name_, .severity = severity_, .kind = kind_, .meaning = meaning_ },
+	FG_VERDICT_CODES(FG_VERDICT_ROW)
+#undef FG_VERDICT_ROW
 };
 
-#define N_CODES (sizeof(codes) / sizeof(codes[0]))
+static const char *const severity_names[FG_SEV_COUNT] = {
+	[FG_SEV_INFO] = "info",
+	[FG_SEV_WARNING] = "warning",
+	[FG_SEV_ERROR] = "error",
+};
 
-const struct fg_verdict_code *fg_verdict_code(const char *code)
+_Static_assert(FG_SEV_ERROR + 1 == FG_SEV_COUNT, "FG_SEV_COUNT names every severity");
+
+const struct fg_verdict_row *fg_verdict_row(enum fg_verdict_code code)
 {
-	for (size_t i = 0; i < N_CODES; i++)
-		if (strcmp(codes[i].code, code) == 0)
-			return &codes[i];
-	return NULL;
+	/* Unsigned, so a negative value cast into the enum is refused too. */
+	if ((unsigned)code >= (unsigned)FG_VERDICT_COUNT)
+		return NULL;
+	return &fg_verdict_table[code];
 }
 
-const struct fg_verdict_code *fg_verdict_codes(size_t *n)
+const struct fg_verdict_row *fg_verdict_code_find(const char *name)
 {
-	*n = N_CODES;
-	return codes;
+	for (size_t i = 0; name && i < FG_VERDICT_COUNT; i++)
+		if (strcmp(fg_verdict_table[i].name, name) == 0)
+			return &fg_verdict_table[i];
+	return NULL;
 }
 
 const char *fg_severity_name(enum fg_severity s)
 {
-	static const char *const names[] = { "info", "warning", "error" };
-
-	return names[s];
+	if ((unsigned)s >= (unsigned)FG_SEV_COUNT)
+		return "unknown";
+	return severity_names[s];
 }
 
-struct fg_verdict *fg_verdicts_add(struct fg_verdicts *list, const char *code, const char *set,
-				   const char *fmt, ...)
+bool fg_severity_parse(const char *name, enum fg_severity *out)
 {
-	const struct fg_verdict_code *row = fg_verdict_code(code);
+	for (int i = 0; name && i < FG_SEV_COUNT; i++) {
+		if (strcmp(severity_names[i], name) == 0) {
+			*out = (enum fg_severity)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+int fg_verdicts_add(struct fg_verdicts *list, enum fg_verdict_code code, const char *set,
+		    struct fg_verdict **out, const char *fmt, ...)
+{
+	const struct fg_verdict_row *row = fg_verdict_row(code);
 	struct fg_verdict *v;
 	va_list ap;
 
-	if (!row)
-		return NULL;
+	if (!row || row->kind == FG_VK_VERIFICATION)
+		return FG_EINTERNAL;
 	if (list->n == list->cap) {
 		size_t ncap = list->cap ? list->cap * 2 : 8;
 		struct fg_verdict *nv = realloc(list->v, ncap * sizeof(*nv));
 
 		if (!nv)
-			return NULL;
+			return FG_ENOMEM;
 		list->v = nv;
 		list->cap = ncap;
 	}
 	v = &list->v[list->n++];
 	memset(v, 0, sizeof(*v));
-	v->code = row;
+	v->row = row;
 	snprintf(v->set, sizeof(v->set), "%s", set ? set : "");
 	va_start(ap, fmt);
 	vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
 	va_end(ap);
-	return v;
+	if (out)
+		*out = v;
+	return 0;
 }
 
 void fg_verdict_runtime(struct fg_verdict *v, const char *runtime)
@@ -102,18 +103,23 @@ void fg_verdict_tensor(struct fg_verdict *v, const char *tensor)
 	v->n_tensors++;
 }
 
-int fg_verdicts_has_error(const struct fg_verdicts *list)
+const struct fg_verdict *fg_verdicts_first_error(const struct fg_verdicts *list)
 {
 	for (size_t i = 0; i < list->n; i++)
-		if (list->v[i].code->severity == FG_SEV_ERROR)
-			return 1;
-	return 0;
+		if (list->v[i].row->severity == FG_SEV_ERROR)
+			return &list->v[i];
+	return NULL;
 }
 
-const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, const char *code)
+bool fg_verdicts_has_error(const struct fg_verdicts *list)
+{
+	return fg_verdicts_first_error(list) != NULL;
+}
+
+const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, enum fg_verdict_code code)
 {
 	for (size_t i = 0; i < list->n; i++)
-		if (strcmp(list->v[i].code->code, code) == 0)
+		if (list->v[i].row->code == code)
 			return &list->v[i];
 	return NULL;
 }

@@ -1,10 +1,15 @@
 /*
- * verdicts.h: the verdict codes of design.md section 5 (static analysis) and
- * the list a report carries.
+ * verdicts.h: every verdict code forged raises, as one table the compiler
+ * checks, and the verdict list a report carries.
  *
- * Codes and severities are a table; a report adds verdicts by code and the
- * severity comes from the table, so a code can never be raised at two
- * severities.  Two codes extend the v1 vocabulary (documented in README.md):
+ * One X-macro list holds each code's name, severity, kind and meaning: the
+ * static codes of design.md section 5, the verification codes of section 7
+ * (forge/verify decides which one applies) and the fleet code fleet health
+ * raises (store/fleet.c).  It generates enum fg_verdict_code (FG_V_<NAME>)
+ * and fg_verdict_table, indexed by that enum, so a misspelt code is a compile
+ * error and a code can never be raised at two severities.  Names are the
+ * stable strings of the JSON documents and of the store.  Two static codes
+ * extend the v1 vocabulary (documented in README.md):
  * `convention_structure_mismatch` (structure and norm values disagree) and
  * `trunk_double_shift_at_load` (a targeted runtime adds +1 to an absolute
  * trunk for a reason other than embedded head keys).
@@ -12,26 +17,113 @@
 #ifndef FG_VERDICTS_H
 #define FG_VERDICTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "forge/core/error.h"
 
+/* One severity for static, verification and fleet verdicts. */
 enum fg_severity {
 	FG_SEV_INFO,
 	FG_SEV_WARNING,
-	FG_SEV_ERROR,
+	FG_SEV_ERROR,      /* the artifact must not ship (exit 1) */
 };
 
-struct fg_verdict_code {
-	const char *code;
-	enum fg_severity severity;
-	const char *meaning;
+#define FG_SEV_COUNT 3
+
+/* Where a code comes from: which list may carry it. */
+enum fg_verdict_kind {
+	FG_VK_STATIC,         /* an inspect report (forge/model/inspect.c), or a forge refusal */
+	FG_VK_VERIFICATION,   /* a verification verdict (forge/verify), one per result */
+	FG_VK_FLEET,          /* a fleet health warning (store/fleet.c) */
 };
+
+/* X(ID, name, severity, kind, meaning): FG_V_<ID> is the code. */
+#define FG_VERDICT_CODES(X)                                                                        \
+	X(TRUNK_DOUBLE_SHIFTED, "trunk_double_shifted", FG_SEV_ERROR, FG_VK_STATIC,                \
+	  "the trunk's norms are already shifted twice on disk")                                  \
+	X(EMBEDDED_MTP_SHIFT_HAZARD, "embedded_mtp_shift_hazard", FG_SEV_ERROR, FG_VK_STATIC,      \
+	  "embedded mtp.* keys make a runtime add +1 to an absolute trunk")                       \
+	X(TRUNK_MISSING_SHIFT, "trunk_missing_shift", FG_SEV_ERROR, FG_VK_STATIC,                  \
+	  "a targeted runtime loads a delta trunk without its +1")                                \
+	X(TRUNK_DOUBLE_SHIFT_AT_LOAD, "trunk_double_shift_at_load", FG_SEV_ERROR, FG_VK_STATIC,    \
+	  "a targeted runtime adds +1 to an absolute trunk (not because of head keys)")           \
+	X(HEAD_CONVENTION_MISMATCH, "head_convention_mismatch", FG_SEV_ERROR, FG_VK_STATIC,        \
+	  "the head loads inverted or double-shifted in a targeted runtime")                      \
+	X(HEAD_DOUBLE_SHIFTED, "head_double_shifted", FG_SEV_ERROR, FG_VK_STATIC,                  \
+	  "the head's norms are already shifted twice on disk")                                   \
+	X(MIXED_CONVENTION, "mixed_convention", FG_SEV_ERROR, FG_VK_STATIC,                        \
+	  "one tensor set holds both conventions")                                                \
+	X(NO_CONVENTION_EVIDENCE, "no_convention_evidence", FG_SEV_ERROR, FG_VK_STATIC,            \
+	  "a shift may be needed but no norm decides it")                                         \
+	X(CONVENTION_STRUCTURE_MISMATCH, "convention_structure_mismatch", FG_SEV_ERROR,            \
+	  FG_VK_STATIC, "the checkpoint's structure and its norm values disagree on the convention") \
+	X(NONFINITE_NORM, "nonfinite_norm", FG_SEV_ERROR, FG_VK_STATIC,                            \
+	  "a norm tensor holds NaN or infinity")                                                  \
+	X(DEGENERATE_HEAD, "degenerate_head", FG_SEV_ERROR, FG_VK_STATIC,                          \
+	  "the head's norms are all zero or its payload is empty")                                \
+	X(EXPERT_LAYOUT_AMBIGUOUS, "expert_layout_ambiguous", FG_SEV_ERROR, FG_VK_STATIC,          \
+	  "expert tensors fit both fused layouts, or neither")                                    \
+	X(MTP_DECLARED_MISSING, "mtp_declared_missing", FG_SEV_ERROR, FG_VK_STATIC,                \
+	  "config.json declares an MTP head but no tensor holds it")                              \
+	X(MALFORMED_CHECKPOINT, "malformed_checkpoint", FG_SEV_ERROR, FG_VK_STATIC,                \
+	  "the checkpoint contradicts itself")                                                    \
+	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
+	  "a model*.safetensors absent from the index: mlx-lm loads it anyway")                   \
+	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \
+	  "the index and the shard headers disagree")                                             \
+	X(BF16_SHIFT_PRECISION_LOSS, "bf16_shift_precision_loss", FG_SEV_WARNING, FG_VK_STATIC,    \
+	  "+1 applied in BF16/F16 loses small offsets")                                           \
+	X(QUANTIZED_MTP_HEAD, "quantized_mtp_head", FG_SEV_WARNING, FG_VK_STATIC,                  \
+	  "the MTP head is quantized")                                                            \
+	X(RAW_ZERO_CENTRED_HEAD, "raw_zero_centred_head", FG_SEV_INFO, FG_VK_STATIC,               \
+	  "a delta head; fine for runtimes that heal it")                                         \
+	X(MIXED_HEAD_CONVENTIONS_IN_FLEET, "mixed_head_conventions_in_fleet", FG_SEV_WARNING,      \
+	  FG_VK_FLEET, "the fleet serves heads of both conventions")                              \
+	X(MTP_DEPTH_WINS, "mtp_depth_wins", FG_SEV_INFO, FG_VK_VERIFICATION,                       \
+	  "a depth > 0 beats plain decode and did not fail quality; the fastest such depth wins") \
+	X(NO_QUALITY_PASSED_MTP_DEPTH_BEAT_AR, "no_quality_passed_mtp_depth_beat_ar",              \
+	  FG_SEV_WARNING, FG_VK_VERIFICATION, "a depth > 0 beat plain decode but failed quality")  \
+	X(MTP_ACCEPTANCE_COLLAPSED, "mtp_acceptance_collapsed", FG_SEV_ERROR, FG_VK_VERIFICATION,  \
+	  "no depth beats plain decode and first-position acceptance has collapsed")              \
+	X(NO_MTP_DEPTH_BEAT_AR, "no_mtp_depth_beat_ar", FG_SEV_WARNING, FG_VK_VERIFICATION,        \
+	  "no depth > 0 beats plain decode, and acceptance has not collapsed")
+
+enum fg_verdict_code {
+#define FG_VERDICT_ENUM(id, name, severity, kind, meaning) FG_V_##id,
+	FG_VERDICT_CODES(FG_VERDICT_ENUM)
+#undef FG_VERDICT_ENUM
+	FG_VERDICT_COUNT   /* not a code: the number of codes */
+};
+
+/* A row of the verdict table. */
+struct fg_verdict_row {
+	enum fg_verdict_code code;  /* its own index in fg_verdict_table */
+	const char *name;           /* "head_double_shifted": the JSON and store string */
+	enum fg_severity severity;
+	enum fg_verdict_kind kind;
+	const char *meaning;        /* one line, lower-case */
+};
+
+/* The table, indexed by enum fg_verdict_code (fg_verdict_table[c].code == c). */
+extern const struct fg_verdict_row fg_verdict_table[FG_VERDICT_COUNT];
+
+/* The row of code, or NULL when code is not an enum fg_verdict_code value. */
+const struct fg_verdict_row *fg_verdict_row(enum fg_verdict_code code);
+
+/* The row whose name is name (exact, case-sensitive), or NULL (also for NULL). */
+const struct fg_verdict_row *fg_verdict_code_find(const char *name);
+
+/* "info", "warning" or "error"; "unknown" for a value outside the enum. */
+const char *fg_severity_name(enum fg_severity s);
+
+/* Parse a severity name into *out; false (out untouched) for anything else, NULL included. */
+bool fg_severity_parse(const char *name, enum fg_severity *out);
 
 #define FG_VERDICT_MAX_LIST 8   /* runtimes and tensors named per verdict */
 
 struct fg_verdict {
-	const struct fg_verdict_code *code;
+	const struct fg_verdict_row *row;
 	char set[64];
 	size_t n_runtimes;
 	const char *runtimes[FG_VERDICT_MAX_LIST];  /* borrowed static strings */
@@ -45,31 +137,29 @@ struct fg_verdicts {
 	struct fg_verdict *v;
 };
 
-/* The table row for code, or NULL. */
-const struct fg_verdict_code *fg_verdict_code(const char *code);
-
-/* Every code, for listings and tests. */
-const struct fg_verdict_code *fg_verdict_codes(size_t *n);
-
-const char *fg_severity_name(enum fg_severity s);
-
 /*
- * Append a verdict with code (which must be in the table) for set (may be
- * NULL) and a printf-style detail.  Returns the new verdict (to add runtimes
- * and tensors to) or NULL when out of memory or the code is unknown.
+ * Append a verdict with code for set (may be NULL) and a printf-style detail;
+ * *out (out may be NULL) gets the new verdict, to add runtimes and tensors to,
+ * valid until the next add.  Returns 0; FG_ENOMEM when out of memory;
+ * FG_EINTERNAL when code is not a table row or is a verification code (a
+ * verification result carries one verdict, not a list).  The list is
+ * unchanged on failure.
  */
-struct fg_verdict *fg_verdicts_add(struct fg_verdicts *list, const char *code, const char *set,
-				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int fg_verdicts_add(struct fg_verdicts *list, enum fg_verdict_code code, const char *set,
+		    struct fg_verdict **out, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Name a runtime (a static string) or a tensor (copied) in a verdict. */
 void fg_verdict_runtime(struct fg_verdict *v, const char *runtime);
 void fg_verdict_tensor(struct fg_verdict *v, const char *tensor);
 
 /* True when any verdict in the list has error severity. */
-int fg_verdicts_has_error(const struct fg_verdicts *list);
+bool fg_verdicts_has_error(const struct fg_verdicts *list);
+
+/* The first verdict of the list with error severity, or NULL. */
+const struct fg_verdict *fg_verdicts_first_error(const struct fg_verdicts *list);
 
 /* The code's verdict in the list, or NULL. */
-const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, const char *code);
+const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, enum fg_verdict_code code);
 
 void fg_verdicts_release(struct fg_verdicts *list);
 

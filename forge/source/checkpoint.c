@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,9 +121,9 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = fg_err_set(err, FG_EIO, "%s: not a readable regular file", path);
+		rc = fg_err_set(err, FG_EINPUT, "%s: not a readable regular file", path);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > cap) {
@@ -141,7 +142,7 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: read failed: %s", path,
+			rc = fg_err_set(err, FG_EINPUT, "%s: read failed: %s", path,
 					r < 0 ? strerror(errno) : "file shrank");
 			goto out;
 		}
@@ -181,7 +182,7 @@ int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, 
 	return 0;
 }
 
-/* config with text_config's keys (but model_type) copied over the top level. */
+/* config with text_config's keys (but model_type) copied over the top level; 0 or FG_ENOMEM. */
 static int merge_text_config(cJSON **out, const cJSON *raw)
 {
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(raw, "text_config");
@@ -189,7 +190,7 @@ static int merge_text_config(cJSON **out, const cJSON *raw)
 	cJSON *merged = cJSON_Duplicate(raw, 1);
 
 	if (!merged)
-		return -1;
+		return FG_ENOMEM;
 	if (cJSON_IsObject(tc)) {
 		cJSON_ArrayForEach(kv, tc) {
 			cJSON *copy;
@@ -199,7 +200,7 @@ static int merge_text_config(cJSON **out, const cJSON *raw)
 			copy = cJSON_Duplicate(kv, 1);
 			if (!copy) {
 				cJSON_Delete(merged);
-				return -1;
+				return FG_ENOMEM;
 			}
 			if (cJSON_GetObjectItemCaseSensitive(merged, kv->string))
 				cJSON_ReplaceItemInObjectCaseSensitive(merged, kv->string, copy);
@@ -257,7 +258,7 @@ static int glob_shards(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 	int rc = 0;
 
 	if (!d)
-		return fg_err_set(err, FG_EIO, "%s: cannot list the folder: %s", c->dir, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot list the folder: %s", c->dir, strerror(errno));
 	while ((de = readdir(d))) {
 		char *full;
 		int reg;
@@ -319,12 +320,15 @@ static int confined_relpath(const char *p)
 	return 1;
 }
 
-static int find_file(const struct fg_ckpt *c, const char *name)
+/* The index of the file called name in c->files, or NO_FILE. */
+#define NO_FILE SIZE_MAX
+
+static size_t find_file(const struct fg_ckpt *c, const char *name)
 {
 	for (size_t i = 0; i < c->n_files; i++)
 		if (strcmp(c->files[i].name, name) == 0)
-			return (int)i;
-	return -1;
+			return i;
+	return NO_FILE;
 }
 
 /*
@@ -334,7 +338,7 @@ static int find_file(const struct fg_ckpt *c, const char *name)
  */
 static int file_exists(const struct fg_ckpt *c, const char *name, int probe)
 {
-	struct fg_err ignored = { 0, "" };
+	struct fg_err ignored = { 0 };
 	uint64_t size;
 	char *path;
 	int exists;
@@ -351,7 +355,7 @@ static int file_exists(const struct fg_ckpt *c, const char *name, int probe)
 static int process_index(struct fg_ckpt *c, size_t *cap, const char *label, struct fg_err *err)
 {
 	const cJSON *wm = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map"), *kv;
-	int last = -1;
+	size_t last = NO_FILE;
 
 	if (!cJSON_IsObject(wm))
 		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", label);
@@ -365,10 +369,10 @@ static int process_index(struct fg_ckpt *c, size_t *cap, const char *label, stru
 			return fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' names '%.200s', outside the folder",
 					  label, kv->string, kv->valuestring);
 		/* Index entries repeat a few file names: check each name once. */
-		if (last >= 0 && strcmp(c->files[last].name, kv->valuestring) == 0)
+		if (last != NO_FILE && strcmp(c->files[last].name, kv->valuestring) == 0)
 			continue;
 		last = find_file(c, kv->valuestring);
-		if (last >= 0) {
+		if (last != NO_FILE) {
 			c->files[last].in_index = 1;
 			continue;
 		}
@@ -381,7 +385,7 @@ static int process_index(struct fg_ckpt *c, size_t *cap, const char *label, stru
 		c->files[idx].in_index = 1;
 		/* A remote folder cannot be listed: what the index names stands for the glob. */
 		c->files[idx].globbed = c->pull && fnmatch("model*.safetensors", kv->valuestring, 0) == 0;
-		last = idx;
+		last = (size_t)idx;
 	}
 	return 0;
 }
@@ -425,7 +429,7 @@ static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 		c->sidecar = idx;
 	}
 	for (size_t i = 0; i < sizeof(sidecar_candidates) / sizeof(*sidecar_candidates); i++) {
-		if (find_file(c, sidecar_candidates[i]) < 0 && !file_exists(c, sidecar_candidates[i], 1))
+		if (find_file(c, sidecar_candidates[i]) == NO_FILE && !file_exists(c, sidecar_candidates[i], 1))
 			continue;
 		idx = add_file(c, cap, sidecar_candidates[i], err);
 		if (idx < 0)
@@ -445,7 +449,7 @@ static int add_mismatch(struct fg_ckpt *c, size_t *cap, enum fg_index_problem p,
 		struct fg_index_mismatch *nm = realloc(c->mismatch, ncap * sizeof(*nm));
 
 		if (!nm)
-			return -1;
+			return FG_ENOMEM;
 		c->mismatch = nm;
 		*cap = ncap;
 	}
@@ -474,7 +478,8 @@ static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 	const cJSON *wm = c->index ? cJSON_GetObjectItemCaseSensitive(c->index, "weight_map") : NULL;
 	size_t *found = NULL, mcap = 0;
 	const cJSON *kv;
-	int last = -1, rc = 0, complete = 1;
+	size_t last = NO_FILE;
+	int rc = 0, complete = 1;
 
 	if (!wm)
 		return 0;
@@ -482,9 +487,9 @@ static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 	if (!found)
 		goto nomem;
 	cJSON_ArrayForEach(kv, wm) {
-		if (last < 0 || strcmp(c->files[last].name, kv->valuestring) != 0)
+		if (last == NO_FILE || strcmp(c->files[last].name, kv->valuestring) != 0)
 			last = find_file(c, kv->valuestring);
-		if (last < 0)
+		if (last == NO_FILE)
 			continue;
 		if (fg_st_find(c->files[last].st, kv->string))
 			found[last]++;
@@ -574,7 +579,7 @@ static int pool_start(struct open_pool *p, const struct fg_ckpt *c, size_t from,
 	p->rc = calloc(p->n ? p->n : 1, sizeof(*p->rc));
 	p->errs = calloc(p->n ? p->n : 1, sizeof(*p->errs));
 	if (!p->paths || !p->st || !p->rc || !p->errs)
-		return -1;
+		return FG_ENOMEM;
 	for (size_t i = 0; i < p->n; i++)
 		p->paths[i] = c->files[from + i].path;
 	if (n_threads > OPEN_THREADS_MAX)
@@ -625,7 +630,7 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 	struct stat st;
 
 	if (stat(source, &st) != 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open checkpoint: %s", source, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open checkpoint: %s", source, strerror(errno));
 	c->source = strdup(source);
 	if (!c->source)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -637,7 +642,7 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 		c->single_file = 1;
 		c->dir = slash ? strndup(source, (size_t)(slash - source) + (slash == source)) : strdup(".");
 	} else {
-		return fg_err_set(err, FG_EIO, "%s: neither a folder nor a file", source);
+		return fg_err_set(err, FG_EINPUT, "%s: neither a folder nor a file", source);
 	}
 	return c->dir ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
 }
@@ -764,8 +769,10 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 		return fg_err_set(err, FG_EINPUT, "%s: no config.json in the checkpoint folder", source);
 	if (rc)
 		return rc;
-	if (c->config_raw && (!cJSON_IsObject(c->config_raw) || merge_text_config(&c->config, c->config_raw)))
+	if (c->config_raw && !cJSON_IsObject(c->config_raw))
 		return fg_err_set(err, FG_EINPUT, "%s/config.json: not a JSON object", c->dir);
+	if (c->config_raw && merge_text_config(&c->config, c->config_raw) != 0)
+		return fg_err_set(err, FG_ENOMEM, "%s/config.json: out of memory", c->dir);
 	if (single) {
 		rc = add_file(c, cap, single, err);
 		if (rc < 0)

@@ -69,8 +69,8 @@ struct fg_ckpt {
  * config.json, the index and every safetensors header.  config is config.json
  * with every key of `text_config` (except `model_type`) copied over the top
  * level, as mlx-lm's text models read their arguments.  On success *out is the
- * caller's to release with fg_ckpt_free().  Errors (FG_EINPUT, FG_EIO,
- * FG_ENOMEM) name the checkpoint, the file and the reason: a folder without
+ * caller's to release with fg_ckpt_free().  Errors (FG_EINPUT; for remote
+ * sources also those of fg_pull_open; FG_ENOMEM) name the checkpoint, the file and the reason: a folder without
  * config.json, an unreadable or malformed shard, an index naming a missing file,
  * a sidecar pointer that escapes the folder or names a missing file.
  *

@@ -56,46 +56,25 @@ struct verify_rule {
 };
 
 static const struct verify_rule rules[] = {
-	{ { "mtp_depth_wins", FG_VERIFY_INFO, 1,
-	    "a depth > 0 beats plain decode and did not fail quality; the fastest such depth wins" },
-	  holds_depth_wins, 1 },
-	{ { "no_quality_passed_mtp_depth_beat_ar", FG_VERIFY_WARNING, 2,
-	    "a depth > 0 beat plain decode but failed quality" },
-	  holds_quality_failed, 0 },
-	{ { "mtp_acceptance_collapsed", FG_VERIFY_ERROR, 3,
-	    "no depth beats plain decode and first-position acceptance has collapsed" },
-	  holds_collapsed, 0 },
-	{ { "no_mtp_depth_beat_ar", FG_VERIFY_WARNING, 4,
-	    "no depth > 0 beats plain decode, and acceptance has not collapsed" },
-	  holds_always, 0 },
+	{ { &fg_verdict_table[FG_V_MTP_DEPTH_WINS], 1 }, holds_depth_wins, 1 },
+	{ { &fg_verdict_table[FG_V_NO_QUALITY_PASSED_MTP_DEPTH_BEAT_AR], 2 }, holds_quality_failed, 0 },
+	{ { &fg_verdict_table[FG_V_MTP_ACCEPTANCE_COLLAPSED], 3 }, holds_collapsed, 0 },
+	{ { &fg_verdict_table[FG_V_NO_MTP_DEPTH_BEAT_AR], 4 }, holds_always, 0 },
 };
 
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
-
-static const char *const severity_names[] = {
-	[FG_VERIFY_INFO] = "info",
-	[FG_VERIFY_WARNING] = "warning",
-	[FG_VERIFY_ERROR] = "error",
-};
 
 const struct fg_verify_verdict *fg_verify_verdict_at(size_t i)
 {
 	return i < N_RULES ? &rules[i].verdict : NULL;
 }
 
-const struct fg_verify_verdict *fg_verify_verdict_find(const char *code)
+const struct fg_verify_verdict *fg_verify_verdict_find(const char *name)
 {
-	for (size_t i = 0; code && i < N_RULES; i++)
-		if (strcmp(rules[i].verdict.code, code) == 0)
+	for (size_t i = 0; name && i < N_RULES; i++)
+		if (strcmp(rules[i].verdict.row->name, name) == 0)
 			return &rules[i].verdict;
 	return NULL;
-}
-
-const char *fg_verify_severity_name(enum fg_verify_severity s)
-{
-	if ((unsigned)s < sizeof(severity_names) / sizeof(severity_names[0]))
-		return severity_names[s];
-	return "unknown";
 }
 
 /* An optional string field copied into buf (of len bytes); absent leaves "". */
@@ -390,8 +369,8 @@ cJSON *fg_verify_result_json(const struct fg_verify_result *r)
 	if (!o)
 		return NULL;
 	ok = cJSON_AddStringToObject(o, "schema", FG_VERDICT_SCHEMA) &&
-	     cJSON_AddStringToObject(o, "verdict", r->verdict->code) &&
-	     cJSON_AddStringToObject(o, "severity", fg_verify_severity_name(r->verdict->severity));
+	     cJSON_AddStringToObject(o, "verdict", r->verdict->row->name) &&
+	     cJSON_AddStringToObject(o, "severity", fg_severity_name(r->verdict->row->severity));
 	if (ok)
 		ok = r->best_depth >= 0 ? cJSON_AddNumberToObject(o, "best_depth", r->best_depth) != NULL
 					: cJSON_AddNullToObject(o, "best_depth") != NULL;

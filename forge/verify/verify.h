@@ -6,8 +6,9 @@
  * acceptance and a quality flag per depth as a `forged.verification.v1`
  * document.  This module validates such a document into rows, computes each
  * depth's speed-up over plain decode, and applies the verdict rules in their
- * fixed order.  The verdicts are rows of a table (code, severity, meaning,
- * rule); the first rule that matches decides.
+ * fixed order.  The rules are rows of a table (verdict code, rule); the
+ * verdicts' names, severities and meanings are rows of forge/model/verdicts.h's
+ * one table; the first rule that matches decides.
  *
  * Pure domain code: no printing, no I/O.  The CLI (`forged verdict`) and the
  * API (`POST /v1/artifacts/{id}/verifications`) both call it, so every error
@@ -21,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/model/verdicts.h"
 
 #define FG_VERIFY_SCHEMA "forged.verification.v1"
 #define FG_VERDICT_SCHEMA "forged.verdict.v1"
@@ -46,18 +48,13 @@ struct fg_verify_input {
 	struct fg_verify_row *rows;         /* owned; in document order, distinct depths */
 };
 
-enum fg_verify_severity {
-	FG_VERIFY_INFO,
-	FG_VERIFY_WARNING,
-	FG_VERIFY_ERROR,                    /* the artifact must not ship (exit 1) */
-};
-
-/* A row of the verdict table. */
+/*
+ * A rule of the verdict table: the verdict it decides (its name, severity and
+ * meaning live in forge/model/verdicts.h's one table) and its position.
+ */
 struct fg_verify_verdict {
-	const char *code;                   /* e.g. "mtp_acceptance_collapsed" */
-	enum fg_verify_severity severity;
+	const struct fg_verdict_row *row;   /* a FG_VK_VERIFICATION row of fg_verdict_table */
 	int rule;                           /* 1-based position in the rule order */
-	const char *meaning;                /* one line, lower-case */
 };
 
 /* The speed-up of one depth > 0 over depth 0 (unrounded). */
@@ -86,11 +83,8 @@ struct fg_verify_result {
  */
 const struct fg_verify_verdict *fg_verify_verdict_at(size_t i);
 
-/* The table row for code, or NULL. */
-const struct fg_verify_verdict *fg_verify_verdict_find(const char *code);
-
-/* "info", "warning" or "error". */
-const char *fg_verify_severity_name(enum fg_verify_severity s);
+/* The rule deciding the verdict called name, or NULL (also for NULL). */
+const struct fg_verify_verdict *fg_verify_verdict_find(const char *name);
 
 /*
  * Validate doc (borrowed) as a forged.verification.v1 document and fill *out,

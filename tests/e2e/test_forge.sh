@@ -160,6 +160,14 @@ forge qwen35_mlx_head_shifted refused1
 check "301 head: exit 1" [ "$RC" -eq 1 ]
 check "301 head: names head_double_shifted" grep -q head_double_shifted "$TMP/refused1.err"
 check "301 head: nothing written" [ ! -e "$TMP/refused1" ]
+# --json: the refusal is data (code, severity, detail), and the verdict list carries it.
+check "301 head --json: refusal {code, severity, detail}" [ "$(jq -r '[.refusal.code, .refusal.severity,
+	(.refusal.detail | startswith("head set")), .ok, .artifact] | map(tostring) | join(" ")' "$TMP/refused1.json")" = \
+	"head_double_shifted error true false null" ]
+check "301 head --json: verdicts[] holds the refusal" [ "$(jq -r '[.verdicts[] | .code + ":" + .severity] | join(",")' \
+	"$TMP/refused1.json")" = "head_double_shifted:error" ]
+check "ambiguous experts --json: refusal code" [ "$(jq -r '.refusal.code' <("$FORGED" forge \
+	"$FIXTURES/qwen35_moe_hf_ambiguous" --out "$TMP/refused3b" --json 2>/dev/null))" = expert_layout_ambiguous ]
 forge qwen35_mlx_mixed_head refused2
 check "mixed head: exit 1, mixed_convention" [ "$RC" -eq 1 ]
 check "mixed head: message" grep -q mixed_convention "$TMP/refused2.err"

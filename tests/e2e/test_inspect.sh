@@ -142,4 +142,10 @@ rc=0; "$FORGED" inspect "$TMP/nothing-here" >/dev/null 2>&1 || rc=$?
 check "missing source: exit 2" [ "$rc" -eq 2 ]
 rc=0; "$FORGED" inspect "$here/../hostile/overlap.safetensors" >/dev/null 2>"$TMP/err" || rc=$?
 check "hostile single file: exit 2" [ "$rc" -eq 2 ]
+
+# forged's own state failing (here the pull cache cannot be made) is exit 3, not 2: the input was fine.
+: >"$TMP/not_a_folder"
+rc=0; FORGED_CACHE_DIR="$TMP/not_a_folder/cache" "$FORGED" inspect http://127.0.0.1:9/m/ >/dev/null 2>"$TMP/err" || rc=$?
+check "a cache folder that cannot be made: exit 3 (got $rc)" [ "$rc" -eq 3 ]
+check "a cache folder that cannot be made: named" grep -q "cache folder '$TMP/not_a_folder/cache" "$TMP/err"
 finish

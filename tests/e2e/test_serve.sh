@@ -14,10 +14,12 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 # Every server this script starts, killed on exit whatever happens.
 PIDS=""
+FULL_MOUNTED=0
 cleanup() {
 	local p
 	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/full" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -305,7 +307,7 @@ expect "forge job: 202" 202
 JOB=$(jb .id)
 check "forge job: Location" [ "$(header Location)" = "/v1/jobs/$JOB" ]
 check "forge job: the job object's fields" \
-	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,created_at,error,id,kind,progress,stage,state,updated_at" ]
+	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,created_at,error,id,kind,progress,refusal,stage,state,updated_at" ]
 check "forge job: kind forge, not finished" grep -Eq '^forge (queued|running)$' <<<"$(jb '.kind + " " + .state')"
 if poll_job "$JOB" succeeded 300; then ok; else bad "forge job $JOB: $(head -c 300 "$TMP/body")"; fi
 check "forge job: progress 1, no error" [ "$(jb '[.progress, .error] | map(tostring) | join(" ")')" = "1 null" ]
@@ -341,6 +343,9 @@ expect "forge of a refused source: accepted" 202
 BADJOB=$(jb .id)
 if poll_job "$BADJOB" failed 300; then ok; else bad "job $BADJOB should fail: $(head -c 300 "$TMP/body")"; fi
 check "refused forge: the error names the verdict" grep -q head_double_shifted <<<"$(jb .error)"
+check "refused forge: refusal {code, severity, detail} as data" \
+	[ "$(jb '[.refusal.code, .refusal.severity, (.refusal.detail | startswith("head set"))] | map(tostring) | join(" ")')" = \
+	"head_double_shifted error true" ]
 check "refused forge: no artifact" [ "$(jb .artifact_id)" = null ]
 check "refused forge: nothing in state/artifacts" [ ! -e "$STATE/artifacts/$BADJOB" ]
 get "/v1/jobs/$JOB"
@@ -539,6 +544,29 @@ check "SIGHUP with a bad file: error logged" grep -q "reloading tokens: .*neithe
 http GET /v1/jobs -H "Authorization: Bearer $WTOK2"
 expect "SIGHUP with a bad file: the old tokens stay" 200
 
+# ---- forged's own state: a locked database is 503 with Retry-After, never 422 ----
+"$PYTHON" - "$STATE/forged.db" "$TMP/locked" <<'PY' &
+import os, sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+db.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+while os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+db.execute("ROLLBACK")
+PY
+LOCKER=$!
+for i in $(seq 1 100); do [ -e "$TMP/locked" ] && break; sleep 0.05; done
+http POST /v1/inspections -H "Authorization: Bearer $WTOK2" "${J[@]}" --data-binary '{"source": "qwen35_hf"}'
+expect_problem "locked database: an inspection is 503" 503 store-unavailable
+check "locked database: Retry-After 5" [ "$(header Retry-After)" = 5 ]
+http GET /readyz
+expect "locked database: /readyz 503" 503
+check "locked database: /readyz names the write" grep -q "cannot take a write: .*locked" <<<"$(jb .reason)"
+rm -f "$TMP/locked"
+wait "$LOCKER"
+http GET /readyz
+expect "lock released: /readyz 200" 200
+
 # ---- graceful stop ----
 stop_server "$MAIN_PID" 10
 check "SIGTERM: exit 0 within 10 s (status $STOP_RC)" [ "$STOP_RC" = 0 ]
@@ -641,4 +669,36 @@ rc=0; "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/x" --workers many >
 check "serve --workers many: exit 2" [ "$rc" -eq 2 ]
 rc=0; "$FORGED" serve --listen nowhere --state-dir "$TMP/x" >/dev/null 2>"$TMP/err" || rc=$?
 check "serve --listen nowhere: exit 2" [ "$rc" -eq 2 ]
+# A state folder that cannot be made is forged's own state: exit 3 (it was 2).
+: >"$TMP/not_a_folder"
+rc=0; "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/not_a_folder/state" >/dev/null 2>"$TMP/err" || rc=$?
+check "serve with a state folder that cannot be made: exit 3 (got $rc)" [ "$rc" -eq 3 ]
+
+# ---- a full disk under the state folder: 507, /readyz not ready, never 422 ----
+# Needs a small tmpfs (root with CAP_SYS_ADMIN); elsewhere test_store.c's
+# max_page_count test covers the store's side.
+FULL=$TMP/full
+mkdir -p "$FULL"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m forged-e2e-full "$FULL" 2>/dev/null; then
+	FULL_MOUNTED=1
+	if start_server full --state-dir "$FULL/state" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens.q" \
+		--workers 0; then
+		FPID=$SPID
+		dd if=/dev/zero of="$FULL/fill" bs=64k >/dev/null 2>&1
+		post /v1/inspections '{"source": "qwen35_hf"}'
+		expect_problem "full disk: an inspection is 507" 507 insufficient-storage
+		check "full disk: the detail says so" grep -q "full" <<<"$(jb .detail)"
+		http GET /readyz
+		expect "full disk: /readyz 503" 503
+		rm -f "$FULL/fill"
+		http GET /readyz
+		expect "space again: /readyz 200" 200
+		post /v1/inspections '{"source": "qwen35_hf"}'
+		expect "space again: the inspection is stored" 201
+		stop_server "$FPID" 10
+	fi
+	umount "$FULL" && FULL_MOUNTED=0
+else
+	echo "full-disk check skipped: cannot mount a tmpfs here (not counted)"
+fi
 finish

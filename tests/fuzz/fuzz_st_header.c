@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	if (fg_st_parse(&f, data, size, "fuzz", &err) != 0)
 		return 0;

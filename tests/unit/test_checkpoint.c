@@ -38,7 +38,7 @@ static void write_shard(const char *dir, const char *name, const char *const *te
 {
 	static const float one = 1.0f;
 	struct fg_st_out out[16];
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char p[512];
 	size_t n = 0;
 
@@ -92,7 +92,7 @@ static void test_glob_index_and_merge(void **state)
 	static const char *const s2[] = { "lm_head.weight", NULL };
 	char dir[128];
 	struct fg_ckpt *c = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const struct fg_ckpt_file *where = NULL;
 	const struct fg_tensor *t;
 	const cJSON *v;
@@ -141,7 +141,7 @@ static void test_stray_and_pruned_index(void **state)
 	static const char *const extra[] = { "mtp.norm.weight", NULL };
 	char dir[128];
 	struct fg_ckpt *c = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const struct fg_ckpt_file *where = NULL;
 	int unlisted = 0, missing = 0;
 
@@ -182,7 +182,7 @@ static void test_sidecars(void **state)
 	static const char *const head[] = { "mtp.fc.weight", NULL };
 	char dir[128], sub[160];
 	struct fg_ckpt *c = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	new_case(dir, sizeof(dir));
@@ -228,7 +228,7 @@ static void test_sidecars(void **state)
 static void expect_open_error(const char *dir, int code, const char *phrase)
 {
 	struct fg_ckpt *c = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), code);
 	assert_null(c);
@@ -291,7 +291,7 @@ static void test_single_file(void **state)
 	static const char *const head[] = { "mtp.fc.weight", "mtp.norm.weight", NULL };
 	char dir[128], p[256];
 	struct fg_ckpt *c = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	new_case(dir, sizeof(dir));

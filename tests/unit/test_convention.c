@@ -65,7 +65,7 @@ static int release_bench(void **state)
 static struct fg_tensor *bench_tensor(struct bench *b, const char *name, enum fg_dtype dt, size_t n)
 {
 	struct fg_tensor *t;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_true(b->n < MAX_TENSORS);
 	assert_true(n <= MAX_ELEMS);
@@ -117,7 +117,7 @@ static void add_norm16(struct bench *b, const char *name, enum fg_dtype dt, uint
 
 static void measure(struct bench *b)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_int_equal(fg_tset_measure(&b->set, &err), 0);
 }

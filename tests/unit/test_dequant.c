@@ -1449,7 +1449,7 @@ static void test_roles(void **state)
 		assert_int_equal(fg_qrole_parse(fg_qrole_suffix((enum fg_qrole)i), &r), 0);
 		assert_int_equal(r, i);
 	}
-	assert_int_equal(fg_qrole_parse("weight_scales", &r), -1);
+	assert_int_equal(fg_qrole_parse("weight_scales", &r), FG_EINPUT);
 	assert_int_equal(fg_qmodule_add(&m, "qweight", &a, &err), 1);
 	assert_int_equal(fg_qmodule_add(&m, "qweight", &a, &err), 1);
 	assert_int_equal(fg_qmodule_add(&m, "k_scale", &a, &err), 0);

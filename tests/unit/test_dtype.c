@@ -363,20 +363,20 @@ static void test_dtype_table(void **state)
 		assert_int_equal(fg_dtype_parse(rows[i].name, &dt), 0);
 		assert_int_equal(dt, rows[i].dt);
 		/* Bulk conversion exists exactly for the float types. */
-		assert_int_equal(fg_dtype_to_f32(rows[i].dt, &f, &f, 0), rows[i].is_float ? 0 : -1);
-		assert_int_equal(fg_dtype_from_f32_ref(rows[i].dt, &f, &f, 0), rows[i].is_float ? 0 : -1);
+		assert_int_equal(fg_dtype_to_f32(rows[i].dt, &f, &f, 0), rows[i].is_float ? 0 : FG_EINPUT);
+		assert_int_equal(fg_dtype_from_f32_ref(rows[i].dt, &f, &f, 0), rows[i].is_float ? 0 : FG_EINPUT);
 	}
 	dt = FG_DT_F32;
-	assert_int_equal(fg_dtype_parse("bf16", &dt), -1); /* names are case-sensitive */
-	assert_int_equal(fg_dtype_parse("F8_E4M3FN", &dt), -1);
-	assert_int_equal(fg_dtype_parse("", &dt), -1);
-	assert_int_equal(fg_dtype_parse(NULL, &dt), -1);
+	assert_int_equal(fg_dtype_parse("bf16", &dt), FG_EINPUT); /* names are case-sensitive */
+	assert_int_equal(fg_dtype_parse("F8_E4M3FN", &dt), FG_EINPUT);
+	assert_int_equal(fg_dtype_parse("", &dt), FG_EINPUT);
+	assert_int_equal(fg_dtype_parse(NULL, &dt), FG_EINPUT);
 	assert_int_equal(dt, FG_DT_F32); /* untouched on failure */
 	assert_int_equal(fg_dtype_size(FG_DT_COUNT), 0);
 	assert_non_null(fg_dtype_name(FG_DT_COUNT));
 	assert_false(fg_dtype_is_float(FG_DT_COUNT));
-	assert_int_equal(fg_dtype_to_f32(FG_DT_COUNT, &f, &f, 1), -1);
-	assert_int_equal(fg_dtype_from_f32(FG_DT_I32, &f, &f, 1), -1);
+	assert_int_equal(fg_dtype_to_f32(FG_DT_COUNT, &f, &f, 1), FG_EINPUT);
+	assert_int_equal(fg_dtype_from_f32(FG_DT_I32, &f, &f, 1), FG_EINPUT);
 	/* n == 0 with NULL pointers is a no-op, not a crash. */
 	assert_int_equal(fg_dtype_to_f32(FG_DT_BF16, NULL, NULL, 0), 0);
 	assert_int_equal(fg_dtype_from_f32(FG_DT_F8_E4M3, NULL, NULL, 0), 0);

@@ -55,7 +55,7 @@ static const struct fg_tensor *add(struct bench *b, const char *name, uint64_t d
 				   uint64_t d2)
 {
 	struct fg_tensor *t;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_true(b->n < MAX_TENSORS);
 	t = &b->t[b->n];

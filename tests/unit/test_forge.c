@@ -52,7 +52,7 @@ static void test_result_carries_provenance(void **state)
 	static const char *const order[] = { "inspect", "backbone", "sidecar", "provenance", "check", "done" };
 	size_t k = 0;
 	struct fg_forge_result res;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *on_disk = NULL;
 
 	(void)state;

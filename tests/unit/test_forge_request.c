@@ -29,7 +29,7 @@ static void test_defaults(void **state)
 {
 	struct fg_forge_request rq;
 	enum fg_forge_request_fault fault = FG_FREQ_INVALID_FIELD;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc;
 
 	(void)state;
@@ -48,7 +48,7 @@ static void test_every_field(void **state)
 {
 	struct fg_forge_request rq;
 	struct fg_forge_opts o;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc;
 
 	(void)state;
@@ -101,7 +101,7 @@ static void test_invalid_bodies(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fg_forge_request rq = { .source = "untouched" };
 		enum fg_forge_request_fault fault = FG_FREQ_OK;
-		struct fg_err err = { 0, "" };
+		struct fg_err err = { 0 };
 		cJSON *doc;
 
 		assert_int_equal(parse(cases[i].json, &doc, &rq, &fault, &err), FG_EINPUT);
@@ -114,7 +114,7 @@ static void test_invalid_bodies(void **state)
 	/* No document at all (unparsable stored params) is a bad kind too. */
 	{
 		struct fg_forge_request rq;
-		struct fg_err err = { 0, "" };
+		struct fg_err err = { 0 };
 
 		assert_int_equal(fg_forge_request_from_json(&rq, NULL, NULL, &err), FG_EINPUT);
 	}
@@ -124,7 +124,7 @@ static void test_invalid_bodies(void **state)
 static void test_non_string_optionals(void **state)
 {
 	struct fg_forge_request rq;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc;
 
 	(void)state;
@@ -141,7 +141,7 @@ static void test_non_string_optionals(void **state)
 static void test_round_trip(void **state)
 {
 	struct fg_forge_request rq = { .source = "/m/src", .out = "/m/out" }, back;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc;
 	char *text;
 

@@ -24,7 +24,7 @@
 static struct fg_inspect *inspect_fixture(const char *name)
 {
 	const char *dir = getenv("FIXTURES");
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
 	char path[1024];
 
@@ -39,7 +39,7 @@ static struct fg_inspect *inspect_fixture(const char *name)
 static int has_verdict(const struct fg_inspect_summary *s, const char *code)
 {
 	for (size_t i = 0; i < s->n_verdicts; i++)
-		if (strcmp(s->verdicts[i].code->code, code) == 0)
+		if (strcmp(s->verdicts[i].row->name, code) == 0)
 			return 1;
 	return 0;
 }
@@ -140,7 +140,7 @@ static void test_experts_decided_in_inspect(void **state)
 	head = fg_inspect_head(r);
 	assert_non_null(head);
 	assert_int_equal(head->experts[0].layout, FG_EXPERTS_AMBIGUOUS);
-	assert_non_null(fg_verdicts_find(&r->verdicts, "expert_layout_ambiguous"));
+	assert_non_null(fg_verdicts_find(&r->verdicts, FG_V_EXPERT_LAYOUT_AMBIGUOUS));
 	fg_inspect_free(r);
 }
 

@@ -55,7 +55,7 @@ static void test_is_url(void **state)
 
 static void test_parse_hf(void **state)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *base, *rev, *file;
 
 	(void)state;
@@ -87,7 +87,7 @@ static void test_parse_hf_refusals(void **state)
 		"hf://name", "hf://a/b/c", "hf:///b", "hf://a/", "hf://../b", "hf://a/..",
 		"hf://a/b@", "hf://a b/c", "hf://a/b@x y",
 	};
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *base, *rev, *file;
 
 	(void)state;
@@ -107,7 +107,7 @@ static void test_parse_hf_refusals(void **state)
 
 static void test_parse_http(void **state)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *base, *rev, *file;
 
 	(void)state;
@@ -175,7 +175,7 @@ static void test_content_range(void **state)
 		"bytes 0-99999999999999999999/*", "bytes 1-2/3 4", "bytes0-7/100",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(fg_pull_parse_content_range(bad[i], &a, &b, &t), -1);
+		assert_int_equal(fg_pull_parse_content_range(bad[i], &a, &b, &t), FG_EINPUT);
 }
 
 static void test_plan_merges(void **state)
@@ -276,7 +276,7 @@ static void test_open_refusals(void **state)
 	static const char *const hosts[] = { "hub.internal", "127.0.0.1:8080" };
 	struct fg_pull_opts o;
 	struct fg_pull *p = (struct fg_pull *)&o; /* must stay untouched */
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char dir[] = "/tmp/fg-pull-XXXXXX", sub[64];
 	struct stat sb;
 
@@ -284,10 +284,10 @@ static void test_open_refusals(void **state)
 	fg_pull_opts_init(&o);
 	o.allow_hosts = hosts;
 	o.n_allow_hosts = 2;
-	assert_int_equal(fg_pull_open(&p, "http://other.host/m/", &o, &err), FG_EUSAGE);
+	assert_int_equal(fg_pull_open(&p, "http://other.host/m/", &o, &err), FG_EFORBIDDEN);
 	assert_non_null(strstr(err.msg, "other.host"));
 	assert_ptr_equal(p, (struct fg_pull *)&o);
-	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8081/m/", &o, &err), FG_EUSAGE);
+	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8081/m/", &o, &err), FG_EFORBIDDEN);
 
 	/* listed hosts open (nothing is fetched), and the cache folder is made */
 	assert_non_null(mkdtemp(dir));
@@ -408,7 +408,7 @@ static void opts_for_test(struct fg_pull_opts *o, const char *endpoint)
 static struct fg_pull *open_ok(const char *source, const struct fg_pull_opts *o)
 {
 	struct fg_pull *p = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	int rc = fg_pull_open(&p, source, o, &err);
 
 	if (rc)
@@ -428,7 +428,7 @@ static void cache_dir_for(char *out, size_t cap, const char *name)
 /* Fetch a safetensors header remotely; *st parsed header-only. */
 static void fetch_header(struct fg_pull *p, const char *file, struct fg_st_file **st)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_range r = { file, 0, 8, NULL };
 	uint64_t n = 0, size = 0;
 	int rc;
@@ -449,7 +449,7 @@ static void fetch_header(struct fg_pull *p, const char *file, struct fg_st_file 
 /* Every tensor of a shard, read remotely in one call, equals the local bytes. */
 static void check_shard_tensors(struct fg_pull *p, const char *repo, const char *file)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_st_file *st = NULL;
 	struct fg_pull_range *r;
 	char rel[512];
@@ -478,7 +478,7 @@ static void test_http_get(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint8_t *data = NULL;
 	size_t len = 0;
 
@@ -507,7 +507,7 @@ static void test_http_not_found(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint8_t *data = NULL;
 	size_t len = 0;
 	uint64_t size;
@@ -540,7 +540,7 @@ static void test_http_shards_match_local(void **state)
 	struct fg_pull *p;
 	struct fg_pull_stats st0, st1;
 	struct fg_st_file *st = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char src[512];
 	uint64_t size;
 
@@ -582,7 +582,7 @@ static void test_http_merging(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p;
 	struct fg_pull_stats s;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const char *f = "blob.bin";
 	const uint64_t G = FG_PULL_MERGE_GAP;
 	struct fg_pull_range near[] = {
@@ -621,7 +621,7 @@ static void test_http_parallel(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p;
 	struct fg_pull_stats s;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_range r[N];
 	uint64_t size = local_size("big/data/blob.bin"), x = 88172645463325252ull;
 	uint8_t *all = read_local("big/data/blob.bin", 0, size);
@@ -655,7 +655,7 @@ static void test_http_norange(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p;
 	struct fg_pull_stats s;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint64_t size = local_size("big/data/blob.bin"), got;
 	struct fg_pull_range r[] = {
 		{ "blob.bin", 0, 8, NULL }, { "blob.bin", 3000000, 4096, NULL },
@@ -700,7 +700,7 @@ static void test_http_416(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint64_t size = local_size("fx/qwen35_hf/config.json");
 	struct fg_pull_range r = { "config.json", size + 10, 5, NULL };
 
@@ -718,7 +718,7 @@ static void test_http_errors(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_stats s;
 	char ep[512];
 	uint8_t *data = NULL;
@@ -773,7 +773,7 @@ static void test_http_redirects(void **state)
 	static const char *const loopback[] = { "127.0.0.1" };
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char ep[512];
 	uint8_t *data = NULL;
 	size_t len;
@@ -798,7 +798,7 @@ static void test_http_redirects(void **state)
 	o.hf_endpoint = ep;
 	p = open_ok("hf://fx/qwen35_hf", &o);
 	data = NULL;
-	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EUSAGE);
+	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EFORBIDDEN);
 	assert_non_null(strstr(err.msg, "redirect to 'http://localhost:"));
 	assert_non_null(strstr(err.msg, "allow_hosts"));
 	assert_null(data);
@@ -854,7 +854,7 @@ static size_t count_entries(const char *cache, char *any, size_t cap)
 /* One fixed set of reads: config.json, both shard headers and tensors. */
 static void read_fixed(struct fg_pull *p)
 {
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint8_t *data = NULL;
 	size_t len;
 
@@ -871,7 +871,7 @@ static void test_http_cache(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p;
 	struct fg_pull_stats s;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char cache[1024], entry[2000], cmd[2400];
 	size_t before, n_entries;
 
@@ -952,7 +952,7 @@ static void test_http_cache_eviction(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char cache[1024], tmpdir[1100];
 	const uint64_t M = 1 << 20;
 	struct fg_pull_range a = { "blob.bin", 0, 2 * M, NULL };
@@ -1018,7 +1018,7 @@ static void test_http_disconnect(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_stats s;
 	struct killer k = { 256 << 10, 0 };
 	char cache[1024], tmpdir[1100], last[2048];
@@ -1091,7 +1091,7 @@ static void test_http_progress(void **state)
 {
 	struct fg_pull_opts o;
 	struct fg_pull *p;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	struct fg_pull_stats s;
 	struct fg_pull_range r[] = {
 		{ "blob.bin", 0, 5 << 20, NULL }, { "blob.bin", 30 << 20, 1 << 20, NULL },

@@ -132,9 +132,9 @@ static struct fg_runtime_result sim(const struct world *w, const char *id)
 	memset(&r, 0x5a, sizeof(r));
 	fg_runtime_simulate(rt, &w->in, &r);
 	assert_ptr_equal(r.rt, rt);
-	assert_non_null(r.trunk);
-	assert_non_null(r.head);
-	assert_non_null(r.outcome);
+	assert_string_not_equal(fg_runtime_trunk_name(r.trunk), "unknown");
+	assert_string_not_equal(fg_runtime_head_name(r.head), "unknown");
+	assert_string_not_equal(fg_runtime_outcome_name(r.outcome), "unknown");
 	return r;
 }
 
@@ -148,10 +148,12 @@ static struct fg_runtime_result sim(const struct world *w, const char *id)
 /* trunk / head / outcome in one check, naming the runtime on failure. */
 static void expect(const struct fg_runtime_result *r, const char *trunk, const char *head, const char *outcome)
 {
-	if (strcmp(r->trunk, trunk) != 0 || strcmp(r->head, head) != 0 ||
-	    (outcome && strcmp(r->outcome, outcome) != 0))
-		fail_msg("%s: trunk %s head %s outcome %s, want %s %s %s", r->rt->id, r->trunk, r->head,
-			 r->outcome, trunk, head, outcome ? outcome : "(any)");
+	const char *t = fg_runtime_trunk_name(r->trunk), *h = fg_runtime_head_name(r->head);
+	const char *o = fg_runtime_outcome_name(r->outcome);
+
+	if (strcmp(t, trunk) != 0 || strcmp(h, head) != 0 || (outcome && strcmp(o, outcome) != 0))
+		fail_msg("%s: trunk %s head %s outcome %s, want %s %s %s", r->rt->id, t, h, o, trunk, head,
+			 outcome ? outcome : "(any)");
 }
 
 static int reads(const struct fg_runtime_result *r, const char *name)
@@ -248,6 +250,31 @@ static void world_306(struct world *w)
 	w->in.moe = 1;
 }
 
+/* One name per enum value, the strings the inspect report prints; nothing past the tables. */
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(fg_runtime_trunk_name(FG_TRUNK_OK), "ok");
+	assert_string_equal(fg_runtime_trunk_name(FG_TRUNK_DOUBLE_SHIFTED), "double_shifted");
+	assert_string_equal(fg_runtime_trunk_name(FG_TRUNK_MISSING_SHIFT), "missing_shift");
+	assert_string_equal(fg_runtime_trunk_name((enum fg_runtime_trunk)(FG_TRUNK_MISSING_SHIFT + 1)), "unknown");
+	assert_string_equal(fg_runtime_head_name(FG_HEAD_OK), "ok");
+	assert_string_equal(fg_runtime_head_name(FG_HEAD_INVERTED), "inverted");
+	assert_string_equal(fg_runtime_head_name(FG_HEAD_DOUBLE_SHIFTED), "double_shifted");
+	assert_string_equal(fg_runtime_head_name(FG_HEAD_DROPPED), "dropped");
+	assert_string_equal(fg_runtime_head_name(FG_HEAD_ABSENT), "absent");
+	assert_string_equal(fg_runtime_head_name((enum fg_runtime_head)(FG_HEAD_ABSENT + 1)), "unknown");
+	assert_string_equal(fg_runtime_outcome_name(FG_OUTCOME_OK), "ok");
+	assert_string_equal(fg_runtime_outcome_name(FG_OUTCOME_DEGRADED), "degraded");
+	assert_string_equal(fg_runtime_outcome_name(FG_OUTCOME_BROKEN), "broken");
+	assert_string_equal(fg_runtime_outcome_name(FG_OUTCOME_REFUSED), "refused");
+	assert_string_equal(fg_runtime_outcome_name((enum fg_runtime_outcome)-1), "unknown");
+	assert_null(fg_runtime_shift_reason_name(FG_SHIFT_NONE));
+	assert_string_equal(fg_runtime_shift_reason_name(FG_SHIFT_MTP_KEYS), "mtp_keys");
+	assert_string_equal(fg_runtime_shift_reason_name(FG_SHIFT_RAW_CONV1D), "raw_conv1d");
+	assert_null(fg_runtime_shift_reason_name((enum fg_shift_reason)(FG_SHIFT_RAW_CONV1D + 1)));
+}
+
 static void test_issue_306(void **state)
 {
 	struct world w;
@@ -259,8 +286,8 @@ static void test_issue_306(void **state)
 	r = sim(&w, "mlx-lm-0.31");
 	assert_int_equal(r.n_files, 2);
 	assert_true(r.trunk_shift);
-	assert_non_null(r.shift_reason);
-	assert_string_equal(r.shift_reason, "mtp_keys");
+	assert_non_null(fg_runtime_shift_reason_name(r.shift_reason));
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "mtp_keys");
 	assert_true(r.has_probe);
 	assert_near(r.trunk_probe_after, 2.7906);
 	expect(&r, "double_shifted", "dropped", "broken");
@@ -269,7 +296,7 @@ static void test_issue_306(void **state)
 
 	r = sim(&w, "mlx-lm-0.32");
 	assert_false(r.trunk_shift);
-	assert_null(r.shift_reason);
+	assert_null(fg_runtime_shift_reason_name(r.shift_reason));
 	assert_near(r.trunk_probe_after, 1.7906);
 	expect(&r, "ok", "dropped", "ok");
 
@@ -282,18 +309,18 @@ static void test_issue_306(void **state)
 	/* MTPLX loads the trunk through mlx-lm 0.31 and its guard refuses above 2.4. */
 	r = sim(&w, "mtplx-2.12");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "mtp_keys");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "mtp_keys");
 	assert_near(r.trunk_probe_after, 2.7906);
-	assert_string_equal(r.trunk, "double_shifted");
-	assert_string_equal(r.outcome, "refused");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "double_shifted");
+	assert_string_equal(fg_runtime_outcome_name(r.outcome), "refused");
 	r = sim(&w, "mtplx-2.11");
-	assert_string_equal(r.trunk, "double_shifted");
-	assert_string_equal(r.outcome, "refused");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "double_shifted");
+	assert_string_equal(fg_runtime_outcome_name(r.outcome), "refused");
 
 	/* Ollama: one detection shifts trunk and head together. */
 	r = sim(&w, "ollama");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "mtp_keys");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "mtp_keys");
 	assert_true(r.head_shift);
 	assert_near(r.trunk_probe_after, 2.7906);
 	expect(&r, "double_shifted", "double_shifted", "broken");
@@ -302,7 +329,7 @@ static void test_issue_306(void **state)
 	/* Hugging Face never stores a shift but computes 1 + w: an absolute trunk is doubled. */
 	r = sim(&w, "hf");
 	assert_false(r.trunk_shift);
-	assert_null(r.shift_reason);
+	assert_null(fg_runtime_shift_reason_name(r.shift_reason));
 	assert_near(r.trunk_probe_after, 2.7906);
 	expect(&r, "double_shifted", "double_shifted", "broken");
 	world_release(&w);
@@ -350,7 +377,7 @@ static void test_raw_hf(void **state)
 
 	r = sim(&w, "mlx-lm-0.32");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "raw_conv1d");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "raw_conv1d");
 	assert_near(r.trunk_probe_after, 1.78);
 	expect(&r, "ok", "dropped", "ok");
 
@@ -374,15 +401,15 @@ static void test_raw_hf(void **state)
 
 	r = sim(&w, "mlx-lm-pr990");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "raw_conv1d");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "raw_conv1d");
 	assert_true(r.head_shift);
 	expect(&r, "ok", "ok", "ok");
 
 	/* MTPLX heals only a sidecar: the head in the shards is not its head. */
 	r = sim(&w, "mtplx-2.12");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.trunk, "ok");
-	assert_string_equal(r.head, "absent");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "ok");
+	assert_string_equal(fg_runtime_head_name(r.head), "absent");
 	world_release(&w);
 }
 
@@ -472,19 +499,19 @@ static void test_delta_trunk_mlx_layout(void **state)
 	set_trunk(&w, FG_CONV_DELTA, 0.78, 0.3);
 	r = sim(&w, "mlx-lm-0.32");
 	assert_false(r.trunk_shift);
-	assert_null(r.shift_reason);
+	assert_null(fg_runtime_shift_reason_name(r.shift_reason));
 	assert_near(r.trunk_probe_after, 0.78);
 	expect(&r, "missing_shift", "absent", "broken");
 	r = sim(&w, "mlx-lm-0.31");
 	expect(&r, "missing_shift", "absent", "broken");
 	/* Too low is not what MTPLX's guard looks for: broken, not refused. */
 	r = sim(&w, "mtplx-2.12");
-	assert_string_equal(r.trunk, "missing_shift");
-	assert_string_equal(r.outcome, "broken");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "missing_shift");
+	assert_string_equal(fg_runtime_outcome_name(r.outcome), "broken");
 	/* Hugging Face computes 1 + w and is fine with it. */
 	r = sim(&w, "hf");
 	assert_near(r.trunk_probe_after, 1.78);
-	assert_string_equal(r.trunk, "ok");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "ok");
 	world_release(&w);
 }
 
@@ -506,15 +533,15 @@ static void test_plain_family(void **state)
 	w.in.embedded_head = &w.embedded;
 	for (size_t i = 0; i < n; i++) {
 		r = sim(&w, all[i].id);
-		if (r.trunk_shift || r.head_shift || strcmp(r.trunk, "ok") != 0)
+		if (r.trunk_shift || r.head_shift || strcmp(fg_runtime_trunk_name(r.trunk), "ok") != 0)
 			fail_msg("%s: plain family shifted (trunk %d head %d) or trunk %s", all[i].id,
-				 r.trunk_shift, r.head_shift, r.trunk);
-		assert_null(r.shift_reason);
+				 r.trunk_shift, r.head_shift, fg_runtime_trunk_name(r.trunk));
+		assert_null(fg_runtime_shift_reason_name(r.shift_reason));
 		assert_near(r.trunk_probe_after, 0.9);
-		assert_string_not_equal(r.head, "inverted");
-		assert_string_not_equal(r.head, "double_shifted");
-		assert_string_not_equal(r.outcome, "broken");
-		assert_string_not_equal(r.outcome, "refused");
+		assert_string_not_equal(fg_runtime_head_name(r.head), "inverted");
+		assert_string_not_equal(fg_runtime_head_name(r.head), "double_shifted");
+		assert_string_not_equal(fg_runtime_outcome_name(r.outcome), "broken");
+		assert_string_not_equal(fg_runtime_outcome_name(r.outcome), "refused");
 	}
 	r = sim(&w, "mlx-lm-0.31");
 	expect(&r, "ok", "dropped", "ok");
@@ -551,15 +578,15 @@ static void test_files_index_rule(void **state)
 	r = sim(&w, "mlx-lm-0.31");
 	assert_true(reads(&r, "model-extra.safetensors"));
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "mtp_keys");
-	assert_string_equal(r.trunk, "double_shifted");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "mtp_keys");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "double_shifted");
 	/* A head held only by the stray shard: runtimes that follow the index never see it. */
 	set_decision(&w.embedded, FG_CONV_DELTA, 0.78, -0.41);
 	w.in.embedded_head = &w.embedded;
 	r = sim(&w, "hf");
-	assert_string_equal(r.head, "absent");
+	assert_string_equal(fg_runtime_head_name(r.head), "absent");
 	r = sim(&w, "mlx-lm-pr990");
-	assert_string_equal(r.head, "inverted");
+	assert_string_equal(fg_runtime_head_name(r.head), "inverted");
 	world_release(&w);
 
 	/* Without an index Hugging Face reads model.safetensors only. */
@@ -591,7 +618,7 @@ static void test_files_ollama_rule(void **state)
 	assert_int_equal(r.n_files, 2);
 	assert_false(reads(&r, "model.safetensors"));
 	assert_false(r.trunk_shift);
-	assert_string_equal(r.trunk, "ok");
+	assert_string_equal(fg_runtime_trunk_name(r.trunk), "ok");
 	world_release(&w);
 
 	/* model.safetensors beats the catch-all: the sidecar's mtp.* keys are not read. */
@@ -613,7 +640,7 @@ static void test_files_ollama_rule(void **state)
 	assert_int_equal(r.n_files, 1);
 	assert_string_equal(r.files[0], "mtp.safetensors");
 	assert_true(r.trunk_shift);
-	assert_string_equal(r.shift_reason, "mtp_keys");
+	assert_string_equal(fg_runtime_shift_reason_name(r.shift_reason), "mtp_keys");
 	r = sim(&w, "mlx-lm-0.31");
 	assert_int_equal(r.n_files, 0);
 	world_release(&w);
@@ -632,6 +659,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_table, release_index),
+		cmocka_unit_test_teardown(test_names, release_index),
 		cmocka_unit_test_teardown(test_issue_306, release_index),
 		cmocka_unit_test_teardown(test_issue_306_without_keys, release_index),
 		cmocka_unit_test_teardown(test_raw_hf, release_index),

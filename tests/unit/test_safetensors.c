@@ -48,7 +48,7 @@ static void test_golden_read(void **state)
 	uint8_t buf[256];
 	size_t len = golden_file(buf);
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	const struct fg_tensor *a, *b;
 	float v;
 
@@ -92,7 +92,7 @@ static void test_empty_and_zero_sized(void **state)
 				 "\"y\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}";
 	uint8_t buf[256];
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	assert_int_equal(fg_st_parse(&f, empty, sizeof(empty), "empty", &err), 0);
@@ -113,7 +113,7 @@ static void test_header_only(void **state)
 	uint8_t buf[256];
 	size_t len = golden_file(buf);
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	/* Only the first 152 bytes are given; the file is said to be 164 long. */
@@ -134,7 +134,7 @@ static void test_rejections_name_tensor(void **state)
 	static const char h[] = "{\"w.weight\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
 	uint8_t buf[256];
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	memset(buf, 0, sizeof(buf));
@@ -210,7 +210,7 @@ static void test_writer_golden_bytes(void **state)
 	static const uint8_t vals[4] = { 0x80, 0x3f, 0x00, 0x40 }; /* 1.0, 2.0 */
 	struct fg_st_out t = { .name = "n", .dtype = FG_DT_BF16, .rank = 2, .shape = { 1, 2 }, .data = vals };
 	struct fg_st_meta md = { "format", "mlx" };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	uint8_t got[256];
 	char path[128];
 	size_t n;
@@ -261,7 +261,7 @@ static void test_writer_streams(void **state)
 		{ .name = "small", .dtype = FG_DT_F32, .rank = 0, .data = "\0\0\x80\x3f" },
 	};
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char path[128];
 	const struct fg_tensor *big;
 	uint64_t bad = 0;
@@ -290,7 +290,7 @@ static void test_writer_failure_leaves_nothing(void **state)
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "a" },
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "b" },
 	};
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char path[128];
 	int before = count_entries(tmpdir);
 
@@ -310,7 +310,7 @@ static void test_writer_failure_leaves_nothing(void **state)
 static void test_open_errors(void **state)
 {
 	struct fg_st_file *f = NULL;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	assert_int_equal(fg_st_open(&f, "/nonexistent/file.safetensors", &err), FG_EIO);

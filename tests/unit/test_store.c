@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/internal.h"
@@ -302,7 +303,7 @@ static void test_open_refuses_newer(void **state)
 	exec_sql(f->s, "PRAGMA user_version = 7");
 	fg_store_close(f->s);
 	f->s = NULL;
-	assert_int_equal(fg_store_open(&other, f->path, &err), FG_EIO);
+	assert_int_equal(fg_store_open(&other, f->path, &err), FG_ESTATE);
 	assert_ptr_equal(other, (struct fg_store *)0x1); /* untouched on failure */
 	assert_non_null(strstr(err.msg, "schema version 7"));
 	snprintf(want, sizeof(want), "forged's %d", FG_STORE_SCHEMA_VERSION);
@@ -321,7 +322,7 @@ static void test_open_bad_args(void **state)
 	assert_int_equal(fg_store_open(&s, "", &err), FG_EINPUT);
 	assert_int_equal(fg_store_open(NULL, f->path, &err), FG_EINPUT);
 	snprintf(path, sizeof(path), "%s/no/such/dir/x.db", f->dir);
-	assert_int_equal(fg_store_open(&s, path, &err), FG_EIO);
+	assert_int_equal(fg_store_open(&s, path, &err), FG_ESTATE);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, path));
 	assert_non_null(strstr(err.msg, "unable to open"));
@@ -335,7 +336,7 @@ static void test_open_bad_args(void **state)
 			fputs("this is not an SQLite database, just text. ", fp);
 		fclose(fp);
 	}
-	assert_int_equal(fg_store_open(&s, path, &err), FG_EIO);
+	assert_int_equal(fg_store_open(&s, path, &err), FG_ESTATE);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, "not a database"));
 	/* Destructors and readers accept NULL. */
@@ -425,8 +426,8 @@ static void test_job_enqueue_get_json(void **state)
 	struct fg_err err = { 0 };
 	int replayed = -1;
 	cJSON *o;
-	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "artifact_id", "created_at",
-			       "updated_at" };
+	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "refusal", "artifact_id",
+			       "created_at", "updated_at" };
 
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, 0, &j, &replayed, &err),
 			 0);
@@ -1000,6 +1001,16 @@ static void test_artifact_put_get(void **state)
 	assert_non_null(strstr(err.msg, "severity"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"Bad Code\",\"severity\":\"info\"}]"));
 	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	/* Codes and severities are the verdict table's: an unknown code, a verification code, another severity. */
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shards\",\"severity\":\"warning\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "not a verdict code"));
+	cJSON_ReplaceItemInObject(report, "verdicts",
+				  cJSON_Parse("[{\"code\":\"mtp_acceptance_collapsed\",\"severity\":\"error\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shard\",\"severity\":\"error\"}]"));
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "stray_shard is raised at warning"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_CreateArray());
 	cJSON_ReplaceItemInObject(prov, "files", cJSON_Parse("{\"a\": 5}"));
 	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
@@ -1190,6 +1201,12 @@ static void test_verification(void **state)
 	assert_non_null(strstr(err.msg, "42"));
 	assert_int_equal(fg_store_verification_put(f->s, 1, "[oops", result, &id, &err), FG_EINPUT);
 	assert_int_equal(fg_store_verification_put(f->s, 1, NULL, result, &id, &err), FG_EINPUT);
+	/* A severity other than the table's, or a static code, is refused. */
+	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("info"));
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("warning"));
+	cJSON_ReplaceItemInObject(result, "verdict", cJSON_CreateString("stray_shard"));
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
 	cJSON_DeleteItemFromObject(result, "verdict");
 	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications"), 3);
@@ -1472,9 +1489,9 @@ static void test_sqlite_error_message(void **state)
 	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
 	exec_sql(other, "BEGIN IMMEDIATE");
 	sqlite3_busy_timeout(f->s->db, 50);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_EIO);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "database is locked"));
-	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_EIO);
+	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "database is locked"));
 	exec_sql(other, "COMMIT");
 	/* Once the lock is gone, the same connection works again (no transaction was left open). */
@@ -1482,6 +1499,185 @@ static void test_sqlite_error_message(void **state)
 	assert_int_equal(fg_store_artifact_by_fingerprint(f->s, "zz", &id, &err), FG_ENOTFOUND);
 	enqueue(f->s, NULL, NULL);
 	fg_store_close(other);
+}
+
+
+/* A refusal fails a job with its verdict code as data; any other failure names none. */
+static void test_job_refusal(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err cause = { 0 }, err = { 0 };
+	struct fg_job j;
+	cJSON *o, *r;
+
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(claim(f->s, "i/0"), 2);
+	assert_int_equal(claim(f->s, "i/0"), 3);
+	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "head set 'mtp' q/k max %.4f is above 2.4", 2.7908);
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), 0);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_FAILED);
+	assert_ptr_equal(j.refusal, &fg_verdict_table[FG_V_HEAD_DOUBLE_SHIFTED]);
+	assert_string_equal(j.error, "head set 'mtp' q/k max 2.7908 is above 2.4");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE id = 1 AND refusal = 'head_double_shifted'"), 1);
+	o = fg_job_json(&j);
+	assert_non_null(o);
+	r = cJSON_GetObjectItem(o, "refusal");
+	assert_string_equal(cJSON_GetObjectItem(r, "code")->valuestring, "head_double_shifted");
+	assert_string_equal(cJSON_GetObjectItem(r, "severity")->valuestring, "error");
+	assert_string_equal(cJSON_GetObjectItem(r, "detail")->valuestring, "head set 'mtp' q/k max 2.7908 is above 2.4");
+	assert_string_equal(cJSON_GetObjectItem(o, "error")->valuestring,
+			    "head_double_shifted: head set 'mtp' q/k max 2.7908 is above 2.4");
+	cJSON_Delete(o);
+	/* Not a refusal: no refusal object, the error as it was. */
+	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
+	assert_int_equal(fg_store_job_fail(f->s, 2, &cause, &err), 0);
+	j = get_job(f->s, 2);
+	assert_null(j.refusal);
+	o = fg_job_json(&j);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "refusal")));
+	assert_string_equal(cJSON_GetObjectItem(o, "error")->valuestring, "shard 3 is truncated");
+	cJSON_Delete(o);
+	/* A verdict outside the table is refused, the job left running. */
+	fg_err_verdict(&cause, FG_VERDICT_COUNT + 3, "nonsense");
+	assert_int_equal(fg_store_job_fail(f->s, 3, &cause, &err), FG_EINPUT);
+	assert_int_equal(get_job(f->s, 3).state, FG_JOB_RUNNING);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, &err), FG_EINPUT);
+	/* Finished jobs stay as they are. */
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), FG_EINPUT);
+	fg_err_set(&cause, FG_EINPUT, "again");
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), FG_ECONFLICT);
+	/* A stored code this forged does not know reads as no refusal. */
+	exec_sql(f->s, "UPDATE jobs SET refusal = 'from_a_newer_forged' WHERE id = 1");
+	assert_null(get_job(f->s, 1).refusal);
+}
+
+/* A version 1 database (before jobs.refusal and write_probe) is migrated, its jobs kept. */
+static void test_open_migrates_v1(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 }, cause = { 0 };
+
+	enqueue(f->s, NULL, NULL);
+	exec_sql(f->s, "ALTER TABLE jobs DROP COLUMN refusal");
+	exec_sql(f->s, "DROP TABLE write_probe");
+	exec_sql(f->s, "PRAGMA user_version = 1");
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
+	assert_int_equal(fg_store_user_version(f->s), 2);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 1);
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	fg_err_verdict(&cause, FG_V_MIXED_CONVENTION, "both sides");
+	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, &err), 0);
+	assert_ptr_equal(get_job(f->s, 1).refusal, &fg_verdict_table[FG_V_MIXED_CONVENTION]);
+}
+
+/* Every SQLite result has one FG_E* meaning: our disk, our state, or our bug, never the client's input. */
+static void test_sqlite_codes(void **state)
+{
+	static const struct {
+		int rc, code;
+	} rows[] = {
+		{ SQLITE_FULL, FG_ENOSPC },
+		{ SQLITE_BUSY, FG_ESTATE },
+		{ SQLITE_BUSY_SNAPSHOT, FG_ESTATE },
+		{ SQLITE_LOCKED, FG_ESTATE },
+		{ SQLITE_IOERR, FG_ESTATE },
+		{ SQLITE_IOERR_WRITE, FG_ESTATE },
+		{ SQLITE_IOERR_FSYNC, FG_ESTATE },
+		{ SQLITE_CANTOPEN, FG_ESTATE },
+		{ SQLITE_READONLY, FG_ESTATE },
+		{ SQLITE_READONLY_DBMOVED, FG_ESTATE },
+		{ SQLITE_CORRUPT, FG_ESTATE },
+		{ SQLITE_NOTADB, FG_ESTATE },
+		{ SQLITE_NOMEM, FG_ENOMEM },
+		{ SQLITE_ERROR, FG_EINTERNAL },
+		{ SQLITE_CONSTRAINT_CHECK, FG_EINTERNAL },
+		{ SQLITE_MISUSE, FG_EINTERNAL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (fg_sql_code(rows[i].rc) != rows[i].code)
+			fail_msg("SQLite %d (%s): %d, want %d", rows[i].rc, sqlite3_errstr(rows[i].rc),
+				 fg_sql_code(rows[i].rc), rows[i].code);
+		assert_int_not_equal(fg_sql_code(rows[i].rc), FG_EINPUT);
+	}
+}
+
+/*
+ * A full disk: max_page_count caps the database at its current size, so the
+ * next write that needs a page gets SQLITE_FULL, as on a full file system.
+ */
+static void test_disk_full(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_job j;
+	char *params;
+	const size_t n = 256 * 1024;
+	int64_t pages = query_int(f->s, "PRAGMA page_count");
+	char sql[64];
+
+	params = malloc(n + 32);
+	assert_non_null(params);
+	snprintf(params, n + 32, "{\"source\":\"");
+	memset(params + strlen(params), 'x', n);
+	snprintf(params + 11 + n, 21, "\"}");
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long)pages + 1);
+	exec_sql(f->s, sql);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", params, NULL, NULL, 0, &j, NULL, &err), FG_ENOSPC);
+	assert_non_null(strstr(err.msg, "full"));
+	/* Nothing half-written, the connection still usable for reads. */
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 0);
+	assert_true(sqlite3_get_autocommit(f->s->db));
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long)pages);
+	exec_sql(f->s, sql);
+	put_artifact(f->s, "fits", "qwen3_5", NULL, NULL, NAN, NULL);
+	free(params);
+}
+
+/* Read-only and locked databases are forged's own state (FG_ESTATE), and the write probe sees both. */
+static void test_probe_write(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *other = NULL;
+	struct fg_err err = { 0 };
+	struct timespec t0, t1;
+	struct fg_job j;
+	double waited;
+
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM write_probe"), 1);
+	/* Another connection holds the write lock: not ready, in well under the 5 s a write waits. */
+	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
+	exec_sql(other, "BEGIN IMMEDIATE");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(waited < 2.0);
+	assert_non_null(strstr(err.msg, "locked"));
+	assert_true(sqlite3_get_autocommit(f->s->db));
+	exec_sql(other, "COMMIT");
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	/* The probe's short wait was for the probe only. */
+	assert_int_equal(f->s->busy_ms, 5000);
+	fg_store_close(other);
+	/* A database that takes no writes. */
+	exec_sql(f->s, "PRAGMA query_only = 1");
+	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	exec_sql(f->s, "PRAGMA query_only = 0");
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(fg_store_probe_write(NULL, &err), FG_EINPUT);
 }
 
 int main(void)
@@ -1513,6 +1709,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_refusal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_migrates_v1, setup, teardown),
+		cmocka_unit_test(test_sqlite_codes),
+		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_write, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,8 @@
 /*
- * test_verdicts.c: the verdict table of design.md section 5 (codes and their
- * fixed severities, plus the two documented extensions) and the verdict list
+ * test_verdicts.c: the one verdict table (design.md section 5's codes and their
+ * fixed severities, the two documented extensions, the verification and fleet
+ * codes; unique names, lookups, values outside the enum refused), the
+ * severity names, and the verdict list
  * a report carries: unknown codes refused, runtimes named once, tensor lists
  * capped while the count stays whole, error detection, and release (run this
  * under ASan to check the owned tensor copies are freed).
@@ -55,40 +57,126 @@ static void test_severities(void **state)
 		{ "trunk_double_shift_at_load", FG_SEV_ERROR },
 	};
 	const size_t n_rows = sizeof(rows) / sizeof(rows[0]);
-	const struct fg_verdict_code *all;
 	size_t n = 0;
 
 	(void)state;
 	for (size_t i = 0; i < n_rows; i++) {
-		const struct fg_verdict_code *c = fg_verdict_code(rows[i].code);
+		const struct fg_verdict_row *c = fg_verdict_code_find(rows[i].code);
 
 		if (!c)
 			fail_msg("code %s missing from the table", rows[i].code);
-		assert_string_equal(c->code, rows[i].code);
+		assert_string_equal(c->name, rows[i].code);
 		if (c->severity != rows[i].sev)
 			fail_msg("%s: severity %s, want %s", rows[i].code, fg_severity_name(c->severity),
 				 fg_severity_name(rows[i].sev));
 		assert_non_null(c->meaning);
 	}
-	/* The table holds those codes and nothing else, each once. */
-	all = fg_verdict_codes(&n);
-	assert_int_equal(n, n_rows);
-	for (size_t i = 0; i < n; i++) {
+	/* The table's static and fleet codes are those and nothing else, each once. */
+	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
+		const struct fg_verdict_row *all = fg_verdict_table;
 		int known = 0;
 
+		if (all[i].kind == FG_VK_VERIFICATION)
+			continue;
+		n++;
 		for (size_t k = 0; k < n_rows; k++)
-			known += strcmp(all[i].code, rows[k].code) == 0;
+			known += strcmp(all[i].name, rows[k].code) == 0;
 		if (known != 1)
-			fail_msg("table code %s appears %d times in the vocabulary", all[i].code, known);
-		for (size_t k = i + 1; k < n; k++)
-			assert_string_not_equal(all[i].code, all[k].code);
+			fail_msg("table code %s appears %d times in the vocabulary", all[i].name, known);
+		for (size_t k = i + 1; k < FG_VERDICT_COUNT; k++)
+			assert_string_not_equal(all[i].name, all[k].name);
 	}
-	assert_null(fg_verdict_code("no_such_code"));
-	assert_null(fg_verdict_code(""));
-	assert_null(fg_verdict_code("STRAY_SHARD"));
+	assert_int_equal(n, n_rows);
+	assert_null(fg_verdict_code_find("no_such_code"));
+	assert_null(fg_verdict_code_find(""));
+	assert_null(fg_verdict_code_find("STRAY_SHARD"));
 	assert_string_equal(fg_severity_name(FG_SEV_INFO), "info");
 	assert_string_equal(fg_severity_name(FG_SEV_WARNING), "warning");
 	assert_string_equal(fg_severity_name(FG_SEV_ERROR), "error");
+}
+
+/* One table for static, verification and fleet codes, checked row by row. */
+static void test_table(void **state)
+{
+	static const struct {
+		const char *code;
+		enum fg_severity sev;
+		enum fg_verdict_kind kind;
+	} others[] = {
+		{ "mtp_depth_wins", FG_SEV_INFO, FG_VK_VERIFICATION },
+		{ "no_quality_passed_mtp_depth_beat_ar", FG_SEV_WARNING, FG_VK_VERIFICATION },
+		{ "mtp_acceptance_collapsed", FG_SEV_ERROR, FG_VK_VERIFICATION },
+		{ "no_mtp_depth_beat_ar", FG_SEV_WARNING, FG_VK_VERIFICATION },
+		{ "mixed_head_conventions_in_fleet", FG_SEV_WARNING, FG_VK_FLEET },
+	};
+	size_t n_verification = 0;
+
+	(void)state;
+	assert_int_equal(FG_VERDICT_COUNT, 24); /* 19 static, 1 fleet, 4 verification */
+	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
+		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
+
+		/* The enum indexes the table, and each row knows its own code. */
+		assert_ptr_equal(row, &fg_verdict_table[i]);
+		assert_int_equal(row->code, i);
+		/* A unique, identifier-like name that finds the row back. */
+		assert_non_null(row->name);
+		assert_true(strlen(row->name) > 0 && strlen(row->name) <= 64);
+		assert_int_equal(strspn(row->name, "abcdefghijklmnopqrstuvwxyz0123456789_"), strlen(row->name));
+		assert_ptr_equal(fg_verdict_code_find(row->name), row);
+		for (size_t k = i + 1; k < FG_VERDICT_COUNT; k++)
+			if (strcmp(row->name, fg_verdict_table[k].name) == 0)
+				fail_msg("%s is the name of two codes", row->name);
+		/* A severity and a kind of their enums, and a meaning. */
+		assert_true(row->severity == FG_SEV_INFO || row->severity == FG_SEV_WARNING ||
+			    row->severity == FG_SEV_ERROR);
+		assert_string_not_equal(fg_severity_name(row->severity), "unknown");
+		assert_true(row->kind == FG_VK_STATIC || row->kind == FG_VK_VERIFICATION || row->kind == FG_VK_FLEET);
+		assert_true(row->meaning && row->meaning[0]);
+		n_verification += row->kind == FG_VK_VERIFICATION;
+	}
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		const struct fg_verdict_row *row = fg_verdict_code_find(others[i].code);
+
+		if (!row)
+			fail_msg("code %s missing from the table", others[i].code);
+		assert_int_equal(row->severity, others[i].sev);
+		assert_int_equal(row->kind, others[i].kind);
+	}
+	assert_int_equal(n_verification, 4);
+	assert_ptr_equal(fg_verdict_code_find("mtp_acceptance_collapsed"), &fg_verdict_table[FG_V_MTP_ACCEPTANCE_COLLAPSED]);
+	assert_string_equal(fg_verdict_table[FG_V_HEAD_DOUBLE_SHIFTED].name, "head_double_shifted");
+	/* A value outside the enum has no row. */
+	assert_null(fg_verdict_row(FG_VERDICT_COUNT));
+	assert_null(fg_verdict_row((enum fg_verdict_code)(FG_VERDICT_COUNT + 7)));
+	assert_null(fg_verdict_row((enum fg_verdict_code)-1));
+	assert_null(fg_verdict_code_find(NULL));
+	assert_null(fg_verdict_code_find("mtp_depth_wins "));
+}
+
+static void test_severity_names(void **state)
+{
+	enum fg_severity s = FG_SEV_WARNING;
+
+	(void)state;
+	for (int i = 0; i < FG_SEV_COUNT; i++) {
+		enum fg_severity back = (enum fg_severity)((i + 1) % FG_SEV_COUNT);
+
+		assert_true(fg_severity_parse(fg_severity_name((enum fg_severity)i), &back));
+		assert_int_equal(back, i);
+	}
+	assert_true(fg_severity_parse("error", &s));
+	assert_int_equal(s, FG_SEV_ERROR);
+	/* Anything else is refused and leaves *out alone. */
+	s = FG_SEV_WARNING;
+	assert_false(fg_severity_parse("fatal", &s));
+	assert_false(fg_severity_parse("Error", &s));
+	assert_false(fg_severity_parse("", &s));
+	assert_false(fg_severity_parse(NULL, &s));
+	assert_int_equal(s, FG_SEV_WARNING);
+	/* A value outside the enum is named, never read past the table. */
+	assert_string_equal(fg_severity_name((enum fg_severity)FG_SEV_COUNT), "unknown");
+	assert_string_equal(fg_severity_name((enum fg_severity)-1), "unknown");
 }
 
 static void test_add_and_find(void **state)
@@ -96,31 +184,34 @@ static void test_add_and_find(void **state)
 	struct fg_verdict *v;
 
 	(void)state;
-	v = fg_verdicts_add(&list, "embedded_mtp_shift_hazard", "trunk",
-			    "%d embedded mtp.* keys make %s add +1", 29, "mlx-lm 0.31");
+	assert_int_equal(fg_verdicts_add(&list, FG_V_EMBEDDED_MTP_SHIFT_HAZARD, "trunk", &v,
+					 "%d embedded mtp.* keys make %s add +1", 29, "mlx-lm 0.31"), 0);
 	assert_non_null(v);
 	assert_int_equal(list.n, 1);
-	assert_ptr_equal(v->code, fg_verdict_code("embedded_mtp_shift_hazard"));
+	assert_ptr_equal(v->row, fg_verdict_code_find("embedded_mtp_shift_hazard"));
 	assert_string_equal(v->set, "trunk");
 	assert_string_equal(v->detail, "29 embedded mtp.* keys make mlx-lm 0.31 add +1");
 	assert_int_equal(v->n_runtimes, 0);
 	assert_int_equal(v->n_tensors, 0);
 
-	/* An unknown code adds nothing. */
-	assert_null(fg_verdicts_add(&list, "mtp_acceptance_collapsed", "trunk", "x"));
-	assert_null(fg_verdicts_add(&list, "bogus", NULL, "x"));
+	/* A verification code or a value outside the enum adds nothing, and is no ENOMEM. */
+	v = NULL;
+	assert_int_equal(fg_verdicts_add(&list, FG_V_MTP_ACCEPTANCE_COLLAPSED, "trunk", &v, "x"), FG_EINTERNAL);
+	assert_int_equal(fg_verdicts_add(&list, FG_VERDICT_COUNT, NULL, &v, "x"), FG_EINTERNAL);
+	assert_int_equal(fg_verdicts_add(&list, (enum fg_verdict_code)-1, NULL, &v, "x"), FG_EINTERNAL);
+	assert_null(v);
 	assert_int_equal(list.n, 1);
 
 	/* No set is an empty set name. */
-	v = fg_verdicts_add(&list, "stray_shard", NULL, "%s", "model-extra.safetensors");
+	assert_int_equal(fg_verdicts_add(&list, FG_V_STRAY_SHARD, NULL, &v, "%s", "model-extra.safetensors"), 0);
 	assert_non_null(v);
 	assert_string_equal(v->set, "");
 	assert_int_equal(list.n, 2);
 
-	assert_non_null(fg_verdicts_find(&list, "stray_shard"));
-	assert_string_equal(fg_verdicts_find(&list, "stray_shard")->detail, "model-extra.safetensors");
-	assert_string_equal(fg_verdicts_find(&list, "embedded_mtp_shift_hazard")->set, "trunk");
-	assert_null(fg_verdicts_find(&list, "trunk_missing_shift"));
+	assert_non_null(fg_verdicts_find(&list, FG_V_STRAY_SHARD));
+	assert_string_equal(fg_verdicts_find(&list, FG_V_STRAY_SHARD)->detail, "model-extra.safetensors");
+	assert_string_equal(fg_verdicts_find(&list, FG_V_EMBEDDED_MTP_SHIFT_HAZARD)->set, "trunk");
+	assert_null(fg_verdicts_find(&list, FG_V_TRUNK_MISSING_SHIFT));
 	fg_verdicts_release(&list);
 }
 
@@ -132,8 +223,9 @@ static void test_detail_truncated(void **state)
 	(void)state;
 	memset(longtext, 'x', sizeof(longtext) - 1);
 	longtext[sizeof(longtext) - 1] = '\0';
-	v = fg_verdicts_add(&list, "index_mismatch", "a-set-name-that-is-much-longer-than-sixty-four-characters-in-all-of-it",
-			    "%s", longtext);
+	assert_int_equal(fg_verdicts_add(&list, FG_V_INDEX_MISMATCH,
+					 "a-set-name-that-is-much-longer-than-sixty-four-characters-in-all-of-it", &v,
+					 "%s", longtext), 0);
 	assert_non_null(v);
 	assert_int_equal(strlen(v->detail), sizeof(v->detail) - 1);
 	assert_int_equal(strlen(v->set), sizeof(v->set) - 1);
@@ -149,7 +241,7 @@ static void test_runtimes_deduped(void **state)
 	struct fg_verdict *v;
 
 	(void)state;
-	v = fg_verdicts_add(&list, "embedded_mtp_shift_hazard", "trunk", "x");
+	assert_int_equal(fg_verdicts_add(&list, FG_V_EMBEDDED_MTP_SHIFT_HAZARD, "trunk", &v, "x"), 0);
 	assert_non_null(v);
 	fg_verdict_runtime(v, "mlx-lm-0.31");
 	fg_verdict_runtime(v, "mtplx-2.12");
@@ -176,7 +268,7 @@ static void test_tensors_capped(void **state)
 	char name[64];
 
 	(void)state;
-	v = fg_verdicts_add(&list, "nonfinite_norm", "mtp", "x");
+	assert_int_equal(fg_verdicts_add(&list, FG_V_NONFINITE_NORM, "mtp", &v, "x"), 0);
 	assert_non_null(v);
 	for (int i = 0; i < 12; i++) {
 		snprintf(name, sizeof(name), "mtp.layers.%d.input_layernorm.weight", i);
@@ -200,26 +292,33 @@ static void test_has_error(void **state)
 
 	(void)state;
 	assert_false(fg_verdicts_has_error(&list));
-	assert_non_null(fg_verdicts_add(&list, "raw_zero_centred_head", "mtp", "delta head"));
-	assert_non_null(fg_verdicts_add(&list, "stray_shard", NULL, "model-extra.safetensors"));
-	assert_non_null(fg_verdicts_add(&list, "quantized_mtp_head", "mtp", "4-bit"));
+	assert_int_equal(fg_verdicts_add(&list, FG_V_RAW_ZERO_CENTRED_HEAD, "mtp", NULL, "delta head"), 0);
+	assert_int_equal(fg_verdicts_add(&list, FG_V_STRAY_SHARD, NULL, NULL, "model-extra.safetensors"), 0);
+	assert_int_equal(fg_verdicts_add(&list, FG_V_QUANTIZED_MTP_HEAD, "mtp", NULL, "4-bit"), 0);
 	assert_false(fg_verdicts_has_error(&list));
-	assert_non_null(fg_verdicts_add(&list, "trunk_missing_shift", "trunk", "probe 0.78"));
+	assert_null(fg_verdicts_first_error(&list));
+	assert_int_equal(fg_verdicts_add(&list, FG_V_TRUNK_MISSING_SHIFT, "trunk", NULL, "probe 0.78"), 0);
 	assert_true(fg_verdicts_has_error(&list));
+	assert_ptr_equal(fg_verdicts_first_error(&list), &list.v[3]);
 	fg_verdicts_release(&list);
 	assert_false(fg_verdicts_has_error(&list));
 }
 
 static void test_growth_and_release(void **state)
 {
+	/* The codes a report may carry (the verification codes are not list items). */
+	const struct fg_verdict_row *codes[FG_VERDICT_COUNT];
 	size_t n = 0;
-	const struct fg_verdict_code *codes = fg_verdict_codes(&n);
 
 	(void)state;
+	for (size_t i = 0; i < FG_VERDICT_COUNT; i++)
+		if (fg_verdict_table[i].kind != FG_VK_VERIFICATION)
+			codes[n++] = &fg_verdict_table[i];
 	/* More verdicts than the first allocation, each with owned tensor copies. */
 	for (size_t i = 0; i < 3 * n; i++) {
-		struct fg_verdict *v = fg_verdicts_add(&list, codes[i % n].code, "trunk", "verdict %zu", i);
+		struct fg_verdict *v = NULL;
 
+		assert_int_equal(fg_verdicts_add(&list, codes[i % n]->code, "trunk", &v, "verdict %zu", i), 0);
 		assert_non_null(v);
 		for (size_t k = 0; k < i % (FG_VERDICT_MAX_LIST + 3); k++)
 			fg_verdict_tensor(v, "model.layers.0.self_attn.q_norm.weight");
@@ -232,7 +331,7 @@ static void test_growth_and_release(void **state)
 
 		snprintf(want, sizeof(want), "verdict %zu", i);
 		assert_string_equal(list.v[i].detail, want);
-		assert_ptr_equal(list.v[i].code, &codes[i % n]);
+		assert_ptr_equal(list.v[i].row, codes[i % n]);
 		assert_int_equal(list.v[i].n_tensors, i % (FG_VERDICT_MAX_LIST + 3));
 	}
 	fg_verdicts_release(&list);
@@ -241,7 +340,7 @@ static void test_growth_and_release(void **state)
 	/* Releasing twice, or NULL, is harmless; the list is reusable. */
 	fg_verdicts_release(&list);
 	fg_verdicts_release(NULL);
-	assert_non_null(fg_verdicts_add(&list, "stray_shard", NULL, "again"));
+	assert_int_equal(fg_verdicts_add(&list, FG_V_STRAY_SHARD, NULL, NULL, "again"), 0);
 	assert_int_equal(list.n, 1);
 	fg_verdicts_release(&list);
 }
@@ -250,6 +349,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_severities, release_list),
+		cmocka_unit_test_teardown(test_table, release_list),
+		cmocka_unit_test_teardown(test_severity_names, release_list),
 		cmocka_unit_test_teardown(test_add_and_find, release_list),
 		cmocka_unit_test_teardown(test_detail_truncated, release_list),
 		cmocka_unit_test_teardown(test_runtimes_deduped, release_list),

@@ -40,7 +40,7 @@ static const char control[] =
 static void decide_text(const char *text, double threshold, struct fg_verify_result *r)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	if (fg_verify_parse_text(&in, text, strlen(text), &err) != 0)
 		fail_msg("parse failed: %s", err.msg);
@@ -54,7 +54,7 @@ static const char *verdict_of(const char *text, double threshold)
 	struct fg_verify_result r;
 
 	decide_text(text, threshold, &r);
-	return r.verdict->code;
+	return r.verdict->row->name;
 }
 
 /* The printed form of o[key] (a number or null), in buf. */
@@ -79,8 +79,8 @@ static void test_issue_306_collapses(void **state)
 
 	(void)state;
 	decide_text(issue_306, FG_VERIFY_COLLAPSE_DEFAULT, &r);
-	assert_string_equal(r.verdict->code, "mtp_acceptance_collapsed");
-	assert_int_equal(r.verdict->severity, FG_VERIFY_ERROR);
+	assert_string_equal(r.verdict->row->name, "mtp_acceptance_collapsed");
+	assert_int_equal(r.verdict->row->severity, FG_SEV_ERROR);
 	assert_int_equal(r.verdict->rule, 3);
 	assert_int_equal(r.best_depth, -1);
 	assert_int_equal(r.n_speedups, 3);
@@ -121,8 +121,8 @@ static void test_control_wins_at_depth_3(void **state)
 
 	(void)state;
 	decide_text(control, FG_VERIFY_COLLAPSE_DEFAULT, &r);
-	assert_string_equal(r.verdict->code, "mtp_depth_wins");
-	assert_int_equal(r.verdict->severity, FG_VERIFY_INFO);
+	assert_string_equal(r.verdict->row->name, "mtp_depth_wins");
+	assert_int_equal(r.verdict->row->severity, FG_SEV_INFO);
 	assert_int_equal(r.best_depth, 3);
 	assert_true(r.best_first_acceptance == 0.978);
 
@@ -160,30 +160,30 @@ static void test_rule_order(void **state)
 		    "{\"depth\": 1, \"tok_s\": 20, \"quality_passed\": false},"
 		    "{\"depth\": 2, \"tok_s\": 12}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "mtp_depth_wins");
+	assert_string_equal(r.verdict->row->name, "mtp_depth_wins");
 	assert_int_equal(r.best_depth, 2);
 	/* Rule 1 wins even when acceptance looks collapsed. */
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 11, \"acceptance\": [0.05]}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "mtp_depth_wins");
+	assert_string_equal(r.verdict->row->name, "mtp_depth_wins");
 	assert_int_equal(r.best_depth, 1);
 	/* Slower depths with healthy acceptance. */
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.6], \"quality_passed\": true},"
 		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.6, 0.4], \"quality_passed\": true}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
-	assert_int_equal(r.verdict->severity, FG_VERIFY_WARNING);
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.verdict->row->severity, FG_SEV_WARNING);
 	assert_int_equal(r.best_depth, -1);
 	/* No acceptance data at all cannot collapse. */
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}, {\"depth\": 1, \"tok_s\": 5}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 	assert_int_equal(r.best_accept_depth, -1);
 	/* Depth 0 alone: nothing beat plain decode. */
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}]}", 0.10, &r);
-	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 	assert_int_equal(r.n_speedups, 0);
 	/* Acceptance reported only at depth 0 does not count. */
 	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"acceptance\": [0.0]},"
@@ -214,14 +214,14 @@ static void test_speedup_edges(void **state)
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 0, \"acceptance\": [0.0]}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "mtp_acceptance_collapsed");
+	assert_string_equal(r.verdict->row->name, "mtp_acceptance_collapsed");
 	assert_true(r.speedups[0].speedup == 0.0);
 	/* The best first-position acceptance is over all depths > 0. */
 	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.05]},"
 		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.3, 0.01]}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 	assert_int_equal(r.best_accept_depth, 2);
 }
 
@@ -248,7 +248,7 @@ static void test_decide_rejects(void **state)
 					 { .depth = 1, .tok_s = 5, .quality = -1 } };
 	struct fg_verify_input in = { .n_rows = 1, .rows = rows };
 	struct fg_verify_result r, sentinel;
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	memset(&sentinel, 0x5a, sizeof(sentinel));
@@ -275,19 +275,19 @@ static void test_decide_rejects(void **state)
 	assert_memory_equal(&r, &sentinel, sizeof(r));
 	rows[1].depth = 1;
 	assert_int_equal(fg_verify_decide(&in, 0.1, &r, &err), 0);
-	assert_string_equal(r.verdict->code, "no_mtp_depth_beat_ar");
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 }
 
 static void test_verdict_table(void **state)
 {
 	static const struct {
 		const char *code;
-		enum fg_verify_severity severity;
+		enum fg_severity severity;
 	} want[] = {
-		{ "mtp_depth_wins", FG_VERIFY_INFO },
-		{ "no_quality_passed_mtp_depth_beat_ar", FG_VERIFY_WARNING },
-		{ "mtp_acceptance_collapsed", FG_VERIFY_ERROR },
-		{ "no_mtp_depth_beat_ar", FG_VERIFY_WARNING },
+		{ "mtp_depth_wins", FG_SEV_INFO },
+		{ "no_quality_passed_mtp_depth_beat_ar", FG_SEV_WARNING },
+		{ "mtp_acceptance_collapsed", FG_SEV_ERROR },
+		{ "no_mtp_depth_beat_ar", FG_SEV_WARNING },
 	};
 	size_t i;
 
@@ -296,24 +296,27 @@ static void test_verdict_table(void **state)
 		const struct fg_verify_verdict *v = fg_verify_verdict_at(i);
 
 		assert_true(i < sizeof(want) / sizeof(want[0]));
-		assert_string_equal(v->code, want[i].code);
-		assert_int_equal(v->severity, want[i].severity);
+		assert_string_equal(v->row->name, want[i].code);
+		assert_int_equal(v->row->severity, want[i].severity);
 		assert_int_equal(v->rule, (int)i + 1);
-		assert_true(v->meaning && v->meaning[0]);
-		assert_ptr_equal(fg_verify_verdict_find(v->code), v);
+		assert_true(v->row->meaning && v->row->meaning[0]);
+		assert_ptr_equal(fg_verify_verdict_find(v->row->name), v);
+		/* The rule's verdict is the one table's verification row of that name. */
+		assert_ptr_equal(v->row, fg_verdict_code_find(want[i].code));
+		assert_int_equal(v->row->kind, FG_VK_VERIFICATION);
 	}
 	assert_int_equal(i, sizeof(want) / sizeof(want[0]));
 	assert_null(fg_verify_verdict_find("embedded_mtp_shift_hazard"));
 	assert_null(fg_verify_verdict_find(NULL));
-	assert_string_equal(fg_verify_severity_name(FG_VERIFY_INFO), "info");
-	assert_string_equal(fg_verify_severity_name(FG_VERIFY_WARNING), "warning");
-	assert_string_equal(fg_verify_severity_name(FG_VERIFY_ERROR), "error");
+	assert_string_equal(fg_severity_name(FG_SEV_INFO), "info");
+	assert_string_equal(fg_severity_name(FG_SEV_WARNING), "warning");
+	assert_string_equal(fg_severity_name(FG_SEV_ERROR), "error");
 }
 
 static void test_lenient_where_documented(void **state)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	char *exact;
 	static const char text[] =
 		"  {\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"note\": \"warm\"},"
@@ -411,7 +414,7 @@ static void expect_reject(const char *text, size_t len, const char *msg, int pre
 {
 	struct fg_verify_row marker;
 	struct fg_verify_input in = { "hw", "rt", 7, &marker };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	assert_int_equal(fg_verify_parse_text(&in, text, len, &err), FG_EINPUT);
 	assert_int_equal(err.code, FG_EINPUT);
@@ -440,7 +443,7 @@ static void test_caps(void **state)
 	char hw[300], *text, *p;
 	size_t cap = 64 * 40 + 128;
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 
 	(void)state;
 	memset(hw, 'x', 128);
@@ -473,7 +476,7 @@ static void test_caps(void **state)
 static void test_parse_tree(void **state)
 {
 	struct fg_verify_input in = { .rows = NULL };
-	struct fg_err err = { 0, "" };
+	struct fg_err err = { 0 };
 	cJSON *doc = cJSON_Parse(issue_306);
 
 	(void)state;

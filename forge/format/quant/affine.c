@@ -118,7 +118,7 @@ bool fg_qk_dtype_is_param(enum fg_dtype dt)
 
 /*
  * Scale and bias of a group from its min and max (both finite), as MLX's CPU
- * kernel computes them; returns -1 when max - min overflows F32, which would
+ * kernel computes them; returns FG_EINPUT when max - min overflows F32, which would
  * make the scale infinite.  std::max(x, eps) returns eps only when x < eps,
  * hence the comparison (x is never NaN here).  The vector kernels compute the
  * same steps in the lanes of a vector, one group per lane (affine_x86.c).
@@ -130,7 +130,7 @@ static int affine_group_params(float wmin, float wmax, float n_bins, float *scal
 	bool low_edge;
 
 	if (!isfinite(range))
-		return -1;
+		return FG_EINPUT;
 	s = range / n_bins;
 	if (s < FG_QK_AFFINE_EPS)
 		s = FG_QK_AFFINE_EPS;

@@ -102,7 +102,7 @@ struct fg_qmodule {
 /* The suffix of a role ("qweight", "weight_scale_2"); never NULL for a valid role. */
 const char *fg_qrole_suffix(enum fg_qrole r);
 
-/* The role of a suffix (without the leading dot).  Returns 0, or -1 for a suffix that is no role. */
+/* The role of a suffix (without the leading dot).  Returns 0, or FG_EINPUT for a suffix that is no role. */
 int fg_qrole_parse(const char *suffix, enum fg_qrole *out);
 
 /*

@@ -401,7 +401,7 @@ static int fp8_shape_strategy(const struct fg_tensor *w, const struct fg_tensor 
 		*out = FG_QS_CHANNEL;
 		return 0;
 	}
-	return -1;
+	return FG_EINPUT; /* neither: the caller says what the shape is */
 }
 
 static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,

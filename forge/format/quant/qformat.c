@@ -46,14 +46,14 @@ int fg_qrole_parse(const char *suffix, enum fg_qrole *out)
 	int i;
 
 	if (!suffix)
-		return -1;
+		return FG_EINPUT;
 	for (i = 0; i < FG_QR_COUNT; i++) {
 		if (strcmp(suffix, role_suffix[i]) == 0) {
 			*out = (enum fg_qrole)i;
 			return 0;
 		}
 	}
-	return -1;
+	return FG_EINPUT;
 }
 
 int fg_qmodule_add(struct fg_qmodule *m, const char *suffix, const struct fg_tensor *t,

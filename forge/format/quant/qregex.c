@@ -31,6 +31,8 @@
 #define RX_MAX_CLASSES 256
 #define RX_MAX_DEPTH 64
 #define RX_INF (-1)
+/* What the parser and generator return instead of an index when they fail (r->error says why). */
+#define RX_FAIL (-1)
 
 enum { N_EMPTY, N_CLASS, N_CAT, N_ALT, N_REPEAT, N_BOL, N_EOL, N_EOS };
 enum { OP_CHAR, OP_SPLIT, OP_JMP, OP_MATCH, OP_BOL, OP_EOL, OP_EOS };
@@ -62,7 +64,7 @@ static int rx_fail(struct rx *r, const char *why)
 		r->why = why;
 		r->why_at = r->pos;
 	}
-	return -1;
+	return RX_FAIL;
 }
 
 static int rx_node(struct rx *r, int type, int a, int b)
@@ -147,7 +149,7 @@ static int hexval(char ch)
 		return ch - 'a' + 10;
 	if (ch >= 'A' && ch <= 'F')
 		return ch - 'A' + 10;
-	return -1;
+	return RX_FAIL;
 }
 
 /*
@@ -229,7 +231,7 @@ static int rx_literal(struct rx *r, unsigned ch)
 	int c = rx_class_new(r);
 
 	if (c < 0)
-		return -1;
+		return RX_FAIL;
 	cls_set(r->classes[c], ch);
 	return rx_node(r, N_CLASS, c, 0);
 }
@@ -241,7 +243,7 @@ static int rx_class(struct rx *r)
 	uint8_t *set;
 
 	if (c < 0)
-		return -1;
+		return RX_FAIL;
 	set = r->classes[c];
 	if (r->pos < r->len && r->s[r->pos] == '^') {
 		neg = true;
@@ -261,7 +263,7 @@ static int rx_class(struct rx *r)
 			r->pos++;
 			lo = rx_escape(r, true);
 			if (lo < 0)
-				return -1;
+				return RX_FAIL;
 			if (lo >= 256) {
 				cls_add_escape(set, (char)(lo - 256));
 				continue;
@@ -276,7 +278,7 @@ static int rx_class(struct rx *r)
 				r->pos++;
 				hi = rx_escape(r, true);
 				if (hi < 0)
-					return -1;
+					return RX_FAIL;
 				if (hi >= 256)
 					return rx_fail(r, "bad character range");
 			} else {
@@ -312,7 +314,7 @@ static int rx_atom(struct rx *r, int depth)
 		}
 		k = rx_alt(r, depth + 1);
 		if (k < 0)
-			return -1;
+			return RX_FAIL;
 		if (r->pos >= r->len || r->s[r->pos] != ')')
 			return rx_fail(r, "missing )");
 		r->pos++;
@@ -324,7 +326,7 @@ static int rx_atom(struct rx *r, int depth)
 		r->pos++;
 		c = rx_class_new(r);
 		if (c < 0)
-			return -1;
+			return RX_FAIL;
 		for (k = 0; k < 256; k++)
 			if (k != '\n')
 				cls_set(r->classes[c], (unsigned)k);
@@ -339,13 +341,13 @@ static int rx_atom(struct rx *r, int depth)
 		r->pos++;
 		k = rx_escape(r, false);
 		if (k < 0)
-			return -1;
+			return RX_FAIL;
 		if (k >= 512)
 			return rx_node(r, k == 512 + 'A' ? N_BOL : N_EOS, 0, 0);
 		if (k >= 256) {
 			c = rx_class_new(r);
 			if (c < 0)
-				return -1;
+				return RX_FAIL;
 			cls_add_escape(r->classes[c], (char)(k - 256));
 			return rx_node(r, N_CLASS, c, 0);
 		}
@@ -370,7 +372,7 @@ static int rx_repeat(struct rx *r, int depth)
 	int a = rx_atom(r, depth), min, max, n;
 
 	if (a < 0)
-		return -1;
+		return RX_FAIL;
 	if (r->pos >= r->len)
 		return a;
 	switch (r->s[r->pos]) {
@@ -410,7 +412,7 @@ static int rx_repeat(struct rx *r, int depth)
 	}
 	n = rx_node(r, N_REPEAT, a, 0);
 	if (n < 0)
-		return -1;
+		return RX_FAIL;
 	r->nodes[n].min = min;
 	r->nodes[n].max = max;
 	return n;
@@ -424,7 +426,7 @@ static int rx_cat(struct rx *r, int depth)
 		int right = rx_repeat(r, depth);
 
 		if (right < 0)
-			return -1;
+			return RX_FAIL;
 		left = rx_node(r, N_CAT, left, right);
 	}
 	return left;
@@ -443,7 +445,7 @@ static int rx_alt(struct rx *r, int depth)
 		r->pos++;
 		right = rx_cat(r, depth);
 		if (right < 0)
-			return -1;
+			return RX_FAIL;
 		left = rx_node(r, N_ALT, left, right);
 	}
 	return left;
@@ -481,36 +483,36 @@ static int rx_gen(struct rx *r, int n)
 	case N_ALT:
 		s = rx_emit(r, OP_SPLIT, 0, 0);
 		if (s < 0)
-			return -1;
+			return RX_FAIL;
 		r->prog[s].x = r->n_prog;
 		if (rx_gen(r, nd->a) < 0 || (j = rx_emit(r, OP_JMP, 0, 0)) < 0)
-			return -1;
+			return RX_FAIL;
 		r->prog[s].y = r->n_prog;
 		if (rx_gen(r, nd->b) < 0)
-			return -1;
+			return RX_FAIL;
 		r->prog[j].x = r->n_prog;
 		return 0;
 	case N_REPEAT:
 		for (i = 0; i < nd->min; i++)
 			if (rx_gen(r, nd->a) < 0)
-				return -1;
+				return RX_FAIL;
 		if (nd->max == RX_INF) {
 			s = rx_emit(r, OP_SPLIT, 0, 0);
 			if (s < 0)
-				return -1;
+				return RX_FAIL;
 			r->prog[s].x = r->n_prog;
 			if (rx_gen(r, nd->a) < 0 || rx_emit(r, OP_JMP, s, 0) < 0)
-				return -1;
+				return RX_FAIL;
 			r->prog[s].y = r->n_prog;
 			return 0;
 		}
 		for (i = nd->min; i < nd->max; i++) {
 			s = rx_emit(r, OP_SPLIT, 0, 0);
 			if (s < 0)
-				return -1;
+				return RX_FAIL;
 			r->prog[s].x = r->n_prog;
 			if (rx_gen(r, nd->a) < 0)
-				return -1;
+				return RX_FAIL;
 			r->prog[s].y = r->n_prog;
 		}
 		return 0;

@@ -35,18 +35,18 @@ int fgp_mkdir_p(const char *path, mode_t mode)
 	size_t n = strlen(path);
 
 	if (n == 0 || n >= sizeof(buf))
-		return -1;
+		return FG_ESTATE;
 	memcpy(buf, path, n + 1);
 	for (char *c = buf + 1; *c; c++) {
 		if (*c != '/')
 			continue;
 		*c = '\0';
 		if (mkdir(buf, mode) != 0 && errno != EEXIST)
-			return -1;
+			return FG_ESTATE;
 		*c = '/';
 	}
 	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return -1;
+		return FG_ESTATE;
 	return 0;
 }
 
@@ -78,14 +78,14 @@ static int text_field(const char *text, const char *key, char *out, size_t cap)
 			size_t vl = len - kl - 1;
 
 			if (vl >= cap)
-				return -1;
+				return FG_EINPUT;
 			memcpy(out, line + kl + 1, vl);
 			out[vl] = '\0';
 			return 0;
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	return -1;
+	return FG_ENOTFOUND;
 }
 
 static int text_u64(const char *text, const char *key, uint64_t *out)
@@ -94,12 +94,12 @@ static int text_u64(const char *text, const char *key, uint64_t *out)
 	const char *s = v;
 
 	if (text_field(text, key, v, sizeof(v)) != 0)
-		return -1;
+		return FG_ENOTFOUND;
 	if (strcmp(v, "-") == 0) {
 		*out = FG_PULL_SIZE_UNKNOWN;
 		return 0;
 	}
-	return fgp_parse_u64(&s, out) == 0 && *s == '\0' ? 0 : -1;
+	return fgp_parse_u64(&s, out) == 0 && *s == '\0' ? 0 : FG_EINPUT;
 }
 
 /* Read a small file whole (NUL-terminated); NULL when absent or unreadable. */
@@ -162,7 +162,7 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 	free(text);
 	f->validator = strdup(val);
 	if (!f->validator)
-		return -1;
+		return FG_ENOMEM;
 	f->size = size;
 	f->state = fresh ? F_KNOWN : F_STALE;
 	if (fresh)
@@ -218,7 +218,7 @@ int fgp_write_all(int fd, const void *data, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return FG_ESTATE; /* errno says why */
 		}
 		c += n;
 		len -= (size_t)n;
@@ -232,11 +232,11 @@ int fgp_tmp_open(const struct fg_pull *p, char **path)
 	int fd;
 
 	if (!t)
-		return -1;
+		return FG_ENOMEM;
 	fd = mkostemp(t, O_CLOEXEC);
 	if (fd < 0) {
 		free(t);
-		return -1;
+		return FG_ESTATE;
 	}
 	*path = t;
 	return fd;
@@ -246,13 +246,13 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 			     size_t len)
 {
 	char *tmp = NULL;
-	int fd = fgp_tmp_open(p, &tmp), rc = -1;
+	int fd = fgp_tmp_open(p, &tmp), rc = FG_ESTATE;
 
 	if (fd < 0)
-		return -1;
+		return fd;
 	if (fgp_write_all(fd, data, len) == 0 && close(fd) == 0) {
 		fd = -1;
-		rc = rename(tmp, final);
+		rc = rename(tmp, final) == 0 ? 0 : FG_ESTATE;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -310,15 +310,15 @@ int fgp_entry_rename(struct fg_pull *p, const struct pfile *f, const char *tmp,
 	snprintf(final, sizeof(final), "%s/%" PRIu64 "-%" PRIu64, dir, offset, len);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			return -1;
+			return FG_ESTATE;
 		if (rename(tmp, final) == 0) {
 			p->committed = 1;
 			return 0;
 		}
 		if (errno != ENOENT)
-			return -1;
+			return FG_ESTATE;
 	}
-	return -1;
+	return FG_ESTATE;
 }
 
 /* List f's cache folder once per call. */
@@ -351,7 +351,7 @@ static int disk_list(struct fg_pull *p, struct pfile *f)
 
 			if (!nd) {
 				closedir(d);
-				return -1;
+				return FG_ENOMEM;
 			}
 			f->disk = nd;
 			cap = nc;
@@ -425,7 +425,7 @@ int fgp_disk_find(struct fg_pull *p, struct pfile *f, uint64_t offset, uint64_t 
 		  const uint8_t **data)
 {
 	if (disk_list(p, f) != 0)
-		return -1;
+		return FG_ENOMEM;
 	for (;;) {
 		size_t best = SIZE_MAX;
 		const uint8_t *map;
@@ -446,7 +446,7 @@ int fgp_disk_find(struct fg_pull *p, struct pfile *f, uint64_t offset, uint64_t 
 			continue;
 		}
 		if (fgp_add_extent(f, f->disk[best].offset, f->disk[best].len, map) != 0)
-			return -1;
+			return FG_ENOMEM;
 		p->st.bytes_from_cache += f->disk[best].len;
 		*data = map + (offset - f->disk[best].offset);
 		return 0;
@@ -468,18 +468,18 @@ static int evict_add(struct fg_pull_cache_item **items, struct evict_entry **ent
 		struct fg_pull_cache_item *ni = realloc(*items, nc * sizeof(*ni));
 
 		if (!ni)
-			return -1;
+			return FG_ENOMEM;
 		*items = ni;
 		struct evict_entry *ne = realloc(*ents, nc * sizeof(*ne));
 
 		if (!ne)
-			return -1;
+			return FG_ENOMEM;
 		*ents = ne;
 		*cap = nc;
 	}
 	(*ents)[*n].path = strdup(path);
 	if (!(*ents)[*n].path)
-		return -1;
+		return FG_ENOMEM;
 	(*ents)[*n].is_range = is_range;
 	(*items)[*n].bytes = (uint64_t)sb->st_size;
 	(*items)[*n].used_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
@@ -507,7 +507,7 @@ static int evict_scan(const char *dir, struct fg_pull_cache_item **items,
 			continue;
 		if (evict_add(items, ents, n, cap, path, &sb, is_range) != 0) {
 			closedir(d);
-			return -1;
+			return FG_ENOMEM;
 		}
 	}
 	closedir(d);

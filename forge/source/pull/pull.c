@@ -176,7 +176,7 @@ int fgp_add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap)
 		struct mapping *nm = realloc(p->maps, nc * sizeof(*nm));
 
 		if (!nm)
-			return -1;
+			return FG_ENOMEM;
 		p->maps = nm;
 		p->cap_maps = nc;
 	}
@@ -251,7 +251,7 @@ int fgp_add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint8_t
 		struct extent *ne = realloc(f->ext, nc * sizeof(*ne));
 
 		if (!ne)
-			return -1;
+			return FG_ENOMEM;
 		f->ext = ne;
 		f->cap_ext = nc;
 	}
@@ -341,7 +341,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 			p->n_allow++;
 		}
 		if (!fgp_host_allowed(p, host, port)) {
-			rc = fg_err_set(err, FG_EUSAGE, "source '%s': host '%s' is not in allow_hosts",
+			rc = fg_err_set(err, FG_EFORBIDDEN, "source '%s': host '%s' is not in allow_hosts",
 					source, host);
 			goto fail;
 		}
@@ -383,7 +383,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		for (size_t i = 0; i < 3; i++) {
 			snprintf(sub, sizeof(sub), "%s/%s", p->cache, subs[i]);
 			if (fgp_mkdir_p(sub, 0700) != 0) {
-				rc = fg_err_set(err, FG_EIO, "cache folder '%s': %s", sub,
+				rc = fg_err_set(err, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
 						strerror(errno));
 				goto fail;
 			}

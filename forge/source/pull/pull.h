@@ -69,8 +69,9 @@ int fg_pull_is_url(const char *source);
  * ".safetensors" names one file: the pull's folder is its parent and
  * fg_pull_source_file() returns the name.  o may be NULL (defaults).  Nothing
  * is fetched.  Errors: FG_EUSAGE for a malformed source, a query string, a
- * missing hf endpoint or a host not in allow_hosts; FG_EIO when the cache
- * folder cannot be created; FG_ENOMEM.  On success *out is the caller's to
+ * missing hf endpoint; FG_EFORBIDDEN for a host not in allow_hosts;
+ * FG_ESTATE (FG_ENOSPC on a full disk) when the cache folder cannot be
+ * created; FG_ENOMEM.  On success *out is the caller's to
  * release with fg_pull_close().
  */
 int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_opts *o,
@@ -86,7 +87,9 @@ const char *fg_pull_source_file(const struct fg_pull *p);
  * Fetch the whole of file (a path relative to the folder: no "..", no
  * leading '/', no query) into *data (malloc'd, NUL-terminated past *len; the
  * caller frees it).  404 -> FG_ENOTFOUND (callers treat optional files that
- * way); 401/403 and other failures -> FG_EIO naming URL and status; a body
+ * way); 401/403 and other failures -> FG_EIO (an input error) naming URL
+ * and status; a redirect to a host not in allow_hosts -> FG_EFORBIDDEN; a
+ * cache that cannot be read or written -> FG_ESTATE or FG_ENOSPC; a body
  * over cap bytes -> FG_EINPUT (the transfer stops at cap).  Served from the
  * cache when a verified copy of the same revision is there.
  */
@@ -165,8 +168,8 @@ char *fg_pull_file_url(const char *base, const char *file);
 /*
  * Parse a Content-Range value: "bytes A-B/TOTAL", "bytes A-B/<star>" (total
  * unknown: *total = FG_PULL_SIZE_UNKNOWN) or the 416 form "bytes <star>/TOTAL"
- * (*first = *last = FG_PULL_SIZE_UNKNOWN).  Returns 0, or -1 when malformed
- * (B < A, B >= TOTAL, overflow, trailing junk).
+ * (*first = *last = FG_PULL_SIZE_UNKNOWN).  Returns 0, or FG_EINPUT when
+ * malformed (B < A, B >= TOTAL, overflow, trailing junk).
  */
 int fg_pull_parse_content_range(const char *value, uint64_t *first, uint64_t *last,
 				uint64_t *total);

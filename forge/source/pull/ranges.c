@@ -21,12 +21,12 @@ int fgp_parse_u64(const char **s, uint64_t *out)
 	const char *c = *s;
 
 	if (!isdigit((unsigned char)*c))
-		return -1;
+		return FG_EINPUT;
 	for (; isdigit((unsigned char)*c); c++) {
 		unsigned d = (unsigned)(*c - '0');
 
 		if (v > (UINT64_MAX - d) / 10)
-			return -1;
+			return FG_EINPUT;
 		v = v * 10 + d;
 	}
 	*s = c;
@@ -43,33 +43,33 @@ int fg_pull_parse_content_range(const char *value, uint64_t *first, uint64_t *la
 	while (*s == ' ' || *s == '\t')
 		s++;
 	if (strncasecmp(s, "bytes", 5) != 0)
-		return -1;
+		return FG_EINPUT;
 	s += 5;
 	if (*s != ' ' && *s != '=')
-		return -1;
+		return FG_EINPUT;
 	while (*s == ' ' || *s == '=')
 		s++;
 	if (*s == '*') {
 		s++;
 	} else {
 		if (fgp_parse_u64(&s, &a) || *s++ != '-' || fgp_parse_u64(&s, &b) || b < a)
-			return -1;
+			return FG_EINPUT;
 	}
 	if (*s++ != '/')
-		return -1;
+		return FG_EINPUT;
 	if (*s == '*') {
 		s++;
 		if (a == FG_PULL_SIZE_UNKNOWN)
-			return -1; /* "*" and "*" says nothing */
+			return FG_EINPUT; /* "*" and "*" says nothing */
 	} else if (fgp_parse_u64(&s, &t)) {
-		return -1;
+		return FG_EINPUT;
 	}
 	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
 		s++;
 	if (*s)
-		return -1;
+		return FG_EINPUT;
 	if (t != FG_PULL_SIZE_UNKNOWN && a != FG_PULL_SIZE_UNKNOWN && b >= t)
-		return -1;
+		return FG_EINPUT;
 	*first = a;
 	*last = b;
 	*total = t;

@@ -71,20 +71,20 @@ static int hexval(int c)
 		return c - 'a' + 10;
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	return -1;
+	return 16; /* not a hex digit */
 }
 
-/* Decode %XX in place; -1 on a bad escape or an encoded NUL. */
+/* Decode %XX in place; FG_EUSAGE on a bad escape or an encoded NUL. */
 static int pct_decode(char *s)
 {
 	char *o = s;
 
 	for (char *c = s; *c; c++) {
 		if (*c == '%') {
-			int hi = hexval(c[1]), lo = hi < 0 ? -1 : hexval(c[2]);
+			int hi = hexval(c[1]), lo = hi > 15 ? 16 : hexval(c[2]);
 
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				return -1;
+			if (hi > 15 || lo > 15 || (hi == 0 && lo == 0))
+				return FG_EUSAGE;
 			*o++ = (char)(hi * 16 + lo);
 			c += 2;
 		} else {
@@ -271,15 +271,15 @@ int fg_pull_parse_source(const char *source, const char *hf_endpoint, char **bas
 	return fg_err_set(err, FG_EUSAGE, "source '%s' is not an http(s):// or hf:// URL", source);
 }
 
-/* Host (and port) of url, or -1 when it has none. */
+/* Host (and port) of url; FG_EUSAGE when it has none. */
 int fgp_url_host(const char *url, char *host, size_t hcap, char *port, size_t pcap)
 {
 	CURLU *u = curl_url();
 	char *h = NULL, *pt = NULL;
-	int rc = -1;
+	int rc = FG_EUSAGE;
 
 	if (!u)
-		return -1;
+		return FG_ENOMEM;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK) {
 		snprintf(host, hcap, "%s", h);

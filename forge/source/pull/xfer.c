@@ -282,7 +282,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		    fgp_url_host(target, host, sizeof(host), port, sizeof(port)) == 0)
 			ok = fgp_host_allowed(x->p, host, port);
 		if (!ok)
-			xfer_fail(x, FG_EUSAGE, "redirect to '%.200s' refused: host not in allow_hosts",
+			xfer_fail(x, FG_EFORBIDDEN, "redirect to '%.200s' refused: host not in allow_hosts",
 				  target ? target : loc);
 		curl_free(target);
 		curl_url_cleanup(u);
@@ -298,7 +298,8 @@ static int sink(struct xfer *x, const char *data, size_t n)
 		return 0;
 	if (x->fd >= 0) {
 		if (fgp_write_all(x->fd, data, n) != 0)
-			return xfer_fail(x, FG_EIO, "cache: write '%s': %s", x->tmp, strerror(errno));
+			return xfer_fail(x, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
+					 strerror(errno));
 		fg_sha256_update(x->sha, data, n);
 	} else {
 		memcpy(x->buf + x->got, data, n);
@@ -549,7 +550,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		x->sha = NULL;
 		map = fgp_load_region(p, x->fd, (size_t)x->len);
 		if (!map)
-			return xfer_fail(x, errno == ENOMEM ? FG_ENOMEM : FG_EIO, "cache: read '%s': %s",
+			return xfer_fail(x, errno == ENOMEM ? FG_ENOMEM : FG_ESTATE, "cache: read '%s': %s",
 					 x->tmp, strerror(errno));
 		/* Without a validator the bytes cannot be named: serve, do not keep. */
 		if (x->f->validator) {
