@@ -270,7 +270,8 @@ static const char sql_artifact_doc[] =
 static const char sql_artifact_verdicts[] =
 	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_verifications[] =
-	"SELECT id, verdict, result, created_at FROM verifications WHERE artifact_id = ?1 ORDER BY id";
+	"SELECT id, verdict, result, created_at, json_extract(rows, '$.rows') FROM verifications"
+	" WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_fingerprints[] =
 	"SELECT file, sha256 FROM fingerprints WHERE artifact_id = ?1 ORDER BY file";
 
@@ -342,7 +343,8 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 		return rc;
 	if (!add_text(item, "created_at", st, 3))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	return 0;
+	/* The rows as posted, for charts (json_extract gives an array back as JSON text). */
+	return add_json(item, "rows", st, 4, err);
 }
 
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
