@@ -40,7 +40,9 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 FORGE_OBJ  := $(FORGE_SRC:%.c=$(BUILD)/%.o)
 STORE_OBJ  := $(STORE_SRC:%.c=$(BUILD)/%.o)
-API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
+API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o $(BUILD)/gen/web.o
+# The dashboard's files (web/), compiled in: see $(BUILD)/gen/web.c below.
+WEB_SRC    := $(sort $(wildcard web/*.html web/*.css web/*.js web/*.svg web/*.ico web/*.png))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBFORGE   := $(BUILD)/libforge.a
@@ -50,7 +52,7 @@ LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
 
-.PHONY: all deps test test-build run demo fuzz check-src check-layers clean
+.PHONY: all deps test test-build run demo fuzz check-src check-layers clean FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED)
@@ -79,6 +81,20 @@ $(BUILD)/gen/openapi.c: docs/openapi.json tests/embed.py
 
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(CC) -std=c11 $(CFLAGS) $(SANFLAGS) -c $< -o $@
+
+# The dashboard (README "Dashboard"): every file of web/ becomes a row of
+# fg_ui_assets (api/ui.h) with its bytes and an ETag, so `forged serve` reads
+# no file at run time and `make` needs neither node nor the network.  web.list
+# changes only when the set of files does, so a removed file rebuilds too.
+$(BUILD)/gen/web.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo $(WEB_SRC) | cmp -s - $@ || echo $(WEB_SRC) >$@
+
+$(BUILD)/gen/web.c: $(WEB_SRC) $(BUILD)/gen/web.list tests/embed.py
+	$(PYTHON) tests/embed.py --assets fg_ui_assets $@ $(WEB_SRC)
+
+$(BUILD)/gen/web.o: $(BUILD)/gen/web.c api/ui.h
+	$(CC) -std=c11 $(CFLAGS) $(SANFLAGS) -I. -c $< -o $@
 
 $(FORGED): $(DAEMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
