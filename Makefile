@@ -1,9 +1,13 @@
 # forged: build, test, sanitize, fuzz.
 #
 #   make            build build/forged
-#   make deps       install the Debian packages of design.md section 3 (idempotent)
-#   make test       build and run every test (unit, e2e); installs deps if missing;
-#                   ends with "tests: N passed, N failed"
+#   make deps       install the Debian packages of design.md section 3, Debian's chromium
+#                   and node for the dashboard's browser tests, and their node package
+#                   (npm ci in tests/browser); idempotent, offline once all is there
+#   make test       build and run every test (unit, e2e, the dashboard in Chromium:
+#                   skipped, saying why, without Chromium or tests/browser/node_modules);
+#                   installs deps if missing; ends with "tests: N passed, N failed";
+#                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
@@ -15,6 +19,10 @@ PYTHON  ?= python3
 DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
 	python3-numpy libclang-rt-14-dev zstd nginx
+# The dashboard's browser tests (tests/browser, README "Dashboard"): Debian's
+# Chromium driven by playwright-core, which downloads no browser; node and npm
+# come from Debian when the machine has none.
+BROWSER_PKGS := chromium fonts-dejavu-core
 
 ifeq ($(SANITIZE),)
 BUILD   := build
@@ -52,7 +60,7 @@ LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
 
-.PHONY: all deps test test-build run demo fuzz check-src check-layers clean FORCE
+.PHONY: all deps browser-deps test test-build run demo fuzz check-src check-layers clean FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED)
@@ -106,13 +114,25 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
 deps:
-	@missing=""; for p in $(DEPS_PKGS); do \
+	@missing=""; for p in $(DEPS_PKGS) $(BROWSER_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
+	@$(MAKE) --no-print-directory browser-deps
+
+# playwright-core, pinned in tests/browser/package-lock.json (node_modules is not
+# committed): installed again only when the lock file is newer than the install.
+# Without the registry the browser tests are skipped, saying why (CI fails them).
+BROWSER_LOCK := tests/browser/node_modules/.package-lock.json
+browser-deps:
+	@if [ ! -f $(BROWSER_LOCK) ] || [ tests/browser/package-lock.json -nt $(BROWSER_LOCK) ]; then \
+		echo "npm ci in tests/browser"; \
+		(cd tests/browser && npm ci --no-audit --no-fund) || echo "browser-deps: npm ci failed: the browser tests will be skipped"; \
 	fi
 
 $(FIXTURES)/manifest.json: tests/fixtures/gen_fixtures.py
