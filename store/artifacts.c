@@ -167,6 +167,35 @@ static int add_verdict(struct fg_store *s, int64_t id, const char *code, const c
 	return fg_sql_exec(s, st, err, "storing a verdict");
 }
 
+/* The after-load trunk probe of each runtime of the report (fleet_dist.c reads them). */
+static const char sql_probe_insert[] =
+	"INSERT OR REPLACE INTO artifact_probes (artifact_id, runtime, probe_after) VALUES (?1, ?2, ?3)";
+
+static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struct fg_err *err)
+{
+	const cJSON *r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(report, "runtimes")) {
+		const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "runtime"));
+		const cJSON *probe = cJSON_GetObjectItemCaseSensitive(r, "trunk_probe_after");
+		sqlite3_stmt *st;
+		int rc;
+
+		if (!rt || !*rt || strlen(rt) > CODE_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
+			continue;
+		rc = fg_sql_get(s, sql_probe_insert, &st, err);
+		if (rc)
+			return rc;
+		sqlite3_bind_int64(st, 1, id);
+		fg_sql_bind_text(st, 2, rt);
+		sqlite3_bind_double(st, 3, probe->valuedouble);
+		rc = fg_sql_exec(s, st, err, "storing a runtime's probe");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static const char sql_artifact_insert[] =
 	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ")";
@@ -246,7 +275,9 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 		if (rc)
 			goto out;
 	}
-	rc = refresh_health(s, new_id, err);
+	rc = add_probes(s, new_id, a->report, err);
+	if (!rc)
+		rc = refresh_health(s, new_id, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc)

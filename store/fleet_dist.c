@@ -3,20 +3,17 @@
  * health document (fleet.c) inside its read snapshot.
  *
  * verdict_matrix: verdict rows counted by (family, code, severity), so the
- * page can show verdict counts by family and severity.  A GROUP BY over the
- * verdicts table: tens of milliseconds at 100,000 artifacts, against the
- * trigger-kept artifact_stats of the other counts; health answers are
- * cached (api/internal.h), and a stats dimension can replace this query in
- * a later migration without changing the document.
+ * page can show verdict counts by family and severity: the verdict_stats
+ * table the schema's triggers keep (db.c, version 2), so it costs the same
+ * at 100,000 artifacts as at ten.
  *
  * probe_after_load: the trunk probe q-norm each serving host loads, per
- * family: for every fleet report (host, runtime) the stored inspect report's
- * runtimes[] row of that runtime gives trunk_probe_after (domain.md: 1.74 to
- * 1.83 is healthy for an absolute trunk, above 2.4 it was shifted twice).
- * Counted per distinct (artifact, runtime) pair times the hosts reporting
- * it, so a report is parsed once however many hosts serve it.  Reports whose
- * artifact has no row for their runtime (inspected for other runtimes) or no
- * probe are counted in not_counted.
+ * family: for every fleet report (host, runtime), the after-load probe of
+ * that runtime in the artifact's inspect report (report.runtimes[]
+ * .trunk_probe_after, kept in artifact_probes; domain.md: 1.74 to 1.83 is
+ * healthy for an absolute trunk, above 2.4 it was shifted twice).  A join
+ * whose size is the fleet's.  Reports whose artifact has no probe for their
+ * runtime (inspected for other runtimes) are counted in not_counted.
  */
 #include "store/internal.h"
 
@@ -31,15 +28,12 @@
 #define DOUBLE_SHIFT_ABOVE 2.4
 
 static const char sql_verdict_matrix[] =
-	"SELECT a.family, v.code, v.severity, count(*) FROM verdicts v JOIN artifacts a ON a.id = v.artifact_id"
-	" GROUP BY a.family, v.code, v.severity ORDER BY a.family, v.code";
+	"SELECT family, code, severity, n FROM verdict_stats WHERE n > 0 ORDER BY family, code, severity";
 
 static const char sql_probe_after_load[] =
-	"SELECT a.family, json_extract(r.value, '$.trunk_probe_after'), f.n"
-	" FROM (SELECT artifact_id, runtime, count(*) AS n FROM fleet_reports GROUP BY artifact_id, runtime) f"
-	" JOIN artifacts a ON a.id = f.artifact_id JOIN artifact_docs d ON d.artifact_id = f.artifact_id,"
-	" json_each(d.report, '$.runtimes') r"
-	" WHERE json_extract(r.value, '$.runtime') = f.runtime";
+	"SELECT a.family, p.probe_after, count(*) FROM fleet_reports f"
+	" JOIN artifact_probes p ON p.artifact_id = f.artifact_id AND p.runtime = f.runtime"
+	" JOIN artifacts a ON a.id = f.artifact_id GROUP BY a.family, p.probe_after";
 
 static const char sql_report_count[] = "SELECT count(*) FROM fleet_reports";
 

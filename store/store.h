@@ -22,7 +22,7 @@
 
 #include "forge/core/error.h"
 
-#define FG_STORE_SCHEMA_VERSION 1
+#define FG_STORE_SCHEMA_VERSION 2
 
 struct fg_store;
 

@@ -157,6 +157,21 @@ static void assert_stats_consistent(struct fg_store *s)
 		fail_msg("artifact_stats disagrees with the rows it counts");
 	}
 	sqlite3_finalize(st);
+	/* verdict_stats (schema version 2) against the GROUP BY it stands for. */
+	assert_int_equal(sqlite3_prepare_v2(s->db,
+					    "WITH truth AS (SELECT a.family, v.code, v.severity, count(*) AS n FROM verdicts v"
+					    " JOIN artifacts a ON a.id = v.artifact_id GROUP BY 1, 2, 3),"
+					    " kept AS (SELECT family, code, severity, n FROM verdict_stats WHERE n <> 0)"
+					    " SELECT (SELECT count(*) FROM (SELECT * FROM truth EXCEPT SELECT * FROM kept))"
+					    " + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth))",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	if (sqlite3_column_int(st, 0) != 0) {
+		sqlite3_finalize(st);
+		fail_msg("verdict_stats disagrees with the verdict rows it counts");
+	}
+	sqlite3_finalize(st);
 }
 
 static int64_t enqueue(struct fg_store *s, const char *key, const char *hash)
@@ -1407,6 +1422,7 @@ static void test_fleet_distributions(void **state)
 			total += c->valueint;
 	assert_int_equal(total, 7);
 	cJSON_Delete(h);
+	assert_stats_consistent(f->s);
 }
 
 /* The artifact document gives each verification's rows back as posted (null when the body had none). */
@@ -1434,6 +1450,36 @@ static void test_verification_rows(void **state)
 	assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(v, 1), "acceptance"), 0)->valuedouble ==
 		    0.067);
 	cJSON_Delete(doc);
+}
+
+/* A version 1 database with artifacts migrates to 2 with verdict_stats and artifact_probes filled. */
+static void test_migrate_v1_to_v2(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *h;
+
+	put_report(f->s, "qwen3_5", ERR_VERDICT,
+		   "[{\"runtime\":\"mlx-lm-0.31\",\"trunk_probe_after\":2.7913},{\"runtime\":\"hf\",\"trunk_probe_after\":null}]");
+	put_report(f->s, "glm4_moe", WARN_VERDICT, "[{\"runtime\":\"ollama\",\"trunk_probe_after\":1.78}]");
+	report(f->s, "gpu-a", "mlx-lm-0.31", 1);
+	/* Back to what version 1 had. */
+	exec_sql(f->s, "DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;"
+		       " DROP TRIGGER verdicts_family_update; DROP TRIGGER artifacts_family_verdicts_delete;"
+		       " DROP TRIGGER artifacts_family_verdicts_move; DROP TABLE verdict_stats; DROP TABLE artifact_probes;"
+		       " PRAGMA user_version = 1");
+	fg_store_close(f->s);
+	f->s = NULL;
+	if (fg_store_open(&f->s, f->path, &err))
+		fail_msg("reopening: %s", err.msg);
+	assert_int_equal(fg_store_user_version(f->s), 2);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifact_probes"), 2);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdict_stats"), 2);
+	assert_stats_consistent(f->s);
+	h = health(f->s);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_after_load"), "reports")->valueint, 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(h, "verdict_matrix")), 2);
+	cJSON_Delete(h);
 }
 
 static void test_fleet_health_empty(void **state)
@@ -1477,6 +1523,8 @@ static void test_stats_triggers(void **state)
 	exec_sql(f->s, "UPDATE artifacts SET probe_mean = 3.0 WHERE id = 3");
 	assert_stats_consistent(f->s);
 	exec_sql(f->s, "UPDATE verdicts SET code = 'index_mismatch' WHERE code = 'stray_shard'");
+	assert_stats_consistent(f->s);
+	exec_sql(f->s, "UPDATE verdicts SET severity = 'info' WHERE code = 'index_mismatch'");
 	assert_stats_consistent(f->s);
 	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 1");
 	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 3");
@@ -1574,6 +1622,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_health_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_distributions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verification_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1_to_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
