@@ -106,7 +106,7 @@ function runtimeRow(detail, runtime) {
 }
 
 function loadCell(detail, runtime) {
-  if (!detail) return h('td', {}, 'loading…');
+  if (!detail) return h('td', {}, 'unknown: the artifact document could not be read');
   const r = runtimeRow(detail, runtime);
   if (!r) return h('td', {}, 'not inspected for this runtime');
   return h('td', { class: 'load' },
