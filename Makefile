@@ -1,9 +1,13 @@
 # forged: build, test, sanitize, fuzz.
 #
 #   make            build build/forged
-#   make deps       install the Debian packages of design.md section 3 (idempotent)
-#   make test       build and run every test (unit, e2e); installs deps if missing;
-#                   ends with "tests: N passed, N failed"
+#   make deps       install the Debian packages of design.md section 3, Debian's chromium
+#                   and node for the dashboard's browser tests, and their node package
+#                   (npm ci in tests/browser); idempotent, offline once all is there
+#   make test       build and run every test (unit, e2e, the dashboard in Chromium:
+#                   skipped, saying why, without Chromium or tests/browser/node_modules);
+#                   installs deps if missing; ends with "tests: N passed, N failed";
+#                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
@@ -21,6 +25,10 @@ DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh
 # What `make deb` and `make check-deb` need on top (not installed by `make test`).
 DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
+# The dashboard's browser tests (tests/browser, README "Dashboard"): Debian's
+# Chromium driven by playwright-core, which downloads no browser; node and npm
+# come from Debian when the machine has none.
+BROWSER_PKGS := chromium fonts-dejavu-core
 
 ifeq ($(SANITIZE),)
 BUILD   := build
@@ -46,7 +54,9 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 FORGE_OBJ  := $(FORGE_SRC:%.c=$(BUILD)/%.o)
 STORE_OBJ  := $(STORE_SRC:%.c=$(BUILD)/%.o)
-API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
+API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o $(BUILD)/gen/web.o
+# The dashboard's files (web/), compiled in: see $(BUILD)/gen/web.c below.
+WEB_SRC    := $(sort $(wildcard web/*.html web/*.css web/*.js web/*.svg web/*.ico web/*.png))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBFORGE   := $(BUILD)/libforge.a
@@ -58,7 +68,7 @@ FIXTURES   := $(BUILD)/fixtures
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-deb test test-build run demo fuzz check-src check-layers clean deb check-deb
+.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -88,6 +98,20 @@ $(BUILD)/gen/openapi.c: docs/openapi.json tests/embed.py
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(CC) -std=c11 $(CFLAGS) $(SANFLAGS) -c $< -o $@
 
+# The dashboard (README "Dashboard"): every file of web/ becomes a row of
+# fg_ui_assets (api/ui.h) with its bytes and an ETag, so `forged serve` reads
+# no file at run time and `make` needs neither node nor the network.  web.list
+# changes only when the set of files does, so a removed file rebuilds too.
+$(BUILD)/gen/web.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo $(WEB_SRC) | cmp -s - $@ || echo $(WEB_SRC) >$@
+
+$(BUILD)/gen/web.c: $(WEB_SRC) $(BUILD)/gen/web.list tests/embed.py
+	$(PYTHON) tests/embed.py --assets fg_ui_assets $@ $(WEB_SRC)
+
+$(BUILD)/gen/web.o: $(BUILD)/gen/web.c api/ui.h
+	$(CC) -std=c11 $(CFLAGS) $(SANFLAGS) -I. -c $< -o $@
+
 $(FORGED): $(DAEMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
 
@@ -106,13 +130,25 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
 deps deps-deb:
-	@missing=""; for p in $(if $(filter deps-deb,$@),$(DEB_PKGS),$(DEPS_PKGS)); do \
+	@missing=""; for p in $(if $(filter deps-deb,$@),$(DEB_PKGS),$(DEPS_PKGS) $(BROWSER_PKGS)); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
+	@$(MAKE) --no-print-directory browser-deps
+
+# playwright-core, pinned in tests/browser/package-lock.json (node_modules is not
+# committed): installed again only when the lock file is newer than the install.
+# Without the registry the browser tests are skipped, saying why (CI fails them).
+BROWSER_LOCK := tests/browser/node_modules/.package-lock.json
+browser-deps:
+	@if [ ! -f $(BROWSER_LOCK) ] || [ tests/browser/package-lock.json -nt $(BROWSER_LOCK) ]; then \
+		echo "npm ci in tests/browser"; \
+		(cd tests/browser && npm ci --no-audit --no-fund) || echo "browser-deps: npm ci failed: the browser tests will be skipped"; \
 	fi
 
 $(FIXTURES)/manifest.json: tests/fixtures/gen_fixtures.py

@@ -52,6 +52,9 @@ struct fg_api {
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
 
+/* An ETag: a quoted prefix of the body's SHA-256. */
+#define FG_API_ETAG_MAX 40
+
 /*
  * A response body many responses send without copying it (the cached fleet
  * health): each holder has a reference; the last fg_shared_body_unref frees.
@@ -59,6 +62,7 @@ struct fg_api {
 struct fg_shared_body {
 	int refs;                            /* atomic */
 	size_t len;
+	char etag[FG_API_ETAG_MAX];          /* of text, made once (server.c) */
 	char text[];
 };
 
@@ -78,17 +82,27 @@ struct fg_req {
 	size_t body_len, body_cap;
 	int too_large;
 	int64_t id;                           /* {id} of the route, when it has one */
+	char asset[64];                       /* {asset} of the route, when it has one */
 	enum fg_role role;
 	const char *token_name;               /* points at token_copy once authenticated */
 	char token_copy[64];
 };
 
-/* What a handler answers; the empty header fields are not sent. */
+/*
+ * What a handler answers.  Answers of GET and HEAD with status 200 carry an
+ * ETag (the handler's, else made from the body) and are answered 304 when
+ * If-None-Match names it.
+ */
 struct fg_resp {
 	unsigned status;
 	char *body;                          /* owned, NUL-terminated */
 	struct fg_shared_body *shared;       /* instead of body: one reference, passed to MHD */
+	const unsigned char *fixed;          /* instead of body: fixed_len bytes that outlive the response */
+	size_t fixed_len;
 	const char *content_type;
+	const char *cache_control;           /* NULL: no-store */
+	char etag[FG_API_ETAG_MAX];          /* empty: made from the body */
+	int ui;                              /* a dashboard answer: the UI's security headers (ui.c) */
 	char location[128];                  /* Location header */
 	char allow[128];                     /* Allow header (405) */
 	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
@@ -109,6 +123,22 @@ struct fg_route {
 
 extern const struct fg_route fg_routes[];
 extern const size_t fg_n_routes;
+
+/* The dashboard's handlers (ui.c). */
+void fg_ui_root(struct fg_req *req, struct fg_resp *resp);
+void fg_ui_index(struct fg_req *req, struct fg_resp *resp);
+void fg_ui_asset(struct fg_req *req, struct fg_resp *resp);
+void fg_ui_whoami(struct fg_req *req, struct fg_resp *resp);
+
+/* The headers every dashboard answer carries (Content-Security-Policy, ...), NULL-terminated pairs. */
+extern const char *const fg_ui_headers[];
+
+/*
+ * The role the request's bearer token has (FG_ROLE_NONE: none or not valid;
+ * FG_ROLE_WRITE for everyone when the server has no tokens file); *name
+ * (may be NULL) gets the token's name, or "" (size bytes).
+ */
+enum fg_role fg_req_role(struct fg_req *req, char *name, size_t size);
 
 /* The store connection of the calling thread (opened on first use); NULL with err set. */
 struct fg_store *fg_api_store(struct fg_api *api, struct fg_err *err);

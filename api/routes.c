@@ -661,6 +661,14 @@ const struct fg_route fg_routes[] = {
 	{ "POST", "/v1/artifacts/{id}/verifications", FG_ROLE_WRITE, 1, post_verifications },
 	{ "POST", "/v1/fleet/reports", FG_ROLE_WRITE, 1, post_fleet_reports },
 	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
+	{ "GET", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
+	/* The dashboard (ui.c): static and open; its data needs a token like any client. */
+	{ "GET", "/", FG_ROLE_NONE, 0, fg_ui_root },
+	{ "HEAD", "/", FG_ROLE_NONE, 0, fg_ui_root },
+	{ "GET", "/ui/", FG_ROLE_NONE, 0, fg_ui_index },
+	{ "HEAD", "/ui/", FG_ROLE_NONE, 0, fg_ui_index },
+	{ "GET", "/ui/{asset}", FG_ROLE_NONE, 0, fg_ui_asset },
+	{ "HEAD", "/ui/{asset}", FG_ROLE_NONE, 0, fg_ui_asset },
 };
 
 const size_t fg_n_routes = sizeof(fg_routes) / sizeof(fg_routes[0]);

@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "forge/core/sha256.h"
+
 static const double duration_bounds[FG_API_DURATION_BUCKETS] = { 0.1, 0.5, 1, 5, 15, 60, 300, 1800 };
 
 /* ---- helpers for handlers ---- */
@@ -192,6 +194,38 @@ static void count_status(struct fg_api *api, unsigned status)
 	pthread_mutex_unlock(&api->metrics_lock);
 }
 
+/* The strong ETag of a body: its SHA-256's first 128 bits in quotes. */
+static void make_etag(const void *data, size_t len, char out[FG_API_ETAG_MAX])
+{
+	char hex[FG_SHA256_HEX];
+
+	fg_sha256_buf(data, len, hex);
+	snprintf(out, FG_API_ETAG_MAX, "\"%.32s\"", hex);
+}
+
+/* If-None-Match names etag: "*", or a comma-separated list of (weak or strong) tags. */
+static int etag_matches(const char *header, const char *etag)
+{
+	size_t n = strlen(etag);
+	const char *p = header;
+
+	if (!header || !*etag)
+		return 0;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		if (strncmp(p, etag, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t'))
+			return 1;
+		while (*p && *p != ',')
+			p++;
+	}
+	return 0;
+}
+
 struct fg_shared_body *fg_shared_body_new(const char *text, size_t len)
 {
 	struct fg_shared_body *b = malloc(sizeof(*b) + len + 1);
@@ -202,6 +236,8 @@ struct fg_shared_body *fg_shared_body_new(const char *text, size_t len)
 	b->len = len;
 	memcpy(b->text, text, len);
 	b->text[len] = '\0';
+	/* Made once here, so the cached health answers cost no hashing. */
+	make_etag(b->text, len, b->etag);
 	return b;
 }
 
@@ -349,10 +385,25 @@ static void make_request_id(struct fg_req *req)
 	req->request_id[2 * sizeof(raw)] = '\0';
 }
 
-/* Match url against a route path; "{id}" takes a positive integer. */
-static int path_matches(const char *pattern, const char *url, int64_t *id)
+/*
+ * Match url against a route path; "{id}" takes a positive integer, "{asset}"
+ * one path segment (any bytes but '/', shorter than asset_size), copied
+ * into asset.
+ */
+static int path_matches(const char *pattern, const char *url, int64_t *id, char *asset, size_t asset_size)
 {
 	while (*pattern && *url) {
+		if (strncmp(pattern, "{asset}", 7) == 0) {
+			size_t n = strcspn(url, "/");
+
+			if (n == 0 || n >= asset_size)
+				return 0;
+			memcpy(asset, url, n);
+			asset[n] = '\0';
+			url += n;
+			pattern += 7;
+			continue;
+		}
 		if (strncmp(pattern, "{id}", 4) == 0) {
 			char *end;
 			long long v;
@@ -383,6 +434,29 @@ static int json_content_type(const char *ct)
 	return ct && strncasecmp(ct, "application/json", n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+enum fg_role fg_req_role(struct fg_req *req, char *name, size_t size)
+{
+	struct fg_api *api = req->api;
+	const char *h = fg_req_header(req, "Authorization");
+	enum fg_role role = FG_ROLE_NONE;
+
+	if (name && size)
+		name[0] = '\0';
+	if (!api->auth_enabled)
+		return FG_ROLE_WRITE;
+	if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+		const char *found = NULL;
+
+		/* The name is copied under the lock: a SIGHUP reload frees the table. */
+		pthread_rwlock_rdlock(&api->tokens_lock);
+		role = fg_tokens_check(&api->tokens, h + 7, &found);
+		if (found && name && size)
+			snprintf(name, size, "%s", found);
+		pthread_rwlock_unlock(&api->tokens_lock);
+	}
+	return role;
+}
+
 /* Authenticate the request for a route; 0 when allowed, else resp is set. */
 static int authorize(struct fg_req *req, const struct fg_route *route, struct fg_resp *resp)
 {
@@ -392,18 +466,9 @@ static int authorize(struct fg_req *req, const struct fg_route *route, struct fg
 	if (route->need == FG_ROLE_NONE || !api->auth_enabled)
 		return 0;
 	h = fg_req_header(req, "Authorization");
-	if (h && strncasecmp(h, "Bearer ", 7) == 0) {
-		const char *name = NULL;
-
-		/* The name is copied under the lock: a SIGHUP reload frees the table. */
-		pthread_rwlock_rdlock(&api->tokens_lock);
-		req->role = fg_tokens_check(&api->tokens, h + 7, &name);
-		if (name) {
-			snprintf(req->token_copy, sizeof(req->token_copy), "%s", name);
-			req->token_name = req->token_copy;
-		}
-		pthread_rwlock_unlock(&api->tokens_lock);
-	}
+	req->role = fg_req_role(req, req->token_copy, sizeof(req->token_copy));
+	if (req->token_copy[0])
+		req->token_name = req->token_copy;
 	if (req->role == FG_ROLE_NONE) {
 		fg_problem(resp, req, 401, "unauthorized", "Unauthorized",
 			   h ? "the bearer token is not valid" : "an Authorization: Bearer token is required");
@@ -426,7 +491,7 @@ static void dispatch(struct fg_req *req, struct fg_resp *resp)
 	for (size_t i = 0; i < fg_n_routes; i++) {
 		int64_t id = 0;
 
-		if (!path_matches(fg_routes[i].path, req->url, &id))
+		if (!path_matches(fg_routes[i].path, req->url, &id, req->asset, sizeof(req->asset)))
 			continue;
 		path_found = 1;
 		if (strlen(allow) + strlen(fg_routes[i].method) + 3 < sizeof(allow)) {
@@ -469,8 +534,26 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 {
 	struct MHD_Response *r;
 	const char *body = resp->body ? resp->body : "";
+	int cacheable = resp->status == 200 &&
+			(strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0);
 	enum MHD_Result ret;
 
+	if (cacheable && !resp->etag[0]) {
+		if (resp->shared)
+			memcpy(resp->etag, resp->shared->etag, sizeof(resp->etag));
+		else if (resp->fixed)
+			make_etag(resp->fixed, resp->fixed_len, resp->etag);
+		else
+			make_etag(body, strlen(body), resp->etag);
+	}
+	if (cacheable && etag_matches(fg_req_header(req, "If-None-Match"), resp->etag)) {
+		/* Not modified: the same headers, no body. */
+		resp->status = 304;
+		fg_shared_body_unref(resp->shared);
+		resp->shared = NULL;
+		resp->fixed = NULL;
+		body = "";
+	}
 	if (resp->shared) {
 		/* MHD sends the shared text as is and drops the reference when done. */
 		r = MHD_create_response_from_buffer_with_free_callback_cls(resp->shared->len, resp->shared->text,
@@ -478,6 +561,8 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 		if (!r)
 			fg_shared_body_unref(resp->shared);
 		resp->shared = NULL;
+	} else if (resp->fixed) {
+		r = MHD_create_response_from_buffer(resp->fixed_len, (void *)resp->fixed, MHD_RESPMEM_PERSISTENT);
 	} else {
 		r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
 	}
@@ -485,7 +570,12 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/json");
 	MHD_add_response_header(r, "X-Request-Id", req->request_id);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "Cache-Control", resp->cache_control ? resp->cache_control : "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (resp->etag[0] && (resp->status == 200 || resp->status == 304))
+		MHD_add_response_header(r, "ETag", resp->etag);
+	for (size_t i = 0; resp->ui && fg_ui_headers[i]; i += 2)
+		MHD_add_response_header(r, fg_ui_headers[i], fg_ui_headers[i + 1]);
 	if (resp->allow[0])
 		MHD_add_response_header(r, "Allow", resp->allow);
 	if (resp->location[0])

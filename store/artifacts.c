@@ -19,6 +19,7 @@
 
 #define FILE_MAX 4096       /* fingerprinted file name bytes */
 #define SHA_MAX 128         /* digest text bytes */
+#define RUNTIME_MAX 64      /* runtime id bytes kept with a probe */
 
 /* ---- the unhealthy flag ---- */
 
@@ -163,6 +164,35 @@ static int add_verdict(struct fg_store *s, int64_t id, const char *code, const c
 	return fg_sql_exec(s, st, err, "storing a verdict");
 }
 
+/* The after-load trunk probe of each runtime of the report (fleet_dist.c reads them). */
+static const char sql_probe_insert[] =
+	"INSERT OR REPLACE INTO artifact_probes (artifact_id, runtime, probe_after) VALUES (?1, ?2, ?3)";
+
+static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struct fg_err *err)
+{
+	const cJSON *r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(report, "runtimes")) {
+		const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "runtime"));
+		const cJSON *probe = cJSON_GetObjectItemCaseSensitive(r, "trunk_probe_after");
+		sqlite3_stmt *st;
+		int rc;
+
+		if (!rt || !*rt || strlen(rt) > RUNTIME_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
+			continue;
+		rc = fg_sql_get(s, sql_probe_insert, &st, err);
+		if (rc)
+			return rc;
+		sqlite3_bind_int64(st, 1, id);
+		fg_sql_bind_text(st, 2, rt);
+		sqlite3_bind_double(st, 3, probe->valuedouble);
+		rc = fg_sql_exec(s, st, err, "storing a runtime's probe");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static const char sql_artifact_insert[] =
 	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ")";
@@ -242,7 +272,9 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 		if (rc)
 			goto out;
 	}
-	rc = refresh_health(s, new_id, err);
+	rc = add_probes(s, new_id, a->report, err);
+	if (!rc)
+		rc = refresh_health(s, new_id, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc)
@@ -266,7 +298,8 @@ static const char sql_artifact_doc[] =
 static const char sql_artifact_verdicts[] =
 	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_verifications[] =
-	"SELECT id, verdict, result, created_at FROM verifications WHERE artifact_id = ?1 ORDER BY id";
+	"SELECT id, verdict, result, created_at, json_extract(rows, '$.rows') FROM verifications"
+	" WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_fingerprints[] =
 	"SELECT file, sha256 FROM fingerprints WHERE artifact_id = ?1 ORDER BY file";
 
@@ -338,7 +371,8 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 		return rc;
 	if (!add_text(item, "created_at", st, 3))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	return 0;
+	/* The rows as posted, for charts (json_extract gives an array back as JSON text). */
+	return add_json(item, "rows", st, 4, err);
 }
 
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)

@@ -192,9 +192,76 @@ static const char schema_v2[] =
 	" at TEXT NOT NULL"
 	");";
 
+/*
+ * Version 3: what fleet health's distributions read (fleet_dist.c), kept as
+ * the rows change so health costs the same at any catalog size.
+ * - verdict_stats counts verdict rows by the artifact's family, code and
+ *   severity.  A verdict row's triggers find the family through its
+ *   artifact; an artifact being deleted takes its verdicts' counts off
+ *   BEFORE the delete, because the cascade deletes the verdicts after the
+ *   artifact row is gone (their trigger then finds no family and does
+ *   nothing).  A change of family moves the artifact's counts.
+ * - artifact_probes holds each runtime's after-load trunk probe of an
+ *   artifact's inspect report (report.runtimes[].trunk_probe_after), written
+ *   with the report (artifacts.c), so fleet health joins the fleet's reports
+ *   to it instead of parsing a report per served (artifact, runtime).
+ * Both are filled from the existing rows by the migration itself.
+ */
+static const char schema_v3[] =
+	"CREATE TABLE verdict_stats ("
+	" family TEXT NOT NULL,"
+	" code TEXT NOT NULL,"
+	" severity TEXT NOT NULL,"
+	" n INTEGER NOT NULL,"
+	" PRIMARY KEY (family, code, severity)"
+	") WITHOUT ROWID;"
+	"INSERT INTO verdict_stats (family, code, severity, n)"
+	" SELECT a.family, v.code, v.severity, count(*) FROM verdicts v JOIN artifacts a ON a.id = v.artifact_id"
+	" GROUP BY a.family, v.code, v.severity;"
+	"CREATE TRIGGER verdicts_family_insert AFTER INSERT ON verdicts BEGIN"
+	" INSERT INTO verdict_stats (family, code, severity, n)"
+	"  SELECT family, NEW.code, NEW.severity, 1 FROM artifacts WHERE id = NEW.artifact_id"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER verdicts_family_delete AFTER DELETE ON verdicts BEGIN"
+	" UPDATE verdict_stats SET n = n - 1 WHERE code = OLD.code AND severity = OLD.severity"
+	"  AND family = (SELECT family FROM artifacts WHERE id = OLD.artifact_id);"
+	" END;"
+	"CREATE TRIGGER verdicts_family_update AFTER UPDATE OF code, severity, artifact_id ON verdicts BEGIN"
+	" UPDATE verdict_stats SET n = n - 1 WHERE code = OLD.code AND severity = OLD.severity"
+	"  AND family = (SELECT family FROM artifacts WHERE id = OLD.artifact_id);"
+	" INSERT INTO verdict_stats (family, code, severity, n)"
+	"  SELECT family, NEW.code, NEW.severity, 1 FROM artifacts WHERE id = NEW.artifact_id"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TRIGGER artifacts_family_verdicts_delete BEFORE DELETE ON artifacts BEGIN"
+	" UPDATE verdict_stats SET n = n - (SELECT count(*) FROM verdicts v WHERE v.artifact_id = OLD.id"
+	"  AND v.code = verdict_stats.code AND v.severity = verdict_stats.severity) WHERE family = OLD.family;"
+	" END;"
+	"CREATE TRIGGER artifacts_family_verdicts_move AFTER UPDATE OF family ON artifacts"
+	" WHEN OLD.family IS NOT NEW.family BEGIN"
+	" UPDATE verdict_stats SET n = n - (SELECT count(*) FROM verdicts v WHERE v.artifact_id = NEW.id"
+	"  AND v.code = verdict_stats.code AND v.severity = verdict_stats.severity) WHERE family = OLD.family;"
+	" INSERT INTO verdict_stats (family, code, severity, n)"
+	"  SELECT NEW.family, code, severity, count(*) FROM verdicts WHERE artifact_id = NEW.id GROUP BY code, severity"
+	"  ON CONFLICT DO UPDATE SET n = n + excluded.n;"
+	" END;"
+	"CREATE TABLE artifact_probes ("
+	" artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" runtime TEXT NOT NULL,"
+	" probe_after REAL NOT NULL,"
+	" PRIMARY KEY (artifact_id, runtime)"
+	") WITHOUT ROWID;"
+	"INSERT OR IGNORE INTO artifact_probes (artifact_id, runtime, probe_after)"
+	" SELECT d.artifact_id, json_extract(r.value, '$.runtime'), json_extract(r.value, '$.trunk_probe_after')"
+	" FROM artifact_docs d, json_each(d.report, '$.runtimes') r"
+	" WHERE json_type(r.value, '$.runtime') = 'text'"
+	"  AND json_type(r.value, '$.trunk_probe_after') IN ('real', 'integer');";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
+	schema_v3,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,

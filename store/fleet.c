@@ -317,6 +317,8 @@ int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 	if (!rc)
 		rc = warnings_section(s, doc, err);
 	if (!rc)
+		rc = fg_sql_fleet_distributions(s, doc, err);
+	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;

@@ -163,4 +163,10 @@ struct fg_sql_stats {
 int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err);
 
+/*
+ * Add the fleet health sections "verdict_matrix" and "probe_after_load"
+ * (fleet_dist.c) to doc; call inside fleet health's read transaction.
+ */
+int fg_sql_fleet_distributions(struct fg_store *s, cJSON *doc, struct fg_err *err);
+
 #endif

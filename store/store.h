@@ -26,7 +26,7 @@
 #include "forge/core/error.h"
 #include "forge/model/verdicts.h"
 
-#define FG_STORE_SCHEMA_VERSION 2
+#define FG_STORE_SCHEMA_VERSION 3
 
 /* The largest page a listing returns (the smallest is 1); docs/openapi.json's Limit maximum. */
 #define FG_STORE_LIST_LIMIT_MAX 500
@@ -170,7 +170,8 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 
 /*
  * The artifact document: {"id", "source", "path", "family", "fingerprint", "ok",
- * "created_at", "report", "provenance", "verdicts": [...], "verifications": [...]}.
+ * "created_at", "report", "provenance", "verdicts": [...], "verifications": [...]}; each verification
+ * carries the "rows" it was posted with (null when the posted body had none).
  */
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 
@@ -200,8 +201,11 @@ int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact
  * Fleet health: {"artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
  * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "verdicts": [...], "hosts": [{"host", "runtime", "reported_at"}]}],
  * "probe_qnorm": {"healthy_band": [1.74, 1.83], "buckets": [{"range": [lo, hi], "count": n}], "outside_band": n},
- * "warnings": [{"code": "mixed_head_conventions_in_fleet", "severity": "warning", "detail": ...}]}
- * (code and severity from the verdict table).
+ * "warnings": [{"code": "mixed_head_conventions_in_fleet", "severity": "warning", "detail": ...}]
+ * (code and severity from the verdict table),
+ * "verdict_matrix": [{"family", "code", "severity", "count"}],
+ * "probe_after_load": {"lo", "bin_width", "bins", "healthy_band", "double_shift_above", "reports",
+ * "not_counted", "by_family": {family: [count per bin]}}} (the last two: store/fleet_dist.c).
  * An artifact is unhealthy when it has an error-severity verdict or its latest
  * verification verdict is mtp_acceptance_collapsed.  Only the latest report
  * per (host, runtime) counts.

@@ -9,7 +9,7 @@ artifacts is made through the real API (inspections of healthy and broken
 fixtures, forge jobs with provenance and file fingerprints, verification
 rows), the server is stopped, and each of the N artifacts is a copy of a
 template's rows in every table keyed by artifact (artifacts, artifact_docs,
-verdicts, fingerprints, verifications) with a new id, source and fingerprint.
+verdicts, fingerprints, verifications, artifact_probes) with a new id, source and fingerprint.
 The column lists come from PRAGMA table_xinfo (generated columns skipped), so
 the copy follows store/db.c's schema as it is; the schema's triggers keep
 artifact_stats in step as for any insert.  One artifact in ten is a copy of
@@ -101,7 +101,7 @@ def seed(db, healthy, unhealthy, n, hosts, rng):
     tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     art_cols = copy_columns(db, "artifacts")
     child = []  # (table, columns, key column, own rowid column or None)
-    for t in ("artifact_docs", "verdicts", "fingerprints", "verifications"):
+    for t in ("artifact_docs", "verdicts", "fingerprints", "verifications", "artifact_probes"):
         if t in tables:
             cols = copy_columns(db, t)
             own = "id" if "id" in cols else None

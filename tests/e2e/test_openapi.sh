@@ -79,8 +79,11 @@ done <"$TMP/doc_ops"
 
 # answered METHOD PATH: the live server routes it (not 404 no-such-route, not 405).
 answered() {
-	local url=${2//\{id\}/1} code type
-	code=$(curl -sS -o "$TMP/body" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $WTOK" \
+	local url=${2//\{id\}/1} code type how=(-X "$1")
+	url=${url//\{asset\}/no-such-file.js}
+	# curl -X HEAD would wait for the body Content-Length announces.
+	[ "$1" = HEAD ] && how=(--head)
+	code=$(curl -sS -o "$TMP/body" -w '%{http_code}' --max-time 20 "${how[@]}" -H "Authorization: Bearer $WTOK" \
 		-H 'Content-Type: application/json' ${3:+--data-binary "$3"} "$BASE$url")
 	type=$(jq -r '.type? // empty' "$TMP/body" 2>/dev/null)
 	if [ "$code" = 405 ] || { [ "$code" = 404 ] && [ "$type" = urn:forged:problem:no-such-route ]; }; then
@@ -105,6 +108,7 @@ check "control: an undocumented path is 404 no-such-route" \
 # ---- (2) the server's Allow header per documented path = the document's methods ----
 for path in $(jq -r '.paths | keys[]' "$DOC"); do
 	url=${path//\{id\}/1}
+	url=${url//\{asset\}/app.js}
 	curl -sS -o /dev/null -D "$TMP/hdr" -X PATCH -H "Authorization: Bearer $WTOK" "$BASE$url"
 	status=$(head -n 1 "$TMP/hdr" | cut -d' ' -f2)
 	allow=$(sed -n 's/^Allow: *//Ip' "$TMP/hdr" | tr -d '\r' | tr ',' '\n' | tr -d ' ' | sort | paste -sd, -)

@@ -158,6 +158,21 @@ static void assert_stats_consistent(struct fg_store *s)
 		fail_msg("artifact_stats disagrees with the rows it counts");
 	}
 	sqlite3_finalize(st);
+	/* verdict_stats (schema version 2) against the GROUP BY it stands for. */
+	assert_int_equal(sqlite3_prepare_v2(s->db,
+					    "WITH truth AS (SELECT a.family, v.code, v.severity, count(*) AS n FROM verdicts v"
+					    " JOIN artifacts a ON a.id = v.artifact_id GROUP BY 1, 2, 3),"
+					    " kept AS (SELECT family, code, severity, n FROM verdict_stats WHERE n <> 0)"
+					    " SELECT (SELECT count(*) FROM (SELECT * FROM truth EXCEPT SELECT * FROM kept))"
+					    " + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth))",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	if (sqlite3_column_int(st, 0) != 0) {
+		sqlite3_finalize(st);
+		fail_msg("verdict_stats disagrees with the verdict rows it counts");
+	}
+	sqlite3_finalize(st);
 }
 
 static int64_t enqueue(struct fg_store *s, const char *key, const char *hash)
@@ -1393,6 +1408,152 @@ static void test_probe_buckets_match_fleet_ranges(void **state)
 	sqlite3_finalize(st);
 }
 
+/* An artifact whose report names runtimes with their after-load trunk probe. */
+static int64_t put_report(struct fg_store *s, const char *family, const char *verdicts, const char *runtimes)
+{
+	char text[2048];
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *report;
+	int64_t id = 0;
+
+	snprintf(text, sizeof(text), "{\"schema\":\"forged.inspect.v1\",\"verdicts\":%s,\"runtimes\":%s}", verdicts,
+		 runtimes);
+	report = cJSON_Parse(text);
+	assert_non_null(report);
+	a.source = family;
+	a.family = family;
+	a.report = report;
+	a.probe_mean = NAN;
+	if (fg_store_artifact_put(s, &a, &id, &err))
+		fail_msg("artifact_put: %s", err.msg);
+	cJSON_Delete(report);
+	return id;
+}
+
+static int bin_count(const cJSON *dist, const char *family, int bin)
+{
+	const cJSON *arr = cJSON_GetObjectItem(cJSON_GetObjectItem(dist, "by_family"), family);
+
+	assert_int_equal(cJSON_GetArraySize(arr), 80);
+	return cJSON_GetArrayItem(arr, bin)->valueint;
+}
+
+/*
+ * verdict_matrix counts verdict rows by family, code and severity;
+ * probe_after_load bins each host report by its runtime's trunk_probe_after.
+ */
+static void test_fleet_distributions(void **state)
+{
+	struct fixture *f = *state;
+	cJSON *h, *dist, *m, *want;
+	int64_t pack, glm, edges;
+	int total = 0;
+
+	pack = put_report(f->s, "qwen3_5", ERR_VERDICT,
+			  "[{\"runtime\":\"mlx-lm-0.31\",\"trunk_probe_after\":2.7913},"
+			  "{\"runtime\":\"mtplx-2.12\",\"trunk_probe_after\":1.7913}]");
+	glm = put_report(f->s, "glm4_moe", WARN_VERDICT, "[{\"runtime\":\"ollama\",\"trunk_probe_after\":1.78}]");
+	edges = put_report(f->s, "mimo", "[]",
+			   "[{\"runtime\":\"ollama\",\"trunk_probe_after\":-1},{\"runtime\":\"hf\",\"trunk_probe_after\":9},"
+			   "{\"runtime\":\"mlx-lm-0.32\",\"trunk_probe_after\":2.4},"
+			   "{\"runtime\":\"mtplx-2.11\",\"trunk_probe_after\":null}]");
+	put_verification(f->s, glm, "mtp_acceptance_collapsed");
+	report(f->s, "gpu-a", "mlx-lm-0.31", pack);
+	report(f->s, "gpu-b", "mlx-lm-0.31", pack);
+	report(f->s, "gpu-c", "mtplx-2.12", pack);
+	report(f->s, "gpu-d", "hf", pack); /* the pack's report has no hf row: not counted */
+	report(f->s, "gpu-e", "ollama", glm);
+	report(f->s, "gpu-f", "ollama", edges);
+	report(f->s, "gpu-f", "hf", edges);
+	report(f->s, "gpu-g", "mlx-lm-0.32", edges);
+	report(f->s, "gpu-h", "mtplx-2.11", edges); /* probe null: not counted */
+	h = health(f->s);
+
+	m = cJSON_GetObjectItem(h, "verdict_matrix");
+	want = cJSON_Parse("[{\"family\":\"glm4_moe\",\"code\":\"mtp_acceptance_collapsed\",\"severity\":\"error\",\"count\":1},"
+			   "{\"family\":\"glm4_moe\",\"code\":\"stray_shard\",\"severity\":\"warning\",\"count\":1},"
+			   "{\"family\":\"qwen3_5\",\"code\":\"embedded_mtp_shift_hazard\",\"severity\":\"error\",\"count\":1}]");
+	assert_true(cJSON_Compare(m, want, 1));
+	cJSON_Delete(want);
+
+	dist = cJSON_GetObjectItem(h, "probe_after_load");
+	assert_int_equal(cJSON_GetObjectItem(dist, "reports")->valueint, 7);
+	assert_int_equal(cJSON_GetObjectItem(dist, "not_counted")->valueint, 2);
+	assert_int_equal(bin_count(dist, "qwen3_5", 55), 2); /* 2.7913: both mlx-lm-0.31 hosts, double-shifted */
+	assert_int_equal(bin_count(dist, "qwen3_5", 35), 1); /* 1.7913 on gpu-c */
+	assert_int_equal(bin_count(dist, "glm4_moe", 35), 1); /* 1.78 */
+	assert_int_equal(bin_count(dist, "mimo", 0), 1);      /* below the range: first bin */
+	assert_int_equal(bin_count(dist, "mimo", 79), 1);     /* above it: last bin */
+	assert_int_equal(bin_count(dist, "mimo", 48), 1);     /* 2.4 starts bin 48 exactly */
+	for (const cJSON *fam = cJSON_GetObjectItem(dist, "by_family")->child; fam; fam = fam->next)
+		for (const cJSON *c = fam->child; c; c = c->next)
+			total += c->valueint;
+	assert_int_equal(total, 7);
+	cJSON_Delete(h);
+	assert_stats_consistent(f->s);
+}
+
+/* The artifact document gives each verification's rows back as posted (null when the body had none). */
+static void test_verification_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_acceptance_collapsed\"}"), *doc = NULL, *v;
+	int64_t a = put_artifact(f->s, "v", "qwen3_5", NULL, NULL, NAN, NULL), id = 0;
+
+	assert_non_null(result);
+	put_verification(f->s, a, "mtp_depth_wins"); /* a bare array: no "rows" key */
+	assert_int_equal(fg_store_verification_put(f->s, a,
+						   "{\"runtime\":\"mtplx-2.12\",\"rows\":[{\"depth\":0,\"tok_s\":15.04},"
+						   "{\"depth\":1,\"tok_s\":13.46,\"acceptance\":[0.067]}]}",
+						   result, &id, &err), 0);
+	cJSON_Delete(result);
+	assert_int_equal(fg_store_artifact_get(f->s, a, &doc, &err), 0);
+	v = cJSON_GetObjectItem(doc, "verifications");
+	assert_int_equal(cJSON_GetArraySize(v), 2);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(v, 0), "rows")));
+	v = cJSON_GetObjectItem(cJSON_GetArrayItem(v, 1), "rows");
+	assert_int_equal(cJSON_GetArraySize(v), 2);
+	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(v, 1), "tok_s")->valuedouble == 13.46);
+	assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(v, 1), "acceptance"), 0)->valuedouble ==
+		    0.067);
+	cJSON_Delete(doc);
+}
+
+/* What migration 3 added, dropped again: a database as version 2 left it. */
+#define V3_DOWN \
+	"DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
+	" DROP TRIGGER verdicts_family_update; DROP TRIGGER artifacts_family_verdicts_delete;" \
+	" DROP TRIGGER artifacts_family_verdicts_move; DROP TABLE verdict_stats; DROP TABLE artifact_probes;"
+
+/* A version 2 database with artifacts migrates to 3 with verdict_stats and artifact_probes filled. */
+static void test_migrate_v2_to_v3(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *h;
+
+	put_report(f->s, "qwen3_5", ERR_VERDICT,
+		   "[{\"runtime\":\"mlx-lm-0.31\",\"trunk_probe_after\":2.7913},{\"runtime\":\"hf\",\"trunk_probe_after\":null}]");
+	put_report(f->s, "glm4_moe", WARN_VERDICT, "[{\"runtime\":\"ollama\",\"trunk_probe_after\":1.78}]");
+	report(f->s, "gpu-a", "mlx-lm-0.31", 1);
+	/* Back to what version 2 had. */
+	exec_sql(f->s, V3_DOWN " PRAGMA user_version = 2");
+	fg_store_close(f->s);
+	f->s = NULL;
+	if (fg_store_open(&f->s, f->path, &err))
+		fail_msg("reopening: %s", err.msg);
+	assert_int_equal(fg_store_user_version(f->s), 3);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifact_probes"), 2);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdict_stats"), 2);
+	assert_stats_consistent(f->s);
+	h = health(f->s);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_after_load"), "reports")->valueint, 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(h, "verdict_matrix")), 2);
+	cJSON_Delete(h);
+}
+
 static void test_fleet_health_empty(void **state)
 {
 	struct fixture *f = *state;
@@ -1401,7 +1562,10 @@ static void test_fleet_health_empty(void **state)
 				  "\"unhealthy_total\":0,\"probe_qnorm\":{\"healthy_band\":[1.74,1.83],\"buckets\":["
 				  "{\"range\":[0,1.25],\"count\":0},{\"range\":[1.25,1.74],\"count\":0},"
 				  "{\"range\":[1.74,1.83],\"count\":0},{\"range\":[1.83,2.4],\"count\":0},"
-				  "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0},\"warnings\":[]}");
+				  "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0},\"warnings\":[],"
+				  "\"verdict_matrix\":[],\"probe_after_load\":{\"lo\":0,\"bin_width\":0.05,\"bins\":80,"
+				  "\"healthy_band\":[1.74,1.83],\"double_shift_above\":2.4,\"reports\":0,"
+				  "\"not_counted\":0,\"by_family\":{}}}");
 
 	assert_true(cJSON_Compare(h, want, 1));
 	cJSON_Delete(want);
@@ -1431,6 +1595,8 @@ static void test_stats_triggers(void **state)
 	exec_sql(f->s, "UPDATE artifacts SET probe_mean = 3.0 WHERE id = 3");
 	assert_stats_consistent(f->s);
 	exec_sql(f->s, "UPDATE verdicts SET code = 'index_mismatch' WHERE code = 'stray_shard'");
+	assert_stats_consistent(f->s);
+	exec_sql(f->s, "UPDATE verdicts SET severity = 'info' WHERE code = 'index_mismatch'");
 	assert_stats_consistent(f->s);
 	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 1");
 	exec_sql(f->s, "DELETE FROM artifacts WHERE id = 3");
@@ -1564,11 +1730,11 @@ static void test_open_migrates_v1(void **state)
 	enqueue(f->s, NULL, NULL);
 	exec_sql(f->s, "ALTER TABLE jobs DROP COLUMN refusal");
 	exec_sql(f->s, "DROP TABLE write_probe");
-	exec_sql(f->s, "PRAGMA user_version = 1");
+	exec_sql(f->s, V3_DOWN " PRAGMA user_version = 1");
 	fg_store_close(f->s);
 	f->s = NULL;
 	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
-	assert_int_equal(fg_store_user_version(f->s), 2);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 1);
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	assert_int_equal(claim(f->s, "i/0"), 1);
@@ -1706,6 +1872,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_probe_buckets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_buckets_match_fleet_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_health_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_distributions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verification_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v2_to_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
