@@ -1,16 +1,19 @@
 /*
- * bench_quant.c: single-threaded throughput of forge/format/quant/ on a large BF16
- * tensor, against memcpy of the same bytes in the same run.
+ * bench_quant.c: throughput of forge/format/quant/ on a large BF16 tensor,
+ * against memcpy of the same bytes in the same run.
  *
  *   affine   MLX affine 4-bit, group 64, BF16 weights in, packed U32 and BF16
  *            scales/biases out, called in bands of BAND_ROWS rows as a
  *            streaming converter would;
+ *   mxfp4    MLX mxfp4 (E2M1, E8M0 scale per 32), same weights, same bands;
+ *            the ratio mxfp4 / affine of the same run is printed;
  *   fp8      DeepSeek-V3 FP8 E4M3 block dequantization (128 x 128 F32
  *            scale_inv) to BF16, same element count, in bands of 128 rows;
  *   memcpy   of the affine input bytes and of the FP8 input bytes.
  *
- * Throughput is GB/s of input bytes (1 GB = 1e9 bytes), best of REPS runs;
- * the reference (scalar _ref) paths are timed once on the first REF_MIB.
+ * Throughput is GB/s of input bytes (1 GB = 1e9 bytes), best of REPS runs
+ * by wall time, with the process CPU time of that run beside it; the
+ * reference (scalar _ref) paths are timed once on the first REF_MIB.
  * With --dump DIR the inputs and the first outputs are written to DIR for
  * bench/quant_numpy_ref.py, which runs the same algorithms in numpy on the
  * same bytes and checks its results against these.
@@ -37,12 +40,36 @@
 #define REF_MIB 64
 #define DUMP_MIB 16 /* outputs written for the numpy cross-check */
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
+/* Wall and process CPU seconds of one timed run. */
+struct timing {
+	double wall, cpu;
+};
+
+static struct timing timing_start(void)
+{
+	struct timing t = { now_s(), clock_s(CLOCK_PROCESS_CPUTIME_ID) };
+
+	return t;
+}
+
+static struct timing timing_stop(struct timing t0)
+{
+	struct timing t = { now_s() - t0.wall, clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0.cpu };
+
+	return t;
 }
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -103,12 +130,12 @@ static void die_err(const char *what, const struct fg_err *err)
 }
 
 /* Affine 4-bit g64 over rows [0, rows) in bands; ref selects the _ref path. */
-static double run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint16_t *scales,
-			 uint16_t *biases, int ref)
+static struct timing run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint16_t *scales,
+				uint16_t *biases, int ref)
 {
 	const size_t words = fg_quant_affine_row_words(COLS, 4), gpr = COLS / 64;
 	struct fg_err err = { 0 };
-	double t = now_s();
+	struct timing t = timing_start();
 	size_t r, n;
 
 	for (r = 0; r < rows; r += n) {
@@ -121,7 +148,23 @@ static double run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint1
 		if (rc)
 			die_err("affine", &err);
 	}
-	return now_s() - t;
+	return timing_stop(t);
+}
+
+/* mxfp4 over rows [0, rows) in bands. */
+static struct timing run_mxfp4(const uint16_t *w, size_t rows, uint32_t *packed, uint8_t *scales)
+{
+	struct fg_err err = { 0 };
+	struct timing t = timing_start();
+	size_t r, n;
+
+	for (r = 0; r < rows; r += n) {
+		n = rows - r < BAND_ROWS ? rows - r : BAND_ROWS;
+		if (fg_quant_mxfp4_rows_dt(FG_DT_BF16, w + r * COLS, n, COLS, packed + r * (COLS / 8),
+					   scales + r * (COLS / 32), &err))
+			die_err("mxfp4", &err);
+	}
+	return timing_stop(t);
 }
 
 static double run_fp8(const uint8_t *w, size_t rows, const float *si, size_t sr, size_t sc,
@@ -164,11 +207,12 @@ int main(int argc, char **argv)
 	size_t mib = 1024, n, rows, words, gpr, i, sr, sc, ref_rows;
 	const char *dump_dir = NULL;
 	uint16_t *w, *scales, *biases, *out16;
-	uint32_t *packed;
-	uint8_t *f8;
+	uint32_t *packed, *mx_packed;
+	uint8_t *f8, *mx_scales;
 	float *si, chunk[4096];
 	unsigned char *copy;
-	double t_cp, t_cp8, t_aff = 1e30, t_fp8 = 1e30, t_aff_ref, t_fp8_ref, gb, gb8;
+	double t_cp, t_cp8, t_fp8 = 1e30, t_aff_ref, t_fp8_ref, gb, gb8;
+	struct timing t_aff = { 1e30, 0 }, t_mx = { 1e30, 0 };
 	int a, r;
 
 	for (a = 1; a < argc; a++) {
@@ -201,6 +245,8 @@ int main(int argc, char **argv)
 	f8 = alloc_faulted(n);
 	out16 = alloc_faulted(n * 2);
 	si = alloc_faulted(sr * sc * 4);
+	mx_packed = alloc_faulted(n / 2);
+	mx_scales = alloc_faulted(n / 32);
 
 	/* Weights: row scales vary over two decades, like real layers. */
 	for (i = 0; i < n; i += 4096) {
@@ -232,10 +278,16 @@ int main(int argc, char **argv)
 	t_cp = best_memcpy(copy, w, n * 2);
 	t_cp8 = best_memcpy(copy, f8, n);
 	for (r = 0; r < REPS; r++) {
-		double t = run_affine(w, rows, packed, scales, biases, 0);
+		struct timing t = run_affine(w, rows, packed, scales, biases, 0);
 
-		if (t < t_aff)
+		if (t.wall < t_aff.wall)
 			t_aff = t;
+	}
+	for (r = 0; r < REPS; r++) {
+		struct timing t = run_mxfp4(w, rows, mx_packed, mx_scales);
+
+		if (t.wall < t_mx.wall)
+			t_mx = t;
 	}
 	for (r = 0; r < REPS; r++) {
 		double t = run_fp8(f8, rows, si, sr, sc, out16, rows, 0);
@@ -244,7 +296,7 @@ int main(int argc, char **argv)
 			t_fp8 = t;
 	}
 	ref_rows = ((size_t)REF_MIB << 20 >> 1) / COLS;
-	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 1) * (double)rows / (double)ref_rows;
+	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 1).wall * (double)rows / (double)ref_rows;
 	t_fp8_ref = run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 1) * (double)rows / (double)ref_rows;
 	/* The timed fast runs' outputs are what is dumped: rerun the prefix fast. */
 	run_affine(w, ref_rows, packed, scales, biases, 0);
@@ -254,8 +306,12 @@ int main(int argc, char **argv)
 	gb8 = (double)n / 1e9;
 	printf("\n%-34s %9s %12s\n", "", "GB/s in", "vs memcpy");
 	printf("%-34s %9.2f %12s\n", "memcpy (BF16 bytes)", gb / t_cp, "1.00");
-	printf("%-34s %9.2f %11.2fx\n", "affine 4-bit g64, BF16 in", gb / t_aff, t_cp / t_aff);
+	printf("%-34s %9.2f %11.2fx   (CPU %.2f s for %.2f s wall)\n", "affine 4-bit g64, BF16 in",
+	       gb / t_aff.wall, t_cp / t_aff.wall, t_aff.cpu, t_aff.wall);
 	printf("%-34s %9.2f %11.2fx\n", "  (scalar reference path)", gb / t_aff_ref, t_cp / t_aff_ref);
+	printf("%-34s %9.2f %11.2fx   (CPU %.2f s for %.2f s wall)\n", "mxfp4, BF16 in", gb / t_mx.wall,
+	       t_cp / t_mx.wall, t_mx.cpu, t_mx.wall);
+	printf("%-34s %9.2f\n", "  mxfp4 / affine", t_aff.wall / t_mx.wall);
 	printf("%-34s %9.2f %12s\n", "memcpy (FP8 bytes)", gb8 / t_cp8, "1.00");
 	printf("%-34s %9.2f %11.2fx   (%.2f GB/s written; vs memcpy of the BF16 bytes %.2fx)\n",
 	       "fp8 block dequant -> BF16", gb8 / t_fp8, t_cp8 / t_fp8, 2 * gb8 / t_fp8, t_cp / t_fp8);
@@ -263,7 +319,9 @@ int main(int argc, char **argv)
 
 	printf("result memcpy_bf16_gbs %.4f\n", gb / t_cp);
 	printf("result memcpy_fp8_gbs %.4f\n", gb8 / t_cp8);
-	printf("result affine_gbs %.4f\n", gb / t_aff);
+	printf("result affine_gbs %.4f\n", gb / t_aff.wall);
+	printf("result mxfp4_gbs %.4f\n", gb / t_mx.wall);
+	printf("result mxfp4_over_affine %.4f\n", t_aff.wall / t_mx.wall);
 	printf("result affine_ref_gbs %.4f\n", gb / t_aff_ref);
 	printf("result fp8_gbs %.4f\n", gb8 / t_fp8);
 	printf("result fp8_ref_gbs %.4f\n", gb8 / t_fp8_ref);
@@ -292,5 +350,7 @@ int main(int argc, char **argv)
 	free(f8);
 	free(out16);
 	free(si);
+	free(mx_packed);
+	free(mx_scales);
 	return 0;
 }

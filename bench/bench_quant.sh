@@ -33,9 +33,11 @@ get() { sed -n "s/^result $1 //p" "$dir/c.txt" "$dir/numpy.txt"; }
 echo
 awk -v aff="$(get affine_gbs)" -v fp8="$(get fp8_gbs)" -v cp="$(get memcpy_bf16_gbs)" \
 	-v cp8="$(get memcpy_fp8_gbs)" -v naff="$(get numpy_affine_gbs)" -v nfp8="$(get numpy_fp8_gbs)" \
+	-v mx="$(get mxfp4_gbs)" \
 	'BEGIN {
 		printf "summary (GB/s of input, one core)\n";
 		printf "  affine 4-bit g64 BF16: forged %.2f = %.2fx memcpy, %.1fx numpy (%.3f)\n", aff, aff / cp, aff / naff, naff;
+		printf "  mxfp4 BF16:            forged %.2f = %.2fx memcpy, %.2fx affine\n", mx, mx / cp, mx / aff;
 		printf "  fp8 -> BF16:           forged %.2f = %.2fx memcpy, %.1fx numpy (%.3f)\n", fp8, fp8 / cp8, fp8 / nfp8, nfp8;
 	}'
 [ "$(get numpy_matches)" = 1 ] || { echo "bench_quant: numpy and forged disagree" >&2; exit 1; }
