@@ -3,17 +3,21 @@
  * against memcpy of the same bytes in the same run.
  *
  *   affine   MLX affine 4-bit, group 64, BF16 weights in, packed U32 and BF16
- *            scales/biases out, called in bands of BAND_ROWS rows as a
- *            streaming converter would;
- *   mxfp4    MLX mxfp4 (E2M1, E8M0 scale per 32), same weights, same bands;
- *            the ratio mxfp4 / affine of the same run is printed;
+ *            scales/biases out, the whole tensor in one call of the
+ *            threaded driver (fg_quant_affine_tensor_dt, as
+ *            forge/artifact/plan.c calls it) on 1 and on 2 threads;
+ *   mxfp4    MLX mxfp4 (E2M1, E8M0 scale per 32), same weights, same calls
+ *            (fg_quant_mxfp4_tensor_dt); the ratio mxfp4 / affine at each
+ *            thread count is printed, the runs of the four interleaved so
+ *            that a noisy machine shifts them alike;
  *   fp8      DeepSeek-V3 FP8 E4M3 block dequantization (128 x 128 F32
  *            scale_inv) to BF16, same element count, in bands of 128 rows;
  *   memcpy   of the affine input bytes and of the FP8 input bytes.
  *
  * Throughput is GB/s of input bytes (1 GB = 1e9 bytes), best of REPS runs
- * by wall time, with the process CPU time of that run beside it; the
- * reference (scalar _ref) paths are timed once on the first REF_MIB.
+ * by wall time, with the process CPU time of that run beside it (all
+ * threads); the reference (scalar _ref) paths are timed once on the first
+ * REF_MIB, in bands of BAND_ROWS rows.
  * With --dump DIR the inputs and the first outputs are written to DIR for
  * bench/quant_numpy_ref.py, which runs the same algorithms in numpy on the
  * same bytes and checks its results against these.
@@ -34,7 +38,7 @@
 #include "forge/core/error.h"
 #include "forge/format/quant/quant.h"
 
-#define REPS 3
+#define REPS 5
 #define COLS 4096
 #define BAND_ROWS 64
 #define REF_MIB 64
@@ -129,42 +133,64 @@ static void die_err(const char *what, const struct fg_err *err)
 	exit(1);
 }
 
-/* Affine 4-bit g64 over rows [0, rows) in bands; ref selects the _ref path. */
+/* Affine 4-bit g64 over rows [0, rows): one call on `threads` threads, or
+ * (threads 0) the _ref path in bands. */
 static struct timing run_affine(const uint16_t *w, size_t rows, uint32_t *packed, uint16_t *scales,
-				uint16_t *biases, int ref)
+				uint16_t *biases, int threads)
 {
 	const size_t words = fg_quant_affine_row_words(COLS, 4), gpr = COLS / 64;
 	struct fg_err err = { 0 };
 	struct timing t = timing_start();
 	size_t r, n;
 
+	if (threads > 0) {
+		if (fg_quant_affine_tensor_dt(FG_DT_BF16, w, rows, COLS, 4, 64, packed, scales, biases, threads,
+					      &err))
+			die_err("affine", &err);
+		return timing_stop(t);
+	}
 	for (r = 0; r < rows; r += n) {
-		int rc;
-
 		n = rows - r < BAND_ROWS ? rows - r : BAND_ROWS;
-		rc = (ref ? fg_quant_affine_rows_dt_ref : fg_quant_affine_rows_dt)(
-			FG_DT_BF16, w + r * COLS, n, COLS, 4, 64, packed + r * words, scales + r * gpr,
-			biases + r * gpr, &err);
-		if (rc)
+		if (fg_quant_affine_rows_dt_ref(FG_DT_BF16, w + r * COLS, n, COLS, 4, 64, packed + r * words,
+						scales + r * gpr, biases + r * gpr, &err))
 			die_err("affine", &err);
 	}
 	return timing_stop(t);
 }
 
-/* mxfp4 over rows [0, rows) in bands. */
-static struct timing run_mxfp4(const uint16_t *w, size_t rows, uint32_t *packed, uint8_t *scales)
+/* mxfp4 likewise. */
+static struct timing run_mxfp4(const uint16_t *w, size_t rows, uint32_t *packed, uint8_t *scales,
+			       int threads)
 {
 	struct fg_err err = { 0 };
 	struct timing t = timing_start();
 	size_t r, n;
 
+	if (threads > 0) {
+		if (fg_quant_mxfp4_tensor_dt(FG_DT_BF16, w, rows, COLS, packed, scales, threads, &err))
+			die_err("mxfp4", &err);
+		return timing_stop(t);
+	}
 	for (r = 0; r < rows; r += n) {
 		n = rows - r < BAND_ROWS ? rows - r : BAND_ROWS;
-		if (fg_quant_mxfp4_rows_dt(FG_DT_BF16, w + r * COLS, n, COLS, packed + r * (COLS / 8),
-					   scales + r * (COLS / 32), &err))
+		if (fg_quant_mxfp4_rows_dt_ref(FG_DT_BF16, w + r * COLS, n, COLS, packed + r * (COLS / 8),
+					       scales + r * (COLS / 32), &err))
 			die_err("mxfp4", &err);
 	}
 	return timing_stop(t);
+}
+
+static void keep_best(struct timing *best, struct timing t)
+{
+	if (t.wall < best->wall)
+		*best = t;
+}
+
+/* One line of the table: GB/s, vs memcpy, CPU and wall seconds. */
+static void print_timed(const char *what, double gb, double t_cp, struct timing t)
+{
+	printf("%-34s %9.2f %11.2fx   CPU %5.2f s / wall %5.2f s\n", what, gb / t.wall, t_cp / t.wall, t.cpu,
+	       t.wall);
 }
 
 static double run_fp8(const uint8_t *w, size_t rows, const float *si, size_t sr, size_t sc,
@@ -211,8 +237,8 @@ int main(int argc, char **argv)
 	uint8_t *f8, *mx_scales;
 	float *si, chunk[4096];
 	unsigned char *copy;
-	double t_cp, t_cp8, t_fp8 = 1e30, t_aff_ref, t_fp8_ref, gb, gb8;
-	struct timing t_aff = { 1e30, 0 }, t_mx = { 1e30, 0 };
+	double t_cp, t_cp8, t_fp8 = 1e30, t_aff_ref, t_mx_ref, t_fp8_ref, gb, gb8;
+	struct timing t_aff[2] = { { 1e30, 0 }, { 1e30, 0 } }, t_mx[2] = { { 1e30, 0 }, { 1e30, 0 } };
 	int a, r;
 
 	for (a = 1; a < argc; a++) {
@@ -271,23 +297,20 @@ int main(int argc, char **argv)
 	for (i = 0; i < sr * sc; i++)
 		si[i] = 1e-4f * (1.0f + (float)(rng_next() % 1000) / 100.0f);
 
-	printf("quant bench: %zu MiB of BF16 ([%zu, %d], %zu M elements), single thread, best of %d\n",
-	       mib, rows, COLS, n >> 20, REPS);
-	printf("kernels: quant %s, dtype %s\n", fg_quant_simd_path(), fg_dtype_simd_path());
+	printf("quant bench: %zu MiB of BF16 ([%zu, %d], %zu M elements), best of %d\n", mib, rows, COLS,
+	       n >> 20, REPS);
+	printf("kernels: quant %s, dtype %s; FORGED_QUANT_THREADS default %d\n", fg_quant_simd_path(),
+	       fg_dtype_simd_path(), fg_quant_threads());
 
 	t_cp = best_memcpy(copy, w, n * 2);
 	t_cp8 = best_memcpy(copy, f8, n);
 	for (r = 0; r < REPS; r++) {
-		struct timing t = run_affine(w, rows, packed, scales, biases, 0);
+		int th;
 
-		if (t.wall < t_aff.wall)
-			t_aff = t;
-	}
-	for (r = 0; r < REPS; r++) {
-		struct timing t = run_mxfp4(w, rows, mx_packed, mx_scales);
-
-		if (t.wall < t_mx.wall)
-			t_mx = t;
+		for (th = 0; th < 2; th++) {
+			keep_best(&t_aff[th], run_affine(w, rows, packed, scales, biases, th + 1));
+			keep_best(&t_mx[th], run_mxfp4(w, rows, mx_packed, mx_scales, th + 1));
+		}
 	}
 	for (r = 0; r < REPS; r++) {
 		double t = run_fp8(f8, rows, si, sr, sc, out16, rows, 0);
@@ -296,22 +319,27 @@ int main(int argc, char **argv)
 			t_fp8 = t;
 	}
 	ref_rows = ((size_t)REF_MIB << 20 >> 1) / COLS;
-	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 1).wall * (double)rows / (double)ref_rows;
+	t_aff_ref = run_affine(w, ref_rows, packed, scales, biases, 0).wall * (double)rows / (double)ref_rows;
+	t_mx_ref = run_mxfp4(w, ref_rows, mx_packed, mx_scales, 0).wall * (double)rows / (double)ref_rows;
 	t_fp8_ref = run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 1) * (double)rows / (double)ref_rows;
 	/* The timed fast runs' outputs are what is dumped: rerun the prefix fast. */
-	run_affine(w, ref_rows, packed, scales, biases, 0);
+	run_affine(w, ref_rows, packed, scales, biases, 1);
 	run_fp8(f8, rows, si, sr, sc, out16, ref_rows, 0);
 
 	gb = (double)(n * 2) / 1e9;
 	gb8 = (double)n / 1e9;
 	printf("\n%-34s %9s %12s\n", "", "GB/s in", "vs memcpy");
 	printf("%-34s %9.2f %12s\n", "memcpy (BF16 bytes)", gb / t_cp, "1.00");
-	printf("%-34s %9.2f %11.2fx   (CPU %.2f s for %.2f s wall)\n", "affine 4-bit g64, BF16 in",
-	       gb / t_aff.wall, t_cp / t_aff.wall, t_aff.cpu, t_aff.wall);
+	print_timed("affine 4-bit g64, BF16 in, 1 thread", gb, t_cp, t_aff[0]);
+	print_timed("  2 threads", gb, t_cp, t_aff[1]);
 	printf("%-34s %9.2f %11.2fx\n", "  (scalar reference path)", gb / t_aff_ref, t_cp / t_aff_ref);
-	printf("%-34s %9.2f %11.2fx   (CPU %.2f s for %.2f s wall)\n", "mxfp4, BF16 in", gb / t_mx.wall,
-	       t_cp / t_mx.wall, t_mx.cpu, t_mx.wall);
-	printf("%-34s %9.2f\n", "  mxfp4 / affine", t_aff.wall / t_mx.wall);
+	print_timed("mxfp4, BF16 in, 1 thread", gb, t_cp, t_mx[0]);
+	print_timed("  2 threads", gb, t_cp, t_mx[1]);
+	printf("%-34s %9.2f %11.2fx\n", "  (scalar reference path)", gb / t_mx_ref, t_cp / t_mx_ref);
+	printf("%-34s %9.2f (1 thread) %.2f (2 threads)\n", "mxfp4 / affine GB/s", t_aff[0].wall / t_mx[0].wall,
+	       t_aff[1].wall / t_mx[1].wall);
+	printf("%-34s %9.2f (affine) %.2f (mxfp4)\n", "2 threads / 1 thread", t_aff[0].wall / t_aff[1].wall,
+	       t_mx[0].wall / t_mx[1].wall);
 	printf("%-34s %9.2f %12s\n", "memcpy (FP8 bytes)", gb8 / t_cp8, "1.00");
 	printf("%-34s %9.2f %11.2fx   (%.2f GB/s written; vs memcpy of the BF16 bytes %.2fx)\n",
 	       "fp8 block dequant -> BF16", gb8 / t_fp8, t_cp8 / t_fp8, 2 * gb8 / t_fp8, t_cp / t_fp8);
@@ -319,9 +347,17 @@ int main(int argc, char **argv)
 
 	printf("result memcpy_bf16_gbs %.4f\n", gb / t_cp);
 	printf("result memcpy_fp8_gbs %.4f\n", gb8 / t_cp8);
-	printf("result affine_gbs %.4f\n", gb / t_aff.wall);
-	printf("result mxfp4_gbs %.4f\n", gb / t_mx.wall);
-	printf("result mxfp4_over_affine %.4f\n", t_aff.wall / t_mx.wall);
+	printf("result affine_gbs %.4f\n", gb / t_aff[0].wall);
+	printf("result affine_2t_gbs %.4f\n", gb / t_aff[1].wall);
+	printf("result affine_cpu_s %.4f\n", t_aff[0].cpu);
+	printf("result affine_2t_cpu_s %.4f\n", t_aff[1].cpu);
+	printf("result mxfp4_gbs %.4f\n", gb / t_mx[0].wall);
+	printf("result mxfp4_2t_gbs %.4f\n", gb / t_mx[1].wall);
+	printf("result mxfp4_cpu_s %.4f\n", t_mx[0].cpu);
+	printf("result mxfp4_2t_cpu_s %.4f\n", t_mx[1].cpu);
+	printf("result mxfp4_ref_gbs %.4f\n", gb / t_mx_ref);
+	printf("result mxfp4_over_affine %.4f\n", t_aff[0].wall / t_mx[0].wall);
+	printf("result mxfp4_over_affine_2t %.4f\n", t_aff[1].wall / t_mx[1].wall);
 	printf("result affine_ref_gbs %.4f\n", gb / t_aff_ref);
 	printf("result fp8_gbs %.4f\n", gb8 / t_fp8);
 	printf("result fp8_ref_gbs %.4f\n", gb8 / t_fp8_ref);

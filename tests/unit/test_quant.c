@@ -22,6 +22,9 @@
  *   F32 amax mantissa near the rounding threshold at every exponent.  With
  *   FORGED_QUANT_EXHAUSTIVE=1, every F32 value up to 8 and every F32 amax
  *   (minutes per SIMD path; make test leaves it out).
+ * - The threaded whole-tensor drivers write the bytes of one call for 1, 2,
+ *   3 and 7 threads on tensors above their size threshold, and report the
+ *   error one call reports; FORGED_QUANT_THREADS is parsed as documented.
  * - Dequantized values lie within half a step of the input; a group whose
  *   codes span 0..N (and whose bias is its edge) quantizes back to itself.
  * - Errors: unsupported bits and group sizes, shapes, non-finite weights and
@@ -1098,6 +1101,163 @@ static void test_mxfp4_exhaustive(void **state)
 	free(sc);
 }
 
+/* ---- whole tensors on two or more threads ----------------------------------------------------- */
+
+/* FORGED_QUANT_THREADS in a forked child (the parent's value is read once). */
+static int threads_with_env(const char *value)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (value)
+			setenv("FORGED_QUANT_THREADS", value, 1);
+		else
+			unsetenv("FORGED_QUANT_THREADS");
+		_exit(fg_quant_threads());
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_threads_env(void **state)
+{
+	const int dflt = threads_with_env(NULL);
+
+	(void)state;
+	assert_true(dflt == 1 || dflt == 2);
+	assert_int_equal(threads_with_env("3"), 3);
+	assert_int_equal(threads_with_env("1"), 1);
+	assert_int_equal(threads_with_env("64"), 64);
+	assert_int_equal(threads_with_env("0"), dflt);
+	assert_int_equal(threads_with_env("65"), dflt);
+	assert_int_equal(threads_with_env("2x"), dflt);
+	assert_int_equal(threads_with_env(""), dflt);
+	print_message("FORGED_QUANT_THREADS unset: %d threads\n", dflt);
+}
+
+/*
+ * The threaded drivers write the bytes of the single call, for 1, 2, 3 and
+ * 7 threads, on tensors above FG_QUANT_THREADS_MIN_BYTES (one with fewer rows
+ * than threads), and report the error the single call reports: a
+ * non-finite weight in a later band only, or in two bands, and an affine
+ * range overflow.
+ */
+static void test_threads_bit_identical(void **state)
+{
+	static const int counts[] = { 1, 2, 3, 7, 0 };
+	static const struct {
+		size_t rows, cols;
+		enum fg_dtype dt;
+	} shapes[] = { { 1031, 4096, FG_DT_BF16 }, { 3, 1u << 21, FG_DT_F16 }, { 517, 4096, FG_DT_F32 } };
+	size_t s, c;
+
+	(void)state;
+	for (s = 0; s < COUNT(shapes); s++) {
+		const size_t rows = shapes[s].rows, cols = shapes[s].cols, n = rows * cols;
+		const enum fg_dtype dt = shapes[s].dt;
+		const size_t esz = fg_dtype_size(dt), words = rows * fg_quant_affine_row_words(cols, 4);
+		const size_t ng = n / 64;
+		float *w32 = xmalloc(n * 4);
+		unsigned char *w = xmalloc(n * esz);
+		unsigned char *pa = xmalloc(words * 4), *pb = xmalloc(words * 4);
+		unsigned char *sa = xmalloc(ng * esz), *sb = xmalloc(ng * esz);
+		unsigned char *ba = xmalloc(ng * esz), *bb = xmalloc(ng * esz);
+		unsigned char *ma = xmalloc(n / 2), *mb = xmalloc(n / 2), *xa = xmalloc(n / 32), *xb = xmalloc(n / 32);
+		struct fg_err ea = { 0 }, eb = { 0 };
+		size_t i, bad_row;
+
+		assert_true(n * esz >= FG_QUANT_THREADS_MIN_BYTES);
+		for (i = 0; i < n; i += 4096)
+			fill_weights(w32 + i, n - i < 4096 ? n - i : 4096, (int)(i / 4096));
+		assert_int_equal(fg_dtype_from_f32_ref(dt, w32, w, n), 0);
+		assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa, sa, ba, NULL), 0);
+		assert_int_equal(fg_quant_mxfp4_rows_dt(dt, w, rows, cols, (uint32_t *)(void *)ma, xa, NULL), 0);
+		for (c = 0; c < COUNT(counts); c++) {
+			memset(pb, 0, words * 4);
+			memset(mb, 0, n / 2);
+			assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb, sb,
+								   bb, counts[c], &eb), 0);
+			expect_same("packed (threads)", fg_dtype_name(dt), pa, pb, words, 4);
+			expect_same("scales (threads)", fg_dtype_name(dt), sa, sb, ng, esz);
+			expect_same("biases (threads)", fg_dtype_name(dt), ba, bb, ng, esz);
+			assert_int_equal(fg_quant_mxfp4_tensor_dt(dt, w, rows, cols, (uint32_t *)(void *)mb, xb,
+								  counts[c], &eb), 0);
+			expect_same("mxfp4 packed (threads)", fg_dtype_name(dt), ma, mb, n / 8, 4);
+			expect_same("mxfp4 scales (threads)", fg_dtype_name(dt), xa, xb, n / 32, 1);
+		}
+		/* Errors: in the last row only, then also in the first band. */
+		bad_row = rows - 1;
+		for (i = 0; i < 2; i++) {
+			const float inf = INFINITY;
+
+			assert_int_equal(fg_dtype_from_f32_ref(dt, &inf, w + (bad_row * cols + cols / 2) * esz, 1), 0);
+			for (c = 0; c < COUNT(counts); c++) {
+				assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa,
+									 sa, ba, &ea),
+						 FG_EINPUT);
+				assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb,
+									   sb, bb, counts[c], &eb),
+						 FG_EINPUT);
+				assert_string_equal(ea.msg, eb.msg);
+				assert_int_equal(fg_quant_mxfp4_rows_dt(dt, w, rows, cols, (uint32_t *)(void *)ma, xa, &ea),
+						 FG_EINPUT);
+				assert_int_equal(fg_quant_mxfp4_tensor_dt(dt, w, rows, cols, (uint32_t *)(void *)mb, xb,
+									  counts[c], &eb),
+						 FG_EINPUT);
+				assert_string_equal(ea.msg, eb.msg);
+			}
+			bad_row = rows / 4;
+		}
+		print_message("threads: %s [%zu, %zu] last error: %s\n", fg_dtype_name(dt), rows, cols, eb.msg);
+		if (dt == FG_DT_F32) { /* an affine range overflow in a later band */
+			float big[2] = { 3e38f, -3e38f };
+
+			memcpy(w32, big, sizeof(big));
+			assert_int_equal(fg_dtype_from_f32_ref(dt, w32, w, n), 0);
+			memcpy(w + ((rows - 2) * cols + 64) * 4, big, sizeof(big));
+			assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa, sa,
+								 ba, &ea),
+					 FG_EINPUT);
+			assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb, sb,
+								   bb, 2, &eb),
+					 FG_EINPUT);
+			assert_string_equal(ea.msg, eb.msg);
+		}
+		free(w32);
+		free(w);
+		free(pa);
+		free(pb);
+		free(sa);
+		free(sb);
+		free(ba);
+		free(bb);
+		free(ma);
+		free(mb);
+		free(xa);
+		free(xb);
+	}
+	/* Parameter errors are found before anything is written. */
+	{
+		uint32_t pk[4] = { 7, 7, 7, 7 };
+		uint8_t sc[1] = { 7 };
+		float x[48] = { 0 };
+		struct fg_err err = { 0 };
+
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, x, 1, 48, pk, sc, 2, &err), FG_EINPUT);
+		assert_int_equal(fg_quant_affine_tensor_dt(FG_DT_F32, x, 1, 48, 4, 32, pk, x, x, 2, &err), FG_EINPUT);
+		assert_int_equal(fg_quant_affine_tensor_dt(FG_DT_I8, x, 1, 32, 4, 32, pk, x, x, 2, &err), FG_EUSAGE);
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, NULL, 1, 32, pk, sc, 2, &err), FG_EUSAGE);
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, NULL, 0, 32, NULL, NULL, 2, &err), 0);
+		assert_true(pk[0] == 7 && sc[0] == 7);
+	}
+}
+
 /* ---- properties --------------------------------------------------------------------------- */
 
 static unsigned q_at(const uint32_t *row, size_t j, int bits)
@@ -1435,6 +1595,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_mxfp4_encoder_values),
 		cmocka_unit_test(test_mxfp4_scale_bytes),
 		cmocka_unit_test(test_mxfp4_exhaustive),
+		cmocka_unit_test(test_threads_env),
+		cmocka_unit_test(test_threads_bit_identical),
 		cmocka_unit_test(test_error_bound_and_round_trip),
 		cmocka_unit_test(test_e8m0_log2_margin),
 		cmocka_unit_test(test_fp8_nan_and_specials),

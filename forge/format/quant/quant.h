@@ -159,6 +159,42 @@ int fg_quant_mxfp4_rows_dt_ref(enum fg_dtype dt, const void *w, size_t rows, siz
 int fg_dequant_mxfp4_rows(const uint32_t *packed, const uint8_t *scales, size_t rows, size_t cols,
 			  float *out, struct fg_err *err);
 
+/* ---- whole tensors on several threads ---------------------------------------
+ *
+ * What a converter calls on a whole tensor (forge/artifact/plan.c does): the
+ * rows are split into `threads` contiguous bands of nearly equal size, one
+ * per thread (the calling thread runs the first), when the tensor's input is
+ * at least FG_QUANT_THREADS_MIN_BYTES; a smaller tensor runs on the calling
+ * thread alone (at several GB/s per core, 8 MiB is about 1.5 ms of work, so
+ * starting a thread costs a few per cent of it and below that the second
+ * core stops paying).  threads <= 0 means fg_quant_threads().  The kernels
+ * keep no state and the bands' outputs are disjoint, so the bytes written
+ * are those of fg_quant_*_rows_dt on the whole tensor for any thread count.
+ * Parameters are checked on the whole tensor before any thread starts; on a
+ * non-finite weight (or an affine range overflow) the error is the one the
+ * single-threaded call reports (the first in row order, rows counted from
+ * the tensor's first), and the outputs must be discarded.  A thread that
+ * cannot be started has its band run on the calling thread.
+ *
+ * FORGED_QUANT_THREADS, read at the first call of fg_quant_threads(), sets
+ * the default: a number from 1 to FG_QUANT_THREADS_MAX; unset or anything
+ * else means min(2, the CPUs this process may run on).
+ */
+#define FG_QUANT_THREADS_MIN_BYTES ((size_t)8 << 20)
+#define FG_QUANT_THREADS_MAX 64
+
+/* The default thread count (above); computed once, safe from any thread. */
+int fg_quant_threads(void);
+
+/* fg_quant_affine_rows_dt on a whole [rows, cols] tensor, on up to `threads` threads. */
+int fg_quant_affine_tensor_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
+			      int group, uint32_t *packed, void *scales, void *biases, int threads,
+			      struct fg_err *err);
+
+/* fg_quant_mxfp4_rows_dt on a whole [rows, cols] tensor, on up to `threads` threads. */
+int fg_quant_mxfp4_tensor_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			     uint32_t *packed, uint8_t *scales, int threads, struct fg_err *err);
+
 /* ---- FP8 E4M3 block-scaled dequantization ---------------------------------
  *
  * DeepSeek-V3 style: W[r, c] = e4m3(w[r, c]) * scale_inv[r / 128, c / 128],
