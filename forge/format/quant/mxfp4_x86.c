@@ -15,7 +15,10 @@
  * that lane i packs byte i (codes 2i and 2i + 1) without a shuffle.  The
  * products and the addition are IEEE single operations in the lanes, which
  * with the default MXCSR (round to nearest, no DAZ/FTZ) round as the scalar
- * code does.
+ * code does.  AVX-512 codes BF16 groups (but those of scale byte 0 to 3)
+ * without widening: 32 patterns at a time through a table of cells
+ * (e2m1_bf16x32), about half the work of widening; the tests cover that
+ * path on every BF16 value at every scale byte.
  *
  * x86-64 only; elsewhere this file compiles to nothing.
  */
@@ -79,6 +82,45 @@ TARGET_AVX512 static ALWAYS_INLINE __m512i e2m1_16(__m512 y)
 	return _mm512_ternarylogic_epi32(code, _mm512_srli_epi32(yi, 28), _mm512_set1_epi32(8), 0xf8);
 }
 
+/* The tables of e2m1_bf16x32, lane = cell % 32 for cell = pattern >> 5:
+ * cells 499 (below 0.25) to 511 in lanes 19-31, 512 to 520 in lanes 0-8. */
+static const int16_t bf16_cell_codes[32] = {
+	4, 5, 5, 6, 6, 7, 7, 7, 7,                /* cells 512-520: 2 .. 8.5 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0,             /* lanes 9-18: no cell */
+	0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4,    /* cells 499-511: .. 2 */
+};
+static const int16_t bf16_cell_strict[32] = {
+	0, 1, 0, 0, 0, 1, 0, 0, 0,                /* 2.5 (cell 513), 5 (517) */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,    /* 0.25 (500), 1.25 (509) */
+};
+
+/*
+ * The codes of 32 BF16 values of a group whose scale byte is at least 4,
+ * in 16-bit lanes, without widening or multiplying: y = x * 2^k (k =
+ * 127 - byte <= 123) is exact in BF16 wherever it is normal, and its pattern
+ * is |x|'s plus k << 7; where that goes below the normal range (or x is
+ * subnormal or zero, |y| < 2^-3 then) the code is 0 either way.  The code is
+ * a step function of the pattern whose steps all start on multiples of 32
+ * (each threshold has 3 significant bits): a table indexed by pattern >> 5
+ * (cells 499 ("below 0.25") to 520 (8.5 > |y|), taken modulo 32 by the
+ * permute) gives the code above each threshold, and a pattern exactly at a
+ * threshold that rounds down (0.25, 1.25, 2.5, 5: ties to the even code)
+ * takes one less.  Returns the codes with y's sign bit in bit 3.
+ */
+TARGET_AVX512 static ALWAYS_INLINE __m512i e2m1_bf16x32(__m512i v, __m512i shift)
+{
+	const __m512i codes = _mm512_loadu_si512(bf16_cell_codes);
+	const __m512i strict = _mm512_loadu_si512(bf16_cell_strict);
+	__m512i a = _mm512_add_epi16(_mm512_and_si512(v, _mm512_set1_epi16(0x7fff)), shift);
+	__m512i cell = _mm512_max_epi16(_mm512_srai_epi16(a, 5), _mm512_set1_epi16(499));
+	__mmask32 at_edge = _mm512_testn_epi16_mask(a, _mm512_set1_epi16(31));
+	__m512i code = _mm512_permutexvar_epi16(cell, codes);
+
+	code = _mm512_mask_sub_epi16(code, at_edge, code, _mm512_permutexvar_epi16(cell, strict));
+	return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(v, 12), _mm512_set1_epi16(8), 0xf8);
+}
+
 /* Largest 16-bit lane of a 256-bit vector (phminposuw on the complement). */
 TARGET_AVX512 static ALWAYS_INLINE uint32_t hmax_epu16(__m256i m)
 {
@@ -115,7 +157,7 @@ TARGET_AVX512 static ALWAYS_INLINE int mxfp4_avx512_body(enum fg_dtype dt, const
 							  uint8_t *scales, size_t *bad)
 {
 	const size_t esz = dt == FG_DT_F32 ? 4 : 2, gbytes = GROUP * esz;
-	uint32_t amax[BLOCK16];
+	uint32_t amax[BLOCK16], bytes[BLOCK16];
 	float enc[BLOCK16];
 	size_t g0, nb, k;
 
@@ -143,6 +185,7 @@ TARGET_AVX512 static ALWAYS_INLINE int mxfp4_avx512_body(enum fg_dtype dt, const
 							 _mm512_set1_epi32(3)),
 					_mm512_setzero_si512());
 		_mm512_mask_cvtepi32_storeu_epi8(scales + g0, lanes, byte);
+		_mm512_storeu_si512(bytes, byte);
 		_mm512_storeu_ps(enc, _mm512_castsi512_ps(_mm512_slli_epi32(
 					      _mm512_sub_epi32(_mm512_set1_epi32(254), byte), 23)));
 		for (k = 0; k < nb; k++) {
@@ -150,7 +193,14 @@ TARGET_AVX512 static ALWAYS_INLINE int mxfp4_avx512_body(enum fg_dtype dt, const
 			unsigned char *out = packed + (g0 + k) * 16;
 			const __m512 venc = _mm512_set1_ps(enc[k]);
 
-			if (dt == FG_DT_BF16) {
+			if (dt == FG_DT_BF16 && bytes[k] >= 4) {
+				__m512i v = _mm512_loadu_si512(p);
+				__m512i c = e2m1_bf16x32(v, _mm512_set1_epi16((short)((127 - (int)bytes[k]) * 128)));
+
+				/* Lane i of 32 bits holds codes 2i and 2i + 1. */
+				_mm_storeu_si128((__m128i *)(void *)out,
+						 _mm512_cvtepi32_epi8(_mm512_or_si512(c, _mm512_srli_epi32(c, 12))));
+			} else if (dt == FG_DT_BF16) {
 				__m512i v = _mm512_loadu_si512(p);
 				__m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 				__m512 odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
