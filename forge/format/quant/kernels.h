@@ -95,7 +95,7 @@ bool fg_qk_dtype_is_param(enum fg_dtype dt);
  * (and biases) point at the band's first row, which is row row_base of the
  * tensor (error messages count rows from the tensor's first).  The checks
  * run the quant.h rules on the band, so a caller that splits a tensor checks
- * it whole first (fg_qk_*_check) and runs bands that cannot fail them.
+ * it whole first (fg_qk_*_check_all) and runs bands that cannot fail them.
  */
 int fg_qk_affine_check_all(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
 			   int group, const void *packed, const void *scales, const void *biases,
@@ -145,7 +145,7 @@ static inline unsigned fg_qk_e8m0_from_amax(uint32_t amax_bits)
  * group are multiplied by; byte <= 252 here, so the result is normal. */
 #define FG_QK_MXFP4_ENC_BITS(byte) ((254u - (uint32_t)(byte)) << 23)
 
-/* ---- x86 vector kernels (affine_x86.c, fp8.c) ------------------------------------ */
+/* ---- x86 vector kernels (affine_x86.c, mxfp4_x86.c, fp8.c) ----------------------- */
 
 #if defined(__x86_64__)
 
