@@ -532,13 +532,13 @@ static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_en
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
 		if (!rc)
 			rc = fg_plan_materialize(plan, b, input, err);
-		if (!rc && o->quant.mxfp4)
-			rc = fg_quant_mxfp4_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols,
-						    (uint32_t *)(void *)c->part[0], c->part[1], err);
+		if (!rc && o->quant.mxfp4) /* threads: FORGED_QUANT_THREADS, quant.h */
+			rc = fg_quant_mxfp4_tensor_dt(b->dtype, input, (size_t)rows, (size_t)cols,
+						      (uint32_t *)(void *)c->part[0], c->part[1], 0, err);
 		else if (!rc)
-			rc = fg_quant_affine_rows_dt(b->dtype, input, (size_t)rows, (size_t)cols, o->quant.bits,
-						     o->quant.group, (uint32_t *)(void *)c->part[0], c->part[1],
-						     c->part[2], err);
+			rc = fg_quant_affine_tensor_dt(b->dtype, input, (size_t)rows, (size_t)cols, o->quant.bits,
+						       o->quant.group, (uint32_t *)(void *)c->part[0], c->part[1],
+						       c->part[2], 0, err);
 		free(input);
 		if (rc) {
 			qcache_clear(c);

@@ -15,6 +15,17 @@
  * - The dispatched and reference paths are compared on many random rows of
  *   every width (a million values per width among them), odd row counts,
  *   unaligned buffers, raw bit patterns, and the errors they report.
+ * - mxfp4 likewise, and its two tricks on every input that matters: the
+ *   E2M1 code of every BF16 and F16 value up to 8 (groups led by 8.0 code
+ *   each value as itself) at every power-of-two scale the dtype holds (all
+ *   253 scale bytes for BF16), and of F32 values around every midpoint,
+ *   scaled by powers of two; the scale byte of every BF16 and F16 amax and
+ *   of every F32 amax mantissa near the rounding threshold at every
+ *   exponent.  With FORGED_QUANT_EXHAUSTIVE=1, every F32 value up to 8 and
+ *   every F32 amax (minutes per SIMD path; make test leaves it out).
+ * - The threaded whole-tensor drivers write the bytes of one call for 1, 2,
+ *   3 and 7 threads on tensors above their size threshold, and report the
+ *   error one call reports; FORGED_QUANT_THREADS is parsed as documented.
  * - Dequantized values lie within half a step of the input; a group whose
  *   codes span 0..N (and whose bias is its edge) quantizes back to itself.
  * - Errors: unsupported bits and group sizes, shapes, non-finite weights and
@@ -434,6 +445,11 @@ static void test_golden_mxfp4(void **state)
 			fail_msg("%s: %s", name, err.msg);
 		expect_same("scales", name, want_s, s, ng, 1);
 		expect_same("packed", name, want_packed, packed, rows * cols / 8, 4);
+		memset(packed, 0, rows * cols / 2);
+		memset(s, 0, ng);
+		assert_int_equal(fg_quant_mxfp4_rows_dt_ref(dt, w, rows, cols, packed, s, &err), 0);
+		expect_same("scales (ref)", name, want_s, s, ng, 1);
+		expect_same("packed (ref)", name, want_packed, packed, rows * cols / 8, 4);
 		assert_int_equal(fg_dtype_to_f32_ref(dt, w, wide, rows * cols), 0);
 		memset(packed, 0, rows * cols / 2);
 		assert_int_equal(fg_quant_mxfp4_rows(wide, rows, cols, packed, s, &err), 0);
@@ -640,6 +656,613 @@ static void test_paths_agree_bit_patterns(void **state)
 			   all_groups[t % COUNT(all_groups)], t % 4);
 		agree_once(FG_DT_BF16, w, rows, cols, all_bits[(t + 1) % COUNT(all_bits)],
 			   all_groups[(t + 2) % COUNT(all_groups)], t % 3);
+	}
+}
+
+/* ---- mxfp4: the dispatched kernels against the reference -------------------------------- */
+
+static const enum fg_dtype mx_dtypes[] = { FG_DT_F32, FG_DT_BF16, FG_DT_F16 };
+
+/* Input value j of a raw dt buffer, widened (for messages). */
+static float raw_at(enum fg_dtype dt, const unsigned char *raw, size_t j)
+{
+	float x;
+
+	assert_int_equal(fg_dtype_to_f32_ref(dt, raw + j * fg_dtype_size(dt), &x, 1), 0);
+	return x;
+}
+
+/*
+ * Quantize rows x cols values held as raw dt bytes on the dispatched and the
+ * reference path, from buffers at offset off (unaligned unless off % 4 == 0),
+ * and compare every output byte, or the errors.  The reference's scale bytes
+ * go to scales_out when it is not NULL.  Returns the number of values.
+ */
+static size_t mx_agree_raw(enum fg_dtype dt, const void *raw, size_t rows, size_t cols, size_t off,
+			   const char *what, uint8_t *scales_out)
+{
+	const size_t esz = fg_dtype_size(dt), n = rows * cols, ng = n / 32;
+	unsigned char *src = xmalloc(n * esz + off);
+	unsigned char *pa = xmalloc(n / 2 + off), *pb = xmalloc(n / 2 + off);
+	unsigned char *sa = xmalloc(ng + off), *sb = xmalloc(ng + off);
+	struct fg_err ea = { 0 }, eb = { 0 };
+	size_t i;
+	int ra, rb;
+
+	memcpy(src + off, raw, n * esz);
+	memset(pa, 0x5a, n / 2 + off);
+	memset(pb, 0x5a, n / 2 + off);
+	ra = fg_quant_mxfp4_rows_dt(dt, src + off, rows, cols, (uint32_t *)(void *)(pa + off), sa + off, &ea);
+	rb = fg_quant_mxfp4_rows_dt_ref(dt, src + off, rows, cols, (uint32_t *)(void *)(pb + off), sb + off,
+					&eb);
+	if (ra != rb)
+		fail_msg("%s %s: dispatched returns %d (%s), reference %d (%s)", what, fg_dtype_name(dt), ra,
+			 ea.msg, rb, eb.msg);
+	if (ra) {
+		assert_string_equal(ea.msg, eb.msg);
+	} else {
+		for (i = 0; i < ng; i++)
+			if (sa[off + i] != sb[off + i])
+				fail_msg("%s %s: scale of group %zu is %u, reference %u (amax input %a)", what,
+					 fg_dtype_name(dt), i, sa[off + i], sb[off + i],
+					 (double)raw_at(dt, src + off, 32 * i));
+		for (i = 0; i < n; i++) {
+			unsigned ca = (pa[off + i / 2] >> (4 * (i & 1))) & 0xf;
+			unsigned cb = (pb[off + i / 2] >> (4 * (i & 1))) & 0xf;
+
+			if (ca != cb)
+				fail_msg("%s %s: code of value %zu (%a, scale byte %u) is 0x%x, reference 0x%x",
+					 what, fg_dtype_name(dt), i, (double)raw_at(dt, src + off, i),
+					 sb[off + i / 32], ca, cb);
+		}
+		if (scales_out)
+			memcpy(scales_out, sb + off, ng);
+	}
+	free(src);
+	free(pa);
+	free(pb);
+	free(sa);
+	free(sb);
+	return n;
+}
+
+/* The same for F32 values, narrowed to dt first (rounded to nearest even). */
+static size_t mx_agree_f32(enum fg_dtype dt, const float *w32, size_t rows, size_t cols, size_t off,
+			   const char *what)
+{
+	unsigned char *raw = xmalloc(rows * cols * fg_dtype_size(dt));
+	size_t n;
+
+	assert_int_equal(fg_dtype_from_f32_ref(dt, w32, raw, rows * cols), 0);
+	n = mx_agree_raw(dt, raw, rows, cols, off, what, NULL);
+	free(raw);
+	return n;
+}
+
+static float pow2f(int k)
+{
+	return ldexpf(1.0f, k);
+}
+
+static const float e2m1_mids[7] = { 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f };
+static const float e2m1_codes[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+
+/* Signed x, or its neighbour below or above (one F32 ulp), chosen at random. */
+static float nudged(float x)
+{
+	float s = rng_u32() & 1 ? -x : x;
+
+	switch (rng_u32() % 3) {
+	case 0:
+		return nextafterf(s, INFINITY);
+	case 1:
+		return nextafterf(s, -INFINITY);
+	default:
+		return s;
+	}
+}
+
+/*
+ * Fill n values (a multiple of 32) group by group with data shaped for
+ * mxfp4's edges, chosen by kind: exact ties at the midpoints (amax
+ * 6 * 2^k makes the scale 2^k), subnormals, zeros and negative zeros, maxima
+ * that are powers of two, scales at both ends of the E8M0 range, raw bit
+ * patterns, and the affine test's shapes.
+ */
+static void mx_fill(float *w, size_t n, int kind)
+{
+	size_t g, i;
+
+	for (g = 0; g < n; g += 32) {
+		float *x = w + g;
+		int k = (int)(rng_u32() % 41) - 20;
+
+		switch (kind % 8) {
+		case 0: /* trained-weight-like, any decade */
+			for (i = 0; i < 32; i++)
+				x[i] = rng_weight(powf(10.0f, (float)(int)(rng_u32() % 9) - 6.0f));
+			break;
+		case 1: /* ties and code values times 2^k, and their neighbours */
+			for (i = 0; i < 32; i++)
+				x[i] = ldexpf(nudged(rng_u32() & 1 ? e2m1_mids[rng_u32() % 7] : e2m1_codes[rng_u32() % 8]), k);
+			x[rng_u32() % 32] = ldexpf(rng_u32() & 1 ? 6.0f : -6.0f, k);
+			break;
+		case 2: /* subnormals, a few tiny normals */
+			for (i = 0; i < 32; i++)
+				x[i] = fg_bits_f32(rng_u32() & (rng_u32() % 4 ? 0x807fffffu : 0x80ffffffu));
+			break;
+		case 3: /* zeros and negative zeros, sometimes one value */
+			for (i = 0; i < 32; i++)
+				x[i] = rng_u32() & 1 ? -0.0f : 0.0f;
+			if (rng_u32() % 2)
+				x[rng_u32() % 32] = rng_weight(1.0f);
+			break;
+		case 4: { /* the maximum a power of two, anywhere in the range */
+			float m = pow2f((int)(rng_u32() % 277) - 149);
+
+			for (i = 0; i < 32; i++)
+				x[i] = m * (rng_unit() * 2.0f - 1.0f);
+			x[rng_u32() % 32] = rng_u32() & 1 ? m : -m;
+			break;
+		}
+		case 5: { /* amax near either end of the E8M0 range */
+			float m = rng_u32() & 1 ? fg_bits_f32(0x7f000000u | (rng_u32() & 0x7fffffu))
+						: fg_bits_f32((rng_u32() % 0x04000000u) | 0x1u);
+
+			for (i = 0; i < 32; i++)
+				x[i] = m * (rng_unit() * 2.0f - 1.0f);
+			x[rng_u32() % 32] = m;
+			break;
+		}
+		case 6: /* raw bit patterns, finite */
+			for (i = 0; i < 32; i++) {
+				uint32_t b = rng_u32();
+
+				if ((b & 0x7f800000u) == 0x7f800000u)
+					b &= 0xbfffffffu;
+				x[i] = fg_bits_f32(b);
+			}
+			break;
+		default:
+			fill_weights(x, 32, (int)(rng_u32() % 7));
+			break;
+		}
+	}
+}
+
+/* Random rows of every shape of data, every dtype, odd row counts, unaligned
+ * buffers, and sometimes a NaN or an infinity (the errors must agree). */
+static void test_mxfp4_paths_agree(void **state)
+{
+	static const size_t row_counts[] = { 1, 3, 7, 13 };
+	static const size_t col_groups[] = { 1, 2, 3, 5, 9, 17, 33 };
+	static const float bad[] = { NAN, INFINITY, -INFINITY };
+	float *w = xmalloc(13 * 33 * 32 * 4);
+	size_t d, t, values = 0, errors = 0;
+
+	(void)state;
+	for (d = 0; d < COUNT(mx_dtypes); d++) {
+		for (t = 0; t < 160; t++) {
+			const size_t rows = row_counts[t % COUNT(row_counts)];
+			const size_t cols = 32 * col_groups[t % COUNT(col_groups)];
+
+			mx_fill(w, rows * cols, (int)t);
+			if (t % 10 == 9) {
+				w[rng_u32() % (rows * cols)] = bad[t % 3];
+				errors++;
+			}
+			values += mx_agree_f32(mx_dtypes[d], w, rows, cols, t % 4, "random rows");
+		}
+	}
+	/* Volume: a million values per dtype, every kind. */
+	{
+		const size_t rows = 256, cols = 4096;
+		float *big = xmalloc(rows * cols * 4);
+		size_t r;
+
+		for (d = 0; d < COUNT(mx_dtypes); d++) {
+			for (r = 0; r < rows; r++)
+				mx_fill(big + r * cols, cols, (int)(r + d));
+			values += mx_agree_f32(mx_dtypes[d], big, rows, cols, 0, "volume");
+		}
+		free(big);
+	}
+	print_message("mxfp4 path agreement: %zu values, %zu error cases (kernels %s)\n", values, errors,
+		      fg_quant_simd_path());
+	free(w);
+}
+
+/*
+ * The E2M1 encoder on every input that matters: groups led by 8.0 have scale
+ * byte 127 (8 / 6 is below sqrt 2), so each other value is coded as itself,
+ * and |y| < 8.5 holds for every value of every group.  Every BF16 and F16
+ * value of magnitude up to 8, led by 8 and scaled together by every power
+ * of two the dtype holds (for BF16 that is every scale byte, 0 to 252; the
+ * AVX-512 kernel codes BF16 from the patterns, so this covers its every
+ * input); F32 values around every midpoint and code value, zeros,
+ * subnormals and two million random F32 values, scaled by powers of two so
+ * that the product is exercised (including groups whose scale byte is 0 and
+ * products that are subnormal).
+ */
+static void test_mxfp4_encoder_values(void **state)
+{
+	static const int scale_f32[] = { 0, -140, -127, -126, -100, -3, 5, 100, 117 };
+	const size_t cap = 1u << 21;
+	float *cand = xmalloc(cap * 4), *w = xmalloc((cap / 31 + 2) * 32 * 4);
+	uint16_t *h = xmalloc((cap / 31 + 2) * 32 * 2);
+	uint8_t *sc = xmalloc(cap / 31 + 2);
+	size_t nc, i, j, s, values = 0;
+
+	(void)state;
+	/* 16-bit dtypes: every pattern of magnitude <= 8 (6 where 8 * 2^k would
+	 * overflow), led by 8 (6), times 2^k. */
+	for (s = 0; s < 2; s++) {
+		const enum fg_dtype dt = s ? FG_DT_F16 : FG_DT_BF16;
+		const int k_lo = s ? -27 : -133, k_hi = s ? 12 : 125;
+		int k;
+
+		for (k = k_lo; k <= k_hi; k++) {
+			const bool six = s ? k > 12 : k > 124;
+			const uint32_t top = six ? (s ? 0x4600u : 0x40c0u) : (s ? 0x4800u : 0x4100u);
+			float lead = ldexpf(six ? 6.0f : 8.0f, k);
+			uint32_t p;
+
+			nc = 0;
+			for (p = 0; p <= 0xffffu; p++) {
+				float v;
+
+				if ((p & 0x7fffu) > top)
+					continue;
+				v = raw_at(dt, (const unsigned char *)&(uint16_t){ (uint16_t)p }, 0);
+				cand[nc++] = ldexpf(v, k);
+			}
+			for (i = 0, j = 0; i < nc; j++) {
+				size_t m;
+
+				w[32 * j] = lead;
+				for (m = 1; m < 32; m++)
+					w[32 * j + m] = i < nc ? cand[i++] : 0.0f;
+			}
+			assert_int_equal(fg_dtype_from_f32_ref(dt, w, h, 32 * j), 0);
+			values += mx_agree_raw(dt, h, j, 32, (size_t)(k & 3), "all 16-bit values", sc);
+			if (k == 0)
+				for (i = 0; i < j; i++)
+					assert_int_equal(sc[i], 127);
+		}
+	}
+	/* F32: neighbourhoods of the midpoints and code values, specials, random. */
+	nc = 0;
+	for (i = 0; i < 7 + 8; i++) {
+		float t = i < 7 ? e2m1_mids[i] : e2m1_codes[i - 7];
+		float lo = t, hi = t;
+
+		for (j = 0; j < 256; j++) {
+			lo = nextafterf(lo, 0.0f);
+			hi = nextafterf(hi, INFINITY);
+			cand[nc++] = lo;
+			cand[nc++] = -hi;
+		}
+		cand[nc++] = t;
+		cand[nc++] = -t;
+	}
+	cand[nc++] = 8.0f;
+	cand[nc++] = -8.0f;
+	cand[nc++] = nextafterf(8.0f, 0.0f);
+	cand[nc++] = 0.0f;
+	cand[nc++] = -0.0f;
+	cand[nc++] = fg_bits_f32(1);
+	cand[nc++] = fg_bits_f32(0x807fffffu);
+	cand[nc++] = fg_bits_f32(0x00800000u);
+	while (nc < cap) {
+		uint32_t b = rng_u32();
+
+		cand[nc] = nc % 2 ? fg_bits_f32((b & 0x80000000u) | (b % 0x41000001u)) : (rng_unit() * 16.0f - 8.0f);
+		nc++;
+	}
+	for (s = 0; s < COUNT(scale_f32); s++) {
+		for (i = 0, j = 0; i < nc; j++) {
+			size_t k;
+
+			w[32 * j] = ldexpf(8.0f, scale_f32[s]);
+			for (k = 1; k < 32; k++)
+				w[32 * j + k] = i < nc ? ldexpf(cand[i++], scale_f32[s]) : 0.0f;
+		}
+		values += mx_agree_raw(FG_DT_F32, w, j / 64, 64 * 32, s % 4, "f32 values", sc);
+		if (scale_f32[s] == 0)
+			for (i = 0; i < j / 64 * 64; i++)
+				assert_int_equal(sc[i], 127);
+	}
+	print_message("mxfp4 encoder: %zu values on both paths (kernels %s)\n", values, fg_quant_simd_path());
+	free(cand);
+	free(w);
+	free(h);
+	free(sc);
+}
+
+/* The E8M0 rule of mxfp4.c's reference, written again: the exhaustive test
+ * compares the kernels' scale bytes with it (test_mxfp4_scale_bytes ties it
+ * to the reference kernel first). */
+static unsigned spec_e8m0(float amax)
+{
+	float d = fabsf(amax) / 6.0f, n;
+
+	if (d == 0.0f)
+		return 0;
+	n = roundf((float)log2((double)d));
+	n = n < -127.0f ? -127.0f : (n > 127.0f ? 127.0f : n);
+	return (unsigned)(int)(n + 127.0f);
+}
+
+/*
+ * Scale bytes on both paths for groups whose maximum magnitude is: every
+ * finite BF16 and F16 value, every F32 mantissa within 512 of the
+ * threshold's (0x07c3ce) at every exponent, random subnormals and random
+ * F32 values.  The other values of a group are smaller fractions of it.
+ */
+static void test_mxfp4_scale_bytes(void **state)
+{
+	const size_t per = 1025, groups = 255 * per;
+	float *w = xmalloc(groups * 32 * 4);
+	uint16_t *h = xmalloc(0x8000 * 32 * 2);
+	uint8_t *sc = xmalloc(groups);
+	size_t g, k, n, values = 0;
+	uint32_t p;
+	int s;
+
+	(void)state;
+	for (s = 0; s < 2; s++) {
+		const enum fg_dtype dt = s ? FG_DT_F16 : FG_DT_BF16;
+		const uint32_t last = s ? 0x7bffu : 0x7f7fu;
+
+		for (p = 0, n = 0; p <= last; p++, n++) {
+			uint16_t *grp = h + 32 * n;
+
+			for (k = 0; k < 32; k++)
+				grp[k] = (uint16_t)(rng_u32() % (p + 1) | (rng_u32() & 0x8000u));
+			grp[rng_u32() % 32] = (uint16_t)(p | (p & 1 ? 0x8000u : 0));
+		}
+		values += mx_agree_raw(dt, h, n, 32, (size_t)s, "amax of every 16-bit value", sc);
+		for (p = 0; p <= last; p++) {
+			float a = raw_at(dt, (const unsigned char *)&(uint16_t){ (uint16_t)p }, 0);
+
+			if (sc[p] != spec_e8m0(a))
+				fail_msg("%s amax %a: reference byte %u, spec_e8m0 %u", fg_dtype_name(dt), (double)a,
+					 sc[p], spec_e8m0(a));
+		}
+	}
+	for (g = 0; g < groups; g++) {
+		uint32_t be = (uint32_t)(g / per), m = 0x07c3ceu - 512u + (uint32_t)(g % per);
+		float a = fg_bits_f32(be << 23 | m);
+
+		for (k = 0; k < 32; k++)
+			w[32 * g + k] = a * (rng_unit() * 2.0f - 1.0f);
+		w[32 * g + rng_u32() % 32] = g & 1 ? -a : a;
+	}
+	values += mx_agree_raw(FG_DT_F32, w, groups / 5, 5 * 32, 3, "amax around the thresholds", NULL);
+	for (g = 0; g < groups; g++) {
+		float a = fg_bits_f32(g % 4 ? rng_u32() % 0x7f800000u : rng_u32() % 0x00800000u);
+
+		for (k = 0; k < 32; k++)
+			w[32 * g + k] = a * rng_unit();
+		w[32 * g + rng_u32() % 32] = a;
+	}
+	values += mx_agree_raw(FG_DT_F32, w, groups / 5, 5 * 32, 0, "random amax", NULL);
+	print_message("mxfp4 scale bytes: %zu values on both paths\n", values);
+	free(w);
+	free(h);
+	free(sc);
+}
+
+/*
+ * FORGED_QUANT_EXHAUSTIVE=1 only (minutes; make test skips it): every F32
+ * value of magnitude up to 8 through the encoder (groups led by 8.0, both
+ * paths), and the scale byte of every finite F32 amax against spec_e8m0.
+ */
+static void test_mxfp4_exhaustive(void **state)
+{
+	const size_t batch = 1u << 16;
+	float *w;
+	unsigned char *pk;
+	uint8_t *sc;
+	uint64_t v, done = 0;
+	size_t g, k;
+
+	(void)state;
+	if (!getenv("FORGED_QUANT_EXHAUSTIVE")) {
+		skip();
+		return;
+	}
+	w = xmalloc(batch * 32 * 4);
+	pk = xmalloc(batch * 16);
+	sc = xmalloc(batch);
+	/* Encoder: 2 * (0x41000000 + 1) values, 31 to a group. */
+	for (v = 0; v < 2 * 0x41000001ull;) {
+		for (g = 0; g < batch; g++) {
+			w[32 * g] = 8.0f;
+			for (k = 1; k < 32; k++, v++) {
+				uint64_t u = v < 2 * 0x41000001ull ? v : 0;
+
+				w[32 * g + k] = fg_bits_f32((uint32_t)(u >> 1) | (u & 1 ? 0x80000000u : 0));
+			}
+		}
+		done += mx_agree_raw(FG_DT_F32, w, batch, 32, 0, "exhaustive encoder", NULL);
+	}
+	/* Scale bytes: every amax 0 .. FLT_MAX, alone in its group. */
+	memset(w, 0, batch * 32 * 4);
+	for (v = 0; v <= 0x7f7fffffu;) {
+		size_t n = 0;
+		uint64_t first = v;
+
+		for (g = 0; g < batch && v <= 0x7f7fffffu; g++, v++, n++)
+			w[32 * g] = fg_bits_f32((uint32_t)v);
+		assert_int_equal(fg_quant_mxfp4_rows_dt(FG_DT_F32, w, n, 32, (uint32_t *)(void *)pk, sc, NULL), 0);
+		for (g = 0; g < n; g++)
+			if (sc[g] != spec_e8m0(w[32 * g]))
+				fail_msg("amax %a (0x%08llx): byte %u, spec %u", (double)w[32 * g],
+					 (unsigned long long)(first + g), sc[g], spec_e8m0(w[32 * g]));
+		done += n;
+	}
+	print_message("mxfp4 exhaustive: %llu values and amaxes (kernels %s)\n", (unsigned long long)done,
+		      fg_quant_simd_path());
+	free(w);
+	free(pk);
+	free(sc);
+}
+
+/* ---- whole tensors on two or more threads ----------------------------------------------------- */
+
+/* FORGED_QUANT_THREADS in a forked child (the parent's value is read once). */
+static int threads_with_env(const char *value)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (value)
+			setenv("FORGED_QUANT_THREADS", value, 1);
+		else
+			unsetenv("FORGED_QUANT_THREADS");
+		_exit(fg_quant_threads());
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_threads_env(void **state)
+{
+	const int dflt = threads_with_env(NULL);
+
+	(void)state;
+	assert_true(dflt == 1 || dflt == 2);
+	assert_int_equal(threads_with_env("3"), 3);
+	assert_int_equal(threads_with_env("1"), 1);
+	assert_int_equal(threads_with_env("64"), 64);
+	assert_int_equal(threads_with_env("0"), dflt);
+	assert_int_equal(threads_with_env("65"), dflt);
+	assert_int_equal(threads_with_env("2x"), dflt);
+	assert_int_equal(threads_with_env(""), dflt);
+	print_message("FORGED_QUANT_THREADS unset: %d threads\n", dflt);
+}
+
+/*
+ * The threaded drivers write the bytes of the single call, for 1, 2, 3 and
+ * 7 threads, on tensors above FG_QUANT_THREADS_MIN_BYTES (one with fewer rows
+ * than threads), and report the error the single call reports: a
+ * non-finite weight in a later band only, or in two bands, and an affine
+ * range overflow.
+ */
+static void test_threads_bit_identical(void **state)
+{
+	static const int counts[] = { 1, 2, 3, 7, 0 };
+	static const struct {
+		size_t rows, cols;
+		enum fg_dtype dt;
+	} shapes[] = { { 1031, 4096, FG_DT_BF16 }, { 3, 1u << 21, FG_DT_F16 }, { 517, 4096, FG_DT_F32 } };
+	size_t s, c;
+
+	(void)state;
+	for (s = 0; s < COUNT(shapes); s++) {
+		const size_t rows = shapes[s].rows, cols = shapes[s].cols, n = rows * cols;
+		const enum fg_dtype dt = shapes[s].dt;
+		const size_t esz = fg_dtype_size(dt), words = rows * fg_quant_affine_row_words(cols, 4);
+		const size_t ng = n / 64;
+		float *w32 = xmalloc(n * 4);
+		unsigned char *w = xmalloc(n * esz);
+		unsigned char *pa = xmalloc(words * 4), *pb = xmalloc(words * 4);
+		unsigned char *sa = xmalloc(ng * esz), *sb = xmalloc(ng * esz);
+		unsigned char *ba = xmalloc(ng * esz), *bb = xmalloc(ng * esz);
+		unsigned char *ma = xmalloc(n / 2), *mb = xmalloc(n / 2), *xa = xmalloc(n / 32), *xb = xmalloc(n / 32);
+		struct fg_err ea = { 0 }, eb = { 0 };
+		size_t i, bad_row;
+
+		assert_true(n * esz >= FG_QUANT_THREADS_MIN_BYTES);
+		for (i = 0; i < n; i += 4096)
+			fill_weights(w32 + i, n - i < 4096 ? n - i : 4096, (int)(i / 4096));
+		assert_int_equal(fg_dtype_from_f32_ref(dt, w32, w, n), 0);
+		assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa, sa, ba, NULL), 0);
+		assert_int_equal(fg_quant_mxfp4_rows_dt(dt, w, rows, cols, (uint32_t *)(void *)ma, xa, NULL), 0);
+		for (c = 0; c < COUNT(counts); c++) {
+			memset(pb, 0, words * 4);
+			memset(mb, 0, n / 2);
+			assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb, sb,
+								   bb, counts[c], &eb), 0);
+			expect_same("packed (threads)", fg_dtype_name(dt), pa, pb, words, 4);
+			expect_same("scales (threads)", fg_dtype_name(dt), sa, sb, ng, esz);
+			expect_same("biases (threads)", fg_dtype_name(dt), ba, bb, ng, esz);
+			assert_int_equal(fg_quant_mxfp4_tensor_dt(dt, w, rows, cols, (uint32_t *)(void *)mb, xb,
+								  counts[c], &eb), 0);
+			expect_same("mxfp4 packed (threads)", fg_dtype_name(dt), ma, mb, n / 8, 4);
+			expect_same("mxfp4 scales (threads)", fg_dtype_name(dt), xa, xb, n / 32, 1);
+		}
+		/* Errors: in the last row only, then also in the first band. */
+		bad_row = rows - 1;
+		for (i = 0; i < 2; i++) {
+			const float inf = INFINITY;
+
+			assert_int_equal(fg_dtype_from_f32_ref(dt, &inf, w + (bad_row * cols + cols / 2) * esz, 1), 0);
+			for (c = 0; c < COUNT(counts); c++) {
+				assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa,
+									 sa, ba, &ea),
+						 FG_EINPUT);
+				assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb,
+									   sb, bb, counts[c], &eb),
+						 FG_EINPUT);
+				assert_string_equal(ea.msg, eb.msg);
+				assert_int_equal(fg_quant_mxfp4_rows_dt(dt, w, rows, cols, (uint32_t *)(void *)ma, xa, &ea),
+						 FG_EINPUT);
+				assert_int_equal(fg_quant_mxfp4_tensor_dt(dt, w, rows, cols, (uint32_t *)(void *)mb, xb,
+									  counts[c], &eb),
+						 FG_EINPUT);
+				assert_string_equal(ea.msg, eb.msg);
+			}
+			bad_row = rows / 4;
+		}
+		print_message("threads: %s [%zu, %zu] last error: %s\n", fg_dtype_name(dt), rows, cols, eb.msg);
+		if (dt == FG_DT_F32) { /* an affine range overflow in a later band */
+			float big[2] = { 3e38f, -3e38f };
+
+			memcpy(w32, big, sizeof(big));
+			assert_int_equal(fg_dtype_from_f32_ref(dt, w32, w, n), 0);
+			memcpy(w + ((rows - 2) * cols + 64) * 4, big, sizeof(big));
+			assert_int_equal(fg_quant_affine_rows_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pa, sa,
+								 ba, &ea),
+					 FG_EINPUT);
+			assert_int_equal(fg_quant_affine_tensor_dt(dt, w, rows, cols, 4, 64, (uint32_t *)(void *)pb, sb,
+								   bb, 2, &eb),
+					 FG_EINPUT);
+			assert_string_equal(ea.msg, eb.msg);
+		}
+		free(w32);
+		free(w);
+		free(pa);
+		free(pb);
+		free(sa);
+		free(sb);
+		free(ba);
+		free(bb);
+		free(ma);
+		free(mb);
+		free(xa);
+		free(xb);
+	}
+	/* Parameter errors are found before anything is written. */
+	{
+		uint32_t pk[4] = { 7, 7, 7, 7 };
+		uint8_t sc[1] = { 7 };
+		float x[48] = { 0 };
+		struct fg_err err = { 0 };
+
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, x, 1, 48, pk, sc, 2, &err), FG_EINPUT);
+		assert_int_equal(fg_quant_affine_tensor_dt(FG_DT_F32, x, 1, 48, 4, 32, pk, x, x, 2, &err), FG_EINPUT);
+		assert_int_equal(fg_quant_affine_tensor_dt(FG_DT_I8, x, 1, 32, 4, 32, pk, x, x, 2, &err), FG_EUSAGE);
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, NULL, 1, 32, pk, sc, 2, &err), FG_EUSAGE);
+		assert_int_equal(fg_quant_mxfp4_tensor_dt(FG_DT_F32, NULL, 0, 32, NULL, NULL, 2, &err), 0);
+		assert_true(pk[0] == 7 && sc[0] == 7);
 	}
 }
 
@@ -976,6 +1599,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_paths_agree),
 		cmocka_unit_test(test_paths_agree_bit_patterns),
 		cmocka_unit_test(test_paths_agree_volume),
+		cmocka_unit_test(test_mxfp4_paths_agree),
+		cmocka_unit_test(test_mxfp4_encoder_values),
+		cmocka_unit_test(test_mxfp4_scale_bytes),
+		cmocka_unit_test(test_mxfp4_exhaustive),
+		cmocka_unit_test(test_threads_env),
+		cmocka_unit_test(test_threads_bit_identical),
 		cmocka_unit_test(test_error_bound_and_round_trip),
 		cmocka_unit_test(test_e8m0_log2_margin),
 		cmocka_unit_test(test_fp8_nan_and_specials),

@@ -206,19 +206,11 @@ int fg_qk_affine_row_ref(enum fg_dtype dt, const unsigned char *src, size_t n_gr
 
 /* ---- affine: row drivers ---------------------------------------------------- */
 
-/*
- * Quantize rows of dt weights; scales and biases are written as param_dt.
- * Parameter checks come before the first write; a non-finite weight or an
- * overflowing group stops the band where it is met.
- */
-static int affine_run(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
-		      size_t cols, int bits, int group, uint32_t *packed, void *scales, void *biases,
-		      enum fg_dtype param_dt, struct fg_err *err)
+/* What affine_run checks before it writes: the quant.h rules on the tensor. */
+static int affine_args(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits, int group,
+		       const void *packed, const void *scales, const void *biases, enum fg_dtype param_dt,
+		       struct fg_err *err)
 {
-	const unsigned char *src = w;
-	unsigned char *pk = (unsigned char *)packed, *sc = scales, *bi = biases;
-	size_t esz, psz, words, gpr, r, g0, ng, bad = 0;
-	float sbuf[GROUPS_PER_CHUNK], bbuf[GROUPS_PER_CHUNK];
 	int rc;
 
 	if (!fg_qk_dtype_is_param(dt) || !fg_qk_dtype_is_param(param_dt))
@@ -227,15 +219,35 @@ static int affine_run(const struct fg_qk_kernels *ks, enum fg_dtype dt, const vo
 	rc = fg_quant_affine_check(rows, cols, bits, group, err);
 	if (rc)
 		return rc;
-	esz = fg_dtype_size(dt);
-	psz = fg_dtype_size(param_dt);
 	rc = fg_qk_check_size("affine quantization", rows, cols, 4, err);
 	if (rc)
 		return rc;
-	if (!rows || !cols)
-		return 0;
-	if (!w || !packed || !scales || !biases)
+	if (rows && cols && (!w || !packed || !scales || !biases))
 		return fg_err_set(err, FG_EUSAGE, "affine quantization: NULL buffer");
+	return 0;
+}
+
+/*
+ * Quantize rows of dt weights; scales and biases are written as param_dt.
+ * Parameter checks come before the first write; a non-finite weight or an
+ * overflowing group stops the band where it is met.  The band's first row
+ * is row row_base of the tensor, for the messages.
+ */
+static int affine_run(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
+		      size_t cols, int bits, int group, uint32_t *packed, void *scales, void *biases,
+		      enum fg_dtype param_dt, size_t row_base, struct fg_err *err)
+{
+	const unsigned char *src = w;
+	unsigned char *pk = (unsigned char *)packed, *sc = scales, *bi = biases;
+	size_t esz, psz, words, gpr, r, g0, ng, bad = 0;
+	float sbuf[GROUPS_PER_CHUNK], bbuf[GROUPS_PER_CHUNK];
+	int rc;
+
+	rc = affine_args(dt, w, rows, cols, bits, group, packed, scales, biases, param_dt, err);
+	if (rc || !rows || !cols)
+		return rc;
+	esz = fg_dtype_size(dt);
+	psz = fg_dtype_size(param_dt);
 	words = fg_quant_affine_row_words(cols, bits);
 	gpr = cols / (size_t)group;
 	for (r = 0; r < rows; r++) {
@@ -248,11 +260,11 @@ static int affine_run(const struct fg_qk_kernels *ks, enum fg_dtype dt, const vo
 			if (rc == FG_QK_ROW_NONFINITE)
 				return fg_err_set(err, FG_EINPUT,
 						  "affine quantization: non-finite weight at row %zu, column %zu",
-						  r, col0 + bad);
+						  row_base + r, col0 + bad);
 			if (rc)
 				return fg_err_set(err, FG_EINPUT,
 						  "affine quantization: group at row %zu, columns %zu-%zu spans more than the F32 range",
-						  r, col0 + bad, col0 + bad + (size_t)group - 1);
+						  row_base + r, col0 + bad, col0 + bad + (size_t)group - 1);
 			ks->from_f32(param_dt, sbuf, sc + (r * gpr + g0) * psz, ng);
 			ks->from_f32(param_dt, bbuf, bi + (r * gpr + g0) * psz, ng);
 		}
@@ -260,31 +272,47 @@ static int affine_run(const struct fg_qk_kernels *ks, enum fg_dtype dt, const vo
 	return 0;
 }
 
+/* The band entry points of the threaded driver (kernels.h); scales and
+ * biases are stored as dt, as fg_quant_affine_rows_dt stores them. */
+int fg_qk_affine_check_all(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
+			   int group, const void *packed, const void *scales, const void *biases,
+			   struct fg_err *err)
+{
+	return affine_args(dt, w, rows, cols, bits, group, packed, scales, biases, dt, err);
+}
+
+int fg_qk_affine_band(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
+		      size_t cols, int bits, int group, uint32_t *packed, void *scales, void *biases,
+		      size_t row_base, struct fg_err *err)
+{
+	return affine_run(ks, dt, w, rows, cols, bits, group, packed, scales, biases, dt, row_base, err);
+}
+
 int fg_quant_affine_rows(const float *w, size_t rows, size_t cols, int bits, int group,
 			 uint32_t *packed, float *scales, float *biases, struct fg_err *err)
 {
 	return affine_run(fg_qk_dispatch(), FG_DT_F32, w, rows, cols, bits, group, packed, scales, biases,
-			  FG_DT_F32, err);
+			  FG_DT_F32, 0, err);
 }
 
 int fg_quant_affine_rows_ref(const float *w, size_t rows, size_t cols, int bits, int group,
 			     uint32_t *packed, float *scales, float *biases, struct fg_err *err)
 {
 	return affine_run(&fg_qk_kernels_ref, FG_DT_F32, w, rows, cols, bits, group, packed, scales, biases,
-			  FG_DT_F32, err);
+			  FG_DT_F32, 0, err);
 }
 
 int fg_quant_affine_rows_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
 			    int group, uint32_t *packed, void *scales, void *biases, struct fg_err *err)
 {
-	return affine_run(fg_qk_dispatch(), dt, w, rows, cols, bits, group, packed, scales, biases, dt, err);
+	return affine_run(fg_qk_dispatch(), dt, w, rows, cols, bits, group, packed, scales, biases, dt, 0, err);
 }
 
 int fg_quant_affine_rows_dt_ref(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
 				int group, uint32_t *packed, void *scales, void *biases,
 				struct fg_err *err)
 {
-	return affine_run(&fg_qk_kernels_ref, dt, w, rows, cols, bits, group, packed, scales, biases, dt, err);
+	return affine_run(&fg_qk_kernels_ref, dt, w, rows, cols, bits, group, packed, scales, biases, dt, 0, err);
 }
 
 /* ---- affine: dequantization ---------------------------------------------------- */

@@ -2,13 +2,14 @@
  * kernels.c: the kernel sets of forge/format/quant/ and the choice of one
  * per process.
  *
- * The _ref functions of quant.h use the reference set: the reference row
- * kernel of affine.c and dtype.c's reference conversions.  The dispatched
- * functions use "avx512", "avx2" or "scalar", following fg_cpu_simd()
- * (forge/core/cpu.h), which applies the same FORGED_SIMD cap as dtype.c
- * ("scalar" forces the scalar set, "avx2" forbids AVX-512); the scalar set
- * is the reference kernels with dtype.c's bulk conversions.  The vector sets
- * point at affine_x86.c's row kernels and fp8.c's fused block kernels.
+ * The _ref functions of quant.h use the reference set: the reference
+ * kernels of affine.c and mxfp4.c and dtype.c's reference conversions.  The
+ * dispatched functions use "avx512", "avx2" or "scalar", following
+ * fg_cpu_simd() (forge/core/cpu.h), which applies the same FORGED_SIMD cap
+ * as dtype.c ("scalar" forces the scalar set, "avx2" forbids AVX-512); the
+ * scalar set is the affine reference, mxfp4.c's fast scalar kernel and
+ * dtype.c's bulk conversions.  The vector sets point at affine_x86.c's row
+ * kernels, mxfp4_x86.c's kernels and fp8.c's fused block kernels.
  */
 #include "forge/format/quant/kernels.h"
 #include "forge/format/quant/quant.h"
@@ -19,20 +20,22 @@
 /* ---- kernel sets and dispatch ----------------------------------------------- */
 
 const struct fg_qk_kernels fg_qk_kernels_ref = {
-	"ref", fg_qk_affine_row_ref, NULL, fg_dtype_to_f32_ref, fg_dtype_from_f32_ref,
+	"ref", fg_qk_affine_row_ref, NULL, fg_dtype_to_f32_ref, fg_dtype_from_f32_ref, fg_qk_mxfp4_ref,
 };
 
 static const struct fg_qk_kernels kernels_scalar = {
-	"scalar", fg_qk_affine_row_ref, NULL, fg_dtype_to_f32, fg_dtype_from_f32,
+	"scalar", fg_qk_affine_row_ref, NULL, fg_dtype_to_f32, fg_dtype_from_f32, fg_qk_mxfp4_scalar,
 };
 
 #if defined(__x86_64__)
 static const struct fg_qk_kernels kernels_avx2 = {
 	"avx2", fg_qk_affine_row_avx2, fg_qk_fp8_block_avx2, fg_dtype_to_f32, fg_dtype_from_f32,
+	fg_qk_mxfp4_avx2,
 };
 
 static const struct fg_qk_kernels kernels_avx512 = {
 	"avx512", fg_qk_affine_row_avx512, fg_qk_fp8_block_avx512, fg_dtype_to_f32, fg_dtype_from_f32,
+	fg_qk_mxfp4_avx512,
 };
 #endif
 

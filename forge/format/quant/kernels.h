@@ -1,14 +1,18 @@
 /*
  * kernels.h: internal to forge/format/quant/, included by its .c files only
- * (affine.c, affine_x86.c, mxfp4.c, fp8.c, kernels.c); the public interface
- * is quant.h, and nothing outside this folder may include this header.
+ * (affine.c, affine_x86.c, mxfp4.c, mxfp4_x86.c, fp8.c, kernels.c,
+ * threads.c); the public interface is quant.h, and nothing outside this
+ * folder may include this header.
  *
- * What the quant files share: the contract of an affine row kernel (the
- * reference in affine.c, the vector kernels in affine_x86.c), the kernel
- * sets that bundle a row kernel with an FP8 block kernel (fp8.c) and the
- * dtype conversions, their once-per-process dispatch (kernels.c, on the
- * SIMD level of forge/core/cpu.h), and the parameter checks every format
- * uses.  Names are fg_qk_* / FG_QK_*, except the x86 target macros.
+ * What the quant files share: the contracts of an affine row kernel (the
+ * reference in affine.c, the vector kernels in affine_x86.c) and of an mxfp4
+ * kernel (reference and fast scalar in mxfp4.c, vector kernels in
+ * mxfp4_x86.c), the kernel sets that bundle them with an FP8 block kernel
+ * (fp8.c) and the dtype conversions, their once-per-process dispatch
+ * (kernels.c, on the SIMD level of forge/core/cpu.h), the band drivers the
+ * threaded drivers (threads.c) split a tensor over, and the parameter checks
+ * every format uses.  Names are fg_qk_* / FG_QK_*, except the x86 target
+ * macros.
  */
 #ifndef FG_QUANT_KERNELS_H
 #define FG_QUANT_KERNELS_H
@@ -43,6 +47,17 @@ typedef int (*fg_qk_affine_row_fn)(enum fg_dtype dt, const unsigned char *src, s
 				   int bits, int group, unsigned char *packed, float *scales,
 				   float *biases, size_t *bad);
 
+/*
+ * An mxfp4 kernel quantizes n_groups consecutive groups of FG_MXFP4_GROUP
+ * values of dt at src (any alignment; the groups of consecutive rows are
+ * consecutive too, so one call may span rows): 16 bytes of codes per group
+ * at packed and one E8M0 byte per group at scales.  Returns 0, or
+ * FG_QK_ROW_NONFINITE with *bad set to the index (counted from src) of the
+ * first non-finite value; the groups before the one holding it are written.
+ */
+typedef int (*fg_qk_mxfp4_fn)(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
+			      unsigned char *packed, uint8_t *scales, size_t *bad);
+
 /* ---- kernel sets (kernels.c) ------------------------------------------------ */
 
 struct fg_qk_kernels {
@@ -53,6 +68,7 @@ struct fg_qk_kernels {
 	void (*fp8_block)(const uint8_t *src, size_t n, float scale, unsigned char *dst, bool bf16);
 	int (*to_f32)(enum fg_dtype dt, const void *src, float *dst, size_t n);
 	int (*from_f32)(enum fg_dtype dt, const float *src, void *dst, size_t n);
+	fg_qk_mxfp4_fn mxfp4;
 };
 
 /* The _ref functions: reference kernels and dtype.c's reference conversions. */
@@ -74,7 +90,62 @@ int fg_qk_check_size(const char *what, size_t rows, size_t cols, size_t elem, st
 /* F32, F16 or BF16: the dtypes weights and affine parameters may have. */
 bool fg_qk_dtype_is_param(enum fg_dtype dt);
 
-/* ---- x86 vector kernels (affine_x86.c, fp8.c) ------------------------------------ */
+/*
+ * The row drivers of affine.c and mxfp4.c on a band: w, packed, scales
+ * (and biases) point at the band's first row, which is row row_base of the
+ * tensor (error messages count rows from the tensor's first).  The checks
+ * run the quant.h rules on the band, so a caller that splits a tensor checks
+ * it whole first (fg_qk_*_check_all) and runs bands that cannot fail them.
+ */
+int fg_qk_affine_check_all(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
+			   int group, const void *packed, const void *scales, const void *biases,
+			   struct fg_err *err);
+int fg_qk_affine_band(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
+		      size_t cols, int bits, int group, uint32_t *packed, void *scales, void *biases,
+		      size_t row_base, struct fg_err *err);
+int fg_qk_mxfp4_check_all(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			  const void *packed, const void *scales, struct fg_err *err);
+int fg_qk_mxfp4_band(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
+		     size_t cols, uint32_t *packed, uint8_t *scales, size_t row_base, struct fg_err *err);
+
+/* ---- mxfp4.c ------------------------------------------------------------------ */
+
+/* The reference kernel (the spec one element at a time, log2 and a chain of
+ * comparisons) and the fast scalar kernel (the bit tricks below). */
+int fg_qk_mxfp4_ref(enum fg_dtype dt, const unsigned char *src, size_t n_groups, unsigned char *packed,
+		    uint8_t *scales, size_t *bad);
+int fg_qk_mxfp4_scalar(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
+		       unsigned char *packed, uint8_t *scales, size_t *bad);
+
+/*
+ * The E8M0 byte of a group from the F32 bits of its amax (finite, sign
+ * clear), without the division by 6 or the log2 of the reference: amax / 6
+ * lies in [2^(be-130) * 4/3, 2^(be-129) * 4/3) for amax's biased exponent
+ * be, an interval one unit long in log2 holding one half-integer, so
+ * round(log2(amax / 6)) takes one of two values there and the byte is
+ * be - 3, plus one from the mantissa fg_qk_e8m0_up[be] on, and at least 0.
+ * The table (mxfp4.c) holds, per be, the first mantissa at which the
+ * reference's byte goes up (near 3 / (2 sqrt 2) = 1.0607, mantissa
+ * 0x07c3ce, moved by a few units by the reference's roundings), and
+ * 0x800000 (never) where the byte is 0 throughout (be < 3) or be is 255.
+ * test_quant.c checks it against the reference on every BF16 and F16 amax
+ * and around every threshold (exhaustively with FORGED_QUANT_EXHAUSTIVE).
+ */
+extern const uint32_t fg_qk_e8m0_up[256];
+
+static inline unsigned fg_qk_e8m0_from_amax(uint32_t amax_bits)
+{
+	unsigned be = amax_bits >> 23;
+	unsigned b = be + ((amax_bits & 0x7fffffu) >= fg_qk_e8m0_up[be]);
+
+	return b > 3 ? b - 3 : 0;
+}
+
+/* The F32 bits of 1 / 2^(byte - 127) = 2^(127 - byte), what the values of a
+ * group are multiplied by; byte <= 252 here, so the result is normal. */
+#define FG_QK_MXFP4_ENC_BITS(byte) ((254u - (uint32_t)(byte)) << 23)
+
+/* ---- x86 vector kernels (affine_x86.c, mxfp4_x86.c, fp8.c) ----------------------- */
 
 #if defined(__x86_64__)
 
@@ -91,6 +162,12 @@ TARGET_AVX512 int fg_qk_affine_row_avx512(enum fg_dtype dt, const unsigned char 
 TARGET_AVX2 int fg_qk_affine_row_avx2(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
 				      int bits, int group, unsigned char *packed, float *scales,
 				      float *biases, size_t *bad);
+
+/* mxfp4 kernels (mxfp4_x86.c). */
+TARGET_AVX512 int fg_qk_mxfp4_avx512(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
+				     unsigned char *packed, uint8_t *scales, size_t *bad);
+TARGET_AVX2 int fg_qk_mxfp4_avx2(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
+				 unsigned char *packed, uint8_t *scales, size_t *bad);
 
 /* FP8 block kernels (struct fg_qk_kernels.fp8_block). */
 TARGET_AVX512 void fg_qk_fp8_block_avx512(const uint8_t *src, size_t n, float scale, unsigned char *dst,

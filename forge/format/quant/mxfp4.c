@@ -1,7 +1,9 @@
 /*
  * mxfp4.c: MLX mxfp4 quantization and dequantization on bands of rows (E2M1
- * values with an E8M0 scale per 32), plain C only: forged writes mxfp4 heads
- * rarely and reads them to check an artifact, not on the hot path.
+ * values with an E8M0 scale per 32): the reference kernel, the fast scalar
+ * kernel, the row drivers, and the dequantizer (plain C: it checks an
+ * artifact, not the hot path).  The AVX2 and AVX-512 kernels are in
+ * mxfp4_x86.c; kernels.c puts each kernel in its kernel set.
  *
  * Where the definition comes from (read in ml-explore/mlx, commit 846d176,
  * August 2026).  MLX has three implementations that do not agree.  (1) The
@@ -24,6 +26,21 @@
  * faithful-but-not-correct log2f can move a value within an ulp or two of
  * 2^(k + 1/2) to the other exponent.  For d = 0, Metal's log2 gives -inf,
  * which converts to the most negative integer and clamps to -127: byte 0.
+ *
+ * Layers, as in affine.c.  The reference (fg_qk_mxfp4_ref, behind the _ref
+ * functions) is that definition written out: a division, a log2, a chain of
+ * seven comparisons per value.  The fast kernels reach the same bits from
+ * the float bits instead (both tricks are exact, and tests/unit/test_quant.c
+ * compares them with the reference on every BF16 and F16 value and around
+ * every threshold):
+ *   - the scale byte from amax's exponent and one compare of its mantissa
+ *     against a per-exponent threshold (fg_qk_e8m0_from_amax, kernels.h);
+ *   - the code of y = w * 2^(127 - byte) by one float addition that rounds
+ *     |y| to the E2M1 step of its binade (e2m1_fast below).
+ * The scalar set runs the fast scalar kernel; the vector sets run
+ * mxfp4_x86.c's, which use the same two tricks sixteen (eight) lanes at a
+ * time (AVX-512 codes BF16 from its 16-bit patterns by a table instead of
+ * the addition, 32 lanes at a time).
  */
 #include "forge/format/quant/quant.h"
 #include "forge/format/quant/kernels.h"
@@ -31,8 +48,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
-/* ---- mxfp4 -------------------------------------------------------------------- */
+/* ---- the reference --------------------------------------------------------------- */
 
 /* E2M1 magnitudes by code. */
 static const float e2m1_values[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
@@ -108,6 +126,142 @@ static void mxfp4_group(const float *x, unsigned char *packed, uint8_t *scale)
 	}
 }
 
+/*
+ * The reference kernel (the contract is in kernels.h): each group widened with
+ * dtype.c's reference, checked, and quantized by mxfp4_group.
+ */
+int fg_qk_mxfp4_ref(enum fg_dtype dt, const unsigned char *src, size_t n_groups, unsigned char *packed,
+		    uint8_t *scales, size_t *bad)
+{
+	const size_t esz = fg_dtype_size(dt);
+	float x[FG_MXFP4_GROUP];
+	size_t g;
+	int k;
+
+	for (g = 0; g < n_groups; g++) {
+		fg_dtype_to_f32_ref(dt, src + g * FG_MXFP4_GROUP * esz, x, FG_MXFP4_GROUP);
+		for (k = 0; k < FG_MXFP4_GROUP; k++) {
+			if (!isfinite(x[k])) {
+				*bad = g * FG_MXFP4_GROUP + (size_t)k;
+				return FG_QK_ROW_NONFINITE;
+			}
+		}
+		mxfp4_group(x, packed + 16 * g, scales + g);
+	}
+	return 0;
+}
+
+/* ---- the fast scalar kernel ------------------------------------------------------- */
+
+/* Table entries repeated 1, 2, 4, ... times (the runs of equal thresholds). */
+#define UP1(t) t,
+#define UP2(t) UP1(t) UP1(t)
+#define UP4(t) UP2(t) UP2(t)
+#define UP8(t) UP4(t) UP4(t)
+#define UP16(t) UP8(t) UP8(t)
+#define UP32(t) UP16(t) UP16(t)
+#define NEVER 0x800000u
+
+/*
+ * fg_qk_e8m0_from_amax's thresholds (kernels.h), by amax's biased exponent.
+ * They are the first mantissa at which e8m0_encode(amax / 6.0f) goes up,
+ * found by bisection on the reference (which is monotonic in amax) once and
+ * written down; the runs are as long as the F32 steps of log2(amax / 6) near
+ * the half-integer stay the same, so they double with the distance from
+ * exponent 0.  test_quant.c checks the table against the reference.
+ */
+const uint32_t fg_qk_e8m0_up[] = {
+	UP2(NEVER) UP1(NEVER)                                   /* be 0-2: byte 0 */
+	UP1(0x07c3cfu)                                          /* be 3 */
+	UP32(0x07c3ceu) UP16(0x07c3ceu) UP8(0x07c3ceu) UP4(0x07c3ceu) UP2(0x07c3ceu) /* 4-65 */
+	UP32(0x07c3c2u)                                         /* be 66-97 */
+	UP16(0x07c3bdu)                                         /* be 98-113 */
+	UP8(0x07c3bau)                                          /* be 114-121 */
+	UP4(0x07c3b9u)                                          /* be 122-125 */
+	UP2(0x07c3b8u)                                          /* be 126-127 */
+	UP2(0x07c3b7u) UP1(0x07c3b7u)                           /* be 128-130 */
+	UP4(0x07c3b6u) UP2(0x07c3b6u) UP1(0x07c3b6u)            /* be 131-137 */
+	UP8(0x07c3b4u)                                          /* be 138-145 */
+	UP16(0x07c3b1u)                                         /* be 146-161 */
+	UP32(0x07c3abu)                                         /* be 162-193 */
+	UP32(0x07c39fu) UP16(0x07c39fu) UP8(0x07c39fu) UP4(0x07c39fu) UP1(0x07c39fu) /* 194-254 */
+	UP1(NEVER)                                              /* be 255: not finite */
+};
+_Static_assert(sizeof(fg_qk_e8m0_up) == 256 * sizeof(uint32_t), "one threshold per biased exponent");
+
+/*
+ * The E2M1 code of y (not NaN) from its bits, as e2m1_encode computes it.
+ * The E2M1 magnitudes are evenly spaced within each binade of |y|: steps of
+ * 0.5 below 2 (0, 0.5, 1, 1.5, 2), of 1 in [2, 4), of 2 in [4, 8), and the
+ * reference's comparisons are exactly round-to-nearest-even onto those steps
+ * (the even code is the even multiple of the step).  Adding the magic
+ * M = 2^(22 + j), j = max(0, floor(log2 |y|)), to |y| rounds it, in the one
+ * rounding of the float addition, to a multiple of 2^(j - 1), the spacing of
+ * floats in [M, 2M): the sum's bits minus M's are q = |y| / 2^(j - 1)
+ * rounded half to even, and the code is q + 2j (j = 0: q is the code;
+ * j = 1, 2: q is 2..4 and the code 4..6, 6..8).  |y| is first clamped to
+ * 6 (code 7), which makes that saturation and keeps the trick away from
+ * large exponents.  2j is (M >> 22) - 298.  The sign is y's.  No value is
+ * compared, so nothing branches; the vector kernels compute the same steps
+ * lane-wise.
+ */
+static inline uint32_t e2m1_fast(uint32_t y)
+{
+	uint32_t u = y & 0x7fffffffu, e, m, s;
+
+	if (u > 0x40c00000u) /* 6.0f */
+		u = 0x40c00000u;
+	e = u & 0x7f800000u;
+	m = (e > 0x3f800000u ? e : 0x3f800000u) + (22u << 23);
+	s = fg_f32_bits(fg_bits_f32(u) + fg_bits_f32(m));
+	return (s - m + (m >> 22) - 298u) | ((y >> 28) & 8u);
+}
+
+/* The fast scalar kernel: amax as the largest magnitude's bits, the scale
+ * byte by fg_qk_e8m0_from_amax, the codes by e2m1_fast. */
+int fg_qk_mxfp4_scalar(enum fg_dtype dt, const unsigned char *src, size_t n_groups,
+		       unsigned char *packed, uint8_t *scales, size_t *bad)
+{
+	const size_t esz = fg_dtype_size(dt);
+	float x[FG_MXFP4_GROUP];
+	uint32_t u[FG_MXFP4_GROUP];
+	size_t g;
+	int k, i;
+
+	for (g = 0; g < n_groups; g++) {
+		uint32_t amax = 0;
+		unsigned byte;
+		float enc;
+
+		fg_dtype_to_f32(dt, src + g * FG_MXFP4_GROUP * esz, x, FG_MXFP4_GROUP);
+		memcpy(u, x, sizeof(u));
+		for (k = 0; k < FG_MXFP4_GROUP; k++) {
+			uint32_t a = u[k] & 0x7fffffffu;
+
+			amax = a > amax ? a : amax;
+		}
+		if (amax >= 0x7f800000u) {
+			for (k = 0; (u[k] & 0x7fffffffu) < 0x7f800000u; k++)
+				;
+			*bad = g * FG_MXFP4_GROUP + (size_t)k;
+			return FG_QK_ROW_NONFINITE;
+		}
+		byte = fg_qk_e8m0_from_amax(amax);
+		enc = fg_bits_f32(FG_QK_MXFP4_ENC_BITS(byte));
+		scales[g] = (uint8_t)byte;
+		for (k = 0; k < FG_MXFP4_GROUP / 8; k++) {
+			uint32_t word = 0;
+
+			for (i = 0; i < 8; i++)
+				word |= e2m1_fast(fg_f32_bits(x[8 * k + i] * enc)) << (4 * i);
+			fg_store_u32(packed + 16 * g + 4 * (size_t)k, word);
+		}
+	}
+	return 0;
+}
+
+/* ---- row drivers -------------------------------------------------------------------- */
+
 static int mxfp4_check(const char *what, size_t rows, size_t cols, struct fg_err *err)
 {
 	if (cols % FG_MXFP4_GROUP)
@@ -117,14 +271,10 @@ static int mxfp4_check(const char *what, size_t rows, size_t cols, struct fg_err
 	return fg_qk_check_size(what, rows, cols, 4, err);
 }
 
-static int mxfp4_run(enum fg_dtype dt, const void *w, size_t rows, size_t cols, uint32_t *packed,
-		     uint8_t *scales, struct fg_err *err)
+int fg_qk_mxfp4_check_all(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			  const void *packed, const void *scales, struct fg_err *err)
 {
-	const unsigned char *src = w;
-	unsigned char *pk = (unsigned char *)packed;
-	float x[FG_MXFP4_GROUP];
-	size_t esz, gpr, r, g;
-	int rc, k;
+	int rc;
 
 	if (!fg_qk_dtype_is_param(dt))
 		return fg_err_set(err, FG_EUSAGE, "mxfp4 quantization: weights of dtype %s not supported (F32, F16 or BF16)",
@@ -132,39 +282,50 @@ static int mxfp4_run(enum fg_dtype dt, const void *w, size_t rows, size_t cols, 
 	rc = mxfp4_check("mxfp4 quantization", rows, cols, err);
 	if (rc)
 		return rc;
-	if (!rows || !cols)
-		return 0;
-	if (!w || !packed || !scales)
+	if (rows && cols && (!w || !packed || !scales))
 		return fg_err_set(err, FG_EUSAGE, "mxfp4 quantization: NULL buffer");
-	esz = fg_dtype_size(dt);
-	gpr = cols / FG_MXFP4_GROUP;
-	for (r = 0; r < rows; r++) {
-		for (g = 0; g < gpr; g++) {
-			size_t col0 = g * FG_MXFP4_GROUP;
+	return 0;
+}
 
-			fg_dtype_to_f32(dt, src + (r * cols + col0) * esz, x, FG_MXFP4_GROUP);
-			for (k = 0; k < FG_MXFP4_GROUP; k++)
-				if (!isfinite(x[k]))
-					return fg_err_set(err, FG_EINPUT,
-							  "mxfp4 quantization: non-finite weight at row %zu, column %zu",
-							  r, col0 + (size_t)k);
-			mxfp4_group(x, pk + (r * cols + col0) / 2, scales + r * gpr + g);
-		}
-	}
+int fg_qk_mxfp4_band(const struct fg_qk_kernels *ks, enum fg_dtype dt, const void *w, size_t rows,
+		     size_t cols, uint32_t *packed, uint8_t *scales, size_t row_base, struct fg_err *err)
+{
+	size_t bad = 0;
+	int rc = fg_qk_mxfp4_check_all(dt, w, rows, cols, packed, scales, err);
+
+	if (rc || !rows || !cols)
+		return rc;
+	if (ks->mxfp4(dt, w, rows * (cols / FG_MXFP4_GROUP), (unsigned char *)packed, scales, &bad))
+		return fg_err_set(err, FG_EINPUT, "mxfp4 quantization: non-finite weight at row %zu, column %zu",
+				  row_base + bad / cols, bad % cols);
 	return 0;
 }
 
 int fg_quant_mxfp4_rows(const float *w, size_t rows, size_t cols, uint32_t *packed,
 			uint8_t *scales, struct fg_err *err)
 {
-	return mxfp4_run(FG_DT_F32, w, rows, cols, packed, scales, err);
+	return fg_qk_mxfp4_band(fg_qk_dispatch(), FG_DT_F32, w, rows, cols, packed, scales, 0, err);
+}
+
+int fg_quant_mxfp4_rows_ref(const float *w, size_t rows, size_t cols, uint32_t *packed,
+			    uint8_t *scales, struct fg_err *err)
+{
+	return fg_qk_mxfp4_band(&fg_qk_kernels_ref, FG_DT_F32, w, rows, cols, packed, scales, 0, err);
 }
 
 int fg_quant_mxfp4_rows_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
 			   uint32_t *packed, uint8_t *scales, struct fg_err *err)
 {
-	return mxfp4_run(dt, w, rows, cols, packed, scales, err);
+	return fg_qk_mxfp4_band(fg_qk_dispatch(), dt, w, rows, cols, packed, scales, 0, err);
 }
+
+int fg_quant_mxfp4_rows_dt_ref(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			       uint32_t *packed, uint8_t *scales, struct fg_err *err)
+{
+	return fg_qk_mxfp4_band(&fg_qk_kernels_ref, dt, w, rows, cols, packed, scales, 0, err);
+}
+
+/* ---- dequantization ----------------------------------------------------------------- */
 
 int fg_dequant_mxfp4_rows(const uint32_t *packed, const uint8_t *scales, size_t rows, size_t cols,
 			  float *out, struct fg_err *err)

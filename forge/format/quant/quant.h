@@ -10,13 +10,13 @@
  * disjoint outputs).  Rows are the last axis of the tensor: a [.., K] weight
  * is handled as rows of K columns.
  *
- * Affine quantization and FP8 dequantization dispatch once per process to an
- * AVX-512 or AVX2 kernel where the CPU has one (FORGED_SIMD=scalar forces the
- * scalar kernels, =avx2 forbids AVX-512, as in dtype.h; both follow
- * forge/core/cpu.h); each has a _ref twin, plain C written from the spec,
- * and the two agree bit for bit (tests/unit/test_quant.c).  mxfp4 and the
- * dequantizers of the MLX formats are plain C only (checking an artifact,
- * not the hot path).
+ * Affine and mxfp4 quantization and FP8 dequantization dispatch once per
+ * process to an AVX-512 or AVX2 kernel where the CPU has one
+ * (FORGED_SIMD=scalar forces the scalar kernels, =avx2 forbids AVX-512, as
+ * in dtype.h; both follow forge/core/cpu.h); each has a _ref twin, plain C
+ * written from the spec, and the two agree bit for bit
+ * (tests/unit/test_quant.c).  The dequantizers of the MLX formats are plain
+ * C only (checking an artifact, not the hot path).
  *
  * Pointers need no alignment: tensor data sits at arbitrary offsets inside a
  * mapping, so a float or uint32_t pointer here is read and written as bytes.
@@ -29,8 +29,9 @@
  *
  * The implementation is the rest of forge/format/quant/: affine.c (affine
  * parameters, reference and row drivers), affine_x86.c (its AVX-512 and AVX2
- * kernels), mxfp4.c, fp8.c (with its vector kernels), and kernels.c (the
- * kernel sets and their dispatch); kernels.h is internal to the folder.
+ * kernels), mxfp4.c and mxfp4_x86.c (likewise), fp8.c (with its vector
+ * kernels), kernels.c (the kernel sets and their dispatch) and threads.c
+ * (the whole-tensor drivers); kernels.h is internal to the folder.
  */
 #ifndef FG_QUANT_H
 #define FG_QUANT_H
@@ -129,6 +130,9 @@ int fg_dequant_affine_rows_dt(enum fg_dtype dt, const uint32_t *packed, const vo
  * [-127, 127] (d = 0 gives byte 0); each value is w * (1 / 2^e) converted to
  * E2M1 by nearest, ties to the even code, saturating at 6, keeping the sign
  * (so -0.1 gives -0).  See mxfp4.c for where MLX's implementations differ.
+ * The dispatched kernels compute the scale byte and the codes from the float
+ * bits (no log2, no comparison chain) and agree with the _ref functions,
+ * which follow these steps literally, bit for bit.
  */
 #define FG_MXFP4_GROUP 32
 
@@ -139,13 +143,57 @@ int fg_dequant_affine_rows_dt(enum fg_dtype dt, const uint32_t *packed, const vo
 int fg_quant_mxfp4_rows(const float *w, size_t rows, size_t cols, uint32_t *packed,
 			uint8_t *scales, struct fg_err *err);
 
+/* The same on the scalar reference path. */
+int fg_quant_mxfp4_rows_ref(const float *w, size_t rows, size_t cols, uint32_t *packed,
+			    uint8_t *scales, struct fg_err *err);
+
 /* The same for weights stored as dt (F32, F16 or BF16). */
 int fg_quant_mxfp4_rows_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
 			   uint32_t *packed, uint8_t *scales, struct fg_err *err);
 
+/* The same on the scalar reference path. */
+int fg_quant_mxfp4_rows_dt_ref(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			       uint32_t *packed, uint8_t *scales, struct fg_err *err);
+
 /* out[r, c] = 2^(scale - 127) * e2m1(code) in F32 (byte 0: 2^-127; byte 255: infinity). */
 int fg_dequant_mxfp4_rows(const uint32_t *packed, const uint8_t *scales, size_t rows, size_t cols,
 			  float *out, struct fg_err *err);
+
+/* ---- whole tensors on several threads ---------------------------------------
+ *
+ * What a converter calls on a whole tensor (forge/artifact/plan.c does): the
+ * rows are split into `threads` contiguous bands of nearly equal size, one
+ * per thread (the calling thread runs the first), when the tensor's input is
+ * at least FG_QUANT_THREADS_MIN_BYTES; a smaller tensor runs on the calling
+ * thread alone (at several GB/s per core, 8 MiB is about 1.5 ms of work, so
+ * starting a thread costs a few per cent of it and below that the second
+ * core stops paying).  threads <= 0 means fg_quant_threads().  The kernels
+ * keep no state and the bands' outputs are disjoint, so the bytes written
+ * are those of fg_quant_*_rows_dt on the whole tensor for any thread count.
+ * Parameters are checked on the whole tensor before any thread starts; on a
+ * non-finite weight (or an affine range overflow) the error is the one the
+ * single-threaded call reports (the first in row order, rows counted from
+ * the tensor's first), and the outputs must be discarded.  A thread that
+ * cannot be started has its band run on the calling thread.
+ *
+ * FORGED_QUANT_THREADS, read at the first call of fg_quant_threads(), sets
+ * the default: a number from 1 to FG_QUANT_THREADS_MAX; unset or anything
+ * else means min(2, the CPUs this process may run on).
+ */
+#define FG_QUANT_THREADS_MIN_BYTES ((size_t)8 << 20)
+#define FG_QUANT_THREADS_MAX 64
+
+/* The default thread count (above); computed once, safe from any thread. */
+int fg_quant_threads(void);
+
+/* fg_quant_affine_rows_dt on a whole [rows, cols] tensor, on up to `threads` threads. */
+int fg_quant_affine_tensor_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols, int bits,
+			      int group, uint32_t *packed, void *scales, void *biases, int threads,
+			      struct fg_err *err);
+
+/* fg_quant_mxfp4_rows_dt on a whole [rows, cols] tensor, on up to `threads` threads. */
+int fg_quant_mxfp4_tensor_dt(enum fg_dtype dt, const void *w, size_t rows, size_t cols,
+			     uint32_t *packed, uint8_t *scales, int threads, struct fg_err *err);
 
 /* ---- FP8 E4M3 block-scaled dequantization ---------------------------------
  *
