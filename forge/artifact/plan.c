@@ -8,6 +8,7 @@
  */
 #include "forge/artifact/plan.h"
 
+#include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
@@ -22,13 +23,6 @@ int fg_target_is_mlx(const char *runtime)
 	const struct fg_runtime *rt = fg_runtime_find(runtime);
 
 	return rt && rt->mlx;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 uint64_t fg_plan_entry_bytes(const struct fg_plan_entry *o)
@@ -371,7 +365,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 		const struct fg_tensor *t = set->tensors[i];
 		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;
 
-		if (ends_with(t->name, "_scale_inv"))
+		if (fg_str_ends_with(t->name, "_scale_inv"))
 			continue; /* consumed with its FP8 weight */
 		if (b) {
 			/* A block is planned once, where its first tensor appears. */

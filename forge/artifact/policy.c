@@ -8,19 +8,13 @@
  */
 #include "forge/artifact/policy.h"
 
+#include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
 
 int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
 {
@@ -57,7 +51,7 @@ static int module_of(const char *name, char *buf, size_t len)
 {
 	size_t n = strlen(name);
 
-	if (!ends_with(name, ".weight") || n - 7 >= len)
+	if (!fg_str_ends_with(name, ".weight") || n - 7 >= len)
 		return 0;
 	snprintf(buf, len, "%.*s", (int)(n - 7), name);
 	return 1;
@@ -178,7 +172,7 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		char module[256];
 		int base;
 
-		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
+		if (o->src && (fg_str_ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
 			fg_plan_release(&out);
 			return fg_err_set(err, FG_EUSAGE,
 					  "the head is already quantized ('%s'); use --quant keep", o->src->name);

@@ -10,6 +10,7 @@
  */
 #include "forge/model/inspect.h"
 
+#include "forge/core/str.h"
 #include "forge/model/experts.h"
 
 #include <assert.h>
@@ -20,20 +21,13 @@
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
 /* "language_model.model.layers.3.self_attn.q_norm.weight" -> "layers.3.self_attn.q_norm" */
 static const char *short_name(const char *name, char *buf, size_t len)
 {
 	const char *s = fg_name_strip(name);
 	size_t n = strlen(s);
 
-	if (ends_with(s, ".weight"))
+	if (fg_str_ends_with(s, ".weight"))
 		n -= 7;
 	snprintf(buf, len, "%.*s", (int)n, s);
 	return buf;
@@ -66,7 +60,7 @@ static long appended_head_layer(const struct fg_ckpt *c)
 			long layer;
 
 			for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
-				if (!ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
+				if (!fg_str_ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
 					continue;
 				layer = fg_name_layer(name);
 				if (layer >= 0 && (first < 0 || layer < first))
@@ -123,9 +117,9 @@ static void scan_structure(struct fg_inspect *r)
 				ff->head_tensors++;
 			if (is_sidecar_only(f))
 				continue;
-			if (ends_with(t->name, ".scales"))
+			if (fg_str_ends_with(t->name, ".scales"))
 				r->structure.quantized = 1;
-			if (t->rank == 3 && ends_with(t->name, "conv1d.weight")) {
+			if (t->rank == 3 && fg_str_ends_with(t->name, "conv1d.weight")) {
 				if (t->shape[1] == 1 && t->shape[2] > 1) {
 					ff->raw_conv1d = 1;
 					r->structure.conv1d = "hf";

@@ -3,6 +3,8 @@
  */
 #include "forge/model/names.h"
 
+#include "forge/core/str.h"
+
 #include <string.h>
 
 const char *fg_name_scheme_name(enum fg_name_scheme s)
@@ -17,13 +19,6 @@ const char *fg_name_scheme_name(enum fg_name_scheme s)
 	default:
 		return NULL;
 	}
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 /* Suffix -> class, first match wins; ".norm.weight" must come after linear_attn. */
@@ -52,7 +47,7 @@ static const struct {
 static int norm_rule(const char *name)
 {
 	for (size_t i = 0; i < sizeof(norm_rules) / sizeof(norm_rules[0]); i++)
-		if (ends_with(name, norm_rules[i].suffix))
+		if (fg_str_ends_with(name, norm_rules[i].suffix))
 			return (int)i;
 	return -1;
 }
@@ -64,7 +59,7 @@ enum fg_name_norm fg_name_norm_class(const char *name)
 
 	if (r >= 0)
 		return norm_rules[r].cls;
-	if (!ends_with(name, ".weight"))
+	if (!fg_str_ends_with(name, ".weight"))
 		return FG_NAME_NOT_NORM;
 	/* The module name before ".weight" says whether it is a norm. */
 	end = name + strlen(name) - strlen(".weight");

@@ -3,6 +3,8 @@
  */
 #include "forge/model/tset.h"
 
+#include "forge/core/str.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +48,6 @@ int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
 	return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
 int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 {
 	size_t n = 0;
@@ -70,7 +65,7 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 		enum fg_name_norm cls = fg_name_norm_class(t->name);
 		struct fg_norm *nm;
 
-		if (ends_with(t->name, ".scales") || ends_with(t->name, "_scale_inv"))
+		if (fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
 			s->n_quantized++;
 		if (cls == FG_NAME_NOT_NORM)
 			continue;

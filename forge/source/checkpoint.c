@@ -10,6 +10,8 @@
  */
 #include "forge/source/checkpoint.h"
 
+#include "forge/core/str.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,20 +40,9 @@ struct name_map {
 	struct name_slot *slots;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (uint8_t)*s++;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static struct name_slot *map_slot(const struct name_map *m, const char *name)
 {
-	size_t mask = m->n_slots - 1, i = (size_t)hash_str(name) & mask;
+	size_t mask = m->n_slots - 1, i = (size_t)fg_fnv1a(name) & mask;
 
 	while (m->slots[i].name && strcmp(m->slots[i].name, name) != 0)
 		i = (i + 1) & mask;
