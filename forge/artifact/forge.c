@@ -24,6 +24,7 @@
 #include <zstd.h>
 
 #include "forge/artifact/policy.h"
+#include "forge/core/grow.h"
 
 static unsigned long forge_seq;
 #define COPY_CHUNK (4u << 20)
@@ -305,16 +306,12 @@ static int is_backbone_shard(const struct fg_ckpt_file *cf)
 	return cf->globbed || cf->in_index || !cf->sidecar;
 }
 
-static int note_removed(struct forge *f, const char *name)
+/* Append a copy of name to the list items (n, cap); 0 or FG_ENOMEM. */
+static int note_name(char ***items, size_t *n, size_t *cap, const char *name)
 {
-	char **n = realloc(f->res->removed, (f->res->n_removed + 1) * sizeof(*n));
-
-	if (!n)
-		return -1;
-	f->res->removed = n;
-	if (!(n[f->res->n_removed] = strdup(name)))
-		return -1;
-	f->res->n_removed++;
+	if (FG_GROW(*items, *n + 1, *cap) || !((*items)[*n] = strdup(name)))
+		return FG_ENOMEM;
+	(*n)++;
 	return 0;
 }
 
@@ -342,7 +339,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 		const struct fg_tensor *t = &st->tensors[k];
 
 		if (fg_inspect_is_head(f->bb, cf, t->name)) {
-			if (note_removed(f, t->name)) {
+			if (note_name(&f->res->removed, &f->res->n_removed, &f->res->cap_removed, t->name)) {
 				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -653,16 +650,9 @@ static int write_originals(struct forge *f, struct fg_err *err)
 			break;
 		if (!e->changed)
 			continue;
-		if (e->op == FG_OP_SHIFT && !(rc = 0)) {
-			char **n = realloc(f->res->shifted, (f->res->n_shifted + 1) * sizeof(*n));
-
-			if (!n)
-				return fg_err_set(err, FG_ENOMEM, "out of memory");
-			f->res->shifted = n;
-			if (!(n[f->res->n_shifted] = strdup(e->name)))
-				return fg_err_set(err, FG_ENOMEM, "out of memory");
-			f->res->n_shifted++;
-		}
+		if (e->op == FG_OP_SHIFT &&
+		    note_name(&f->res->shifted, &f->res->n_shifted, &f->res->cap_shifted, e->name))
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
 		if (e->src)
 			rc = keep_original(f, e->src, source_file_of(f->src, e->src), err);
 		if (!rc && e->scale_inv)

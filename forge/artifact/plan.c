@@ -8,6 +8,7 @@
  */
 #include "forge/artifact/plan.h"
 
+#include "forge/core/grow.h"
 #include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
 
@@ -37,16 +38,9 @@ struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct
 {
 	struct fg_plan_entry *o;
 
-	if (plan->n == plan->cap) {
-		size_t ncap = plan->cap ? plan->cap * 2 : 64;
-		struct fg_plan_entry *nt = realloc(plan->t, ncap * sizeof(*nt));
-
-		if (!nt) {
-			fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
-			return NULL;
-		}
-		plan->t = nt;
-		plan->cap = ncap;
+	if (FG_GROW(plan->t, plan->n + 1, plan->cap)) {
+		fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		return NULL;
 	}
 	o = &plan->t[plan->n++];
 	memset(o, 0, sizeof(*o));

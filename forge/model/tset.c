@@ -4,7 +4,9 @@
 #include "forge/model/tset.h"
 
 #include "forge/core/str.h"
+#include "forge/core/grow.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +30,13 @@ void fg_tset_release(struct fg_tset *s)
 int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
 		struct fg_err *err)
 {
-	if (s->n_tensors == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 64;
-		const struct fg_tensor **nt = realloc(s->tensors, ncap * sizeof(*nt));
-		const char **nf;
+	/* Two parallel arrays, one capacity: each grows from the same cap to the same new one. */
+	size_t cap_t = s->cap, cap_f = s->cap;
 
-		if (!nt)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
-		s->tensors = nt;
-		nf = realloc(s->tensor_files, ncap * sizeof(*nf));
-		if (!nf)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
-		s->tensor_files = nf;
-		s->cap = ncap;
-	}
+	if (FG_GROW(s->tensors, s->n_tensors + 1, cap_t) || FG_GROW(s->tensor_files, s->n_tensors + 1, cap_f))
+		return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
+	assert(cap_t == cap_f);
+	s->cap = cap_t;
 	s->tensors[s->n_tensors] = t;
 	s->tensor_files[s->n_tensors] = file;
 	s->n_tensors++;

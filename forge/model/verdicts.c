@@ -3,6 +3,8 @@
  */
 #include "forge/model/verdicts.h"
 
+#include "forge/core/grow.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,15 +69,8 @@ struct fg_verdict *fg_verdicts_add(struct fg_verdicts *list, const char *code, c
 
 	if (!row)
 		return NULL;
-	if (list->n == list->cap) {
-		size_t ncap = list->cap ? list->cap * 2 : 8;
-		struct fg_verdict *nv = realloc(list->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		list->v = nv;
-		list->cap = ncap;
-	}
+	if (FG_GROW(list->v, list->n + 1, list->cap))
+		return NULL;
 	v = &list->v[list->n++];
 	memset(v, 0, sizeof(*v));
 	v->code = row;

@@ -11,6 +11,7 @@
 #include "forge/source/checkpoint.h"
 
 #include "forge/core/str.h"
+#include "forge/core/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -212,15 +213,8 @@ static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, struct fg_
 	if (c->n_files == FG_CKPT_MAX_FILES)
 		return fg_err_set(err, FG_EINPUT, "%s: more than %u safetensors files",
 				  c->source, FG_CKPT_MAX_FILES);
-	if (c->n_files == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 8;
-		struct fg_ckpt_file *nf = realloc(c->files, ncap * sizeof(*nf));
-
-		if (!nf)
-			return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
-		c->files = nf;
-		*cap = ncap;
-	}
+	if (FG_GROW(c->files, c->n_files + 1, *cap))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
 	f = &c->files[c->n_files];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);
@@ -260,14 +254,9 @@ static int glob_shards(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 		free(full);
 		if (!reg)
 			continue;
-		if (n == ncap) {
-			char **nn = realloc(names, (ncap = ncap ? ncap * 2 : 16) * sizeof(*nn));
-
-			if (!nn) {
-				rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
-				goto out;
-			}
-			names = nn;
+		if (FG_GROW(names, n + 1, ncap)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
+			goto out;
 		}
 		if (!(names[n] = strdup(de->d_name))) {
 			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
@@ -431,15 +420,8 @@ static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 static int add_mismatch(struct fg_ckpt *c, size_t *cap, enum fg_index_problem p,
 			const char *tensor, const char *file)
 {
-	if (c->n_mismatch == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct fg_index_mismatch *nm = realloc(c->mismatch, ncap * sizeof(*nm));
-
-		if (!nm)
-			return -1;
-		c->mismatch = nm;
-		*cap = ncap;
-	}
+	if (FG_GROW(c->mismatch, c->n_mismatch + 1, *cap))
+		return -1;
 	c->mismatch[c->n_mismatch].problem = p;
 	c->mismatch[c->n_mismatch].tensor = tensor;
 	c->mismatch[c->n_mismatch].file = file;

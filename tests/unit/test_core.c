@@ -1,6 +1,6 @@
 /*
  * test_core.c: the plumbing of forge/core that every layer shares: the
- * string helpers (str.h).
+ * string helpers (str.h) and array growth (grow.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/core/grow.h"
 #include "forge/core/str.h"
 
 /* ---- str.h ---- */
@@ -55,12 +56,79 @@ static void test_hex_nibble(void **state)
 	assert_int_equal(fg_hex_nibble(-80), -1); /* a negative char */
 }
 
+/* ---- grow.h ---- */
+
+static void test_grow_one_at_a_time(void **state)
+{
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0, reallocs = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < 10000; i++) {
+		size_t before = cap;
+
+		assert_int_equal(FG_GROW(v, n + 1, cap), 0);
+		reallocs += cap != before;
+		assert_true(cap >= n + 1);
+		v[n++] = i;
+	}
+	for (uint32_t i = 0; i < 10000; i++)
+		assert_int_equal(v[i], i);
+	assert_true(reallocs <= 12); /* doubling from FG_GROW_FIRST, not one per element */
+	/* Already large enough: nothing moves. */
+	{
+		uint32_t *same = v;
+		size_t c = cap;
+
+		assert_int_equal(FG_GROW(v, 5, cap), 0);
+		assert_ptr_equal(v, same);
+		assert_int_equal(cap, c);
+	}
+	free(v);
+}
+
+static void test_grow_exact_need(void **state)
+{
+	char *s = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(FG_GROW(s, 1, cap), 0);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	assert_int_equal(FG_GROW(s, 1000, cap), 0);
+	assert_true(cap >= 1000 && cap < 2048);
+	memset(s, 'x', 1000);
+	free(s);
+}
+
+static void test_grow_overflow(void **state)
+{
+	uint64_t *v = NULL, *kept;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(FG_GROW(v, 4, cap), 0);
+	v[3] = 42;
+	kept = v;
+	/* need * sizeof(uint64_t) overflows size_t: refused, nothing touched. */
+	assert_int_equal(FG_GROW(v, SIZE_MAX / 4, cap), FG_ENOMEM);
+	assert_ptr_equal(v, kept);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	assert_int_equal(v[3], 42);
+	assert_int_equal(FG_GROW(v, SIZE_MAX, cap), FG_ENOMEM);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ends_with),
 		cmocka_unit_test(test_fnv1a),
 		cmocka_unit_test(test_hex_nibble),
+		cmocka_unit_test(test_grow_one_at_a_time),
+		cmocka_unit_test(test_grow_exact_need),
+		cmocka_unit_test(test_grow_overflow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "forge/core/sha256.h"
+#include "forge/core/grow.h"
 
 #define CACHE_MAGIC      "FGCACHE1"
 #define TRAILER_MAX      (64u << 10)
@@ -345,16 +347,9 @@ static int disk_list(struct fg_pull *p, struct pfile *f)
 		if (fgp_parse_u64(&s, &off) || *s++ != '-' || fgp_parse_u64(&s, &len) || *s ||
 		    len == 0 || off > UINT64_MAX - len)
 			continue;
-		if (f->n_disk == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct fg_pull_extent *nd = realloc(f->disk, nc * sizeof(*nd));
-
-			if (!nd) {
-				closedir(d);
-				return -1;
-			}
-			f->disk = nd;
-			cap = nc;
+		if (FG_GROW(f->disk, f->n_disk + 1, cap)) {
+			closedir(d);
+			return -1;
 		}
 		f->disk[f->n_disk].offset = off;
 		f->disk[f->n_disk].len = len;
@@ -463,20 +458,13 @@ struct evict_entry {
 static int evict_add(struct fg_pull_cache_item **items, struct evict_entry **ents, size_t *n,
 		     size_t *cap, const char *path, const struct stat *sb, int is_range)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 256;
-		struct fg_pull_cache_item *ni = realloc(*items, nc * sizeof(*ni));
+	/* Two parallel arrays, one capacity: each grows from the same cap to the same new one. */
+	size_t cap_items = *cap, cap_ents = *cap;
 
-		if (!ni)
-			return -1;
-		*items = ni;
-		struct evict_entry *ne = realloc(*ents, nc * sizeof(*ne));
-
-		if (!ne)
-			return -1;
-		*ents = ne;
-		*cap = nc;
-	}
+	if (FG_GROW(*items, *n + 1, cap_items) || FG_GROW(*ents, *n + 1, cap_ents))
+		return -1;
+	assert(cap_items == cap_ents);
+	*cap = cap_items;
 	(*ents)[*n].path = strdup(path);
 	if (!(*ents)[*n].path)
 		return -1;

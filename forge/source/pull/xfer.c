@@ -8,6 +8,8 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/grow.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -312,18 +314,8 @@ static int get_append(struct xfer *x, const char *data, size_t n)
 {
 	if (n > x->len - x->got)
 		return xfer_fail(x, FG_EINPUT, "over the cap of %" PRIu64 " bytes", x->len);
-	if (x->got + n + 1 > x->buf_cap) {
-		size_t nc = x->buf_cap ? x->buf_cap : 4096;
-		uint8_t *nb;
-
-		while (nc < x->got + n + 1)
-			nc *= 2;
-		nb = realloc(x->buf, nc);
-		if (!nb)
-			return xfer_fail(x, FG_ENOMEM, "out of memory");
-		x->buf = nb;
-		x->buf_cap = nc;
-	}
+	if (FG_GROW(x->buf, x->got + n + 1, x->buf_cap))
+		return xfer_fail(x, FG_ENOMEM, "out of memory");
 	memcpy(x->buf + x->got, data, n);
 	x->got += n;
 	x->buf[x->got] = '\0';
