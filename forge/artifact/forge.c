@@ -746,7 +746,6 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 	if (!rc) {
 		fg_sha256_final_hex(fp, f->res->fingerprint);
 		fg_sha256_final_hex(file, hex);
-		fp = file = NULL;
 		if (!cJSON_AddStringToObject(f->files, "mtp.safetensors", hex))
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 	}

@@ -1,6 +1,7 @@
 /*
  * test_core.c: the plumbing of forge/core that every layer shares: the
- * string helpers (str.h) and array growth (grow.h).
+ * string helpers (str.h), array growth (grow.h) and the running SHA-256,
+ * whose final step leaves the hash to its owner (sha256.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "forge/core/grow.h"
+#include "forge/core/sha256.h"
 #include "forge/core/str.h"
 
 /* ---- str.h ---- */
@@ -120,6 +122,25 @@ static void test_grow_overflow(void **state)
 	free(v);
 }
 
+/* ---- sha256.h ---- */
+
+static void test_sha256_final_leaves_the_hash(void **state)
+{
+	struct fg_sha256 *h = fg_sha256_new();
+	char hex[FG_SHA256_HEX], buf_hex[FG_SHA256_HEX];
+
+	(void)state;
+	assert_non_null(h);
+	fg_sha256_update(h, "ab", 2);
+	fg_sha256_update(h, "c", 1);
+	fg_sha256_final_hex(h, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	fg_sha256_buf("abc", 3, buf_hex);
+	assert_string_equal(buf_hex, hex);
+	fg_sha256_free(h); /* the caller's: final did not free it (ASan checks) */
+	fg_sha256_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +150,7 @@ int main(void)
 		cmocka_unit_test(test_grow_one_at_a_time),
 		cmocka_unit_test(test_grow_exact_need),
 		cmocka_unit_test(test_grow_overflow),
+		cmocka_unit_test(test_sha256_final_leaves_the_hash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,6 +61,7 @@ static void record_path(const struct fg_pull *p, const char *url, char *out, siz
 		fg_sha256_update(h, "file", 5);
 		fg_sha256_update(h, url, strlen(url));
 		fg_sha256_final_hex(h, hex);
+		fg_sha256_free(h);
 	} else {
 		fg_sha256_buf(url, strlen(url), hex);
 	}

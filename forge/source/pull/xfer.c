@@ -538,6 +538,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		char *trailer;
 
 		fg_sha256_final_hex(x->sha, sha);
+		fg_sha256_free(x->sha);
 		x->sha = NULL;
 		map = fgp_load_region(p, x->fd, (size_t)x->len);
 		if (!map)
