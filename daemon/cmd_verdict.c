@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/source/checkpoint.h"
+#include "forge/core/json.h"
 #include "forge/verify/verify.h"
 
 /* Same cap as an API request body: a verification document is a few rows. */

@@ -1,7 +1,8 @@
 /*
  * test_core.c: the plumbing of forge/core that every layer shares: the
- * string helpers (str.h), array growth (grow.h) and the running SHA-256,
- * whose final step leaves the hash to its owner (sha256.h).
+ * string helpers (str.h), array growth (grow.h), the running SHA-256,
+ * whose final step leaves the hash to its owner (sha256.h), and JSON from
+ * files and buffers (json.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "forge/core/grow.h"
+#include "forge/core/json.h"
 #include "forge/core/sha256.h"
 #include "forge/core/str.h"
 
@@ -141,6 +145,61 @@ static void test_sha256_final_leaves_the_hash(void **state)
 	fg_sha256_free(NULL);
 }
 
+/* ---- json.h ---- */
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_json_parse(void **state)
+{
+	struct fg_err err = { 0, "" };
+	cJSON *doc = NULL, *untouched = (cJSON *)&err;
+
+	(void)state;
+	assert_int_equal(fg_json_parse(&doc, "{\"a\": 1}\n\t ", 11, "x.json", &err), 0);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(doc, "a")->valueint, 1);
+	cJSON_Delete(doc);
+	assert_int_equal(fg_json_parse(&untouched, "{} {}", 5, "two.json", &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "two.json: invalid JSON"));
+	assert_ptr_equal(untouched, (cJSON *)&err);
+	assert_int_equal(fg_json_parse(&untouched, "{\"a\"\0: 1}", 10, "nul.json", &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "nul.json: not JSON text (contains a NUL byte)"));
+	assert_ptr_equal(untouched, (cJSON *)&err);
+}
+
+static void test_json_load(void **state)
+{
+	char dir[] = "/tmp/forged-test-core-XXXXXX", path[64];
+	struct fg_err err = { 0, "" };
+	cJSON *doc = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.json", dir);
+	write_text(path, "{\"hidden_size\": 64}");
+	assert_int_equal(fg_json_load(&doc, path, 64, &err), 0);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(doc, "hidden_size")->valueint, 64);
+	cJSON_Delete(doc);
+	doc = NULL;
+	/* Over the cap: refused before it is read. */
+	assert_int_equal(fg_json_load(&doc, path, 8, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "exceed the cap of 8"));
+	assert_null(doc);
+	/* A folder is not a readable regular file; a missing file cannot be opened. */
+	assert_int_equal(fg_json_load(&doc, dir, 64, &err), FG_EIO);
+	unlink(path);
+	assert_int_equal(fg_json_load(&doc, path, 64, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "cannot open"));
+	assert_null(doc);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +210,8 @@ int main(void)
 		cmocka_unit_test(test_grow_exact_need),
 		cmocka_unit_test(test_grow_overflow),
 		cmocka_unit_test(test_sha256_final_leaves_the_hash),
+		cmocka_unit_test(test_json_parse),
+		cmocka_unit_test(test_json_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
