@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include <zstd.h>
 
 #include "forge/artifact/policy.h"
+#include "forge/core/fs.h"
 #include "forge/core/grow.h"
 
 static unsigned long forge_seq;
@@ -98,132 +98,19 @@ static int stop_requested(struct forge *f, struct fg_err *err)
 
 /* ---- file system helpers ---- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int join(char *buf, size_t len, const char *dir, const char *name, struct fg_err *err)
-{
-	int n = snprintf(buf, len, "%s/%s", dir, name);
-
-	if (n < 0 || (size_t)n >= len)
-		return fg_err_set(err, FG_EUSAGE, "path too long: %s/%s", dir, name);
-	return 0;
-}
-
-static int fsync_path(const char *path, int dir)
-{
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC), rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) != 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-/* mkdir -p for the folders of a relative name inside root. */
+/* The folders of a relative name inside root (root exists), as mkdir -p makes them. */
 static int make_parents(const char *root, const char *name, struct fg_err *err)
 {
 	char path[PATH_MAX];
-	const char *slash = name;
+	int rc = fg_fs_join(path, sizeof(path), root, name, err);
 
-	while ((slash = strchr(slash, '/'))) {
-		if (join(path, sizeof(path), root, name, err))
-			return err->code;
-		path[strlen(root) + 1 + (size_t)(slash - name)] = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return fg_err_set(err, FG_EIO, "%s: cannot create folder: %s", path, strerror(errno));
-		slash++;
-	}
+	if (rc)
+		return rc;
+	*strrchr(path, '/') = '\0'; /* fg_fs_join wrote one */
+	rc = fg_fs_mkdir_p(path, 0755);
+	if (rc)
+		return fg_err_set(err, FG_EIO, "%s: cannot create folder: %s", path, strerror(-rc));
 	return 0;
-}
-
-static int copy_file(const char *src, const char *dst, struct fg_err *err)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
-	char *buf = NULL;
-
-	if (in < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", src, strerror(errno));
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	buf = malloc(COPY_CHUNK);
-	if (out < 0 || !buf) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		ssize_t got = read(in, buf, COPY_CHUNK), put = 0;
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			if (got < 0)
-				rc = fg_err_set(err, FG_EIO, "%s: read: %s", src, strerror(errno));
-			break;
-		}
-		while (put < got) {
-			ssize_t w = write(out, buf + put, (size_t)(got - put));
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				rc = fg_err_set(err, FG_EIO, "%s: write: %s", dst, strerror(errno));
-				goto out;
-			}
-			put += w;
-		}
-	}
-	if (!rc && fsync(out) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
-out:
-	free(buf);
-	if (out >= 0)
-		close(out);
-	close(in);
-	return rc;
-}
-
-/* Hard-link src to dst (same file system), else copy it. */
-static int link_or_copy(const char *src, const char *dst, struct fg_err *err)
-{
-	if (link(src, dst) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
-	return copy_file(src, dst, err);
-}
-
-static int write_text(const char *path, const char *text, struct fg_err *err)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), rc = 0;
-	size_t len = strlen(text), off = 0;
-
-	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: write: %s", path, strerror(errno));
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (!rc && fsync(fd) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
-	close(fd);
-	return rc;
 }
 
 static int write_json(const char *path, const cJSON *doc, struct fg_err *err)
@@ -233,7 +120,7 @@ static int write_json(const char *path, const cJSON *doc, struct fg_err *err)
 
 	if (!text)
 		return fg_err_set(err, FG_ENOMEM, "out of memory printing %s", path);
-	rc = write_text(path, text, err);
+	rc = fg_fs_write_atomic(path, text, strlen(text), err);
 	free(text);
 	return rc;
 }
@@ -258,7 +145,7 @@ static void clean_stale(const char *parent, const char *base)
 		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) < (int)sizeof(path))
-			rm_rf(path);
+			fg_fs_rm_rf(path);
 	}
 	closedir(d);
 }
@@ -292,7 +179,7 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 static int add_file_hash(struct forge *f, const char *name, struct fg_err *err)
 {
 	char path[PATH_MAX], hex[FG_SHA256_HEX];
-	int rc = join(path, sizeof(path), f->tmp, name, err);
+	int rc = fg_fs_join(path, sizeof(path), f->tmp, name, err);
 
 	if (!rc)
 		rc = fg_sha256_file(path, hex, err);
@@ -327,7 +214,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	size_t n_keep = 0;
 	int rc;
 
-	rc = join(dst, sizeof(dst), f->tmp, name, err);
+	rc = fg_fs_join(dst, sizeof(dst), f->tmp, name, err);
 	if (!rc)
 		rc = make_parents(f->tmp, name, err);
 	if (rc)
@@ -360,7 +247,7 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	if (n_keep == 0)
 		goto out; /* a shard that held only head tensors is not carried */
 	if (n_keep == st->n_tensors) {
-		rc = link_or_copy(cf->path, dst, err);
+		rc = fg_fs_link_or_copy(cf->path, dst, err);
 	} else {
 		rc = fg_st_write(dst, keep, n_keep, st->meta, st->n_meta, err);
 	}
@@ -405,7 +292,7 @@ static int write_index(struct forge *f, struct fg_err *err)
 	for (i = 0; i < n; i++)
 		cJSON_AddStringToObject(wm, items[i]->string, items[i]->valuestring);
 	free(items);
-	rc = join(path, sizeof(path), f->tmp, "model.safetensors.index.json", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, "model.safetensors.index.json", err);
 	if (!rc)
 		rc = write_json(path, doc, err);
 	cJSON_Delete(doc);
@@ -437,10 +324,10 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		    strcmp(de->d_name, "model.safetensors.index.json") == 0 ||
 		    (len > 12 && strcmp(de->d_name + len - 12, ".safetensors") == 0))
 			continue;
-		if (join(src, sizeof(src), dir, de->d_name, err) || join(dst, sizeof(dst), f->tmp, de->d_name, err))
+		if (fg_fs_join(src, sizeof(src), dir, de->d_name, err) || fg_fs_join(dst, sizeof(dst), f->tmp, de->d_name, err))
 			rc = err->code;
 		else if (stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
-			rc = link_or_copy(src, dst, err);
+			rc = fg_fs_link_or_copy(src, dst, err);
 			if (!rc)
 				rc = add_file_hash(f, de->d_name, err);
 		}
@@ -535,7 +422,7 @@ static int write_sidecar(struct forge *f, struct fg_err *err)
 		n++;
 	}
 	f->res->head_tensors = n;
-	rc = join(path, sizeof(path), f->tmp, "mtp.safetensors", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, "mtp.safetensors", err);
 	if (!rc)
 		rc = fg_st_write(path, outs, n, &md, 1, err); /* hashed with the fingerprint */
 out:
@@ -568,7 +455,7 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 		free(dst);
 		return fg_err_set(err, FG_EINTERNAL, "zstd: %s", ZSTD_getErrorName(len));
 	}
-	if (join(path, sizeof(path), f->tmp, rel, err) || make_parents(f->tmp, rel, err)) {
+	if (fg_fs_join(path, sizeof(path), f->tmp, rel, err) || make_parents(f->tmp, rel, err)) {
 		free(dst);
 		return err->code;
 	}
@@ -694,7 +581,7 @@ static int write_config(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(q, "policy", f->res->policy);
 		cJSON_AddItemToObject(q, "modules", cJSON_Duplicate(f->quant_record, 1));
 	}
-	rc = join(path, sizeof(path), f->tmp, "config.json", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
 	if (!rc)
 		rc = write_json(path, cfg, err);
 	cJSON_Delete(cfg);
@@ -720,7 +607,7 @@ static int fingerprint(struct forge *f, struct fg_err *err)
 		goto out;
 	}
 	for (int part = 0; !rc && part < 2; part++) {
-		if ((rc = join(path, sizeof(path), f->tmp, part ? "mtp.safetensors" : "config.json", err)))
+		if ((rc = fg_fs_join(path, sizeof(path), f->tmp, part ? "mtp.safetensors" : "config.json", err)))
 			break;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -806,7 +693,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	if (cJSON_AddItemToObject(doc, "files", f->files))
 		f->files = NULL;
 	cJSON_AddStringToObject(doc, "fingerprint", f->res->fingerprint);
-	rc = join(path, sizeof(path), f->tmp, "forged.json", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, "forged.json", err);
 	if (!rc)
 		rc = write_json(path, doc, err);
 	if (rc) {
@@ -882,7 +769,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	f->res->ok = f->res->check->ok;
 	if (!f->res->ok)
 		return fg_err_set(err, FG_EVERDICT, "the artifact would not inspect clean for %s", target);
-	if ((rc = fsync_path(f->tmp, 1)) != 0)
+	if ((rc = fg_fs_fsync_dir(f->tmp)) != 0)
 		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
 	if (lstat(f->o->out, &st) == 0) {
@@ -898,9 +785,9 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 			rename(old, f->o->out);
 		return rc;
 	}
-	fsync_path(parent, 1);
+	fg_fs_fsync_dir(parent);
 	if (old[0])
-		rm_rf(old);
+		fg_fs_rm_rf(old);
 	if (!realpath(f->o->out, f->res->artifact))
 		snprintf(f->res->artifact, sizeof(f->res->artifact), "%s", f->o->out);
 	progress(f, ST_DONE);
@@ -972,7 +859,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_EUSAGE, "%s: path too long", o->out);
 		goto out;
 	}
-	rm_rf(f.tmp);
+	fg_fs_rm_rf(f.tmp);
 	if (mkdir(f.tmp, 0755) != 0) {
 		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", f.tmp, strerror(errno));
 		f.tmp[0] = '\0';
@@ -1012,7 +899,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = finish(&f, parent, err);
 out:
 	if (f.tmp[0])
-		rm_rf(f.tmp); /* after a successful rename this path no longer exists */
+		fg_fs_rm_rf(f.tmp); /* after a successful rename this path no longer exists */
 	fg_plan_release(&f.plan);
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "forge/core/sha256.h"
+#include "forge/core/fs.h"
 #include "forge/core/grow.h"
 
 #define CACHE_MAGIC      "FGCACHE1"
@@ -30,27 +31,6 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 			     size_t len);
 
 /* ---- records ---- */
-
-int fgp_mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_BUF];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, path, n + 1);
-	for (char *c = buf + 1; *c; c++) {
-		if (*c != '/')
-			continue;
-		*c = '\0';
-		if (mkdir(buf, mode) != 0 && errno != EEXIST)
-			return -1;
-		*c = '/';
-	}
-	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
 
 static void record_path(const struct fg_pull *p, const char *url, char *out, size_t cap)
 {
@@ -211,24 +191,6 @@ void fgp_record_drop(struct fg_pull *p, const struct pfile *f)
 
 /* ---- entries ---- */
 
-int fgp_write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *c = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, c, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int fgp_tmp_open(const struct fg_pull *p, char **path)
 {
 	char *t = fgp_str_fmt("%s/tmp/XXXXXX", p->cache);
@@ -253,7 +215,7 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 
 	if (fd < 0)
 		return -1;
-	if (fgp_write_all(fd, data, len) == 0 && close(fd) == 0) {
+	if (fg_fs_write_all(fd, data, len) == 0 && close(fd) == 0) {
 		fd = -1;
 		rc = rename(tmp, final);
 	}

@@ -50,6 +50,7 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
 #include "forge/core/grow.h"
 
 #include <ctype.h>
@@ -362,10 +363,12 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		}
 		static const char *const subs[] = { "files", "ranges", "tmp" };
 		for (size_t i = 0; i < 3; i++) {
+			int mk;
+
 			snprintf(sub, sizeof(sub), "%s/%s", p->cache, subs[i]);
-			if (fgp_mkdir_p(sub, 0700) != 0) {
-				rc = fg_err_set(err, FG_EIO, "cache folder '%s': %s", sub,
-						strerror(errno));
+			mk = fg_fs_mkdir_p(sub, 0700);
+			if (mk != 0) {
+				rc = fg_err_set(err, FG_EIO, "cache folder '%s': %s", sub, strerror(-mk));
 				goto fail;
 			}
 		}

@@ -8,6 +8,7 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
 #include "forge/core/grow.h"
 
 #include <ctype.h>
@@ -299,7 +300,7 @@ static int sink(struct xfer *x, const char *data, size_t n)
 	if (n == 0)
 		return 0;
 	if (x->fd >= 0) {
-		if (fgp_write_all(x->fd, data, n) != 0)
+		if (fg_fs_write_all(x->fd, data, n) != 0)
 			return xfer_fail(x, FG_EIO, "cache: write '%s': %s", x->tmp, strerror(errno));
 		fg_sha256_update(x->sha, data, n);
 	} else {
@@ -520,9 +521,9 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 			trailer = fgp_entry_trailer(x->f, 0, x->got, sha, &tlen);
 			fd = trailer ? fgp_tmp_open(p, &tmp) : -1;
 			if (fd >= 0) {
-				int ok = fgp_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
+				int ok = fg_fs_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
 						       (size_t)x->got) == 0 &&
-					 fgp_write_all(fd, trailer, tlen) == 0;
+					 fg_fs_write_all(fd, trailer, tlen) == 0;
 
 				close(fd);
 				if (!(x->got > 0 && ok && fgp_entry_rename(p, x->f, tmp, 0, x->got) == 0))
@@ -547,7 +548,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		/* Without a validator the bytes cannot be named: serve, do not keep. */
 		if (x->f->validator) {
 			trailer = fgp_entry_trailer(x->f, x->start, x->len, sha, &tlen);
-			if (trailer && fgp_write_all(x->fd, trailer, tlen) == 0 &&
+			if (trailer && fg_fs_write_all(x->fd, trailer, tlen) == 0 &&
 			    fgp_entry_rename(p, x->f, x->tmp, x->start, x->len) == 0) {
 				free(x->tmp);
 				x->tmp = NULL;
