@@ -308,49 +308,111 @@ out:
 	return rc;
 }
 
+/*
+ * Compress len bytes of data into fd as one zstd frame, streaming: the
+ * input is fed in ORIGINAL_IN_CHUNK slices straight from the mapping and
+ * the output leaves through one ORIGINAL_OUT_CHUNK buffer, so memory stays
+ * bounded whatever the tensor's size (a fused MoE expert is several GB), and
+ * every slice is hashed into sha as it goes: the tensor is read once.  The
+ * frame records the content size, as one-shot compression did.  0, or an
+ * FG_E* code with err naming path.
+ */
+#define ORIGINAL_IN_CHUNK (8u << 20)
+#define ORIGINAL_OUT_CHUNK (8u << 20)
+
+static int compress_original(int fd, const uint8_t *data, uint64_t len, struct fg_sha256 *sha,
+			     const char *path, struct fg_err *err)
+{
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	uint8_t *obuf = malloc(ORIGINAL_OUT_CHUNK);
+	uint64_t off = 0;
+	size_t zr;
+	int rc = 0;
+
+	if (!cctx || !obuf) {
+		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for the compressor", path);
+		goto out;
+	}
+	zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1); /* weights barely compress: be fast */
+	if (!ZSTD_isError(zr))
+		zr = ZSTD_CCtx_setPledgedSrcSize(cctx, len);
+	if (ZSTD_isError(zr)) {
+		rc = fg_err_set(err, FG_EINTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(zr));
+		goto out;
+	}
+	do {
+		size_t n = len - off > ORIGINAL_IN_CHUNK ? ORIGINAL_IN_CHUNK : (size_t)(len - off);
+		ZSTD_EndDirective mode = off + n == len ? ZSTD_e_end : ZSTD_e_continue;
+		const uint8_t *slice = n ? data + off : NULL; /* an empty tensor may have no data */
+		ZSTD_inBuffer in = { slice, n, 0 };
+		int done;
+
+		fg_sha256_update(sha, slice, n);
+		do {
+			ZSTD_outBuffer zout = { obuf, ORIGINAL_OUT_CHUNK, 0 };
+
+			zr = ZSTD_compressStream2(cctx, &zout, &in, mode);
+			if (ZSTD_isError(zr)) {
+				rc = fg_err_set(err, FG_EINTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(zr));
+				goto out;
+			}
+			rc = fg_fs_write_all(fd, obuf, zout.pos);
+			if (rc) {
+				rc = fg_err_set(err, FG_EIO, "%s: cannot write: %s", path, strerror(-rc));
+				goto out;
+			}
+			/* e_end is done when zstd has flushed the whole frame; e_continue when it took the slice. */
+			done = mode == ZSTD_e_end ? zr == 0 : in.pos == in.size;
+		} while (!done);
+		off += n;
+	} while (off < len);
+out:
+	free(obuf);
+	ZSTD_freeCCtx(cctx);
+	return rc;
+}
+
 /* zstd-compress one source tensor's bytes into provenance/originals/. */
 static int keep_original(struct forge *f, const struct fg_tensor *t, const char *file, struct fg_err *err)
 {
 	char rel[64], path[PATH_MAX], hex[FG_SHA256_HEX];
-	size_t cap, len;
-	void *dst;
+	struct fg_sha256 *sha = NULL;
 	cJSON *rec, *shape;
 	const cJSON *it;
+	int fd = -1, rc;
 
 	cJSON_ArrayForEach(it, f->originals)
 		if (strcmp(cJSON_GetObjectItemCaseSensitive(it, "tensor")->valuestring, t->name) == 0)
 			return 0;
 	snprintf(rel, sizeof(rel), "provenance/originals/%04d.zst", cJSON_GetArraySize(f->originals));
-	cap = ZSTD_compressBound((size_t)fg_tensor_bytes(t));
-	dst = malloc(cap ? cap : 1);
-	if (!dst)
-		return fg_err_set(err, FG_ENOMEM, "out of memory compressing '%s'", t->name);
-	len = ZSTD_compress(dst, cap, t->data, (size_t)fg_tensor_bytes(t), 1); /* weights barely compress: be fast */
-	if (ZSTD_isError(len)) {
-		free(dst);
-		return fg_err_set(err, FG_EINTERNAL, "zstd: %s", ZSTD_getErrorName(len));
+	if ((rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err)) || (rc = make_parents(f->tmp, rel, err)))
+		return rc;
+	if (!(sha = fg_sha256_new()))
+		return fg_err_set(err, FG_ENOMEM, "out of memory hashing '%s'", t->name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
+		goto out;
 	}
-	if (fg_fs_join(path, sizeof(path), f->tmp, rel, err) || make_parents(f->tmp, rel, err)) {
-		free(dst);
-		return err->code;
+	rc = compress_original(fd, t->data, fg_tensor_bytes(t), sha, path, err);
+	if (rc)
+		goto out;
+	if (fsync(fd) != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
+		goto out;
 	}
-	{
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		ssize_t w = fd >= 0 ? write(fd, dst, len) : -1;
-
-		if (fd < 0 || w != (ssize_t)len || fsync(fd) != 0) {
-			if (fd >= 0)
-				close(fd);
-			free(dst);
-			return fg_err_set(err, FG_EIO, "%s: cannot write: %s", path, strerror(errno));
-		}
-		close(fd);
+	rc = close(fd);
+	fd = -1;
+	if (rc != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: close: %s", path, strerror(errno));
+		goto out;
 	}
-	free(dst);
-	fg_sha256_buf(t->data, (size_t)fg_tensor_bytes(t), hex);
+	fg_sha256_final_hex(sha, hex);
 	rec = cJSON_CreateObject();
-	if (!rec)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	if (!rec) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
 	cJSON_AddStringToObject(rec, "tensor", t->name);
 	cJSON_AddStringToObject(rec, "source_file", file);
 	cJSON_AddStringToObject(rec, "dtype", fg_dtype_name(t->dtype));
@@ -361,7 +423,12 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, const char 
 	cJSON_AddStringToObject(rec, "sha256", hex);
 	cJSON_AddStringToObject(rec, "blob", rel);
 	cJSON_AddItemToArray(f->originals, rec);
-	return add_file_hash(f, rel, err);
+	rc = add_file_hash(f, rel, err);
+out:
+	if (fd >= 0)
+		close(fd);
+	fg_sha256_free(sha);
+	return rc;
 }
 
 static const char *source_file_of(const struct fg_inspect *r, const struct fg_tensor *t)
