@@ -147,11 +147,16 @@ static void scan_structure(struct fg_inspect *r)
 		r->layout = "unknown";
 }
 
-static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file)
+/* The next set, called name; its index, or FG_ENOMEM. */
+static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file,
+		   struct fg_err *err)
 {
-	size_t i = r->n_sets++;
+	size_t i = r->n_sets;
+	int rc = fg_tset_init(&r->sets[i].set, name, err);
 
-	fg_tset_init(&r->sets[i].set, name);
+	if (rc)
+		return rc;
+	r->n_sets++;
 	r->sets[i].set.file = file;
 	r->sets[i].role = role;
 	return (int)i;
@@ -183,10 +188,14 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 static int build_sets(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_ckpt *c = r->ckpt;
-	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL);
-	int embedded = new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp", FG_ROLE_EMBEDDED_HEAD, NULL);
+	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL, err);
+	int embedded = trunk < 0 ? trunk : new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp",
+						   FG_ROLE_EMBEDDED_HEAD, NULL, err);
 	struct fg_expert_dims dims;
 	int rc;
+
+	if (embedded < 0)
+		return embedded;
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
@@ -204,16 +213,18 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
-		char name[64];
+		char *name = NULL;
 		int s;
 
 		if (!f->sidecar || r->n_sets == FG_INSPECT_MAX_SETS)
 			continue;
-		if ((int)i == c->sidecar)
-			snprintf(name, sizeof(name), "mtp");
-		else
-			snprintf(name, sizeof(name), "sidecar:%.50s", f->name);
-		s = new_set(r, name, FG_ROLE_SIDECAR_HEAD, f->name);
+		/* The whole file name: two sidecars are two sets, however long a prefix they share. */
+		if ((int)i != c->sidecar && asprintf(&name, "sidecar:%s", f->name) < 0)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		s = new_set(r, name ? name : "mtp", FG_ROLE_SIDECAR_HEAD, f->name, err);
+		free(name);
+		if (s < 0)
+			return s;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
 				continue;
@@ -242,8 +253,9 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (rc)
 			return rc;
 		fg_conv_decide(&s->set, r->family->norm_style, &s->decision);
-		if (s->role != FG_ROLE_TRUNK)
-			s->n_experts = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS);
+		if (s->role != FG_ROLE_TRUNK &&
+		    (rc = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS, &s->n_experts, err)))
+			return rc;
 	}
 	return 0;
 }
@@ -706,8 +718,10 @@ void fg_inspect_free(struct fg_inspect *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n_sets; i++)
+	for (size_t i = 0; i < r->n_sets; i++) {
 		fg_tset_release(&r->sets[i].set);
+		fg_experts_release(r->sets[i].experts, r->sets[i].n_experts);
+	}
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);

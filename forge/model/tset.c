@@ -11,16 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-void fg_tset_init(struct fg_tset *s, const char *name)
+int fg_tset_init(struct fg_tset *s, const char *name, struct fg_err *err)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
+	if (!(s->name = strdup(name)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%.100s'", name);
+	return 0;
 }
 
 void fg_tset_release(struct fg_tset *s)
 {
 	if (!s)
 		return;
+	free(s->name);
 	free(s->tensors);
 	free(s->tensor_files);
 	free(s->norms);

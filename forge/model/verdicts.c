@@ -71,10 +71,12 @@ struct fg_verdict *fg_verdicts_add(struct fg_verdicts *list, const char *code, c
 		return NULL;
 	if (FG_GROW(list->v, list->n + 1, list->cap))
 		return NULL;
-	v = &list->v[list->n++];
+	v = &list->v[list->n];
 	memset(v, 0, sizeof(*v));
 	v->code = row;
-	snprintf(v->set, sizeof(v->set), "%s", set ? set : "");
+	if (!(v->set = strdup(set ? set : "")))
+		return NULL;
+	list->n++;
 	va_start(ap, fmt);
 	vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
 	va_end(ap);
@@ -115,9 +117,11 @@ const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, const 
 
 void fg_verdicts_release(struct fg_verdicts *list)
 {
-	for (size_t i = 0; list && i < list->n; i++)
+	for (size_t i = 0; list && i < list->n; i++) {
 		for (size_t k = 0; k < list->v[i].n_tensors && k < FG_VERDICT_MAX_LIST; k++)
 			free(list->v[i].tensors[k]);
+		free(list->v[i].set);
+	}
 	if (list) {
 		free(list->v);
 		memset(list, 0, sizeof(*list));

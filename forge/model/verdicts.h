@@ -32,7 +32,7 @@ struct fg_verdict_code {
 
 struct fg_verdict {
 	const struct fg_verdict_code *code;
-	char set[64];
+	char *set;                                  /* owned, whole; "" for none */
 	size_t n_runtimes;
 	const char *runtimes[FG_VERDICT_MAX_LIST];  /* borrowed static strings */
 	size_t n_tensors;                           /* total involved (may exceed the list) */

@@ -50,7 +50,7 @@ static struct bench *bench_new(void)
 
 	fg_tset_release(&b->set);
 	memset(b, 0, sizeof(*b));
-	fg_tset_init(&b->set, "trunk");
+	assert_int_equal(fg_tset_init(&b->set, "trunk", NULL), 0);
 	return b;
 }
 
