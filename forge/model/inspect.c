@@ -755,16 +755,3 @@ void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary 
 	out->n_verdicts = r->verdicts.n;
 	out->verdicts = r->verdicts.v;
 }
-
-const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
-				     const struct fg_decision **decision)
-{
-	for (size_t i = 0; i < r->n_sets; i++) {
-		if (strcmp(r->sets[i].set.name, name) == 0) {
-			if (decision)
-				*decision = &r->sets[i].decision;
-			return &r->sets[i].set;
-		}
-	}
-	return NULL;
-}
