@@ -1,5 +1,5 @@
 /*
- * bench_dtype.c: throughput of forge/dtype.c bulk conversions, reference path
+ * bench_dtype.c: throughput of forge/format/dtype.c bulk conversions, reference path
  * against the dispatched (vectorized) path, with memcpy of the F32 bytes as
  * the ceiling a memory-bound conversion can approach.
  *
@@ -9,7 +9,7 @@
  * speed.  Numbers only, no assertions.  FORGED_SIMD=avx2 or =scalar selects
  * another path, as in the library.
  *
- *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_dtype.c forge/dtype.c -lm -lpthread \
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_dtype.c forge/format/dtype.c forge/core/cpu.c -lm -lpthread \
  *      -o build/bench_dtype && ./build/bench_dtype [MiB of F32, default 64]
  */
 #include <stdint.h>

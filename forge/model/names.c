@@ -1,5 +1,9 @@
 /*
  * names.c: the name rules of names.h.
+ *
+ * They work on suffixes and on the name with container prefixes stripped,
+ * because the same tensor is spelled `mtp.fc.weight`, `model.mtp.fc.weight`
+ * or `language_model.model.mtp.fc.weight` depending on who exported it.
  */
 #include "forge/model/names.h"
 

@@ -313,10 +313,10 @@ static void test_fused_with_scale_companions(void **state)
 	 * beside each weight.  They are not the fused experts: the layout is
 	 * still decided by gate_up_proj and down_proj themselves.
 	 *
-	 * SUSPECTED BUG (fails against forge/experts.c:150,152): the scan
-	 * matches "gate_up_proj" / "down_proj" as prefixes, so a later
-	 * "gate_up_proj_scale_inv" replaces the weight as the block's gate_up
-	 * and the block is judged on the scales' shape.
+	 * A scan that matched "gate_up_proj" / "down_proj" as prefixes would
+	 * let a later "gate_up_proj_scale_inv" replace the weight as the
+	 * block's gate_up and judge the block on the scales' shape
+	 * (forge/model/experts.c matches exact names).
 	 */
 	b = bench_new();
 	gu = add(b, HEAD "gate_up_proj", 4, 256, 512);
