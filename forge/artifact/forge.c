@@ -265,6 +265,23 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	return 0;
 }
 
+/*
+ * What is written into the temporary folder, in order.  A step that begins
+ * a stage reports it first and stops there when the caller asked to.
+ */
+static const struct {
+	int begins_stage;
+	enum fg_art_stage stage;
+	int (*run)(struct forge *f, struct fg_err *err);
+} steps[] = {
+	{ 1, FG_ART_BACKBONE, fg_art_write_backbone },
+	{ 1, FG_ART_SIDECAR, fg_art_write_sidecar },
+	{ 1, FG_ART_PROVENANCE, fg_art_write_originals },
+	{ 0, FG_ART_PROVENANCE, fg_art_write_config },
+	{ 0, FG_ART_PROVENANCE, fingerprint },
+	{ 0, FG_ART_PROVENANCE, write_provenance },
+};
+
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err)
 {
 	struct forge f;
@@ -277,15 +294,21 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	f.o = o;
 	f.res = res;
 	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
-	if (!fg_runtime_find(res->target))
-		return fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
+	if (!fg_runtime_find(res->target)) {
+		rc = fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
+		goto out;
+	}
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
-		return rc;
+		goto out;
 	snprintf(res->policy, sizeof(res->policy), "%s", f.policy.text);
-	if (!o->out || !*o->out)
-		return fg_err_set(err, FG_EUSAGE, "--out DIR is required");
-	if (lstat(o->out, &st) == 0 && !o->force)
-		return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
+	if (!o->out || !*o->out) {
+		rc = fg_err_set(err, FG_EUSAGE, "--out DIR is required");
+		goto out;
+	}
+	if (lstat(o->out, &st) == 0 && !o->force) {
+		rc = fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
+		goto out;
+	}
 	fg_art_progress(&f, FG_ART_INSPECT);
 	if (fg_pull_is_url(o->backbone ? o->backbone : o->source)) {
 		/* The artifact is the backbone's shards: they must be local files to link. */
@@ -317,10 +340,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err);
-	if (!rc)
-		rc = fetch_head(&f, err);
-	if (rc)
+	if ((rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err)) || (rc = fetch_head(&f, err)))
 		goto out;
 	split_out(o->out, parent, sizeof(parent), base, sizeof(base));
 	clean_stale(parent, base);
@@ -344,30 +364,16 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	fg_art_progress(&f, FG_ART_BACKBONE);
-	rc = fg_art_stop_requested(&f, err);
-	if (!rc)
-		rc = fg_art_write_backbone(&f, err);
-	if (!rc) {
-		fg_art_progress(&f, FG_ART_SIDECAR);
-		rc = fg_art_stop_requested(&f, err);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (steps[i].begins_stage) {
+			fg_art_progress(&f, steps[i].stage);
+			if ((rc = fg_art_stop_requested(&f, err)))
+				goto out;
+		}
+		if ((rc = steps[i].run(&f, err)))
+			goto out;
 	}
-	if (!rc)
-		rc = fg_art_write_sidecar(&f, err);
-	if (!rc) {
-		fg_art_progress(&f, FG_ART_PROVENANCE);
-		rc = fg_art_stop_requested(&f, err);
-	}
-	if (!rc)
-		rc = fg_art_write_originals(&f, err);
-	if (!rc)
-		rc = fg_art_write_config(&f, err);
-	if (!rc)
-		rc = fingerprint(&f, err);
-	if (!rc)
-		rc = write_provenance(&f, err);
-	if (!rc)
-		rc = finish(&f, parent, err);
+	rc = finish(&f, parent, err);
 out:
 	if (f.tmp[0])
 		fg_fs_rm_rf(f.tmp); /* after a successful rename this path no longer exists */
