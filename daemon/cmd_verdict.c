@@ -2,7 +2,7 @@
  * cmd_verdict.c: `forged verdict ROWS.json [--json] [--collapse-threshold X]`:
  * the MTP verdict of a forged.verification.v1 document (design.md section 7).
  *
- * The rules live in forge/verify.c; this file reads the file, prints the
+ * The rules live in forge/verify/verify.c; this file reads the file, prints the
  * result and maps the verdict's severity to the exit code: an error verdict
  * (mtp_acceptance_collapsed: do not ship) exits 1, bad input or usage 2.
  */
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/source/checkpoint.h"
+#include "forge/core/json.h"
 #include "forge/verify/verify.h"
 
 /* Same cap as an API request body: a verification document is a few rows. */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "forge/source/checkpoint.h"
+#include "forge/core/json.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
 

@@ -6,7 +6,8 @@
  * else ./forged-state), workers (the number of cores; 0 queues jobs without
  * running them: an API-only instance for maintenance and tests), tokens_file (none:
  * no authentication), allow_roots (the current folder when run by hand),
- * allow_hosts (for URL sources, unused until they are supported),
+ * allow_hosts (the hosts, "host" or "host:port", that URL sources and their
+ * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
  * max_attempts (3).
  */

@@ -120,8 +120,9 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 {
 	struct job_ctx *j = ctx;
-	char stage[32];
+	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
 
+	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);

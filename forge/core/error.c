@@ -67,15 +67,6 @@ int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
 	return err->code;
 }
 
-void fg_err_clear(struct fg_err *err)
-{
-	if (!err)
-		return;
-	err->code = 0;
-	err->msg[0] = '\0';
-	err->verdict = FG_ERR_NO_VERDICT;
-}
-
 int fg_err_exit_code(int code)
 {
 	switch (code) {

@@ -10,6 +10,7 @@
  */
 #include "forge/model/inspect.h"
 
+#include "forge/core/str.h"
 #include "forge/model/experts.h"
 
 #include <assert.h>
@@ -21,20 +22,13 @@
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
 /* "language_model.model.layers.3.self_attn.q_norm.weight" -> "layers.3.self_attn.q_norm" */
 static const char *short_name(const char *name, char *buf, size_t len)
 {
 	const char *s = fg_name_strip(name);
 	size_t n = strlen(s);
 
-	if (ends_with(s, ".weight"))
+	if (fg_str_ends_with(s, ".weight"))
 		n -= 7;
 	snprintf(buf, len, "%.*s", (int)n, s);
 	return buf;
@@ -67,7 +61,7 @@ static long appended_head_layer(const struct fg_ckpt *c)
 			long layer;
 
 			for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
-				if (!ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
+				if (!fg_str_ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
 					continue;
 				layer = fg_name_layer(name);
 				if (layer >= 0 && (first < 0 || layer < first))
@@ -124,9 +118,9 @@ static void scan_structure(struct fg_inspect *r)
 				ff->head_tensors++;
 			if (is_sidecar_only(f))
 				continue;
-			if (ends_with(t->name, ".scales"))
+			if (fg_str_ends_with(t->name, ".scales"))
 				r->structure.quantized = 1;
-			if (t->rank == 3 && ends_with(t->name, "conv1d.weight")) {
+			if (t->rank == 3 && fg_str_ends_with(t->name, "conv1d.weight")) {
 				if (t->shape[1] == 1 && t->shape[2] > 1) {
 					ff->raw_conv1d = 1;
 					r->structure.conv1d = "hf";
@@ -154,11 +148,16 @@ static void scan_structure(struct fg_inspect *r)
 		r->layout = "unknown";
 }
 
-static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file)
+/* The next set, called name; its index, or FG_ENOMEM. */
+static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file,
+		   struct fg_err *err)
 {
-	size_t i = r->n_sets++;
+	size_t i = r->n_sets;
+	int rc = fg_tset_init(&r->sets[i].set, name, err);
 
-	fg_tset_init(&r->sets[i].set, name);
+	if (rc)
+		return rc;
+	r->n_sets++;
 	r->sets[i].set.file = file;
 	r->sets[i].role = role;
 	return (int)i;
@@ -190,10 +189,14 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 static int build_sets(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_ckpt *c = r->ckpt;
-	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL);
-	int embedded = new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp", FG_ROLE_EMBEDDED_HEAD, NULL);
+	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL, err);
+	int embedded = trunk < 0 ? trunk : new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp",
+						   FG_ROLE_EMBEDDED_HEAD, NULL, err);
 	struct fg_expert_dims dims;
 	int rc;
+
+	if (embedded < 0)
+		return embedded;
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
@@ -211,16 +214,18 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
-		char name[64];
+		char *name = NULL;
 		int s;
 
 		if (!f->sidecar || r->n_sets == FG_INSPECT_MAX_SETS)
 			continue;
-		if ((int)i == c->sidecar)
-			snprintf(name, sizeof(name), "mtp");
-		else
-			snprintf(name, sizeof(name), "sidecar:%.50s", f->name);
-		s = new_set(r, name, FG_ROLE_SIDECAR_HEAD, f->name);
+		/* The whole file name: two sidecars are two sets, however long a prefix they share. */
+		if ((int)i != c->sidecar && asprintf(&name, "sidecar:%s", f->name) < 0)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		s = new_set(r, name ? name : "mtp", FG_ROLE_SIDECAR_HEAD, f->name, err);
+		free(name);
+		if (s < 0)
+			return s;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
 				continue;
@@ -249,8 +254,9 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (rc)
 			return rc;
 		fg_conv_decide(&s->set, r->family->norm_style, &s->decision);
-		if (s->role != FG_ROLE_TRUNK)
-			s->n_experts = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS);
+		if (s->role != FG_ROLE_TRUNK &&
+		    (rc = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS, &s->n_experts, err)))
+			return rc;
 	}
 	return 0;
 }
@@ -719,8 +725,10 @@ void fg_inspect_free(struct fg_inspect *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n_sets; i++)
+	for (size_t i = 0; i < r->n_sets; i++) {
 		fg_tset_release(&r->sets[i].set);
+		fg_experts_release(r->sets[i].experts, r->sets[i].n_experts);
+	}
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);
@@ -753,17 +761,4 @@ void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary 
 	out->head_convention = head && head->set.n_tensors ? fg_conv_name(head->decision.conv) : NULL;
 	out->n_verdicts = r->verdicts.n;
 	out->verdicts = r->verdicts.v;
-}
-
-const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
-				     const struct fg_decision **decision)
-{
-	for (size_t i = 0; i < r->n_sets; i++) {
-		if (strcmp(r->sets[i].set.name, name) == 0) {
-			if (decision)
-				*decision = &r->sets[i].decision;
-			return &r->sets[i].set;
-		}
-	}
-	return NULL;
 }

@@ -124,8 +124,4 @@ struct fg_inspect_summary {
 
 void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out);
 
-/* The set called name, or NULL. */
-const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
-				     const struct fg_decision **decision);
-
 #endif

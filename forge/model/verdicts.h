@@ -124,7 +124,7 @@ bool fg_severity_parse(const char *name, enum fg_severity *out);
 
 struct fg_verdict {
 	const struct fg_verdict_row *row;
-	char set[64];
+	char *set;                                  /* owned, whole; "" for none */
 	size_t n_runtimes;
 	const char *runtimes[FG_VERDICT_MAX_LIST];  /* borrowed static strings */
 	size_t n_tensors;                           /* total involved (may exceed the list) */

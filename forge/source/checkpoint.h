@@ -153,10 +153,4 @@ const char *fg_ckpt_text_model_type(const struct fg_ckpt *c);
 /* Number of stray shards (globbed by mlx-lm, absent from the index). */
 size_t fg_ckpt_stray_count(const struct fg_ckpt *c);
 
-/* Read a whole JSON file (size-capped) and parse it.  Shared with later stages. */
-int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err);
-
-/* Parse len bytes of JSON text (no NUL bytes allowed); label names it in errors. */
-int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err);
-
 #endif

@@ -155,6 +155,42 @@ check "expert 0 missing: exit 1" [ "$RC" -eq 1 ]
 check "expert 0 missing: expert_layout_ambiguous" grep -q expert_layout_ambiguous "$TMP/hole.err"
 check "expert 0 missing: nothing written" [ ! -e "$TMP/hole_art" ]
 
+# Long names are kept whole: fused experts under a 257-character module path
+# (an expert block prefix past 192 characters, switch_mlp names past 256).
+mkdir -p "$TMP/long"
+cp "$FIXTURES/qwen35_moe_hf_fused_linear/"* "$TMP/long/"
+long_mod="mtp.layers.0.mlp.$(printf 'm%.0s' $(seq 240))"
+"$PYTHON" - "$TMP/long" "$long_mod" <<'PY'
+import glob, json, struct, sys
+d, mod = sys.argv[1], sys.argv[2]
+old, new = "mtp.layers.0.mlp.experts.", mod + ".experts."
+for f in glob.glob(d + "/model-*.safetensors"):
+    b = open(f, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h = {k.replace(old, new): v for k, v in h.items()}
+    t = json.dumps(h, separators=(",", ":")).encode()
+    t += b" " * (-len(t) % 8)
+    open(f, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+idx = json.load(open(d + "/model.safetensors.index.json"))
+idx["weight_map"] = {k.replace(old, new): v for k, v in idx["weight_map"].items()}
+json.dump(idx, open(d + "/model.safetensors.index.json", "w"))
+PY
+RC=0; "$FORGED" forge "$TMP/long" --out "$TMP/long_art" --json >"$TMP/long.json" 2>"$TMP/long.err" || RC=$?
+check "long names: exit 0 ($(head -c 200 "$TMP/long.err"))" [ "$RC" -eq 0 ]
+long_names=$("$PYTHON" - "$TMP/long_art/mtp.safetensors" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+print("\n".join(sorted(k for k in json.loads(b[8:8 + n]) if "switch_mlp" in k)))
+PY
+)
+check "long names: the experts are restacked under their whole names" \
+	[ "$long_names" = "$(printf '%s.switch_mlp.%s.weight\n' "$long_mod" down_proj "$long_mod" gate_proj "$long_mod" up_proj)" ]
+check "long names: the relayouts name the whole source" \
+	[ "$(jq -r '.relayouts[] | select(.op == "split") | .sources[0]' "$TMP/long_art/forged.json" | sort -u)" = \
+	  "$long_mod.experts.gate_up_proj" ]
+
 # Refusals: a verdict exits 1, bad input 2, and nothing is written either way.
 forge qwen35_mlx_head_shifted refused1
 check "301 head: exit 1" [ "$RC" -eq 1 ]

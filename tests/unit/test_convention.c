@@ -1,5 +1,5 @@
 /*
- * test_convention.c: norm statistics of a tensor set (norms.c, stats.c) and
+ * test_convention.c: norm statistics of a tensor set (tset.c, stats.c) and
  * the one-decision-per-set rule of domain.md section 2 (convention.c).
  *
  * Sets are built by hand from tensors whose bytes live in this file: each
@@ -50,7 +50,7 @@ static struct bench *bench_new(void)
 
 	fg_tset_release(&b->set);
 	memset(b, 0, sizeof(*b));
-	fg_tset_init(&b->set, "trunk");
+	assert_int_equal(fg_tset_init(&b->set, "trunk", NULL), 0);
 	return b;
 }
 

@@ -1,6 +1,6 @@
 /*
- * test_family.c: the family table and the tensor-name rules of family.h,
- * against domain.md sections 1 and 2 and design.md section 5.
+ * test_family.c: the family table (family.h) and the tensor-name rules
+ * (names.h), against domain.md sections 1 and 2 and design.md section 5.
  *
  * - fg_family_detect on configs written here: model_type, then
  *   text_config.model_type, then architectures; unknown configs are

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
+#include "forge/core/json.h"
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

@@ -154,11 +154,9 @@ int fgp_host_allowed(const struct fg_pull *p, const char *host, const char *port
 int fgp_parse_u64(const char **s, uint64_t *out);
 
 /* cache.c: records, entries and eviction */
-int fgp_mkdir_p(const char *path, mode_t mode);
 int fgp_record_load(struct fg_pull *p, struct pfile *f);
 void fgp_record_store(struct fg_pull *p, const struct pfile *f, int absent);
 void fgp_record_drop(struct fg_pull *p, const struct pfile *f);
-int fgp_write_all(int fd, const void *data, size_t len);
 int fgp_tmp_open(const struct fg_pull *p, char **path);
 char *fgp_entry_trailer(const struct pfile *f, uint64_t offset, uint64_t len,
 			const char *sha, size_t *tlen);

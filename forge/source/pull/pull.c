@@ -50,6 +50,9 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -141,15 +144,8 @@ static int file_get(struct fg_pull *p, const char *name, struct pfile **out, str
 	}
 	if (!fgp_file_name_ok(name))
 		return fg_err_set(err, FG_EUSAGE, "bad remote file name '%.200s'", name);
-	if (p->n_files == p->cap_files) {
-		size_t nc = p->cap_files ? 2 * p->cap_files : 16;
-		struct pfile **nf = realloc(p->files, nc * sizeof(*nf));
-
-		if (!nf)
-			return fgp_oom(err);
-		p->files = nf;
-		p->cap_files = nc;
-	}
+	if (FG_GROW(p->files, p->n_files + 1, p->cap_files))
+		return fgp_oom(err);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return fgp_oom(err);
@@ -171,15 +167,8 @@ static int file_get(struct fg_pull *p, const char *name, struct pfile **out, str
 
 int fgp_add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap)
 {
-	if (p->n_maps == p->cap_maps) {
-		size_t nc = p->cap_maps ? 2 * p->cap_maps : 32;
-		struct mapping *nm = realloc(p->maps, nc * sizeof(*nm));
-
-		if (!nm)
-			return FG_ENOMEM;
-		p->maps = nm;
-		p->cap_maps = nc;
-	}
+	if (FG_GROW(p->maps, p->n_maps + 1, p->cap_maps))
+		return FG_ENOMEM;
 	p->maps[p->n_maps].addr = addr;
 	p->maps[p->n_maps].len = len;
 	p->maps[p->n_maps].is_mmap = is_mmap;
@@ -246,15 +235,8 @@ void *fgp_load_region(struct fg_pull *p, int fd, size_t len)
 
 int fgp_add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint8_t *data)
 {
-	if (f->n_ext == f->cap_ext) {
-		size_t nc = f->cap_ext ? 2 * f->cap_ext : 8;
-		struct extent *ne = realloc(f->ext, nc * sizeof(*ne));
-
-		if (!ne)
-			return FG_ENOMEM;
-		f->ext = ne;
-		f->cap_ext = nc;
-	}
+	if (FG_GROW(f->ext, f->n_ext + 1, f->cap_ext))
+		return FG_ENOMEM;
 	f->ext[f->n_ext].offset = offset;
 	f->ext[f->n_ext].len = len;
 	f->ext[f->n_ext].data = data;
@@ -381,10 +363,13 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		}
 		static const char *const subs[] = { "files", "ranges", "tmp" };
 		for (size_t i = 0; i < 3; i++) {
+			int mk;
+
 			snprintf(sub, sizeof(sub), "%s/%s", p->cache, subs[i]);
-			if (fgp_mkdir_p(sub, 0700) != 0) {
-				rc = fg_err_set(err, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
-						strerror(errno));
+			mk = fg_fs_mkdir_p(sub, 0700);
+			if (mk != 0) {
+				rc = fg_err_set(err, mk == -ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
+						strerror(-mk));
 				goto fail;
 			}
 		}

@@ -9,6 +9,8 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/str.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <pthread.h>
@@ -63,17 +65,6 @@ static char *pct_encode(const char *s, int keep_slash)
 	return out;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 16; /* not a hex digit */
-}
-
 /* Decode %XX in place; FG_EUSAGE on a bad escape or an encoded NUL. */
 static int pct_decode(char *s)
 {
@@ -81,9 +72,9 @@ static int pct_decode(char *s)
 
 	for (char *c = s; *c; c++) {
 		if (*c == '%') {
-			int hi = hexval(c[1]), lo = hi > 15 ? 16 : hexval(c[2]);
+			int hi = fg_hex_nibble(c[1]), lo = hi == FG_HEX_NONE ? FG_HEX_NONE : fg_hex_nibble(c[2]);
 
-			if (hi > 15 || lo > 15 || (hi == 0 && lo == 0))
+			if (hi == FG_HEX_NONE || lo == FG_HEX_NONE || (hi == 0 && lo == 0))
 				return FG_EUSAGE;
 			*o++ = (char)(hi * 16 + lo);
 			c += 2;

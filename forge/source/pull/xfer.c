@@ -8,6 +8,9 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -297,9 +300,11 @@ static int sink(struct xfer *x, const char *data, size_t n)
 	if (n == 0)
 		return 0;
 	if (x->fd >= 0) {
-		if (fgp_write_all(x->fd, data, n) != 0)
-			return xfer_fail(x, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
-					 strerror(errno));
+		int w = fg_fs_write_all(x->fd, data, n);
+
+		if (w != 0)
+			return xfer_fail(x, w == -ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
+					 strerror(-w));
 		fg_sha256_update(x->sha, data, n);
 	} else {
 		memcpy(x->buf + x->got, data, n);
@@ -313,18 +318,8 @@ static int get_append(struct xfer *x, const char *data, size_t n)
 {
 	if (n > x->len - x->got)
 		return xfer_fail(x, FG_EINPUT, "over the cap of %" PRIu64 " bytes", x->len);
-	if (x->got + n + 1 > x->buf_cap) {
-		size_t nc = x->buf_cap ? x->buf_cap : 4096;
-		uint8_t *nb;
-
-		while (nc < x->got + n + 1)
-			nc *= 2;
-		nb = realloc(x->buf, nc);
-		if (!nb)
-			return xfer_fail(x, FG_ENOMEM, "out of memory");
-		x->buf = nb;
-		x->buf_cap = nc;
-	}
+	if (FG_GROW(x->buf, x->got + n + 1, x->buf_cap))
+		return xfer_fail(x, FG_ENOMEM, "out of memory");
 	memcpy(x->buf + x->got, data, n);
 	x->got += n;
 	x->buf[x->got] = '\0';
@@ -529,9 +524,9 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 			trailer = fgp_entry_trailer(x->f, 0, x->got, sha, &tlen);
 			fd = trailer ? fgp_tmp_open(p, &tmp) : -1;
 			if (fd >= 0) {
-				int ok = fgp_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
+				int ok = fg_fs_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
 						       (size_t)x->got) == 0 &&
-					 fgp_write_all(fd, trailer, tlen) == 0;
+					 fg_fs_write_all(fd, trailer, tlen) == 0;
 
 				close(fd);
 				if (!(x->got > 0 && ok && fgp_entry_rename(p, x->f, tmp, 0, x->got) == 0))
@@ -547,6 +542,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		char *trailer;
 
 		fg_sha256_final_hex(x->sha, sha);
+		fg_sha256_free(x->sha);
 		x->sha = NULL;
 		map = fgp_load_region(p, x->fd, (size_t)x->len);
 		if (!map)
@@ -555,7 +551,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		/* Without a validator the bytes cannot be named: serve, do not keep. */
 		if (x->f->validator) {
 			trailer = fgp_entry_trailer(x->f, x->start, x->len, sha, &tlen);
-			if (trailer && fgp_write_all(x->fd, trailer, tlen) == 0 &&
+			if (trailer && fg_fs_write_all(x->fd, trailer, tlen) == 0 &&
 			    fgp_entry_rename(p, x->f, x->tmp, x->start, x->len) == 0) {
 				free(x->tmp);
 				x->tmp = NULL;
