@@ -14,6 +14,7 @@
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
+#   make check-docs refuse docs/interfaces.md tables that differ from the code
 #   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
 #   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
 #   make bench      every benchmark, ratios in build/bench/results.json (BENCH_QUICK=1: small, minutes)
@@ -68,7 +69,7 @@ FIXTURES   := $(BUILD)/fixtures
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers clean deb check-deb FORCE
+.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -165,7 +166,7 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 	/usr/bin/python3 tests/fixtures/dequant_golden.py $(DEQUANT_GOLDEN)
 
 test: deps
-	@$(MAKE) --no-print-directory check-src check-layers test-build
+	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
@@ -208,6 +209,11 @@ bench: $(FORGED) $(LIBS)
 # and the layers below it.
 check-layers:
 	@bash tests/tools/check_layers.sh
+
+# The checked tables of docs/interfaces.md (verdicts, error and exit codes,
+# routes, problem types, config keys, environment, commands) against the code.
+check-docs:
+	@$(PYTHON) tests/tools/check_docs.py
 
 # Also: no bare `return -1;` in forge/ (a -1 reads as FG_EUSAGE: failures
 # return an FG_E* code, predicates bool, lookups NULL or a named "not found"),
