@@ -1,7 +1,7 @@
 # forged: build, test, sanitize, fuzz.
 #
 #   make            build build/forged
-#   make deps       install the Debian packages of design.md section 3, Debian's chromium
+#   make deps       install docs/architecture.md section 8's packages, Debian's chromium
 #                   and node for the dashboard's browser tests, and their node package
 #                   (npm ci in tests/browser); idempotent, offline once all is there
 #   make test       build and run every test (unit, e2e, the dashboard in Chromium:
@@ -242,7 +242,7 @@ check-deb: deps deps-deb
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
 
-# ---- install: binary, systemd unit, example config (design.md section 10) ----
+# ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
 # move things and the unit's paths follow.  An existing config.json or tokens
 # file is never overwritten.  Man pages go to MANDIR, completions to
