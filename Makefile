@@ -1,7 +1,7 @@
 # forged: build, test, sanitize, fuzz.
 #
 #   make            build build/forged
-#   make deps       install the Debian packages of design.md section 3, Debian's chromium
+#   make deps       install docs/architecture.md section 8's packages, Debian's chromium
 #                   and node for the dashboard's browser tests, and their node package
 #                   (npm ci in tests/browser); idempotent, offline once all is there
 #   make test       build and run every test (unit, e2e, the dashboard in Chromium:
@@ -14,6 +14,7 @@
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
+#   make check-docs refuse docs/interfaces.md tables that differ from the code
 #   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
 #   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
 #   make bench      every benchmark, ratios in build/bench/results.json (BENCH_QUICK=1: small, minutes)
@@ -68,7 +69,7 @@ FIXTURES   := $(BUILD)/fixtures
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers clean deb check-deb FORCE
+.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -165,7 +166,7 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 	/usr/bin/python3 tests/fixtures/dequant_golden.py $(DEQUANT_GOLDEN)
 
 test: deps
-	@$(MAKE) --no-print-directory check-src check-layers test-build
+	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
@@ -209,6 +210,11 @@ bench: $(FORGED) $(LIBS)
 check-layers:
 	@bash tests/tools/check_layers.sh
 
+# The checked tables of docs/interfaces.md (verdicts, error and exit codes,
+# routes, problem types, config keys, environment, commands) against the code.
+check-docs:
+	@$(PYTHON) tests/tools/check_docs.py
+
 # Also: no bare `return -1;` in forge/ (a -1 reads as FG_EUSAGE: failures
 # return an FG_E* code, predicates bool, lookups NULL or a named "not found"),
 # and no error message searched to decide what to do (the code decides).
@@ -236,7 +242,7 @@ check-deb: deps deps-deb
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
 
-# ---- install: binary, systemd unit, example config (design.md section 10) ----
+# ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
 # move things and the unit's paths follow.  An existing config.json or tokens
 # file is never overwritten.  Man pages go to MANDIR, completions to

@@ -1,5 +1,5 @@
 /*
- * api.h: forged's HTTP API (design.md section 8) on libmicrohttpd 0.9.75.
+ * api.h: forged's HTTP API (docs/interfaces.md section 5) on libmicrohttpd 0.9.75.
  *
  * The server runs MHD's internal polling thread with epoll and a small thread
  * pool; connection timeout, per-IP and total connection limits and a memory

@@ -24,7 +24,8 @@ const struct fg_cmd fg_cmd_help = {
 	.summary = "describe forged or one of its commands",
 	.usage = "forged help [COMMAND]\n\n"
 		 "Prints the help of COMMAND (the same as 'forged COMMAND --help'), or without\n"
-		 "COMMAND the list of commands.  Exit 2 for an unknown command.\n",
+		 "COMMAND the list of commands.  Exit 2 for an unknown command.  Every command,\n"
+		 "exit code and document: forged(1), and docs/interfaces.md in the source tree.\n",
 	.run = run_help,
 };
 

@@ -32,12 +32,13 @@ const struct fg_cmd fg_cmd_serve = {
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n\n"
-		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
+		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
 		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
 		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
-		 "queues jobs without running any.\n",
+		 "queues jobs without running any.\n"
+		 "Routes and keys: GET /openapi.json, forged.conf(5), docs/interfaces.md.\n",
 	.run = run_serve,
 };
 

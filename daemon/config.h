@@ -1,6 +1,6 @@
 /*
  * config.h: `forged serve` settings: defaults, then a JSON config file, then
- * flags of the same names (design.md section 10).
+ * flags of the same names (docs/interfaces.md section 7).
  *
  * Keys: listen ("127.0.0.1:8470"), state_dir ($STATE_DIRECTORY under systemd,
  * else ./forged-state), workers (the number of cores; 0 queues jobs without

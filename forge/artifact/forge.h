@@ -1,6 +1,6 @@
 /*
  * forge.h: the forge pipeline: a source checkpoint's MTP head and a backbone
- * in, one servable artifact out (design.md section 6).
+ * in, one servable artifact out (docs/interfaces.md section 3).
  *
  * The artifact is the backbone without head tensors in its shards (unchanged
  * shards hard-linked, only shards that held head tensors rewritten, the index

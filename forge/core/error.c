@@ -1,6 +1,6 @@
 /*
  * error.c: the error record every forge/ function fills on failure, and the
- * mapping from error kinds to the exit codes of design.md section 4 (3 also
+ * mapping from error kinds to the exit codes of docs/interfaces.md section 2 (3 also
  * for a failure of forged's own state: FG_ESTATE, FG_ENOSPC).
  */
 #include "error.h"

@@ -1,5 +1,5 @@
 /*
- * experts.h: the routed-expert layouts of MoE heads (domain.md section 1).
+ * experts.h: the routed-expert layouts of MoE heads (docs/domain.md section 1).
  *
  * Heads store experts numbered (`experts.{e}.{gate,up,down}_proj.weight`),
  * fused "linear" (`experts.gate_up_proj` [E, 2I, H], `experts.down_proj`

@@ -2,7 +2,7 @@
  * inspect.c: assembles the inspect report (inspect.h).
  *
  * Order of work: recognise the family; find the head by the extraction order
- * of domain.md section 1 (prefix keys, then appended layers, then
+ * of docs/domain.md section 1 (prefix keys, then appended layers, then
  * mtp_layers) over every file's header; build the tensor sets; measure and
  * decide each set once; record the structure; simulate the runtimes; derive
  * verdicts.  Only headers and norm tensors are read, so a 400 GB checkpoint

@@ -1,5 +1,5 @@
 /*
- * inspect.h: the inspect report of design.md section 5.
+ * inspect.h: the inspect report of docs/interfaces.md section 3.
  *
  * fg_inspect_run() opens a checkpoint, recognises its family, splits its
  * tensors into sets (the trunk, the head embedded in the shards, each

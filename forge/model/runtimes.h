@@ -1,5 +1,5 @@
 /*
- * runtimes.h: the loader contracts of domain.md section 4, as a table, and a
+ * runtimes.h: the loader contracts of docs/domain.md section 4, as a table, and a
  * simulation of what each runtime loads from a checkpoint.
  *
  * Each runtime owns the +1 of zero-centred norms differently: mlx-lm 0.31
@@ -8,7 +8,7 @@
  * head by the two-signal rule, Ollama shifts trunk and head together, and
  * Hugging Face runtimes compute 1 + w at run time.  The simulation applies a
  * row to the checkpoint's files and tensor-set decisions and classifies the
- * trunk, the head and the outcome with design.md section 5's words.
+ * trunk, the head and the outcome with docs/interfaces.md section 3's words.
  */
 #ifndef FG_RUNTIMES_H
 #define FG_RUNTIMES_H
@@ -94,7 +94,7 @@ struct fg_runtime_input {
 };
 
 /*
- * What the simulation says of a runtime, in design.md section 5's words.
+ * What the simulation says of a runtime, in docs/interfaces.md section 3's words.
  * Each enum has one name table (fg_runtime_*_name); the names are the
  * strings of the inspect report.
  */

@@ -3,7 +3,7 @@
  * checks, and the verdict list a report carries.
  *
  * One X-macro list holds each code's name, severity, kind and meaning: the
- * static codes of design.md section 5, the verification codes of section 7
+ * static codes of docs/interfaces.md section 4, its verification codes
  * (forge/verify decides which one applies) and the fleet code fleet health
  * raises (store/fleet.c).  It generates enum fg_verdict_code (FG_V_<NAME>)
  * and fg_verdict_table, indexed by that enum, so a misspelt code is a compile

@@ -1,5 +1,5 @@
 /*
- * verify.c: the MTP verdict from verification rows (design.md section 7).
+ * verify.c: the MTP verdict from verification rows (docs/interfaces.md section 3).
  *
  * Parsing is strict because the rows decide whether an artifact ships: a
  * typo'd depth or a tok/s of -1 must be a clear error naming the row and the

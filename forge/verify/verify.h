@@ -1,5 +1,5 @@
 /*
- * verify.h: verification rows in, one MTP verdict out (design.md section 7).
+ * verify.h: verification rows in, one MTP verdict out (docs/interfaces.md section 3).
  *
  * A runner on the serving hardware decodes plain (depth 0, autoregressive)
  * and with the MTP head at depths 1..N, and reports tok/s, per-position draft
@@ -109,7 +109,7 @@ int fg_verify_parse_text(struct fg_verify_input *out, const char *text, size_t l
 void fg_verify_release(struct fg_verify_input *in);
 
 /*
- * Apply the rules of design.md section 7 to in, in order, the first match
+ * Apply the rules of docs/interfaces.md section 3 to in, in order, the first match
  * deciding:
  *   1. mtp_depth_wins: some depth > 0 has speed-up > 1.0 and quality_passed
  *      not false; best_depth is the one with the highest speed-up (the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `forged inspect` on every generated fixture (checked against the manifest by
-# check_inspect.py) and on each incident of domain.md section 3, asserting the
+# check_inspect.py) and on each incident of docs/domain.md section 3, asserting the
 # runtime table, verdict codes, `ok` and the exit code.
 set -u
 . "$(dirname "$0")/lib.sh"

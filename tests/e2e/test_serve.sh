@@ -273,7 +273,7 @@ stored_has() {
 	okv=$(jb .ok)
 	if [ "$sev" = "$3" ] && [ "$okv" = "$4" ]; then ok; else bad "$1: $2 severity '$sev' ok $okv, want $3 $4"; fi
 }
-# Incidents of domain.md section 3 and each error verdict's fixture.
+# Incidents of docs/domain.md section 3 and each error verdict's fixture.
 stored_has qwen35_mlx_embedded embedded_mtp_shift_hazard error false
 stored_has qwen35_mlx_pruned_index index_mismatch warning false
 stored_has qwen35_mlx_stray_shard stray_shard warning false

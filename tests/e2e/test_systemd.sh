@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The systemd side of `forged serve` (design.md section 10), without systemd
+# The systemd side of `forged serve` (docs/interfaces.md section 1), without systemd
 # running: `make install` into a DESTDIR, the installed unit checked with
 # `systemd-analyze verify` and `systemd-analyze security --offline` when
 # systemd-analyze exists (otherwise reported as skipped and not counted),

@@ -6,7 +6,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-# Issue 306 as measured (design.md section 7's example).
+# Issue 306 as measured (docs/domain.md section 3).
 cat >"$TMP/306.json" <<'EOF'
 {"schema": "forged.verification.v1", "hardware": "M4 Max", "runtime": "mtplx-2.12",
  "rows": [{"depth": 0, "tok_s": 15.04},

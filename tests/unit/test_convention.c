@@ -5,7 +5,7 @@
  * Sets are built by hand from tensors whose bytes live in this file: each
  * norm is a few elements of one value (so its mean is that value), encoded
  * as F32, F64, BF16 or F16 bit patterns written here.  The cases are the
- * fleet fingerprints of domain.md (delta q/k 0.78, absolute 1.78, pre-fc
+ * fleet fingerprints of docs/domain.md (delta q/k 0.78, absolute 1.78, pre-fc
  * 0.27 in an absolute set, final norms that overlap), the thresholds at
  * their exact values, and forged's guards (double_shifted, mixed,
  * no_evidence, plain, empty).

@@ -1,6 +1,6 @@
 /*
  * test_experts.c: routed-expert layouts of MoE heads (experts.c) against
- * domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
+ * docs/domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
  * fused "bmm" ([E,H,2I] + [E,I,H]), decided from shapes against the config;
  * a tensor that fits both layouts (2I == H) or neither is refused, never
  * guessed.  Only names and shapes matter, so tensors carry no data.

@@ -1,6 +1,6 @@
 /*
  * test_runtimes.c: the runtime table and the load simulation of runtimes.h
- * against domain.md section 4 and the incidents of section 3.
+ * against docs/domain.md section 4 and the incidents of section 3.
  *
  * Each case is a checkpoint written by hand as the simulation sees it: files
  * with their glob/index/sidecar flags, per-file facts (mtp.* keys, head
@@ -184,7 +184,7 @@ static void test_table(void **state)
 	assert_null(fg_runtime_find("vllm"));
 	assert_null(fg_runtime_find(""));
 
-	/* The rows say what domain.md section 4 says. */
+	/* The rows say what docs/domain.md section 4 says. */
 	rt = fg_runtime_find("mlx-lm-0.31");
 	assert_true(rt->shift_on_mtp_key && rt->shift_on_raw_conv1d);
 	assert_int_equal(rt->files, FG_FILES_GLOB);

@@ -1,5 +1,5 @@
 /*
- * test_verdicts.c: the one verdict table (design.md section 5's codes and their
+ * test_verdicts.c: the one verdict table (docs/interfaces.md section 4's codes and their
  * fixed severities, the two documented extensions, the verification and fleet
  * codes; unique names, lookups, values outside the enum refused), the
  * severity names, and the verdict list
@@ -30,7 +30,7 @@ static int release_list(void **state)
 
 static void test_severities(void **state)
 {
-	/* design.md section 5, every code, and verdicts.h's two extensions. */
+	/* docs/interfaces.md section 4, every code, and verdicts.h's two extensions. */
 	static const struct {
 		const char *code;
 		enum fg_severity sev;

@@ -1,5 +1,5 @@
 /*
- * test_verify.c: verification rows to MTP verdicts (design.md section 7):
+ * test_verify.c: verification rows to MTP verdicts (docs/interfaces.md section 3):
  * the issue-306 reference case, its healthy control, each rule in order, the
  * collapse-threshold boundary, the result JSON, and one message per
  * validation error.
@@ -17,7 +17,7 @@
 
 #include "forge/verify/verify.h"
 
-/* MTPLX issue 306 as measured (domain.md section 3); design.md section 7's example. */
+/* MTPLX issue 306 as measured (docs/domain.md section 3). */
 static const char issue_306[] =
 	"{\"schema\": \"forged.verification.v1\", \"hardware\": \"M4 Max\", \"runtime\": \"mtplx-2.12\",\n"
 	" \"rows\": [{\"depth\": 0, \"tok_s\": 15.04},\n"
