@@ -28,4 +28,30 @@ int fg_sha256_file(const char *path, char hex[FG_SHA256_HEX], struct fg_err *err
 /* SHA-256 of a buffer. */
 void fg_sha256_buf(const void *data, size_t len, char hex[FG_SHA256_HEX]);
 
+/*
+ * A hash pipe: n running hashes fed one byte stream, each on a thread of its
+ * own, so a writer hashes what it writes at the cost of handing over
+ * pointers (on another core when there is one).  Chunks are pushed in
+ * order; each thread hashes every chunk, in that order, into its hash.  A
+ * chunk's bytes must stay as they are until fg_sha256_pipe_wait() has
+ * returned for its ticket (or the pipe is finished): a writer reusing a
+ * buffer waits for the ticket of its last push first.  At most
+ * FG_SHA256_PIPE_DEPTH chunks are in flight; a push beyond waits.  A pipe
+ * whose threads could not start hashes on the pushing thread instead, so
+ * the result is the same either way.  One thread pushes; the hashes are the
+ * caller's and are read (final_hex) after fg_sha256_pipe_finish.
+ */
+#define FG_SHA256_PIPE_DEPTH 16
+
+struct fg_sha256_pipe;
+
+/* Start a pipe over hashes[0..n) (borrowed; n may be 0: pushes do nothing).  NULL on ENOMEM. */
+struct fg_sha256_pipe *fg_sha256_pipe_start(struct fg_sha256 *const *hashes, size_t n);
+/* Hand over len bytes at data; returns the chunk's ticket (1, 2, ...). */
+unsigned long long fg_sha256_pipe_push(struct fg_sha256_pipe *p, const void *data, size_t len);
+/* Wait until every hash has taken chunk ticket (and every one before it). */
+void fg_sha256_pipe_wait(struct fg_sha256_pipe *p, unsigned long long ticket);
+/* Wait for every chunk, stop the threads and free the pipe.  NULL allowed. */
+void fg_sha256_pipe_finish(struct fg_sha256_pipe *p);
+
 #endif
