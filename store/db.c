@@ -260,10 +260,21 @@ static const char schema_v3[] =
 	" WHERE json_type(r.value, '$.runtime') = 'text'"
 	"  AND json_type(r.value, '$.trunk_probe_after') IN ('real', 'integer');";
 
+/*
+ * Version 4: a running job's progress within its stage (jobs.c): bytes moved
+ * of the stage's total and the seconds left, NULL when the stage counts no
+ * bytes or the ETA is unknown.
+ */
+static const char schema_v4[] =
+	"ALTER TABLE jobs ADD COLUMN bytes_done INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN bytes_total INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN eta_s REAL;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
+	schema_v4,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,

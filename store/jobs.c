@@ -20,7 +20,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
-	"created_at, updated_at, refusal"
+	"created_at, updated_at, refusal, bytes_done, bytes_total, eta_s"
 
 #define KEY_MAX 255        /* idempotency key bytes */
 #define HASH_MAX 128       /* body digest bytes (hex SHA-256 is 64) */
@@ -98,6 +98,19 @@ static int add_error(cJSON *o, const struct fg_job *job)
 	return cJSON_AddStringToObject(o, "error", text) != NULL;
 }
 
+/* bytes_done, bytes_total and eta_s of a running job's stage, else null. */
+static int add_bytes(cJSON *o, const struct fg_job *job)
+{
+	int known = job->state == FG_JOB_RUNNING && job->has_bytes;
+
+	return (known ? cJSON_AddNumberToObject(o, "bytes_done", (double)job->bytes_done)
+		      : cJSON_AddNullToObject(o, "bytes_done")) &&
+	       (known ? cJSON_AddNumberToObject(o, "bytes_total", (double)job->bytes_total)
+		      : cJSON_AddNullToObject(o, "bytes_total")) &&
+	       (known && job->eta_s >= 0 ? cJSON_AddNumberToObject(o, "eta_s", job->eta_s)
+					 : cJSON_AddNullToObject(o, "eta_s"));
+}
+
 cJSON *fg_job_json(const struct fg_job *job)
 {
 	cJSON *o, *refusal;
@@ -111,7 +124,7 @@ cJSON *fg_job_json(const struct fg_job *job)
 	    !cJSON_AddStringToObject(o, "kind", job->kind) ||
 	    !cJSON_AddStringToObject(o, "state", fg_job_state_name(job->state)) ||
 	    !cJSON_AddStringToObject(o, "stage", job->stage) ||
-	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_error(o, job))
+	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_bytes(o, job) || !add_error(o, job))
 		goto fail;
 	refusal = refusal_json(job);
 	if (!refusal || !cJSON_AddItemToObject(o, "refusal", refusal)) {
@@ -156,6 +169,10 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	fg_sql_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
 	/* A code this forged does not know (a newer one wrote it) reads as no refusal. */
 	j.refusal = fg_verdict_code_find((const char *)sqlite3_column_text(st, first + 12));
+	j.has_bytes = sqlite3_column_type(st, first + 13) != SQLITE_NULL && sqlite3_column_type(st, first + 14) != SQLITE_NULL;
+	j.bytes_done = sqlite3_column_int64(st, first + 13);
+	j.bytes_total = sqlite3_column_int64(st, first + 14);
+	j.eta_s = sqlite3_column_type(st, first + 15) == SQLITE_NULL ? -1.0 : sqlite3_column_double(st, first + 15);
 	*out = j;
 	return 0;
 }
@@ -407,10 +424,11 @@ out:
 }
 
 static const char sql_job_progress[] =
-	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3,"
+	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3, bytes_done = ?4, bytes_total = ?5, eta_s = ?6,"
 	" heartbeat_at = " FG_SQL_NOW ", updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
 
-int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, struct fg_err *err)
+static int job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, int with_bytes,
+			int64_t bytes_done, int64_t bytes_total, double eta_s, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -420,6 +438,9 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 	if (!(progress >= 0.0 && progress <= 1.0))
 		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: progress %g is outside 0..1",
 				  (long long)id, progress);
+	if (with_bytes && (bytes_done < 0 || bytes_done > bytes_total))
+		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: %lld bytes done of %lld",
+				  (long long)id, (long long)bytes_done, (long long)bytes_total);
 	rc = check_text(stage, STAGE_MAX, 0, "job stage", err);
 	if (rc)
 		return rc;
@@ -429,12 +450,34 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 	sqlite3_bind_int64(st, 1, id);
 	fg_sql_bind_text(st, 2, stage);
 	sqlite3_bind_double(st, 3, progress);
+	if (with_bytes) {
+		sqlite3_bind_int64(st, 4, bytes_done);
+		sqlite3_bind_int64(st, 5, bytes_total);
+	} else {
+		sqlite3_bind_null(st, 4);
+		sqlite3_bind_null(st, 5);
+	}
+	if (with_bytes && eta_s >= 0)
+		sqlite3_bind_double(st, 6, eta_s);
+	else
+		sqlite3_bind_null(st, 6);
 	rc = fg_sql_exec(s, st, err, "reporting job progress");
 	if (rc)
 		return rc;
 	if (sqlite3_changes(s->db) == 0)
 		return not_running(s, id, "reporting progress of", err);
 	return 0;
+}
+
+int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, struct fg_err *err)
+{
+	return job_progress(s, id, stage, progress, 0, 0, 0, -1.0, err);
+}
+
+int fg_store_job_progress_bytes(struct fg_store *s, int64_t id, const char *stage, double progress,
+				int64_t bytes_done, int64_t bytes_total, double eta_s, struct fg_err *err)
+{
+	return job_progress(s, id, stage, progress, 1, bytes_done, bytes_total, eta_s, err);
 }
 
 static const char sql_job_finish[] =

@@ -26,7 +26,7 @@
 #include "forge/core/error.h"
 #include "forge/model/verdicts.h"
 
-#define FG_STORE_SCHEMA_VERSION 3
+#define FG_STORE_SCHEMA_VERSION 4
 
 /* The largest page a listing returns (the smallest is 1); docs/openapi.json's Limit maximum. */
 #define FG_STORE_LIST_LIMIT_MAX 500
@@ -79,6 +79,10 @@ struct fg_job {
 	char updated_at[32];
 	const struct fg_verdict_row *refusal; /* the verdict that refused it (error is the
 						 detail), or NULL */
+	/* Within the running stage: bytes moved of the stage's total, seconds left (-1: unknown). */
+	int has_bytes;                 /* 0: the stage reported no byte counts */
+	int64_t bytes_done, bytes_total;
+	double eta_s;
 };
 
 /* Free job->params (the struct itself is the caller's). NULL allowed. */
@@ -86,7 +90,9 @@ void fg_job_release(struct fg_job *job);
 
 /*
  * The design.md section 8 job object: id, kind, state, stage, progress,
- * error, refusal, artifact_id, created_at, updated_at.  refusal is
+ * bytes_done, bytes_total, eta_s (a running job's stage's byte counts and
+ * seconds left, else null), error, refusal, artifact_id, created_at,
+ * updated_at.  refusal is
  * {code, severity, detail} (severity from the verdict table) when a verdict
  * refused the job, else null; error is then "code: detail", for people.
  */
@@ -109,9 +115,16 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
  */
 int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *out, struct fg_err *err);
 
-/* Heartbeat and progress of a running job (stage may be NULL: unchanged). */
+/* Heartbeat and progress of a running job (stage may be NULL: unchanged); byte counts cleared. */
 int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress,
 			  struct fg_err *err);
+
+/*
+ * The same with the stage's bytes done of total and the seconds left
+ * (eta_s < 0: unknown, stored as NULL).  FG_EINPUT when done > total.
+ */
+int fg_store_job_progress_bytes(struct fg_store *s, int64_t id, const char *stage, double progress,
+				int64_t bytes_done, int64_t bytes_total, double eta_s, struct fg_err *err);
 
 /* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
 int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,

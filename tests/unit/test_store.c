@@ -441,8 +441,8 @@ static void test_job_enqueue_get_json(void **state)
 	struct fg_err err = { 0 };
 	int replayed = -1;
 	cJSON *o;
-	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "refusal", "artifact_id",
-			       "created_at", "updated_at" };
+	const char *keys[] = { "id", "kind", "state", "stage", "progress", "bytes_done", "bytes_total", "eta_s",
+			       "error", "refusal", "artifact_id", "created_at", "updated_at" };
 
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, 0, &j, &replayed, &err),
 			 0);
@@ -646,6 +646,32 @@ static void test_job_lifecycle(void **state)
 	assert_int_equal(fg_store_job_progress(f->s, 2, "x", 0.1, &err), FG_ECONFLICT);
 	assert_non_null(strstr(err.msg, "queued"));
 	assert_int_equal(fg_store_job_progress(f->s, 99, "x", 0.1, &err), FG_ENOTFOUND);
+	/* Bytes within the stage: shown while running, cleared by a report without them, checked. */
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, "sidecar", 0.5, 300, 1000, 2.5, &err), 0);
+	j = get_job(f->s, 1);
+	assert_true(j.has_bytes && j.bytes_done == 300 && j.bytes_total == 1000 && j.eta_s == 2.5);
+	{
+		cJSON *o = fg_job_json(&j);
+
+		assert_true(cJSON_GetObjectItem(o, "bytes_done")->valuedouble == 300);
+		assert_true(cJSON_GetObjectItem(o, "bytes_total")->valuedouble == 1000);
+		assert_true(cJSON_GetObjectItem(o, "eta_s")->valuedouble == 2.5);
+		cJSON_Delete(o);
+	}
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, "sidecar", 0.6, 400, 1000, -1, &err), 0);
+	j = get_job(f->s, 1);
+	assert_true(j.has_bytes && j.bytes_done == 400 && j.eta_s < 0);
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, "sidecar", 0.6, 1001, 1000, 1, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "check", 0.9, &err), 0);
+	j = get_job(f->s, 1);
+	assert_false(j.has_bytes);
+	{
+		cJSON *o = fg_job_json(&j);
+
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "bytes_done")));
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "eta_s")));
+		cJSON_Delete(o);
+	}
 
 	/* Finishing. */
 	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_QUEUED, NULL, 0, &err), FG_EINPUT);
@@ -1514,9 +1540,14 @@ static void test_verification_rows(void **state)
 	cJSON_Delete(doc);
 }
 
+/* What migration 4 added, dropped again: a database as version 3 left it. */
+#define V4_DOWN \
+	"ALTER TABLE jobs DROP COLUMN bytes_done; ALTER TABLE jobs DROP COLUMN bytes_total;" \
+	" ALTER TABLE jobs DROP COLUMN eta_s;"
+
 /* What migration 3 added, dropped again: a database as version 2 left it. */
-#define V3_DOWN \
-	"DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
+#define V3_DOWN V4_DOWN \
+	" DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
 	" DROP TRIGGER verdicts_family_update; DROP TRIGGER artifacts_family_verdicts_delete;" \
 	" DROP TRIGGER artifacts_family_verdicts_move; DROP TABLE verdict_stats; DROP TABLE artifact_probes;"
 
@@ -1537,7 +1568,7 @@ static void test_migrate_v2_to_v3(void **state)
 	f->s = NULL;
 	if (fg_store_open(&f->s, f->path, &err))
 		fail_msg("reopening: %s", err.msg);
-	assert_int_equal(fg_store_user_version(f->s), 3);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION); /* through 3 */
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifact_probes"), 2);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdict_stats"), 2);
 	assert_stats_consistent(f->s);
