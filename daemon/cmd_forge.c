@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
@@ -20,13 +21,17 @@ const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
 	.summary = "extract an MTP sidecar in the target's convention into a new artifact",
 	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME]\n"
-		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--json] [--force]\n\n"
+		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--keep-originals copy|auto]\n"
+		 "             [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
 		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
 		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
 		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
+		 "Originals of changed tensors are recorded by reference to a local SOURCE\n"
+		 "(file, SHA-256, offset, length; 'forged verify-originals DIR' checks them)\n"
+		 "and copied (zstd) for a remote one, or for any with --keep-originals copy.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
@@ -34,21 +39,112 @@ const struct fg_cmd fg_cmd_forge = {
 };
 
 /*
- * Progress on a TTY.  FORGED_FAULT_STAGE=STAGE kills the process with SIGKILL
- * when STAGE begins: the crash tests use it to prove that an interrupted forge
- * leaves nothing at the destination.
+ * Progress people can watch: on a TTY one live line (redrawn at most ten
+ * times a second), off one (a CI log) a line every FORGED_PROGRESS_SECONDS
+ * (default 5; none for a forge that ends sooner), each with the stage, its
+ * bytes done of total, the rate and the ETA.  FORGED_FAULT_STAGE=STAGE kills
+ * the process with SIGKILL when STAGE begins: the crash tests use it to
+ * prove that an interrupted forge leaves nothing at the destination.
+ * FORGED_TEST_STAGE_DELAY=STAGE:MS sleeps MS milliseconds when STAGE begins
+ * (tests only: two forges racing for one destination).
  */
-static int on_progress(void *ctx, const char *stage, double fraction)
-{
-	const char *fault = getenv("FORGED_FAULT_STAGE");
+struct cli_progress {
+	int tty;
+	double interval;        /* off a TTY: seconds between lines */
+	double t0, last;        /* when the forge began, when a line was last printed */
+	char stage[16];         /* the stage of the last report */
+	int drawn;              /* a TTY line is on the screen */
+};
 
-	(void)ctx;
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* n bytes as "12.3 MB" (decimal units, as the rate is). */
+static void human(char *buf, size_t len, double n)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+	int u = 0;
+
+	while (n >= 1000.0 && u < 4) {
+		n /= 1000.0;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+}
+
+/* "sidecar  45%  740.0 MB/1.6 GB  410.0 MB/s  eta 2 s" into buf. */
+static void progress_text(char *buf, size_t len, const struct fg_forge_progress *p)
+{
+	char done[24], total[24], rate[24];
+	int n = snprintf(buf, len, "%-10s %3d%%", p->stage, (int)(p->fraction * 100.0));
+
+	if (n < 0 || (size_t)n >= len || !p->bytes_total)
+		return;
+	human(done, sizeof(done), (double)p->bytes_done);
+	human(total, sizeof(total), (double)p->bytes_total);
+	human(rate, sizeof(rate), p->rate);
+	if (p->eta_s >= 0)
+		snprintf(buf + n, len - (size_t)n, "  %s/%s  %s/s  eta %.0f s", done, total, rate, p->eta_s);
+	else
+		snprintf(buf + n, len - (size_t)n, "  %s/%s", done, total);
+}
+
+static void stage_hooks(const char *stage)
+{
+	const char *fault = getenv("FORGED_FAULT_STAGE"), *delay = getenv("FORGED_TEST_STAGE_DELAY");
+	size_t n = strlen(stage);
+
 	if (fault && strcmp(fault, stage) == 0)
 		raise(SIGKILL);
-	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "\rforge: %-10s %3d%%%s", stage, (int)(fraction * 100.0),
-			fraction >= 1.0 ? "\n" : "");
+	if (delay && strncmp(delay, stage, n) == 0 && delay[n] == ':') {
+		long ms = strtol(delay + n + 1, NULL, 10);
+
+		if (ms > 0 && ms < 600000)
+			nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000 }, NULL);
+	}
+}
+
+static int on_progress(void *ctx, const struct fg_forge_progress *p)
+{
+	struct cli_progress *c = ctx;
+	double now = mono_s();
+	char text[160];
+	int new_stage = strcmp(c->stage, p->stage) != 0;
+
+	if (new_stage) {
+		snprintf(c->stage, sizeof(c->stage), "%s", p->stage);
+		stage_hooks(p->stage);
+	}
+	if (c->tty) {
+		if (!new_stage && p->fraction < 1.0 && now - c->last < 0.1)
+			return 0;
+		progress_text(text, sizeof(text), p);
+		fprintf(stderr, "\rforge: %s\033[K%s", text, p->fraction >= 1.0 ? "\n" : "");
+		c->drawn = p->fraction < 1.0;
+		c->last = now;
+	} else if (now - c->last >= c->interval && p->fraction < 1.0) {
+		progress_text(text, sizeof(text), p);
+		fprintf(stderr, "forge: %s\n", text);
+		c->last = now;
+	}
 	return 0;
+}
+
+static void progress_init(struct cli_progress *c)
+{
+	const char *v = getenv("FORGED_PROGRESS_SECONDS");
+	char *end = NULL;
+	double s = v && *v ? strtod(v, &end) : 0.0;
+
+	memset(c, 0, sizeof(*c));
+	c->tty = isatty(STDERR_FILENO);
+	c->interval = end && !*end && s > 0.0 ? s : 5.0;
+	c->t0 = c->last = mono_s(); /* the first line off a TTY comes one interval in */
 }
 
 /* The value of --name VALUE or --name=VALUE at argv[*i], or NULL when argv[*i] is not --name. */
@@ -75,12 +171,14 @@ static int run_forge(int argc, char **argv)
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
+	struct cli_progress progress;
 	struct fg_err err = { 0 };
+	const char *originals = NULL;
 	int json = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
-		static const char *const names[] = { "--out", "--backbone", "--target", "--quant" };
-		const char **slots[] = { &o.out, &o.backbone, &o.target, &o.quant };
+		static const char *const names[] = { "--out", "--backbone", "--target", "--quant", "--keep-originals" };
+		const char **slots[] = { &o.out, &o.backbone, &o.target, &o.quant, &originals };
 		int matched = 0, missing = 0;
 
 		if (fg_cli_is_help(argv[i])) {
@@ -88,7 +186,7 @@ static int run_forge(int argc, char **argv)
 			fg_cli_print_runtimes(stdout);
 			return FG_EXIT_OK;
 		}
-		for (size_t k = 0; k < 4 && !matched; k++) {
+		for (size_t k = 0; k < 5 && !matched; k++) {
 			const char *v = option_value(argc, argv, &i, names[k], &missing);
 
 			if (missing)
@@ -115,10 +213,18 @@ static int run_forge(int argc, char **argv)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing SOURCE");
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
+	if (originals && strcmp(originals, "copy") == 0)
+		o.originals = FG_ORIGINALS_COPY;
+	else if (originals && strcmp(originals, "auto") != 0)
+		return fg_cli_usage_error(&fg_cmd_forge, "--keep-originals takes copy or auto (got '%s')", originals);
+	progress_init(&progress);
 	o.progress = on_progress;
+	o.progress_ctx = &progress;
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	o.pull = &pull;
 	rc = fg_forge_run(&o, &res, &err);
+	if (progress.drawn)
+		fputc('\n', stderr); /* a live line cut short by a failure */
 	if (rc == FG_EUSAGE) {
 		fg_forge_result_release(&res);
 		return fg_cli_usage_error(&fg_cmd_forge, "%s", err.msg);

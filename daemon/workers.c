@@ -91,21 +91,29 @@ struct job_ctx {
 	int cancelled;
 	int aborted;
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
+	struct timespec last_store;    /* so is forge progress within a stage */
+	char stage[16];                /* the stage last recorded */
 };
 
-/* Forge progress: record it, and stop on cancel or shutdown. */
-static int on_progress(void *ctx, const char *stage, double fraction)
+#define PROGRESS_EVERY_S 0.25
+
+/* Record progress, and stop on cancel or shutdown. */
+static int record_progress(struct job_ctx *j, const char *stage, double fraction, const struct fg_forge_progress *b)
 {
-	struct job_ctx *j = ctx;
 	struct fg_err err = { 0 };
 	struct fg_job job;
 	const char *fault = getenv("FORGED_FAULT_STAGE");
 
 	if (fault && strcmp(fault, stage) == 0)
 		raise(SIGKILL); /* crash tests: die mid-job, like a power cut */
+	clock_gettime(CLOCK_MONOTONIC, &j->last_store);
 	touch(j->w);
 	maybe_watchdog(j->w->pool);
-	fg_store_job_progress(j->w->store, j->id, stage, fraction, &err);
+	if (b && b->bytes_total)
+		fg_store_job_progress_bytes(j->w->store, j->id, stage, fraction, (int64_t)b->bytes_done,
+					    (int64_t)b->bytes_total, b->eta_s, &err);
+	else
+		fg_store_job_progress(j->w->store, j->id, stage, fraction, &err);
 	memset(&job, 0, sizeof(job));
 	if (fg_store_job_get(j->w->store, j->id, &job, &err) == 0 && job.cancel_requested)
 		j->cancelled = 1;
@@ -116,18 +124,37 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	return j->cancelled || j->aborted;
 }
 
+/*
+ * Forge progress: a new stage is recorded at once, bytes within a stage at
+ * most every PROGRESS_EVERY_S (each record is a committed write) and at the
+ * stage's end, so the job's progress advances within long stages.
+ */
+static int on_progress(void *ctx, const struct fg_forge_progress *p)
+{
+	struct job_ctx *j = ctx;
+	int new_stage = strcmp(j->stage, p->stage) != 0;
+
+	if (!new_stage && !(p->bytes_total && p->bytes_done >= p->bytes_total) &&
+	    since(&j->last_store) < PROGRESS_EVERY_S)
+		return j->cancelled || j->aborted;
+	snprintf(j->stage, sizeof(j->stage), "%s", p->stage);
+	return record_progress(j, p->stage, p->fraction, p);
+}
+
 /* Remote reads: the job's stage says the bytes fetched and the total to fetch. */
 static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 {
 	struct job_ctx *j = ctx;
 	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
+	struct fg_forge_progress b = { .stage = "fetch", .bytes_done = done, .bytes_total = total, .eta_s = -1 };
 
 	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
 	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);
-	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
+	j->stage[0] = '\0'; /* the forge's next report is recorded whatever its stage */
+	return record_progress(j, stage, fg_forge_fetch_fraction(done, total), done <= total ? &b : NULL);
 }
 
 /* Store the forged artifact; returns its id or 0 with err set. */

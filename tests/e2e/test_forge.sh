@@ -36,10 +36,33 @@ check "raw HF -> mtplx: shard without head is hard-linked" \
 	[ "$(stat -c %i "$TMP/hf_mtplx/model-00001-of-00002.safetensors")" = "$(stat -c %i "$FIXTURES/qwen35_hf/model-00001-of-00002.safetensors")" ]
 check "raw HF -> mtplx: shard with head is rewritten" \
 	[ "$(stat -c %i "$TMP/hf_mtplx/model-00002-of-00002.safetensors")" != "$(stat -c %i "$FIXTURES/qwen35_hf/model-00002-of-00002.safetensors")" ]
-blob=$(jq -r '.originals[0].blob' "$TMP/hf_mtplx/forged.json")
-want=$(jq -r '.originals[0].sha256' "$TMP/hf_mtplx/forged.json")
+# A local source's originals are references: its file, the file's SHA-256, the tensor's offset and length.
+rec=$(jq -c '.originals[0]' "$TMP/hf_mtplx/forged.json")
+orig_file=$FIXTURES/qwen35_hf/$(jq -r '.source_file' <<<"$rec")
+check "originals: a local source's are references" [ "$(jq -r '.form' <<<"$rec")" = reference ]
+check "originals: the reference holds the source file's SHA-256" \
+	[ "$(sha256sum "$orig_file" | cut -d' ' -f1)" = "$(jq -r '.file_sha256' <<<"$rec")" ]
+check "originals: offset and length are the tensor's bytes in that file" [ "$("$PYTHON" - "$orig_file" "$rec" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+rec = json.loads(sys.argv[2])
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])[rec["tensor"]]
+print(8 + n + t["data_offsets"][0] == rec["offset"] and t["data_offsets"][1] - t["data_offsets"][0] == rec["length"])
+PY
+)" = True ]
+check "originals: nothing is copied for a local source" [ ! -e "$TMP/hf_mtplx/provenance" ]
+# --keep-originals copy: zstd copies, each decompressing to the recorded bytes.
+forge qwen35_hf hf_copy --target mtplx-2.12 --keep-originals copy
+check "--keep-originals copy: exit 0" [ "$RC" -eq 0 ]
+blob=$(jq -r '.originals[0].blob' "$TMP/hf_copy/forged.json")
+want=$(jq -r '.originals[0].sha256' "$TMP/hf_copy/forged.json")
 check "originals: zstd blob decompresses to the recorded bytes" \
-	[ "$(zstd -dc "$TMP/hf_mtplx/$blob" | sha256sum | cut -d' ' -f1)" = "$want" ]
+	[ "$(zstd -dc "$TMP/hf_copy/$blob" | sha256sum | cut -d' ' -f1)" = "$want" ]
+check "originals: the copy's record still names its source bytes" \
+	[ "$(jq -r '.originals[0] | [.form, .offset, .length] | map(tostring) | join(" ")' "$TMP/hf_copy/forged.json")" = \
+	  "copy $(jq -r '[.offset, .length] | map(tostring) | join(" ")' <<<"$rec")" ]
+check "--keep-originals other: exit 2" [ "$("$FORGED" forge "$FIXTURES/qwen35_hf" --out "$TMP/ko" --keep-originals zip >/dev/null 2>&1; echo $?)" = 2 ]
 
 # Raw HF kept delta for a Hugging Face target: nothing shifted.
 forge qwen35_hf hf_hf --target hf

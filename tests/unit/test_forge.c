@@ -3,7 +3,10 @@
  * fixture ($FIXTURES, skipped without it): the result carries the
  * provenance it wrote, equal to forged.json on disk, so a caller storing
  * the artifact never has to read the file back; progress walks the stage
- * table in order, from 0 to 1, never backwards.
+ * table in order, from 0 to 1, never backwards, with byte counts within
+ * stages; any byte range of any plan entry materializes to the bytes of the
+ * whole entry (fg_plan_materialize_range against fg_plan_materialize, for
+ * every operation, quantized ones in any order).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,8 @@
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
+#include "forge/artifact/plan.h"
+#include "forge/artifact/policy.h"
 #include "forge/core/json.h"
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -27,19 +32,24 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
+#define SEEN_MAX 512
+
 struct seen {
 	size_t n;
-	char stage[64][16];
-	double fraction[64];
+	char stage[SEEN_MAX][16];
+	double fraction[SEEN_MAX];
+	uint64_t done[SEEN_MAX], total[SEEN_MAX];
 };
 
-static int record(void *ctx, const char *stage, double fraction)
+static int record(void *ctx, const struct fg_forge_progress *p)
 {
 	struct seen *s = ctx;
 
-	if (s->n < 64) {
-		snprintf(s->stage[s->n], sizeof(s->stage[0]), "%s", stage);
-		s->fraction[s->n++] = fraction;
+	if (s->n < SEEN_MAX) {
+		snprintf(s->stage[s->n], sizeof(s->stage[0]), "%s", p->stage);
+		s->done[s->n] = p->bytes_done;
+		s->total[s->n] = p->bytes_total;
+		s->fraction[s->n++] = p->fraction;
 	}
 	return 0;
 }
@@ -79,7 +89,7 @@ static void test_result_carries_provenance(void **state)
 	assert_string_equal(res.target, FG_FORGE_DEFAULT_TARGET);
 	cJSON_Delete(on_disk);
 	/* A local source: every stage but fetch, in order; fractions from 0 to 1, never backwards. */
-	assert_true(seen.n >= 6);
+	assert_true(seen.n >= 6 && seen.n < SEEN_MAX);
 	assert_true(seen.fraction[0] == 0.0 && seen.fraction[seen.n - 1] == 1.0);
 	for (size_t i = 0; i < seen.n; i++) {
 		if (i)
@@ -90,6 +100,14 @@ static void test_result_carries_provenance(void **state)
 			fail_msg("stage %s out of order", seen.stage[i]);
 	}
 	assert_int_equal(k, 6);
+	/* The sidecar stage counts its bytes: the last report of it has them all. */
+	for (size_t i = seen.n; i-- > 0;) {
+		if (strcmp(seen.stage[i], "sidecar") == 0) {
+			assert_true(seen.total[i] > 0);
+			assert_true(seen.done[i] == seen.total[i]);
+			break;
+		}
+	}
 	fg_forge_result_release(&res);
 	assert_null(res.provenance);
 	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -106,10 +124,83 @@ static void test_fetch_fraction(void **state)
 	assert_true(fg_forge_fetch_fraction(100, 100) <= 0.1);
 }
 
+/* Every entry of the plan of source for target under policy, in ranges of odd sizes, equals the whole. */
+static void ranges_equal_whole(const char *name, const char *target, const char *policy)
+{
+	const char *fixtures = getenv("FIXTURES");
+	static const size_t steps[] = { 1, 3, 4096, 65537, 1u << 20 };
+	char src[1024];
+	const char *rt = target;
+	struct fg_inspect *r = NULL;
+	struct fg_plan plan;
+	struct fg_policy pol;
+	struct fg_err err = { 0 };
+	size_t checked = 0;
+
+	snprintf(src, sizeof(src), "%s/%s", fixtures, name);
+	if (fg_inspect_run(&r, src, &rt, 1, &err) || fg_plan_build(r, target, &plan, &err) ||
+	    fg_policy_parse(policy, &pol, &err) || fg_policy_apply(&plan, &pol, r, NULL, &err))
+		fail_msg("%s: %s", name, err.msg);
+	for (size_t i = 0; i < plan.n; i++) {
+		const struct fg_plan_entry *e = &plan.t[i];
+		uint64_t bytes = fg_plan_entry_bytes(e);
+		uint8_t *whole, *parts;
+
+		if (e->hidden)
+			continue;
+		whole = malloc(bytes + 1);
+		parts = malloc(bytes + 1);
+		assert_non_null(whole);
+		assert_non_null(parts);
+		if (fg_plan_materialize(&plan, e, whole, &err))
+			fail_msg("%s: %s", e->name, err.msg);
+		for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+			memset(parts, 0xa5, bytes);
+			/* Backwards for quantized parts: the scales and biases of a base must not need its weight first. */
+			for (uint64_t left = bytes; left > 0;) {
+				uint64_t n = left < steps[s] ? left : steps[s], off = e->op == FG_OP_QUANT ? left - n : bytes - left;
+
+				if (fg_plan_materialize_range(&plan, e, off, (size_t)n, parts + off, &err))
+					fail_msg("%s [%llu, +%llu): %s", e->name, (unsigned long long)off,
+						 (unsigned long long)n, err.msg);
+				left -= n;
+			}
+			if (memcmp(whole, parts, bytes) != 0)
+				fail_msg("%s (%s): ranges of %zu bytes differ from the whole", e->name, name, steps[s]);
+		}
+		checked++;
+		free(whole);
+		free(parts);
+	}
+	assert_true(checked > 0);
+	assert_int_equal(fg_plan_materialize_range(&plan, &plan.t[0], fg_plan_entry_bytes(&plan.t[0]), 1,
+						   (uint8_t[1]){ 0 }, &err), FG_EINTERNAL);
+	fg_plan_release(&plan);
+	fg_inspect_free(r);
+}
+
+static void test_materialize_range(void **state)
+{
+	const char *fixtures = getenv("FIXTURES");
+
+	(void)state;
+	if (!fixtures || !*fixtures)
+		skip();
+	ranges_equal_whole("qwen35_hf", "mtplx-2.12", "keep");                   /* views, shifts */
+	ranges_equal_whole("qwen35_hf", "mtplx-2.12", "affine:4:64");            /* quantized parts */
+	ranges_equal_whole("qwen35_hf", "mtplx-2.12", "mxfp4");
+	ranges_equal_whole("deepseek_v3_fp8", "hf", "keep");                     /* FP8 */
+	ranges_equal_whole("qwen35_moe_hf_numbered", "mtplx-2.12", "keep");      /* stacks */
+	ranges_equal_whole("qwen35_moe_hf_numbered", "mtplx-2.12", "affine:3:32"); /* quantized stacks */
+	ranges_equal_whole("qwen35_moe_hf_fused_linear", "mtplx-2.12", "keep");  /* splits */
+	ranges_equal_whole("qwen35_moe_hf_fused_bmm", "mtplx-2.12", "keep");     /* transposes */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fetch_fraction),
+		cmocka_unit_test(test_materialize_range),
 		cmocka_unit_test(test_result_carries_provenance),
 	};
 
