@@ -96,6 +96,7 @@ int fg_cli_is_help(const char *arg);
 
 extern const struct fg_cmd fg_cmd_version;
 extern const struct fg_cmd fg_cmd_forge;
+extern const struct fg_cmd fg_cmd_verify_originals;
 extern const struct fg_cmd fg_cmd_inspect;
 extern const struct fg_cmd fg_cmd_serve;
 extern const struct fg_cmd fg_cmd_tensors;

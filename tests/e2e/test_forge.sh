@@ -62,6 +62,30 @@ check "originals: zstd blob decompresses to the recorded bytes" \
 check "originals: the copy's record still names its source bytes" \
 	[ "$(jq -r '.originals[0] | [.form, .offset, .length] | map(tostring) | join(" ")' "$TMP/hf_copy/forged.json")" = \
 	  "copy $(jq -r '[.offset, .length] | map(tostring) | join(" ")' <<<"$rec")" ]
+# forged verify-originals reads the bytes back: references against the source file, copies by decompressing.
+quiet() { "$@" >/dev/null 2>&1; }
+check "verify-originals: references check out (exit 0)" quiet "$FORGED" verify-originals "$TMP/hf_mtplx" --source "$FIXTURES/qwen35_hf"
+check "verify-originals: copies check out (exit 0)" quiet "$FORGED" verify-originals "$TMP/hf_copy" --source "$FIXTURES/qwen35_hf"
+check "verify-originals --json: every record checked" [ "$("$FORGED" verify-originals "$TMP/hf_mtplx" --json \
+	--source "$FIXTURES/qwen35_hf" | jq -r '[.ok, .checked, .failed] | map(tostring) | join(" ")')" = "true 7 0" ]
+cp -r "$FIXTURES/qwen35_hf" "$TMP/src_tamper"
+forge qwen35_hf tamper_art --target mtplx-2.12 # from the fixture, checked against the copy below
+"$PYTHON" - "$TMP/src_tamper/$(jq -r '.originals[0].source_file' "$TMP/tamper_art/forged.json")" \
+	"$(jq -r '.originals[-1].offset' "$TMP/tamper_art/forged.json")" <<'PY'
+import sys
+path, off = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(path, "rb").read())
+b[off] ^= 1
+open(path, "wb").write(b)
+PY
+rc=0; "$FORGED" verify-originals "$TMP/tamper_art" --source "$TMP/src_tamper" >"$TMP/tamper.out" 2>&1 || rc=$?
+check "verify-originals: a changed source byte fails (exit $rc)" [ "$rc" -eq 1 ]
+check "verify-originals: the failure names the SHA-256" grep -q "FAIL.*SHA-256" "$TMP/tamper.out"
+printf 'x' | dd of="$TMP/hf_copy/$(jq -r '.originals[0].blob' "$TMP/hf_copy/forged.json")" bs=1 seek=20 conv=notrunc 2>/dev/null
+rc=0; "$FORGED" verify-originals "$TMP/hf_copy" --source "$FIXTURES/qwen35_hf" >/dev/null 2>&1 || rc=$?
+check "verify-originals: a changed zstd copy fails (exit $rc)" [ "$rc" -eq 1 ]
+rc=0; "$FORGED" verify-originals "$TMP/nothing_here" >/dev/null 2>&1 || rc=$?
+check "verify-originals: no forged.json is exit 2 ($rc)" [ "$rc" -eq 2 ]
 check "--keep-originals other: exit 2" [ "$("$FORGED" forge "$FIXTURES/qwen35_hf" --out "$TMP/ko" --keep-originals zip >/dev/null 2>&1; echo $?)" = 2 ]
 
 # Raw HF kept delta for a Hugging Face target: nothing shifted.
