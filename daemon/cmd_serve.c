@@ -80,7 +80,7 @@ static int run_serve(int argc, char **argv)
 	struct fg_api_config acfg;
 	struct fg_workers_config wcfg;
 	char db[PATH_MAX + 16], cache[PATH_MAX + 16], instance[64];
-	const char *hosts[FG_CONFIG_MAX_LIST];
+	const char *hosts[FG_CONFIG_MAX_LIST], *roots[FG_CONFIG_MAX_LIST];
 	sigset_t sigs;
 	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
 
@@ -108,6 +108,8 @@ static int run_serve(int argc, char **argv)
 	snprintf(cache, sizeof(cache), "%s/cache", cfg.state_dir);
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		hosts[i] = cfg.allow_hosts[i];
+	for (size_t i = 0; i < cfg.n_allow_roots; i++)
+		roots[i] = cfg.allow_roots[i];
 	make_instance_id(instance, sizeof(instance));
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
@@ -139,6 +141,8 @@ static int run_serve(int argc, char **argv)
 	wcfg.cache_dir = cache;
 	wcfg.allow_hosts = hosts;
 	wcfg.n_allow_hosts = cfg.n_allow_hosts;
+	wcfg.allow_roots = roots;
+	wcfg.n_allow_roots = cfg.n_allow_roots;
 
 	memset(&acfg, 0, sizeof(acfg));
 	acfg.listen_addr = cfg.listen_addr;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/paths.h"
 #include "daemon/cli.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -157,6 +158,32 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	return record_progress(j, stage, fg_forge_fetch_fraction(done, total), done <= total ? &b : NULL);
 }
 
+/*
+ * The job's paths are confined again when it runs, not only when it was
+ * queued: a folder swapped for a link to elsewhere while the job waited is
+ * refused here (FG_EFORBIDDEN), and the output is created through its
+ * parent opened link by link (out_nofollow), so a swap after this check
+ * does not move it either.  Paths become the resolved ones.
+ */
+static int confine_again(const struct fg_workers *p, const char *field, const char **path, int must_exist,
+			 char *resolved, struct fg_err *err)
+{
+	const char *why = "";
+
+	if (!*path || (must_exist && fg_pull_is_url(*path)))
+		return 0;
+	switch (fg_path_confine(*path, p->cfg.allow_roots, p->cfg.n_allow_roots, must_exist, resolved, &why)) {
+	case FG_CONFINE_OK:
+		*path = resolved;
+		return 0;
+	case FG_CONFINE_FORBIDDEN:
+		return fg_err_set(err, FG_EFORBIDDEN, "%s '%s': %s (checked again as the job started)", field, *path,
+				  why);
+	default:
+		return fg_err_set(err, FG_EINPUT, "%s '%s': %s (checked again as the job started)", field, *path, why);
+	}
+}
+
 /* Store the forged artifact; returns its id or 0 with err set. */
 static int64_t store_artifact(struct worker *w, const char *source, const struct fg_forge_result *res,
 			      struct fg_err *err)
@@ -204,6 +231,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	struct fg_api *api;
 	struct fg_pull_opts pull;
 	struct fg_forge_request rq;
+	char src[PATH_MAX], bb[PATH_MAX], client_out[PATH_MAX];
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -218,6 +246,10 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_err_prefix(&err, rc, "job parameters: ");
 	else
 		fg_forge_request_opts(&rq, &o);
+	if (!rc && !(rc = confine_again(p, "source", &o.source, 1, src, &err)) &&
+	    !(rc = confine_again(p, "backbone", &o.backbone, 1, bb, &err)) &&
+	    !(rc = confine_again(p, "out", &o.out, 0, client_out, &err)))
+		o.out_nofollow = o.out != NULL;
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
 		o.out = out;

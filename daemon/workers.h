@@ -49,6 +49,8 @@ struct fg_workers_config {
 	const char *cache_dir;         /* remote sources: STATE/cache */
 	const char *const *allow_hosts;
 	size_t n_allow_hosts;
+	const char *const *allow_roots; /* a job's paths are confined again when it runs */
+	size_t n_allow_roots;
 };
 
 int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cfg, struct fg_err *err);

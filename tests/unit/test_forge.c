@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
@@ -113,6 +114,39 @@ static void test_result_carries_provenance(void **state)
 	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* out_nofollow: a link anywhere in out's parent path is refused before anything is read or written. */
+static void test_out_nofollow(void **state)
+{
+	const char *fixtures = getenv("FIXTURES");
+	char tmp[] = "/tmp/forged-test-nofollow-XXXXXX", real[1100], link_path[1100], out[1200], src[1024];
+	struct fg_forge_opts o = { .version = "test", .out_nofollow = 1 };
+	struct fg_forge_result res;
+	struct fg_err err = { 0 };
+
+	(void)state;
+	if (!fixtures || !*fixtures)
+		skip();
+	assert_non_null(mkdtemp(tmp));
+	snprintf(real, sizeof(real), "%s/real", tmp);
+	snprintf(link_path, sizeof(link_path), "%s/link", tmp);
+	snprintf(out, sizeof(out), "%s/art", link_path);
+	snprintf(src, sizeof(src), "%s/qwen35_hf", fixtures);
+	assert_int_equal(mkdir(real, 0755), 0);
+	assert_int_equal(symlink(real, link_path), 0);
+	o.source = src;
+	o.out = out;
+	assert_int_equal(fg_forge_run(&o, &res, &err), FG_EFORBIDDEN);
+	assert_non_null(strstr(err.msg, "symbolic link"));
+	fg_forge_result_release(&res);
+	o.out_nofollow = 0; /* as spelled: the link is followed */
+	assert_int_equal(fg_forge_run(&o, &res, &err), 0);
+	assert_true(res.ok);
+	fg_forge_result_release(&res);
+	snprintf(out, sizeof(out), "%s/art/forged.json", real);
+	assert_int_equal(access(out, F_OK), 0);
+	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Remote reads stand for the part of the run before the backbone stage. */
 static void test_fetch_fraction(void **state)
 {
@@ -201,6 +235,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fetch_fraction),
 		cmocka_unit_test(test_materialize_range),
+		cmocka_unit_test(test_out_nofollow),
 		cmocka_unit_test(test_result_carries_provenance),
 	};
 
