@@ -141,6 +141,8 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err);
  * fg_art_file_of: the checkpoint file of r holding tensor t, or NULL.
  */
 void fg_art_will_read(const struct fg_tensor *t, uint64_t off, uint64_t len);
+/* ts[i] of n tensors read in turn is begun: read ahead into the ones after it. */
+void fg_art_will_read_run(const struct fg_tensor *const *ts, size_t n, size_t i);
 void fg_art_span(struct forge *f, const struct fg_tensor *t, uint64_t at, size_t len, struct fg_st_span *out);
 const struct fg_ckpt_file *fg_art_file_of(const struct fg_inspect *r, const struct fg_tensor *t);
 void fg_art_sources_close(struct forge *f);

@@ -629,6 +629,8 @@ const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t o
 			return NULL;
 		t = o->srcs[offset / piece];
 		at = offset % piece;
+		if (at == 0)
+			fg_art_will_read_run(o->srcs, o->n_srcs, (size_t)(offset / piece));
 		room = piece - at;
 		break;
 	case FG_OP_SPLIT:
@@ -679,6 +681,8 @@ int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_e
 			uint64_t e = pos / piece, at = pos % piece, n = min_u64(piece - at, end - pos);
 			int rc = 0;
 
+			if (o->op == FG_OP_STACK && at == 0)
+				fg_art_will_read_run(o->srcs, o->n_srcs, (size_t)e);
 			if (o->op == FG_OP_SPLIT)
 				copy_source(o->src, (e * 2 + (uint64_t)o->half) * piece + at, n, buf + (pos - offset));
 			else if (!o->scale_invs[e])

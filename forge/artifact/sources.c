@@ -10,7 +10,9 @@
  * reaches a multiple m of it asks for [m + READ_STEP, m + 2 READ_STEP) (and
  * the first step too at m = 0), so the kernel stays a step ahead and each
  * page is advised about once whatever the callers' chunk sizes; the call
- * keeps no state.
+ * keeps no state.  Tensors read one after another (stacked experts) are
+ * advised as a run: starting one asks for the next READ_STEP bytes of those
+ * that follow.
  *
  * Copies.  copy_file_range moves page-cache pages in the kernel (a reflink
  * on XFS and btrfs), where a copy through user memory costs several times
@@ -64,6 +66,21 @@ void fg_art_will_read(const struct fg_tensor *t, uint64_t off, uint64_t len)
 		advise(t, 0, bytes < READ_STEP ? bytes : READ_STEP);
 	if (m + READ_STEP < bytes)
 		advise(t, m + READ_STEP, bytes < m + 2 * READ_STEP ? bytes : m + 2 * READ_STEP);
+}
+
+void fg_art_will_read_run(const struct fg_tensor *const *ts, size_t n, size_t i)
+{
+	uint64_t ahead = 0;
+
+	if (fg_tensor_bytes(ts[i]) >= READ_STEP)
+		return; /* a large tensor advises its own steps */
+	for (size_t k = i + 1; k < n && ahead < READ_STEP; k++) {
+		uint64_t b = fg_tensor_bytes(ts[k]);
+
+		if (ts[k]->data && b)
+			advise(ts[k], 0, b < READ_STEP ? b : READ_STEP);
+		ahead += b;
+	}
 }
 
 const struct fg_ckpt_file *fg_art_file_of(const struct fg_inspect *r, const struct fg_tensor *t)
