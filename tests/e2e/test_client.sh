@@ -314,7 +314,7 @@ run helpx help nosuch
 expect_rc "forged help of an unknown command" 2
 run overview help
 COMMANDS=$(sed -n '/^commands:/,/^$/p' "$TMP/overview.out" | awk 'NF && $1 != "commands:" {print $1}')
-check "the overview lists 11 commands" [ "$(wc -w <<<"$COMMANDS")" = 11 ]
+check "the overview lists 12 commands" [ "$(wc -w <<<"$COMMANDS")" = 12 ]
 for c in $COMMANDS; do
 	run "h_$c" help "$c"
 	if [ "$RC" = 0 ] && [ -s "$TMP/h_$c.out" ]; then ok; else bad "forged help $c: exit $RC"; fi
