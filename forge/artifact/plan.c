@@ -726,41 +726,52 @@ static int reserve(uint8_t **p, size_t *cap, uint64_t n)
 
 /*
  * Quantize rows [r0, r1) of base b (rows of cols inputs) into c->weight
- * (packed words, w_row bytes a row) and the cached parts (s_row bytes a row).
+ * (packed words, w_row bytes a row) and the cached parts (s_row bytes a
+ * row).  Rows are read where they are when they are a run of one source
+ * tensor (a plain linear, each expert of a stack: no copy), else the band
+ * is materialized into c->input first.
  */
 static int quant_band(const struct fg_plan *plan, const struct fg_plan_entry *o, const struct fg_plan_entry *b,
 		      uint64_t r0, uint64_t r1, uint64_t w_row, uint64_t s_row, struct fg_err *err)
 {
 	struct fg_plan_qcache *c = plan->qcache;
-	uint64_t cols = b->shape[b->rank - 1], in_row = cols * fg_dtype_size(b->dtype), n = r1 - r0;
-	size_t direct_len = (size_t)(n * in_row);
-	uint64_t at = 0;
-	const struct fg_tensor *t = fg_plan_direct(b, r0 * in_row, &direct_len, &at);
-	const uint8_t *input = t ? t->data + at : NULL;
-	int rc;
+	uint64_t cols = b->shape[b->rank - 1], in_row = cols * fg_dtype_size(b->dtype);
+	int rc = 0;
 
-	if (!input || direct_len != n * in_row) {
-		if (reserve(&c->input, &c->input_cap, n * in_row))
-			return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
-		rc = fg_plan_materialize_range(plan, b, r0 * in_row, (size_t)(n * in_row), c->input, err);
-		if (rc)
-			return rc;
-		input = c->input;
-	}
-	if (reserve(&c->weight, &c->weight_cap, n * w_row))
+	if (reserve(&c->weight, &c->weight_cap, (r1 - r0) * w_row))
 		return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
-	/* threads 0: FORGED_QUANT_THREADS (quant.h), for bands of 8 MiB and more */
-	if (o->quant.mxfp4)
-		rc = fg_quant_mxfp4_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, (uint32_t *)(void *)c->weight,
-					      c->part[FG_PART_SCALES] + r0 * s_row, 0, err);
-	else
-		rc = fg_quant_affine_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, o->quant.bits, o->quant.group,
-					       (uint32_t *)(void *)c->weight, c->part[FG_PART_SCALES] + r0 * s_row,
-					       c->part[FG_PART_BIASES] ? c->part[FG_PART_BIASES] + r0 * s_row : NULL, 0,
-					       err);
-	if (rc)
-		return fg_err_prefix(err, rc, "quantizing '%s' (rows %llu..%llu): ", b->name, (unsigned long long)r0,
-				     (unsigned long long)r1);
+	for (uint64_t q = r0; !rc && q < r1;) {
+		size_t run = (size_t)((r1 - q) * in_row);
+		uint64_t at = 0, n;
+		const struct fg_tensor *t = fg_plan_direct(b, q * in_row, &run, &at);
+		const uint8_t *input;
+		uint8_t *scales = c->part[FG_PART_SCALES] + q * s_row;
+		uint8_t *biases = c->part[FG_PART_BIASES] ? c->part[FG_PART_BIASES] + q * s_row : NULL;
+		uint32_t *packed = (uint32_t *)(void *)(c->weight + (q - r0) * w_row);
+
+		if (t && t->data && run >= in_row) {
+			n = run / in_row;
+			input = t->data + at;
+		} else {
+			n = r1 - q;
+			if (reserve(&c->input, &c->input_cap, n * in_row))
+				return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+			rc = fg_plan_materialize_range(plan, b, q * in_row, (size_t)(n * in_row), c->input, err);
+			if (rc)
+				return rc;
+			input = c->input;
+		}
+		/* threads 0: FORGED_QUANT_THREADS (quant.h), for runs of 8 MiB and more */
+		if (o->quant.mxfp4)
+			rc = fg_quant_mxfp4_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, packed, scales, 0, err);
+		else
+			rc = fg_quant_affine_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, o->quant.bits,
+						       o->quant.group, packed, scales, biases, 0, err);
+		if (rc)
+			return fg_err_prefix(err, rc, "quantizing '%s' (rows %llu..%llu): ", b->name,
+					     (unsigned long long)q, (unsigned long long)(q + n));
+		q += n;
+	}
 	if (r0 <= c->rows_done && r1 > c->rows_done)
 		c->rows_done = r1;
 	return 0;

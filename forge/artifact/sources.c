@@ -74,12 +74,17 @@ void fg_art_will_read_run(const struct fg_tensor *const *ts, size_t n, size_t i)
 
 	if (fg_tensor_bytes(ts[i]) >= READ_STEP)
 		return; /* a large tensor advises its own steps */
+	/*
+	 * The first of the run advises the next READ_STEP bytes; each later one
+	 * only the tensor that brings the horizon to READ_STEP past it, so a page
+	 * is advised once (advice costs a page-cache lookup per page).
+	 */
 	for (size_t k = i + 1; k < n && ahead < READ_STEP; k++) {
 		uint64_t b = fg_tensor_bytes(ts[k]);
 
-		if (ts[k]->data && b)
-			advise(ts[k], 0, b < READ_STEP ? b : READ_STEP);
 		ahead += b;
+		if (ts[k]->data && b && (i == 0 || ahead >= READ_STEP))
+			advise(ts[k], 0, b < READ_STEP ? b : READ_STEP);
 	}
 }
 
