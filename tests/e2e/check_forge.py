@@ -230,9 +230,24 @@ def mode_quant(src, art):
     modules = cfg["mtp_quantization"]["modules"]
     n = 0
     for module, spec in modules.items():
-        srcname = next(k for k in s if strip(k) == module + ".weight")
-        sdt, shape, raw = s[srcname]
-        w = values(sdt, raw).reshape(shape[0], -1)
+        if ".switch_mlp." in module + ".weight":
+            # stacked experts: the numbered sources, one after another, rows of the last axis
+            head, proj = (module + ".weight").split(".switch_mlp.")
+            parts, raws, e = [], [], 0
+            while True:
+                key = next((k for k in s if strip(k) == strip(f"{head}.experts.{e}.{proj}")), None)
+                if key is None:
+                    break
+                sdt, shape, raw = s[key]
+                parts.append(values(sdt, raw).reshape(shape))
+                raws.append(raw)
+                e += 1
+            w = np.concatenate(parts).reshape(-1, parts[0].shape[-1])
+            raw = b"".join(raws)
+        else:
+            srcname = next(k for k in s if strip(k) == module + ".weight")
+            sdt, shape, raw = s[srcname]
+            w = values(sdt, raw).reshape(shape[0], -1)
         if spec is None:
             if side[module + ".weight"][2] != raw:
                 fail(f"{module}: recorded unquantized but changed")
@@ -248,7 +263,7 @@ def mode_quant(src, art):
                 got = side[module + "." + part][2]
                 if got != qg.store_bytes(want, sdt):
                     fail(f"{module}.{part}: differs from numpy's MLX affine")
-        got_w = np.frombuffer(side[module + ".weight"][2], "<u4").reshape(packed.shape)
+        got_w = np.frombuffer(side[module + ".weight"][2], "<u4").reshape(packed.shape)  # stacks: rows flattened
         if not np.array_equal(got_w, packed):
             fail(f"{module}.weight: packed words differ from numpy's")
         n += 1

@@ -142,6 +142,10 @@ check "affine:4:64: exit 0 ($(head -c 200 "$TMP/quant_affine.err"))" [ "$RC" -eq
 numpy_check "affine:4:64" quant "$FIXTURES/qwen35_hf" "$TMP/quant_affine"
 check "affine:4:64: fc never quantized" [ "$(jq '.mtp_quantization.modules["mtp.fc"]' "$TMP/quant_affine/config.json")" = null ]
 inspect_clean "affine:4:64" "$TMP/quant_affine" mtplx-2.12
+forge qwen35_moe_hf_numbered quant_stack --quant affine:4:64
+check "affine:4:64 of stacked experts: exit 0 ($(head -c 200 "$TMP/quant_stack.err"))" [ "$RC" -eq 0 ]
+numpy_check "affine:4:64 of stacked experts (quantized in row bands across experts)" quant \
+	"$FIXTURES/qwen35_moe_hf_numbered" "$TMP/quant_stack"
 forge qwen35_hf quant_mxfp4 --quant mxfp4
 check "mxfp4: exit 0 ($(head -c 200 "$TMP/quant_mxfp4.err"))" [ "$RC" -eq 0 ]
 numpy_check "mxfp4" quant "$FIXTURES/qwen35_hf" "$TMP/quant_mxfp4"
