@@ -11,7 +11,8 @@
  * offset of the tensor in the file and its length; nothing is copied, and
  * fg_provenance_verify_originals checks it against the file.  A remote
  * source (its files are not here to point at), or FG_ORIGINALS_COPY, keeps
- * a zstd copy under provenance/originals/ instead: compressed on the
+ * a zstd copy under provenance/originals/ instead (a hub file's record still
+ * names the file's SHA-256: its LFS oid, from the hub's X-Linked-Etag): compressed on the
  * threads zstd starts (ZSTD_c_nbWorkers), the tensor's bytes and the
  * compressed stream hashed as they pass, by hash threads, never read back.
  */
@@ -243,6 +244,9 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, uint64_t *b
 			return fg_err_set(err, FG_EINTERNAL, "'%s': no source file to refer to", t->name);
 		if ((rc = source_file_hash(f, cf, &file_sha, base, err)) != 0)
 			return rc;
+	} else if (f->src->ckpt->pull && cf) {
+		/* A hub file's SHA-256 is its LFS oid, which the hub names: no bytes to read for it. */
+		file_sha = fg_pull_file_sha256(f->src->ckpt->pull, cf->name);
 	}
 	rec = record(t, cf, copy_originals(f) ? "copy" : "reference", file_sha);
 	if (!rec)

@@ -52,6 +52,7 @@ struct pfile {
 	char *validator;             /* NULL: the server gave none (not cached) */
 	uint64_t size;               /* FG_PULL_SIZE_UNKNOWN */
 	int served;                  /* bytes under validator were handed out */
+	char lfs_oid[65];            /* the hub's SHA-256 of the file (X-Linked-Etag), or "" */
 	struct extent *ext;          /* ranges held in memory */
 	size_t n_ext, cap_ext;
 	struct fg_pull_extent *disk; /* cache entries listed in this call */
@@ -120,6 +121,7 @@ struct xfer {
 	int headers_done;
 	int complete;
 	struct resp r;
+	char lfs_oid[65];            /* X-Linked-Etag of any response of this attempt, when a SHA-256 */
 	CURL *easy;
 	char errbuf[CURL_ERROR_SIZE];
 	unsigned tries;
