@@ -629,8 +629,6 @@ const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t o
 			return NULL;
 		t = o->srcs[offset / piece];
 		at = offset % piece;
-		if (at == 0)
-			fg_art_will_read_run(o->srcs, o->n_srcs, (size_t)(offset / piece));
 		room = piece - at;
 		break;
 	case FG_OP_SPLIT:
@@ -648,9 +646,20 @@ const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t o
 		return NULL;
 	if (*len > room)
 		*len = (size_t)room;
-	fg_art_will_read(t, at, *len);
 	*at_out = at;
 	return t;
+}
+
+/* A run fg_plan_direct gave is about to be read through its mapping: read ahead of it (and of the experts after). */
+static void direct_ahead(const struct fg_plan_entry *o, const struct fg_tensor *t, uint64_t at, uint64_t len)
+{
+	fg_art_will_read(t, at, len);
+	if (o->op == FG_OP_STACK && at == 0)
+		for (size_t e = 0; e < o->n_srcs; e++)
+			if (o->srcs[e] == t) {
+				fg_art_will_read_run(o->srcs, o->n_srcs, e);
+				break;
+			}
 }
 
 static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint64_t offset,
@@ -752,6 +761,7 @@ static int quant_band(const struct fg_plan *plan, const struct fg_plan_entry *o,
 		if (t && t->data && run >= in_row) {
 			n = run / in_row;
 			input = t->data + at;
+			direct_ahead(b, t, at, n * in_row);
 		} else {
 			n = r1 - q;
 			if (reserve(&c->input, &c->input_cap, n * in_row))

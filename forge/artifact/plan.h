@@ -136,7 +136,9 @@ int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_e
  * copy, a stacked expert that is not FP8, half of a fused expert): that
  * tensor, with *at the offset in its bytes and *len cut to the contiguous
  * run there; NULL when the bytes must be computed
- * (fg_plan_materialize_range) or are not fetched.
+ * (fg_plan_materialize_range) or are not fetched.  Reads nothing and advises
+ * nothing: a caller reading the run through the tensor's mapping asks for
+ * read-ahead itself (a kernel copy from the file reads ahead on its own).
  */
 const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t offset, size_t *len,
 				       uint64_t *at);

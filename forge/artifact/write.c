@@ -110,8 +110,9 @@ static int span_kept(void *ctx, uint64_t offset, size_t len, struct fg_st_span *
 	const struct kept *k = ctx;
 
 	(void)err;
-	fg_art_will_read(k->t, offset, len);
 	fg_art_span(k->f, k->t, offset, len, out);
+	if (out->fd < 0)
+		fg_art_will_read(k->t, offset, len);
 	return 1;
 }
 
@@ -412,6 +413,8 @@ static int span_entry(void *ctx, uint64_t offset, size_t len, struct fg_st_span 
 	if (!t)
 		return 0;
 	fg_art_span(p->f, t, at, len, out);
+	if (out->fd < 0)
+		fg_art_will_read(t, at, len); /* written from the mapping: read ahead of it */
 	return 1;
 }
 
