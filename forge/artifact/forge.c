@@ -425,7 +425,7 @@ static int finish(struct forge *f, const struct place *pl, struct fg_err *err)
 /*
  * What is written into the temporary folder, in order.  A step that begins
  * a stage reports it first and stops there when the caller asked to.
- * config.json comes before the sidecar: the fingerprint hashes it first.
+ * config.json comes before the sidecar: the fingerprint needs both hashes.
  */
 static const struct {
 	int begins_stage;
@@ -545,7 +545,6 @@ out:
 	if (pl.dirfd >= 0)
 		close(pl.dirfd);
 	fg_art_sources_close(&f);
-	fg_sha256_free(f.fingerprint);
 	fg_plan_release(&f.plan);
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);

@@ -46,7 +46,7 @@ struct forge {
 	cJSON *relayouts;               /* tensors restacked or transposed, with their sources */
 	cJSON *weight_map;              /* tensor -> shard, for the new index */
 	cJSON *source_hashes;           /* source file path -> its SHA-256, looked up once per run */
-	struct fg_sha256 *fingerprint;  /* fed config.json, then the sidecar as it is written */
+	char config_sha256[FG_SHA256_HEX]; /* config.json's, once written: the fingerprint's first part */
 	unsigned long long total_size;
 	size_t n_shards_written;
 	struct fg_art_source *sources;  /* source files opened for copying (sources.c) */
@@ -104,8 +104,8 @@ int fg_art_meter(void *ctx, uint64_t done, uint64_t total);
  * nothing written is read back.  All return 0 or an FG_E* code with err set.
  */
 int fg_art_write_backbone(struct forge *f, struct fg_err *err);  /* shards, index, extras */
-int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json, the fingerprint's start */
-int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors, the fingerprint */
+int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json, its SHA-256 kept */
+int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors, then the fingerprint */
 /* doc as JSON text at path, atomically; hex (may be NULL) gets the text's SHA-256. */
 int fg_art_write_json(const char *path, const cJSON *doc, char hex[FG_SHA256_HEX], struct fg_err *err);
 /* The folders of a relative name inside root (root exists), as mkdir -p makes them. */

@@ -25,7 +25,6 @@
 #include "forge/core/fs.h"
 #include "forge/core/json.h"
 
-#define READ_CHUNK (4u << 20)
 
 cJSON *fg_art_string_array(char *const *items, size_t n)
 {
@@ -102,51 +101,33 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	return doc;
 }
 
+void fg_provenance_fingerprint_of(const char *config_sha256, const char *sidecar_sha256,
+				  char fingerprint[FG_SHA256_HEX])
+{
+	char text[2 * (FG_SHA256_HEX + 32)];
+	int n = snprintf(text, sizeof(text), "%s  config.json\n%s  mtp.safetensors\n", config_sha256, sidecar_sha256);
+
+	fg_sha256_buf(text, n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0, fingerprint);
+}
+
 int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
 			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err)
 {
-	struct fg_sha256 *fp = fg_sha256_new(), *file = fg_sha256_new();
-	uint8_t *buf = malloc(READ_CHUNK);
-	char path[PATH_MAX];
-	int rc = 0, fd = -1;
+	char path[PATH_MAX], hex[2][FG_SHA256_HEX];
+	static const char *const names[2] = { "config.json", "mtp.safetensors" };
 
-	if (!fp || !file || !buf) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int part = 0; !rc && part < 2; part++) {
-		if ((rc = fg_fs_join(path, sizeof(path), dir, part ? "mtp.safetensors" : "config.json", err)))
-			break;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-			break;
-		}
-		for (;;) {
-			ssize_t got = read(fd, buf, READ_CHUNK);
+	for (int i = 0; i < 2; i++) {
+		int rc = fg_fs_join(path, sizeof(path), dir, names[i], err);
 
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				if (got < 0)
-					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-				break;
-			}
-			fg_sha256_update(fp, buf, (size_t)got);
-			if (part)
-				fg_sha256_update(file, buf, (size_t)got);
-		}
-		close(fd);
+		if (rc)
+			return rc;
+		rc = fg_sha256_file(path, hex[i], err); /* FG_EIO (== FG_EINPUT) naming the file, or FG_ENOMEM */
+		if (rc)
+			return rc;
 	}
-	if (!rc) {
-		fg_sha256_final_hex(fp, fingerprint);
-		fg_sha256_final_hex(file, sidecar_sha256);
-	}
-out:
-	fg_sha256_free(fp);
-	fg_sha256_free(file);
-	free(buf);
-	return rc;
+	fg_provenance_fingerprint_of(hex[0], hex[1], fingerprint);
+	memcpy(sidecar_sha256, hex[1], FG_SHA256_HEX);
+	return 0;
 }
 
 /* ---- checking the originals ---- */

@@ -9,10 +9,14 @@
  * SHA-256 of every file.  It is built from struct fg_provenance in one
  * place, so its keys and their order are written once.
  *
- * The fingerprint is SHA-256 over config.json then mtp.safetensors: the
- * artifact's identity (the store dedupes artifacts by it).  A forge
- * computes it while writing (write.c); fg_provenance_fingerprint reads an
- * artifact's files to compute it again.
+ * The fingerprint is the artifact's identity (the store dedupes artifacts
+ * by it): SHA-256 of the two lines `sha256sum config.json mtp.safetensors`
+ * prints (each file's SHA-256 in hex, two spaces, its name, a newline), so
+ * `sha256sum config.json mtp.safetensors | sha256sum` gives it again.  It
+ * is made of the files' own SHA-256s, so a forge hashes the multi-GB
+ * sidecar once, as it is written (write.c), and anyone holding forged.json's
+ * `files` can recompute it without reading a byte; fg_provenance_fingerprint
+ * reads an artifact's files to compute it again.
  */
 #ifndef FG_PROVENANCE_H
 #define FG_PROVENANCE_H
@@ -57,11 +61,15 @@ struct fg_provenance {
  */
 cJSON *fg_provenance_json(const struct fg_provenance *p);
 
+/* The fingerprint of an artifact whose config.json and mtp.safetensors have these SHA-256s (hex). */
+void fg_provenance_fingerprint_of(const char *config_sha256, const char *sidecar_sha256,
+				  char fingerprint[FG_SHA256_HEX]);
+
 /*
  * The fingerprint of the artifact folder dir, and mtp.safetensors' own
- * SHA-256 (sidecar_sha256) from the same single pass over it, so a multi-GB
- * head is read once.  0, or FG_EIO (a file cannot be read) / FG_EUSAGE (a
- * path too long) / FG_ENOMEM with err set; the outputs are untouched then.
+ * SHA-256 (sidecar_sha256) it is made of, each file read once.  0, or
+ * FG_EIO (a file cannot be read) / FG_EUSAGE (a path too long) / FG_ENOMEM
+ * with err set; the outputs are untouched then.
  */
 int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
 			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err);

@@ -9,10 +9,12 @@
  * forged writes is hashed as it is written (the writer's hash threads, or
  * the text in memory), what it links is hashed once per file version
  * through the file-hash cache, so a rerun on an unchanged backbone reads
- * none of its shards.  The fingerprint (config.json then mtp.safetensors)
- * is fed config.json's text and then the sidecar as it is written.
+ * none of its shards.  The fingerprint is made of config.json's and the
+ * sidecar's SHA-256s (provenance.h), so the sidecar is hashed once, by one
+ * hash thread beside the writer.
  */
 #include "forge/artifact/internal.h"
+#include "forge/artifact/provenance.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -357,7 +359,7 @@ static const char *encoding_name(enum fg_convention c)
 int fg_art_write_config(struct forge *f, struct fg_err *err)
 {
 	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra, *q;
-	char path[PATH_MAX], hex[FG_SHA256_HEX];
+	char path[PATH_MAX];
 	const char *enc = encoding_name(f->plan.target_conv);
 	char *text = NULL;
 	int rc;
@@ -380,18 +382,14 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 	}
 	text = cJSON_Print(cfg);
 	cJSON_Delete(cfg);
-	if (!text || !(f->fingerprint = fg_sha256_new())) {
-		free(text);
+	if (!text)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	}
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
 	if (!rc)
 		rc = fg_fs_write_atomic(path, text, strlen(text), err);
 	if (!rc) {
-		/* The fingerprint is SHA-256 over config.json then mtp.safetensors (provenance.h). */
-		fg_sha256_update(f->fingerprint, text, strlen(text));
-		fg_sha256_buf(text, strlen(text), hex);
-		rc = add_hash(f, "config.json", hex, err);
+		fg_sha256_buf(text, strlen(text), f->config_sha256); /* the fingerprint's first part */
+		rc = add_hash(f, "config.json", f->config_sha256, err);
 	}
 	free(text);
 	return rc;
@@ -432,16 +430,15 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
 	struct fg_st_meta md = { "format", "mlx" };
 	struct fg_sha256 *file = fg_sha256_new();
-	struct fg_sha256 *hashes[2] = { f->fingerprint, file };
 	struct fg_art_meter m = { f, 0 };
-	const struct fg_st_write_opts wo = { .hashes = hashes, .n_hashes = 2, .progress = fg_art_meter,
+	const struct fg_st_write_opts wo = { .hashes = &file, .n_hashes = 1, .progress = fg_art_meter,
 					     .progress_ctx = &m };
 	char path[PATH_MAX], hex[FG_SHA256_HEX];
 	uint64_t total = 0;
 	size_t n = 0;
 	int rc;
 
-	if (!outs || !prod || !file || !f->fingerprint) {
+	if (!outs || !prod || !file || !f->config_sha256[0]) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -468,8 +465,8 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	if (!rc)
 		rc = fg_st_write_with(path, outs, n, &md, 1, &wo, err);
 	if (!rc) {
-		fg_sha256_final_hex(f->fingerprint, f->res->fingerprint);
 		fg_sha256_final_hex(file, hex);
+		fg_provenance_fingerprint_of(f->config_sha256, hex, f->res->fingerprint);
 		rc = add_hash(f, "mtp.safetensors", hex, err);
 	}
 out:

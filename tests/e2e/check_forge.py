@@ -100,11 +100,11 @@ def check_common(art):
         got = hashlib.sha256(open(os.path.join(art, name), "rb").read()).hexdigest()
         if got != want:
             fail(f"{name}: sha256 {got} != forged.json {want}")
-    h = hashlib.sha256()
-    for name in ("config.json", "mtp.safetensors"):
-        h.update(open(os.path.join(art, name), "rb").read())
-    if h.hexdigest() != prov["fingerprint"]:
-        fail("fingerprint is not sha256(config.json + mtp.safetensors)")
+    # The fingerprint: SHA-256 of what `sha256sum config.json mtp.safetensors` prints.
+    lines = "".join(hashlib.sha256(open(os.path.join(art, name), "rb").read()).hexdigest() + "  " + name + "\n"
+                    for name in ("config.json", "mtp.safetensors"))
+    if hashlib.sha256(lines.encode()).hexdigest() != prov["fingerprint"]:
+        fail("fingerprint is not the SHA-256 of `sha256sum config.json mtp.safetensors`")
     idx_path = os.path.join(art, "model.safetensors.index.json")
     if os.path.exists(idx_path):
         wm = json.load(open(idx_path))["weight_map"]

@@ -95,10 +95,9 @@ for name, want in prov["files"].items():
             h.update(b)
     if h.hexdigest() != want:
         sys.exit(name)
-h = hashlib.sha256()
-for name in ("config.json", "mtp.safetensors"):
-    h.update(open(os.path.join(art, name), "rb").read())
-sys.exit(0 if h.hexdigest() == prov["fingerprint"] else "fingerprint")
+# the fingerprint: SHA-256 of what `sha256sum config.json mtp.safetensors` prints
+lines = "".join(prov["files"][n] + "  " + n + "\n" for n in ("config.json", "mtp.safetensors"))
+sys.exit(0 if hashlib.sha256(lines.encode()).hexdigest() == prov["fingerprint"] else "fingerprint")
 PY
 check "verify-originals: the references check out" "$FORGED" verify-originals "$TMP/art2" --json >/dev/null
 rm -rf "$TMP/art1" "$TMP/art2"

@@ -318,8 +318,8 @@ get "/v1/artifacts/$FORGED_ID"
 expect "forged artifact" 200
 art=$(jb .path)
 check "forged artifact: under state/artifacts/JOB" [ "$art" = "$STATE/artifacts/$JOB" ]
-check "forged artifact: fingerprint = sha256(config.json + mtp.safetensors)" \
-	[ "$(jb .fingerprint)" = "$(cat "$art/config.json" "$art/mtp.safetensors" | sha256sum | cut -d' ' -f1)" ]
+check "forged artifact: fingerprint = sha256 of 'sha256sum config.json mtp.safetensors'" \
+	[ "$(jb .fingerprint)" = "$(cd "$art" && sha256sum config.json mtp.safetensors | sha256sum | cut -d' ' -f1)" ]
 check "forged artifact: fingerprint equals forged.json's" [ "$(jb .fingerprint)" = "$(jq -r .fingerprint "$art/forged.json")" ]
 check "forged artifact: file fingerprints" \
 	[ "$(jb '.fingerprints["mtp.safetensors"]')" = "$(sha256sum "$art/mtp.safetensors" | cut -d' ' -f1)" ]
@@ -653,7 +653,7 @@ get "/v1/jobs?limit=500"
 check "crash: exactly one job" [ "$(jb '.items | length')" = 1 ]
 get "/v1/artifacts/$CART"
 check "crash: the artifact's fingerprint matches its files" \
-	[ "$(jb .fingerprint)" = "$(cat "$CSTATE/artifacts/$CJOB/config.json" "$CSTATE/artifacts/$CJOB/mtp.safetensors" | sha256sum | cut -d' ' -f1)" ]
+	[ "$(jb .fingerprint)" = "$(cd "$CSTATE/artifacts/$CJOB" && sha256sum config.json mtp.safetensors | sha256sum | cut -d' ' -f1)" ]
 post /v1/jobs '{"kind": "forge", "source": "qwen35_hf"}' -H "Idempotency-Key: crash-1"
 check "crash: the acknowledged idempotency key survived" [ "$(jb .id)" = "$CJOB" ]
 stop_server "$C2PID" 10
