@@ -4,6 +4,7 @@
 # hashes nothing it hashed before (issue 12 item 7).
 #   - off a TTY, `forged forge` prints a progress line every few seconds
 #     (FORGED_PROGRESS_SECONDS here), with the stage's bytes, rate and ETA;
+#     on one (script(1)), it redraws one live line with them;
 #   - under `forged serve`, the job's progress advances within a stage, with
 #     stage, bytes_done, bytes_total and eta_s;
 #   - a second forge of the unchanged source reads none of its shards to hash
@@ -73,6 +74,16 @@ p = [int(m.group(1)) for m in re.finditer(r"^forge: \w+ +(\d+)%", open(sys.argv[
 sys.exit(0 if p == sorted(p) and len(set(p)) >= 3 else 1)
 PY
 check "the first forge hashed the source once (rchar $first)" [ "${first:-0}" -gt 1000000000 ]
+
+# ---- on a TTY: one live line, redrawn in place ----
+TERM=xterm script -qec "$FORGED forge $SRC --out $TMP/art_tty --quant keep" /dev/null >"$TMP/tty.out" 2>&1
+check "on a TTY: exit 0, the artifact written" [ -f "$TMP/art_tty/forged.json" ]
+check "on a TTY: the line is redrawn with a carriage return ($(tr '\r' '|' <"$TMP/tty.out" | head -c 200))" \
+	[ "$(grep -o $'\rforge: ' "$TMP/tty.out" | wc -l)" -ge 3 ]
+check "on a TTY: a redraw shows the stage's bytes, rate and ETA" \
+	grep -Eq $'\rforge: [a-z]+ +[0-9]+%  [0-9.]+ [kMG]?B/[0-9.]+ [kMG]?B  [0-9.]+ [kMG]?B/s  eta [0-9]+ s' "$TMP/tty.out"
+check "on a TTY: no line every few seconds instead" [ "$(grep -c '^forge: ' "$TMP/tty.out")" = 0 ]
+rm -rf "$TMP/art_tty"
 
 # ---- a rerun on the unchanged source: no shard bytes read to hash ----
 shards=$(stat -c %s "$SRC"/model-*.safetensors | awk '{ s += $1 } END { print s }')
