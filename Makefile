@@ -123,9 +123,14 @@ $(BUILD)/completion/_forged: $(FORGED)
 	@mkdir -p $(dir $@)
 	$(FORGED) completion zsh >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
+# Every unit test links tests/unit/support.c (support.h), and the daemon/
+# objects its rule below names (daemon/ is not a library).
+UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
@@ -234,7 +239,8 @@ deb: deps deps-deb
 check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
--include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+-include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
+	$(UNIT_SUPPORT:.o=.d)
 
 # ---- install: binary, systemd unit, example config (design.md section 10) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR

@@ -13,24 +13,24 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "forge/model/inspect.h"
+#include "tests/unit/support.h"
 
-/* Inspect $FIXTURES/name with the layout's default runtimes. */
+/* Inspect the fixture called name with the layout's default runtimes (skipped without fixtures). */
 static struct fg_inspect *inspect_fixture(const char *name)
 {
-	const char *dir = getenv("FIXTURES");
 	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
-	char path[1024];
+	char path[PATH_MAX];
 
-	if (!dir || !*dir)
+	if (!fixture_path(path, sizeof(path), name))
 		skip();
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (fg_inspect_run(&r, path, NULL, 0, &err) != 0)
 		fail_msg("inspecting %s: %s", path, err.msg);
 	return r;
