@@ -181,6 +181,14 @@ const char *path_join(char *buf, size_t len, const char *dir, const char *name)
 	return buf;
 }
 
+const char *make_dir(char *buf, size_t len, const char *parent, const char *name)
+{
+	path_join(buf, len, parent, name);
+	if (mkdir(buf, 0755) != 0)
+		fail_msg("make_dir: mkdir %s: %s", buf, strerror(errno));
+	return buf;
+}
+
 void write_text(const char *dir, const char *name, const char *text)
 {
 	char p[PATH_MAX];

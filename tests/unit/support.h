@@ -5,7 +5,7 @@
  *
  *   bench_*        an in-memory tensor set of small hand-made tensors (norms
  *                  of a given mean, header-only shapes), for the model layer
- *   tmpdir_new, rm_tree, path_join, write_text, read_whole
+ *   tmpdir_new, make_dir, rm_tree, path_join, write_text, read_whole
  *                  temporary folders (removed recursively) and small files
  *   shard_*        a safetensors writer written for the tests from the format
  *                  spec (8-byte LE header length, JSON header, data), so a
@@ -85,6 +85,9 @@ const char *tmpdir_new(char *buf, size_t len, const char *tag);
 
 /* Remove path and everything under it, never following symlinks; 0 when it is gone (or was never there). */
 int rm_tree(const char *path);
+
+/* The folder parent/name, created now (it must not exist yet), in buf. */
+const char *make_dir(char *buf, size_t len, const char *parent, const char *name);
 
 /* "dir/name" in buf (dir NULL: name); asserts that it fits. */
 const char *path_join(char *buf, size_t len, const char *dir, const char *name);

@@ -28,9 +28,7 @@ static const char *new_case(char *buf, size_t len)
 	char name[32];
 
 	snprintf(name, sizeof(name), "case%d", ++case_no);
-	path_join(buf, len, root, name);
-	assert_int_equal(mkdir(buf, 0755), 0);
-	return buf;
+	return make_dir(buf, len, root, name);
 }
 
 static int setup(void **state)
@@ -157,8 +155,7 @@ static void test_sidecars(void **state)
 	write_text(dir, "config.json",
 		   "{\"model_type\": \"qwen3_5\", \"mlx_lm_extra_tensors\": {\"mtp_file\": \"heads/h.safetensors\"}}");
 	shard_write_names(dir, "model.safetensors", trunk);
-	snprintf(sub, sizeof(sub), "%s/heads", dir);
-	assert_int_equal(mkdir(sub, 0755), 0);
+	make_dir(sub, sizeof(sub), dir, "heads");
 	shard_write_names(sub, "h.safetensors", head);
 	shard_write_names(dir, "mtp.safetensors", head);
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
@@ -174,8 +171,7 @@ static void test_sidecars(void **state)
 	new_case(dir, sizeof(dir));
 	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
 	shard_write_names(dir, "model.safetensors", trunk);
-	snprintf(sub, sizeof(sub), "%s/mtp", dir);
-	assert_int_equal(mkdir(sub, 0755), 0);
+	make_dir(sub, sizeof(sub), dir, "mtp");
 	shard_write_names(sub, "weights.safetensors", head);
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
 	assert_string_equal(c->files[c->sidecar].name, "mtp/weights.safetensors");
