@@ -75,16 +75,10 @@ check "remote backbone: exit 2" [ "$rc" -eq 2 ]
 check "remote backbone: explains" grep -q "backbone must be a local folder" "$TMP/err"
 check "remote backbone: nothing written" [ ! -e "$TMP/no_bb" ]
 # The service: URL sources of allowed hosts only; jobs fetch the head remotely.
-"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
-	--allow-hosts "127.0.0.1:$NGINX_PORT" --workers 1 >"$TMP/serve.log" 2>&1 &
-spid=$!
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/serve.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
-api=http://127.0.0.1:$port
+start_server serve --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
+	--allow-hosts "127.0.0.1:$NGINX_PORT" --workers 1
+spid=$SPID
+api=$BASE
 post() { curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$api$1"; }
 code=$(post /v1/inspections "{\"source\": \"$(url qwen35_mlx_embedded)\"}")
 check "API: inspection of an allowed URL: 201 (got $code: $(head -c 200 "$TMP/body"))" [ "$code" = 201 ]
@@ -108,6 +102,5 @@ check "API: remote forge job succeeded ($state)" [ "$state" = succeeded ]
 aid=$(curl -s "$api/v1/jobs/$job" | jq -r .artifact_id)
 check "API: the remote job's artifact has the local forge's fingerprint" \
 	[ "$(curl -s "$api/v1/artifacts/$aid" | jq -r .fingerprint)" = "$(jq -r .fingerprint "$TMP/local_art/forged.json")" ]
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+stop_server "$spid" 10
 finish
