@@ -341,6 +341,9 @@ static void test_plan_add_and_errors(void **state)
 	assert_string_equal(plan.t[0].name, "t0");
 	assert_string_equal(plan.t[99].name, "t99");
 	/* A QUANT entry of a plan without its quantization cache is a bug, said so. */
+	plan.t[0].dtype = FG_DT_BF16;
+	plan.t[0].rank = 2;
+	memcpy(plan.t[0].shape, shape, sizeof(shape));
 	o = &plan.t[1];
 	o->op = FG_OP_QUANT;
 	o->base = 0;
