@@ -82,7 +82,7 @@ check "control human best depth" grep -q "best depth: 3" "$TMP/out"
 
 # A faster depth that failed quality: warning, exit 0.
 cat >"$TMP/quality.json" <<'EOF'
-{"rows": [{"depth": 0, "tok_s": 10.0},
+{"schema": "forged.verification.v1", "rows": [{"depth": 0, "tok_s": 10.0},
           {"depth": 1, "tok_s": 14.0, "acceptance": [0.8], "quality_passed": false}]}
 EOF
 rc=0; run_forged "$TMP/out" "$TMP/err" verdict "$TMP/quality.json" --json || rc=$?
@@ -105,14 +105,14 @@ bad_input() {
 }
 
 cat >"$TMP/no_depth0.json" <<'EOF'
-{"rows": [{"depth": 1, "tok_s": 13.46, "acceptance": [0.067]},
+{"schema": "forged.verification.v1", "rows": [{"depth": 1, "tok_s": 13.46, "acceptance": [0.067]},
           {"depth": 2, "tok_s": 11.48, "acceptance": [0.067, 0.004]}]}
 EOF
 cat >"$TMP/negative.json" <<'EOF'
-{"rows": [{"depth": 0, "tok_s": 15.04}, {"depth": 1, "tok_s": -3}]}
+{"schema": "forged.verification.v1", "rows": [{"depth": 0, "tok_s": 15.04}, {"depth": 1, "tok_s": -3}]}
 EOF
 cat >"$TMP/accept15.json" <<'EOF'
-{"rows": [{"depth": 0, "tok_s": 15.04}, {"depth": 1, "tok_s": 13.46, "acceptance": [1.5]}]}
+{"schema": "forged.verification.v1", "rows": [{"depth": 0, "tok_s": 15.04}, {"depth": 1, "tok_s": 13.46, "acceptance": [1.5]}]}
 EOF
 cat >"$TMP/malformed.json" <<'EOF'
 {"rows": [{"depth": 0, "tok_s": 15.04},

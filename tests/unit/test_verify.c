@@ -17,6 +17,9 @@
 
 #include "forge/verify/verify.h"
 
+/* The start of a forged.verification.v1 document: its schema is required. */
+#define V1 "{\"schema\": \"forged.verification.v1\", "
+
 /* MTPLX issue 306 as measured (domain.md section 3); design.md section 7's example. */
 static const char issue_306[] =
 	"{\"schema\": \"forged.verification.v1\", \"hardware\": \"M4 Max\", \"runtime\": \"mtplx-2.12\",\n"
@@ -31,7 +34,7 @@ static const char issue_306[] =
  * not published, 2.8x is in between).
  */
 static const char control[] =
-	"{\"rows\": [{\"depth\": 0, \"tok_s\": 15.04},\n"
+	V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 15.04},\n"
 	"  {\"depth\": 1, \"tok_s\": 34.15584, \"acceptance\": [0.978], \"quality_passed\": true},\n"
 	"  {\"depth\": 2, \"tok_s\": 42.112, \"acceptance\": [0.978, 0.95], \"quality_passed\": true},\n"
 	"  {\"depth\": 3, \"tok_s\": 47.2256, \"acceptance\": [0.978, 0.95, 0.93], \"quality_passed\": true}]}";
@@ -145,31 +148,31 @@ static void test_rule_order(void **state)
 
 	(void)state;
 	/* A faster depth that failed quality, the others slower. */
-	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	assert_string_equal(verdict_of(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 				       "{\"depth\": 1, \"tok_s\": 14, \"acceptance\": [0.8], \"quality_passed\": false},"
 				       "{\"depth\": 2, \"tok_s\": 9, \"acceptance\": [0.8], \"quality_passed\": true}]}",
 				       0.10),
 			    "no_quality_passed_mtp_depth_beat_ar");
 	/* Rule 2 wins over rule 3 even with collapsed acceptance. */
-	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	assert_string_equal(verdict_of(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 				       "{\"depth\": 1, \"tok_s\": 14, \"acceptance\": [0.01], \"quality_passed\": false}]}",
 				       0.10),
 			    "no_quality_passed_mtp_depth_beat_ar");
 	/* A faster depth with quality absent wins over a faster one that failed. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 20, \"quality_passed\": false},"
 		    "{\"depth\": 2, \"tok_s\": 12}]}",
 		    0.10, &r);
 	assert_string_equal(r.verdict->row->name, "mtp_depth_wins");
 	assert_int_equal(r.best_depth, 2);
 	/* Rule 1 wins even when acceptance looks collapsed. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 11, \"acceptance\": [0.05]}]}",
 		    0.10, &r);
 	assert_string_equal(r.verdict->row->name, "mtp_depth_wins");
 	assert_int_equal(r.best_depth, 1);
 	/* Slower depths with healthy acceptance. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.6], \"quality_passed\": true},"
 		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.6, 0.4], \"quality_passed\": true}]}",
 		    0.10, &r);
@@ -177,16 +180,16 @@ static void test_rule_order(void **state)
 	assert_int_equal(r.verdict->row->severity, FG_SEV_WARNING);
 	assert_int_equal(r.best_depth, -1);
 	/* No acceptance data at all cannot collapse. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}, {\"depth\": 1, \"tok_s\": 5}]}",
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10}, {\"depth\": 1, \"tok_s\": 5}]}",
 		    0.10, &r);
 	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 	assert_int_equal(r.best_accept_depth, -1);
 	/* Depth 0 alone: nothing beat plain decode. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10}]}", 0.10, &r);
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10}]}", 0.10, &r);
 	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
 	assert_int_equal(r.n_speedups, 0);
 	/* Acceptance reported only at depth 0 does not count. */
-	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"acceptance\": [0.0]},"
+	assert_string_equal(verdict_of(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"acceptance\": [0.0]},"
 				       "{\"depth\": 1, \"tok_s\": 5}]}",
 				       0.10),
 			    "no_mtp_depth_beat_ar");
@@ -198,12 +201,12 @@ static void test_speedup_edges(void **state)
 
 	(void)state;
 	/* Exactly as fast as plain decode does not beat it. */
-	assert_string_equal(verdict_of("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	assert_string_equal(verdict_of(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 				       "{\"depth\": 1, \"tok_s\": 10, \"acceptance\": [0.5]}]}",
 				       0.10),
 			    "no_mtp_depth_beat_ar");
 	/* A tie between faster depths keeps the shallower one; rows in any order. */
-	decide_text("{\"rows\": [{\"depth\": 3, \"tok_s\": 20}, {\"depth\": 0, \"tok_s\": 10},"
+	decide_text(V1 "\"rows\": [{\"depth\": 3, \"tok_s\": 20}, {\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 2, \"tok_s\": 20}, {\"depth\": 1, \"tok_s\": 15}]}",
 		    0.10, &r);
 	assert_int_equal(r.best_depth, 2);
@@ -211,25 +214,39 @@ static void test_speedup_edges(void **state)
 	assert_int_equal(r.speedups[0].depth, 1);
 	assert_int_equal(r.speedups[2].depth, 3);
 	/* Zero tok/s at a depth > 0 is a (very slow) measurement. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 0, \"acceptance\": [0.0]}]}",
 		    0.10, &r);
 	assert_string_equal(r.verdict->row->name, "mtp_acceptance_collapsed");
 	assert_true(r.speedups[0].speedup == 0.0);
-	/* The best first-position acceptance is over all depths > 0. */
-	decide_text("{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	/*
+	 * Collapse is per depth, as in MTPLX: depth 1's best acceptance 0.05 has
+	 * collapsed although depth 2 reports 0.3 (forged before issue 13 took the
+	 * best first-position acceptance over all depths and said
+	 * no_mtp_depth_beat_ar here).  best_first_acceptance keeps its meaning.
+	 */
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 		    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.05]},"
 		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.3, 0.01]}]}",
 		    0.10, &r);
-	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
+	assert_string_equal(r.verdict->row->name, "mtp_acceptance_collapsed");
+	assert_int_equal(r.n_collapsed, 1);
+	assert_int_equal(r.rows[r.collapsed[0]].depth, 1);
 	assert_int_equal(r.best_accept_depth, 2);
+	assert_true(r.best_first_acceptance == 0.3);
+	/* The best over positions decides a depth, not its first position. */
+	decide_text(V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		    "{\"depth\": 2, \"tok_s\": 8, \"acceptance\": [0.02, 0.3]}]}",
+		    0.10, &r);
+	assert_string_equal(r.verdict->row->name, "no_mtp_depth_beat_ar");
+	assert_int_equal(r.n_collapsed, 0);
 }
 
 static void test_threshold_boundary(void **state)
 {
-	static const char at[] = "{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	static const char at[] = V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 				 "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.10]}]}";
-	static const char above[] = "{\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+	static const char above[] = V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
 				    "{\"depth\": 1, \"tok_s\": 9, \"acceptance\": [0.1001]}]}";
 
 	(void)state;
@@ -319,19 +336,22 @@ static void test_lenient_where_documented(void **state)
 	struct fg_err err = { 0 };
 	char *exact;
 	static const char text[] =
-		"  {\"rows\": [{\"depth\": 0, \"tok_s\": 10, \"note\": \"warm\"},"
-		"{\"depth\": 1.0, \"tok_s\": 12, \"acceptance\": [], \"quality_passed\": true,"
-		" \"extra\": {\"x\": [1, 2]}}], \"runner\": \"ci-7\"}\n\t ";
+		"  " V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 10},"
+		"{\"depth\": 1.0, \"tok_s\": 12, \"acceptance\": [], \"quality_passed\": true}]}\n\t ";
 
 	(void)state;
-	/* Unknown fields ignored, schema optional, 1.0 is an integer, empty acceptance. */
+	/* 1.0 is an integer, empty acceptance, whitespace around the document. */
 	assert_int_equal(fg_verify_parse_text(&in, text, strlen(text), &err), 0);
 	assert_int_equal(in.n_rows, 2);
+	assert_int_equal(in.format, FG_VF_FORGED);
 	assert_int_equal(in.rows[1].depth, 1);
 	assert_int_equal(in.rows[1].n_accept, 0);
 	assert_int_equal(in.rows[1].quality, 1);
 	assert_int_equal(in.rows[0].quality, -1);
+	assert_int_equal(in.rows[1].has_multiplier, 0);
 	assert_string_equal(in.hardware, "");
+	assert_int_equal(in.n_unused, 0);
+	assert_int_equal(in.has_mtplx_verdict, 0);
 	fg_verify_release(&in);
 	assert_null(in.rows);
 	assert_int_equal(in.n_rows, 0);
@@ -355,54 +375,127 @@ static const struct {
 } rejects[] = {
 	{ "[]", "verification document is not a JSON object" },
 	{ "{\"schema\": \"forged.verification.v2\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}",
-	  "\"schema\" is 'forged.verification.v2', expected 'forged.verification.v1'" },
+	  "\"schema\" is 'forged.verification.v2', expected 'forged.verification.v1' or one of MTPLX's: "
+	  "mtplx.verify, mtplx.build_outcome, mtplx.speed_evidence, mtplx.runtime, mtplx.tune" },
 	{ "{\"schema\": 1, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"schema\" is not a string" },
-	{ "{\"hardware\": 5, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"hardware\" is not a string" },
-	{ "{\"runtime\": null, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"runtime\" is not a string" },
-	{ "{\"runtime\": \"0123456789012345678901234567890123456789012345678901234567890123\","
+	{ V1 "\"hardware\": 5, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"hardware\" is not a string" },
+	{ V1 "\"runtime\": null, \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", "\"runtime\" is not a string" },
+	{ V1 "\"runtime\": \"0123456789012345678901234567890123456789012345678901234567890123\","
 	  " \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}",
 	  "\"runtime\" is longer than 63 bytes" },
-	{ "{}", "no \"rows\" array" },
-	{ "{\"rows\": {\"depth\": 0}}", "\"rows\" is not an array" },
-	{ "{\"rows\": []}", "\"rows\" is empty" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, 5]}", "rows[1] is not an object" },
-	{ "{\"rows\": [{\"tok_s\": 1}]}", "rows[0]: \"depth\" is missing" },
-	{ "{\"rows\": [{\"depth\": \"0\", \"tok_s\": 1}]}", "rows[0]: \"depth\" is not an integer" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1.5, \"tok_s\": 1}]}",
+	{ V1 "\"hardware\": \"M4\"}", "no \"rows\" array" },
+	/* Without a schema only MTPLX's shapes are recognised. */
+	{ "{}", "no \"schema\", and no shape forged recognises: a document names its format with \"schema\" "
+		"('forged.verification.v1'), or has MTPLX's shape: rows with MTPLX's fields (verify.json), verify_rows "
+		"(build_outcome.json), forge_verify_rows or speed_evidence, or results (tune)" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": [0.5]}]}",
+	  "no \"schema\": rows with \"acceptance\" are forged.verification.v1, which must say so "
+	  "(\"schema\": \"forged.verification.v1\"); only MTPLX's documents are recognised by their shape" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2}]}",
+	  "no \"schema\", and the rows are not recognisably MTPLX's (no acceptance_by_position, multiplier_vs_ar, "
+	  "verify_time_s or other MTPLX field, no verdict): name the format with \"schema\" "
+	  "('forged.verification.v1' or 'mtplx.verify')" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"acceptance\": [0.5],"
+	  " \"multiplier_vs_ar\": 2.0}]}",
+	  "no \"schema\", and the rows mix forged's \"acceptance\" with MTPLX's fields: name the format with "
+	  "\"schema\"" },
+	{ "{\"pad\": 1}", "no \"schema\", and no shape forged recognises: " },
+	/* Unknown fields, all of them, before any value is looked at. */
+	{ V1 "\"runner\": \"ci-7\", \"rows\": [{\"depth\": 0, \"tok_s\": \"fast\", \"note\": 1},"
+	  " {\"depth\": 1, \"tok_s\": 2, \"acceptance_by_position\": [0.5]}]}",
+	  "unknown fields in a forged.verification.v1 document: runner, rows[0].note, rows[1].acceptance_by_position "
+	  "(it has schema, hardware, runtime and rows; a row has depth, tok_s, acceptance and quality_passed)" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1, \"Tok_s\": 2}]}",
+	  "unknown field in a forged.verification.v1 document: rows[0].Tok_s (it has " },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1, \"acceptance_by_position\": []},"
+	  " {\"depth\": 1, \"tok_s\": 2, \"acceptance_by_position\": [0.5], \"acceptance\": [0.5], \"bogus\": {}}],"
+	  " \"verdict\": \"mtp_depth_wins\", \"extra\": 1}",
+	  "no \"schema\", and the rows mix forged's \"acceptance\" with MTPLX's fields: name the format with "
+	  "\"schema\"" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1, \"acceptance_by_position\": []},"
+	  " {\"depth\": 1, \"tok_s\": 2, \"acceptance_by_position\": [0.5], \"bogus\": {}, \"na\\u0001me\": 0}],"
+	  " \"verdict\": \"mtp_depth_wins\", \"extra\": 1}",
+	  "unknown fields in an MTPLX verify.json: extra, rows[1].bogus, rows[1].na?me (not a field MTPLX writes there)" },
+	{ "{\"schema\": \"mtplx.tune\", \"results\": [{\"mode\": \"AR\", \"depth\": null, \"tok_s\": 30,"
+	  " \"acceptance\": []}]}",
+	  "unknown field in an MTPLX tune payload: results[0].acceptance (not a field MTPLX writes there)" },
+	/* MTPLX's own fields of the wrong type. */
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"multiplier_vs_ar\": \"2x\"}]}",
+	  "rows[1]: \"multiplier_vs_ar\" is not a finite number >= 0" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"verify_time_s\": -1}]}",
+	  "rows[1]: \"verify_time_s\" is not a finite number >= 0" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"hit_token_budget\": 1}]}",
+	  "rows[1]: \"hit_token_budget\" is not a boolean" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"hit_token_budget_count\": 1.5}]}",
+	  "rows[1]: \"hit_token_budget_count\" is not an integer" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"finish_reasons\": [\"stop\"]}]}",
+	  "rows[1]: \"finish_reasons\" is not an object" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 2, \"acceptance_by_position\": [0.5, \"x\"]}]}",
+	  "rows[1]: \"acceptance_by_position\"[1] is not a number" },
+	{ "{\"rows\": [{\"depth\": 0, \"decode_tok_s\": -1, \"acceptance_by_position\": []}]}",
+	  "rows[0]: \"decode_tok_s\" is negative (-1)" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1, \"quality_passed\": \"no\"}], \"verdict\": \"x\"}",
+	  "rows[0]: \"quality_passed\" is not a boolean" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}], \"verdict\": 3}", "\"verdict\" is not a string" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}], \"failure_reasons\": \"no_mtp_depth_beat_ar\"}",
+	  "\"failure_reasons\" is not an array" },
+	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}], \"failure_reasons\": [1]}",
+	  "\"failure_reasons\"[0] is not a string of at most 63 bytes" },
+	{ "{\"verify_rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 0, \"tok_s\": 2}]}",
+	  "verify_rows[1]: depth 0 repeats verify_rows[0]" },
+	{ "{\"verify_rows\": 5}", "\"verify_rows\" is not an array" },
+	{ "{\"forge_verify_rows\": []}", "\"forge_verify_rows\" is empty" },
+	{ "{\"speed_evidence\": {\"depth\": 3, \"tok_s\": [44.0]}, \"mtplx_version\": \"2.12.0\"}",
+	  "no \"speed_evidence.forge_verify_rows\" array (speed evidence without it is MTPLX's legacy speed grid, "
+	  "which forged does not read)" },
+	{ "{\"schema\": \"mtplx.runtime\", \"arch_id\": \"x\"}", "no \"speed_evidence\" object" },
+	{ "{\"results\": [{\"mode\": \"D1\", \"depth\": null, \"tok_s\": 30}]}",
+	  "results[0]: \"depth\" is null and \"mode\" is not \"AR\"" },
+	{ "{\"results\": [{\"mode\": \"D1\", \"depth\": 1, \"tok_s\": 30}]}",
+	  "rows have no depth 0 (plain decode) to compare against" },
+	{ "{\"results\": [], \"best_multiplier\": {}}", "\"results\" is empty" },
+	{ "{\"results\": [{\"mode\": \"AR\", \"depth\": null, \"tok_s\": 30}], \"best_multiplier\": 1}",
+	  "\"best_multiplier\" is not an object" },
+	{ V1 "\"rows\": {\"depth\": 0}}", "\"rows\" is not an array" },
+	{ V1 "\"rows\": []}", "\"rows\" is empty" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, 5]}", "rows[1] is not an object" },
+	{ V1 "\"rows\": [{\"tok_s\": 1}]}", "rows[0]: \"depth\" is missing" },
+	{ V1 "\"rows\": [{\"depth\": \"0\", \"tok_s\": 1}]}", "rows[0]: \"depth\" is not an integer" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1.5, \"tok_s\": 1}]}",
 	  "rows[1]: \"depth\" is not an integer" },
-	{ "{\"rows\": [{\"depth\": -1, \"tok_s\": 1}]}", "rows[0]: \"depth\" -1 is outside 0..16" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 17, \"tok_s\": 1}]}",
+	{ V1 "\"rows\": [{\"depth\": -1, \"tok_s\": 1}]}", "rows[0]: \"depth\" -1 is outside 0..16" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 17, \"tok_s\": 1}]}",
 	  "rows[1]: \"depth\" 17 is outside 0..16" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1},"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1},"
 	  " {\"depth\": 1, \"tok_s\": 2}]}",
 	  "rows[2]: depth 1 repeats rows[1]" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1}]}", "rows[1]: \"tok_s\" is missing" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": \"fast\"}]}", "rows[0]: \"tok_s\" is not a number" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1e999}]}", "rows[0]: \"tok_s\" is not finite" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": -1}]}",
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1}]}", "rows[1]: \"tok_s\" is missing" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": \"fast\"}]}", "rows[0]: \"tok_s\" is not a number" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1e999}]}", "rows[0]: \"tok_s\" is not finite" },
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": -1}]}",
 	  "rows[1]: \"tok_s\" is negative (-1)" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 0}, {\"depth\": 1, \"tok_s\": 1}]}",
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 0}, {\"depth\": 1, \"tok_s\": 1}]}",
 	  "rows[0]: \"tok_s\" at depth 0 must be positive (got 0)" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": 0.5}]}",
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": 0.5}]}",
 	  "rows[1]: \"acceptance\" is not an array" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": [1.5]}]}",
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1, \"acceptance\": [1.5]}]}",
 	  "rows[1]: \"acceptance\"[0] is 1.5, outside [0, 1]" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
 	  " \"acceptance\": [0.5, -0.1]}]}",
 	  "rows[1]: \"acceptance\"[1] is -0.1, outside [0, 1]" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
 	  " \"acceptance\": [0.5, null]}]}",
 	  "rows[1]: \"acceptance\"[1] is not a number" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
 	  " \"acceptance\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]}",
 	  "rows[1]: \"acceptance\" has 17 entries, more than 16" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
 	  " \"quality_passed\": \"yes\"}]}",
 	  "rows[1]: \"quality_passed\" is not a boolean" },
-	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
+	{ V1 "\"rows\": [{\"depth\": 0, \"tok_s\": 1}, {\"depth\": 1, \"tok_s\": 1,"
 	  " \"quality_passed\": 1}]}",
 	  "rows[1]: \"quality_passed\" is not a boolean" },
-	{ "{\"rows\": [{\"depth\": 1, \"tok_s\": 13.46}, {\"depth\": 2, \"tok_s\": 11.48}]}",
+	{ V1 "\"rows\": [{\"depth\": 1, \"tok_s\": 13.46}, {\"depth\": 2, \"tok_s\": 11.48}]}",
 	  "rows have no depth 0 (plain decode) to compare against" },
 	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}]} x", "trailing data after the JSON document at byte 37" },
 	{ "{\"rows\": [{\"depth\": 0, \"tok_s\": 1}", "invalid JSON near byte " },
@@ -413,7 +506,7 @@ static const struct {
 static void expect_reject(const char *text, size_t len, const char *msg, int prefix_only)
 {
 	struct fg_verify_row marker;
-	struct fg_verify_input in = { "hw", "rt", 7, &marker };
+	struct fg_verify_input in = { .hardware = "hw", .runtime = "rt", .n_rows = 7, .rows = &marker };
 	struct fg_err err = { 0 };
 
 	assert_int_equal(fg_verify_parse_text(&in, text, len, &err), FG_EINPUT);
@@ -450,22 +543,22 @@ static void test_caps(void **state)
 	hw[128] = '\0';
 	text = malloc(cap);
 	assert_non_null(text);
-	snprintf(text, cap, "{\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
+	snprintf(text, cap, V1 "\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
 	expect_reject(text, strlen(text), "\"hardware\" is longer than 127 bytes", 0);
 	hw[127] = '\0';
-	snprintf(text, cap, "{\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
+	snprintf(text, cap, V1 "\"hardware\": \"%s\", \"rows\": [{\"depth\": 0, \"tok_s\": 1}]}", hw);
 	assert_int_equal(fg_verify_parse_text(&in, text, strlen(text), &err), 0);
 	assert_int_equal(strlen(in.hardware), 127);
 	fg_verify_release(&in);
 
 	/* 65 rows are over the cap before any row is looked at. */
-	p = text + snprintf(text, cap, "{\"rows\": [");
+	p = text + snprintf(text, cap, V1 "\"rows\": [");
 	for (int i = 0; i < 65; i++)
 		p += snprintf(p, cap - (size_t)(p - text), "%s{\"depth\": 0}", i ? "," : "");
 	snprintf(p, cap - (size_t)(p - text), "]}");
 	expect_reject(text, strlen(text), "\"rows\" has 65 rows, more than the cap of 64", 0);
 	/* 64 rows pass the cap and fail on the repeated depth instead. */
-	p = text + snprintf(text, cap, "{\"rows\": [");
+	p = text + snprintf(text, cap, V1 "\"rows\": [");
 	for (int i = 0; i < 64; i++)
 		p += snprintf(p, cap - (size_t)(p - text), "%s{\"depth\": 0, \"tok_s\": 1}", i ? "," : "");
 	snprintf(p, cap - (size_t)(p - text), "]}");
