@@ -484,7 +484,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	if (!body)
 		return;
 	if (fg_verify_parse(&in, body, &err) != 0 ||
-	    fg_verify_decide(&in, FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+	    fg_verify_decide(&in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
+								: FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
 		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
 		goto out;
 	}
