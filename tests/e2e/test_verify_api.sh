@@ -107,6 +107,11 @@ curl -sS -o "$TMP/body" "$BASE/v1/artifacts/$ART"
 is "the artifact lists the verification" '.verifications[-1].verdict' mtp_acceptance_collapsed
 is "the stored result keeps MTPLX's verdict" '.verifications[-1].result.mtplx_verdict' no_mtp_depth_beat_ar
 is "the stored rows are the document's, as posted" '.verifications[-1].rows[1].acceptance_by_position[0]' 0.067
+# The client's table shows the reasons and the disagreement.
+rc=0; "$FORGED" artifacts verify "$ART" "$TMP/verify.json" --server "$BASE" -o table >"$TMP/cli.out" 2>"$TMP/cli.err" || rc=$?
+check "artifacts verify: exit 1 for the collapsed verdict (got $rc: $(head -c 200 "$TMP/cli.err"))" [ "$rc" -eq 1 ]
+check "artifacts verify: the failure reasons" grep -q "failure reasons mtp_acceptance_collapsed no_mtp_depth_beat_ar" "$TMP/cli.out"
+check "artifacts verify: the disagreement" grep -q "MTPLX's verdict no_mtp_depth_beat_ar: DISAGREES" "$TMP/cli.out"
 post "/v1/artifacts/$ART/verifications" "$TMP/control.json"
 check "control: 201" [ "$CODE" = 201 ]
 is "control: depth 1 wins and agrees" '[.result.verdict, .result.best_depth, .result.agrees] | map(tostring) | join(",")' \
