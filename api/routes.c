@@ -1,5 +1,5 @@
 /*
- * routes.c: the handlers of design.md section 8 and their table.
+ * routes.c: the handlers of the REST API (docs/interfaces.md section 5) and their table.
  *
  * Handlers validate the request, confine every path to the allowed roots,
  * call forge/ (inspect, verify) or the store, and answer JSON or a problem.
@@ -484,7 +484,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	if (!body)
 		return;
 	if (fg_verify_parse(&in, body, &err) != 0 ||
-	    fg_verify_decide(&in, FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+	    fg_verify_decide(&in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
+								: FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
 		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
 		goto out;
 	}

@@ -31,7 +31,8 @@ const struct fg_cmd fg_cmd_serve = {
 	.summary = "run the REST API and the forge workers",
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
-		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n\n"
+		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
+		 "             [--collapse-threshold X]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
@@ -154,6 +155,7 @@ static int run_serve(int argc, char **argv)
 	acfg.max_body_bytes = cfg.max_body_bytes;
 	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
+	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;

@@ -13,8 +13,9 @@
 
 #include "api/api.h"
 #include "forge/core/json.h"
+#include "forge/verify/verify.h"
 
-enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION };
 
 struct setting {
 	const char *key;
@@ -34,6 +35,8 @@ static const struct setting settings[] = {
 	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
 	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+	/* A number strictly inside (0, 1); min and max are unused. */
+	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -56,6 +59,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
+	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -117,6 +121,19 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		return add_list(cfg->allow_roots, &cfg->n_allow_roots, PATH_MAX, text, st->key, err);
 	case K_HOSTS:
 		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
+	case K_FRACTION: {
+		double x = num;
+
+		if (!is_num) {
+			x = strtod(text, &end);
+			if (!*text || *end)
+				return fg_err_set(err, FG_EUSAGE, "%s '%s' is not a number", st->key, text);
+		}
+		if (!(x > 0.0 && x < 1.0))
+			return fg_err_set(err, FG_EUSAGE, "%s %g is not inside (0, 1)", st->key, x);
+		*(double *)(void *)field = x;
+		return 0;
+	}
 	default:
 		break;
 	}

@@ -9,7 +9,8 @@
  * allow_hosts (the hosts, "host" or "host:port", that URL sources and their
  * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3).
+ * max_attempts (3), collapse_threshold (0.10: the verification verdict's
+ * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -36,6 +37,7 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	double collapse_threshold;
 };
 
 /*
