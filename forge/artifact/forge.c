@@ -780,6 +780,7 @@ static cJSON *string_array(char **items, size_t n)
 static int write_provenance(struct forge *f, struct fg_err *err)
 {
 	cJSON *doc = cJSON_CreateObject(), *dec, *src;
+	const char *revision, *commit;
 	char path[PATH_MAX], when[32];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -797,6 +798,17 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(src, "path", f->src->ckpt->source);
 		cJSON_AddStringToObject(src, "family", f->src->family->id);
 		cJSON_AddStringToObject(src, "head_set", fg_inspect_head(f->src)->set.name);
+		/* An hf:// source: the revision as named and the commit it resolved to (else null). */
+		revision = f->src->ckpt->pull ? fg_pull_revision(f->src->ckpt->pull) : NULL;
+		commit = f->src->ckpt->pull ? fg_pull_resolved_commit(f->src->ckpt->pull) : NULL;
+		if (revision)
+			cJSON_AddStringToObject(src, "revision", revision);
+		else
+			cJSON_AddNullToObject(src, "revision");
+		if (commit)
+			cJSON_AddStringToObject(src, "resolved_commit", commit);
+		else
+			cJSON_AddNullToObject(src, "resolved_commit");
 	}
 	cJSON_AddStringToObject(doc, "backbone", f->bb->ckpt->source);
 	cJSON_AddStringToObject(doc, "target", f->res->target);
