@@ -34,6 +34,8 @@ static const struct setting settings[] = {
 	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
 	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
+	{ "etag_ttl_seconds", K_UINT, offsetof(struct fg_config, etag_ttl_seconds), 0, 31536000 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -42,6 +44,7 @@ static void defaults(struct fg_config *cfg)
 {
 	const char *sd = getenv("STATE_DIRECTORY");
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct fg_pull_opts pull;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
@@ -56,6 +59,9 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
+	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
+	fg_pull_opts_init(&pull);
+	cfg->etag_ttl_seconds = pull.cache_ttl_seconds;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -242,5 +248,11 @@ int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *
 	}
 	if (!cfg->n_allow_roots && getcwd(cfg->allow_roots[0], PATH_MAX))
 		cfg->n_allow_roots = 1;
+	if (!cfg->artifacts_dir[0]) {
+		if (strlen(cfg->state_dir) + sizeof("/artifacts") > sizeof(cfg->artifacts_dir))
+			return fg_err_set(err, FG_EUSAGE, "state_dir '%s' is too long", cfg->state_dir);
+		snprintf(cfg->artifacts_dir, sizeof(cfg->artifacts_dir), "%.*s/artifacts",
+			 (int)(sizeof(cfg->artifacts_dir) - sizeof("/artifacts")), cfg->state_dir);
+	}
 	return 0;
 }

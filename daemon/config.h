@@ -6,9 +6,11 @@
  * else ./forged-state), workers (the number of cores; 0 queues jobs without
  * running them: an API-only instance for maintenance and tests), tokens_file (none:
  * no authentication), allow_roots (the current folder when run by hand),
- * allow_hosts (for URL sources, unused until they are supported),
+ * allow_hosts (the hosts URL sources may name; none: URL sources refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3).
+ * max_attempts (3), artifacts_dir (STATE/artifacts: where jobs without an
+ * out write their artifact, as artifacts_dir/ID), etag_ttl_seconds (3600:
+ * how long a remote file's ETag is trusted without asking the server).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -35,6 +37,8 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
+	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
 };
 
 /*

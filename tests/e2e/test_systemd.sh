@@ -106,7 +106,7 @@ term() {
 	kill -0 "$1" 2>/dev/null || { RC=0; wait "$1" || RC=$?; }
 }
 
-if start conf -- --config "$REPO/systemd/config.example.json" --state-dir "$TMP/s1" \
+if start conf -- --config "$REPO/systemd/config.example.json" --state-dir "$TMP/s1" --artifacts-dir "$TMP/s1/artifacts" \
 	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models"; then ok; else bad "example config refused: $(tail -n 2 "$TMP/conf.log")"; fi
 check "example config: workers from the file" grep -q ", 2 workers," "$TMP/conf.log"
 term "$SPID"
