@@ -27,6 +27,7 @@
 
 static unsigned long forge_seq;
 #define COPY_CHUNK (4u << 20)
+#define COPY_RANGE_CHUNK ((size_t)1 << 30) /* per copy_file_range call */
 
 struct forge {
 	const struct fg_forge_opts *o;
@@ -146,17 +147,54 @@ static int make_parents(const char *root, const char *name, struct fg_err *err)
 	return 0;
 }
 
+/*
+ * Copy src to dst, a new file created read-only (0444 less the umask): the
+ * artifact's copy is as immutable as its hard links.  copy_file_range(2)
+ * first, which reflinks on XFS and btrfs, copies server-side on NFS and stays
+ * in the kernel elsewhere; a read/write loop only where the kernel, the file
+ * systems or a seccomp filter refuse it.  Both fds' offsets advance either
+ * way, so the loop goes on from where copy_file_range stopped.
+ */
 static int copy_file(const char *src, const char *dst, struct fg_err *err)
 {
-	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0, in_kernel = 1;
 	char *buf = NULL;
+	struct stat st;
+	off_t copied = 0;
 
 	if (in < 0)
 		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", src, strerror(errno));
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	buf = malloc(COPY_CHUNK);
-	if (out < 0 || !buf) {
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (out < 0) {
 		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create: %s", dst, strerror(errno));
+		goto out;
+	}
+	/* A file system that reports 0 early (some do for special files) falls back too. */
+	if (fstat(in, &st) != 0)
+		st.st_size = 0;
+	while (in_kernel) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, COPY_RANGE_CHUNK, 0);
+
+		if (n > 0) {
+			copied += (off_t)n;
+			continue;
+		}
+		if (n == 0 && copied >= st.st_size)
+			goto synced;
+		if (n == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != ENOSYS && errno != EXDEV && errno != EOPNOTSUPP && errno != EINVAL &&
+		    errno != EPERM) {
+			rc = fg_err_set(err, FG_EINPUT, "%s: copy from %s: %s", dst, src, strerror(errno));
+			goto out;
+		}
+		in_kernel = 0;
+	}
+	buf = malloc(COPY_CHUNK);
+	if (!buf) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (;;) {
@@ -181,6 +219,7 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 			put += w;
 		}
 	}
+synced:
 	if (!rc && fsync(out) != 0)
 		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", dst, strerror(errno));
 out:
@@ -191,13 +230,25 @@ out:
 	return rc;
 }
 
-/* Hard-link src to dst (same file system), else copy it. */
+/*
+ * Hard-link src to dst (same file system), else copy it.  A link shares the
+ * source's inode, so it is made read-only (the source's name loses its write
+ * bits too): nothing writing through either name can change an artifact's
+ * bytes behind its fingerprints.  When the inode is not ours to change (a
+ * file of another user), the artifact gets a copy instead.
+ */
 static int link_or_copy(const char *src, const char *dst, struct fg_err *err)
 {
-	if (link(src, dst) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+	struct stat st;
+
+	if (link(src, dst) == 0) {
+		if (stat(dst, &st) == 0 &&
+		    (!(st.st_mode & 0222) || chmod(dst, st.st_mode & 07555) == 0))
+			return 0;
+		unlink(dst);
+	} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
 		return fg_err_set(err, FG_EINPUT, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+	}
 	return copy_file(src, dst, err);
 }
 
