@@ -248,15 +248,18 @@ check-deb: deps deps-deb
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
 # move things and the unit's paths follow.  An existing config.json or tokens
 # file is never overwritten.  Man pages go to MANDIR, completions to
-# BASHCOMPDIR and ZSHCOMPDIR.  SERVICE_USER=NAME runs the unit as that
-# (static) user instead of a DynamicUser= one (the Debian package does).
+# BASHCOMPDIR and ZSHCOMPDIR.  The unit runs as the system user and group
+# SERVICE_USER (forged), which the sysusers.d file in SYSUSERSDIR declares;
+# installing into the running system (no DESTDIR) creates them with
+# systemd-sysusers when it is there (the Debian package's postinst uses adduser).
 PREFIX      ?= /usr/local
 UNITDIR     ?= /lib/systemd/system
 SYSCONFDIR  ?= /etc
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
-SERVICE_USER ?=
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+SERVICE_USER ?= forged
 .PHONY: install
 install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0755 $(FORGED) $(DESTDIR)$(PREFIX)/bin/forged
@@ -266,11 +269,15 @@ install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0644 $(BUILD)/completion/forged.bash $(DESTDIR)$(BASHCOMPDIR)/forged
 	install -D -m 0644 $(BUILD)/completion/_forged $(DESTDIR)$(ZSHCOMPDIR)/_forged
 	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' \
-		$(if $(SERVICE_USER),-e 's|^DynamicUser=yes$$|User=$(SERVICE_USER)\nGroup=$(SERVICE_USER)|' \
-			-e 's|(owned by a dynamic user)|(owned by the user $(SERVICE_USER))|') \
+		-e 's|^User=forged$$|User=$(SERVICE_USER)|' -e 's|^Group=forged$$|Group=$(SERVICE_USER)|' \
 		systemd/forged.service >$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
-	install -m 0644 README.md systemd/config.example.json $(DESTDIR)$(PREFIX)/share/doc/forged/
+	install -d -m 0755 $(DESTDIR)$(SYSUSERSDIR)
+	sed 's|^u forged |u $(SERVICE_USER) |' systemd/forged.sysusers >$(DESTDIR)$(SYSUSERSDIR)/forged.conf && \
+		chmod 0644 $(DESTDIR)$(SYSUSERSDIR)/forged.conf
+	install -m 0644 README.md systemd/config.example.json systemd/environment.example \
+		$(DESTDIR)$(PREFIX)/share/doc/forged/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/config.json ] || \
 		sed 's|"/etc/forged/|"$(SYSCONFDIR)/forged/|' systemd/config.example.json >$(DESTDIR)$(SYSCONFDIR)/forged/config.json
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/tokens ] || \
 		install -m 0644 systemd/tokens.example $(DESTDIR)$(SYSCONFDIR)/forged/tokens
+	$(if $(DESTDIR),,! command -v systemd-sysusers >/dev/null 2>&1 || systemd-sysusers $(SYSUSERSDIR)/forged.conf)

@@ -7,6 +7,7 @@
 #include "daemon/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -116,6 +117,18 @@ static int run_serve(int argc, char **argv)
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		hosts[i] = cfg.allow_hosts[i];
 	make_instance_id(instance, sizeof(instance));
+	{
+		/*
+		 * The database stays the service's own (SQLite gives its -wal and
+		 * -shm files the database's mode), whatever the umask: under the
+		 * unit, UMask=0027 makes artifacts readable by the group forged,
+		 * which has no business in the job database.
+		 */
+		int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd >= 0)
+			close(fd);
+	}
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		return fg_err_exit_code(err.code); /* 3 for our own database (FG_ESTATE, FG_ENOSPC) */
