@@ -156,9 +156,9 @@ check "sd_notify: READY=1" grep -qx 'READY=1' "$TMP/notify.txt"
 check "sd_notify: STATUS= with queue figures" grep -Eq '^STATUS=queued [0-9]+, running [0-9]+' "$TMP/notify.txt"
 check "sd_notify: WATCHDOG=1 repeatedly within 10 s" [ "$(grep -c '^WATCHDOG=1$' "$TMP/notify.txt")" -ge 3 ]
 kill -HUP "$NPID"
-for i in $(seq 1 50); do grep -qx 'RELOADING=1' "$TMP/notify.txt" && break; sleep 0.1; done
-check "sd_notify: SIGHUP sends RELOADING=1 then READY=1" \
-	[ "$(grep -E '^(RELOADING|READY)=1$' "$TMP/notify.txt" | tail -n 2 | paste -sd, -)" = "RELOADING=1,READY=1" ]
+reload_seen() { [ "$(grep -E '^(RELOADING|READY)=1$' "$TMP/notify.txt" | tail -n 2 | paste -sd, -)" = "RELOADING=1,READY=1" ]; }
+for i in $(seq 1 50); do reload_seen && break; sleep 0.1; done  # READY=1 follows RELOADING=1: wait for both
+check "sd_notify: SIGHUP sends RELOADING=1 then READY=1" reload_seen
 term "$NPID"
 check "sd_notify: STOPPING=1 on SIGTERM" grep -qx 'STOPPING=1' "$TMP/notify.txt"
 check "sd_notify: clean stop" [ "$RC" = 0 ]
