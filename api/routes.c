@@ -77,6 +77,7 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
 {
 	fg_ckpt_pull_opts(o, cfg->cache_dir, cfg->allow_hosts, cfg->n_allow_hosts);
+	o->cache_ttl_seconds = cfg->etag_ttl_seconds;
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "forge/core/json.h"
 #include "forge/verify/verify.h"
+#include "forge/source/pull/pull.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION };
 
@@ -37,6 +38,8 @@ static const struct setting settings[] = {
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
 	/* A number strictly inside (0, 1); min and max are unused. */
 	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
+	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
+	{ "etag_ttl_seconds", K_UINT, offsetof(struct fg_config, etag_ttl_seconds), 0, 31536000 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -45,6 +48,7 @@ static void defaults(struct fg_config *cfg)
 {
 	const char *sd = getenv("STATE_DIRECTORY");
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct fg_pull_opts pull;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
@@ -60,6 +64,9 @@ static void defaults(struct fg_config *cfg)
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
 	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;
+	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
+	fg_pull_opts_init(&pull);
+	cfg->etag_ttl_seconds = pull.cache_ttl_seconds;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -259,5 +266,11 @@ int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *
 	}
 	if (!cfg->n_allow_roots && getcwd(cfg->allow_roots[0], PATH_MAX))
 		cfg->n_allow_roots = 1;
+	if (!cfg->artifacts_dir[0]) {
+		if (strlen(cfg->state_dir) + sizeof("/artifacts") > sizeof(cfg->artifacts_dir))
+			return fg_err_set(err, FG_EUSAGE, "state_dir '%s' is too long", cfg->state_dir);
+		snprintf(cfg->artifacts_dir, sizeof(cfg->artifacts_dir), "%.*s/artifacts",
+			 (int)(sizeof(cfg->artifacts_dir) - sizeof("/artifacts")), cfg->state_dir);
+	}
 	return 0;
 }

@@ -10,7 +10,10 @@
  * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
  * max_attempts (3), collapse_threshold (0.10: the verification verdict's
- * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05).
+ * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
+ * artifacts_dir (STATE/artifacts: where jobs without an out write their
+ * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
+ * file's ETag is trusted without asking the server).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -38,6 +41,8 @@ struct fg_config {
 	unsigned drain_seconds;
 	int max_attempts;
 	double collapse_threshold;
+	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
+	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
 };
 
 /*

@@ -143,6 +143,9 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.source = f->src->ckpt->source,
 		.family = f->src->family->id,
 		.head_set = fg_inspect_head(f->src)->set.name,
+		/* An hf:// source: the revision as named and the commit it resolved to (else null). */
+		.revision = f->src->ckpt->pull ? fg_pull_revision(f->src->ckpt->pull) : NULL,
+		.resolved_commit = f->src->ckpt->pull ? fg_pull_resolved_commit(f->src->ckpt->pull) : NULL,
 		.backbone = f->bb->ckpt->source,
 		.target = f->res->target,
 		.policy = f->res->policy,

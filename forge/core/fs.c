@@ -165,7 +165,8 @@ static int copy_fd(int in, int out, uint64_t size)
 		 * such as procfs), or a pair of files it does not support: the
 		 * offsets moved with what was copied, so read/write takes over.
 		 */
-		if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)
+		if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
+		    errno == EPERM) /* EPERM: a seccomp filter */
 			break;
 		return -errno;
 	}
@@ -191,6 +192,11 @@ static int copy_fd(int in, int out, uint64_t size)
 	return rc;
 }
 
+/*
+ * Copy src to dst, a new file created read-only (0444 less the umask), so the
+ * copy is as immutable as a hard link made read-only; copy_fd reflinks on XFS
+ * and btrfs and copies server-side on NFS where copy_file_range serves.
+ */
 static int copy_file(const char *src, const char *dst, struct fg_err *err)
 {
 	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
@@ -202,7 +208,7 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 		rc = fg_err_set(err, FG_EIO, "%s: cannot stat: %s", src, strerror(errno));
 		goto out;
 	}
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (out < 0) {
 		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
@@ -225,10 +231,22 @@ out:
 
 int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err)
 {
-	if (link(src, dst) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+	struct stat st;
+
+	if (link(src, dst) == 0) {
+		/*
+		 * A link shares the source's inode, so it is made read-only (the
+		 * source's name loses its write bits too): nothing writing through
+		 * either name can change an artifact's bytes behind its
+		 * fingerprints.  When the inode is not ours to change (a file of
+		 * another user), the artifact gets a copy instead.
+		 */
+		if (stat(dst, &st) == 0 && (!(st.st_mode & 0222) || chmod(dst, st.st_mode & 07555) == 0))
+			return 0;
+		unlink(dst);
+	} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
 		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+	}
 	return copy_file(src, dst, err);
 }
 

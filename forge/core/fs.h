@@ -54,7 +54,9 @@ int fg_fs_rm_rf(const char *path);
 /*
  * Make dst (which must not exist) hold src's bytes: a hard link when src and
  * dst share a file system, else a copy (copy_file_range, else a read/write
- * loop, for file systems and files it does not serve), fsynced.  A failed
+ * loop, for file systems and files it does not serve), fsynced, created
+ * read-only; a link is made read-only too (the source name shares its inode
+ * and loses its write bits).  A failed
  * copy removes its partial dst.  0 or FG_EIO/FG_ENOMEM.
  */
 int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);

@@ -197,6 +197,9 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 		fg_pull_stats(r->ckpt->pull, &st);
 		if (rem) {
 			cJSON_AddStringToObject(rem, "base_url", r->ckpt->dir);
+			/* hf:// only: the revision as named and the commit it resolved to. */
+			add_str_or_null(rem, "revision", fg_pull_revision(r->ckpt->pull));
+			add_str_or_null(rem, "resolved_commit", fg_pull_resolved_commit(r->ckpt->pull));
 			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
 			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
 			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);

@@ -570,11 +570,13 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len)
 {
-	const char *env = getenv("FORGED_CACHE_DIR"), *home = getenv("HOME");
+	const char *env = getenv("FORGED_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	int n = -1;
 
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);
+	else if (xdg && xdg[0] == '/') /* the XDG base directory spec: a relative path is ignored */
+		n = snprintf(buf, len, "%s/forged", xdg);
 	else if (home && *home)
 		n = snprintf(buf, len, "%s/.cache/forged", home);
 	return n > 0 && (size_t)n < len ? buf : NULL;

@@ -107,9 +107,9 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 		       size_t n_allow_hosts);
 
 /*
- * The default cache folder, $FORGED_CACHE_DIR, else ~/.cache/forged, written
- * into buf (len bytes); returns buf, or NULL when neither is set or the
- * path does not fit.
+ * The default cache folder, $FORGED_CACHE_DIR, else $XDG_CACHE_HOME/forged
+ * (when absolute), else ~/.cache/forged, written into buf (len bytes);
+ * returns buf, or NULL when none is set or the path does not fit.
  */
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len);
 

@@ -358,7 +358,12 @@ async function jobsChecks() {
   const w = await newPage(WTOK);
   await w.page.goto(`${BASE}/ui/#/jobs`);
   await w.page.waitForSelector(`#cancel-${slow2.json.id}`, { timeout: 10000 });
-  check('write token: cancel offered', (await w.page.locator('button.cancel').count()) >= 2);
+  let offered = 0;
+  for (let i = 0; i < 40 && offered < 2; i++) { // the page refreshes each second: wait for both rows
+    offered = await w.page.locator('button.cancel').count();
+    if (offered < 2) await sleep(250);
+  }
+  check('write token: cancel offered', offered >= 2, { offered });
   await w.page.focus(`#cancel-${slow2.json.id}`);
   await w.page.keyboard.press('Enter');
   const c2 = await waitJob(slow2.json.id, ['cancelled'], 5000);

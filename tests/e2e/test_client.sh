@@ -384,7 +384,7 @@ for c in $COMMANDS; do
 		check "forged.1 names $o of $c" grep -q -- "$o" <<<"$MAN1"
 	done
 done
-for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN FORGED_CACHE_DIR FORGED_SIMD; do
+for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN HF_HOME HF_HUB_OFFLINE FORGED_CACHE_DIR XDG_CACHE_HOME FORGED_SIMD; do
 	check "forged.1 documents \$$e" grep -q "^\.B $e$" <<<"$MAN1"
 done
 for x in 0 1 2 3; do
