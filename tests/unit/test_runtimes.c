@@ -150,6 +150,12 @@ static const struct scenario cases[] = {
 	  "waybarrios/vllm-mlx vllm_mlx/utils/tokenizer.py@4b654c09e610:L84-101 (strict=False retry drops mtp.*)" },
 	{ "qwen3_next_mlx_embedded", "ollama-mlx", "double_shifted", "double_shifted", "broken",
 	  "trunk_double_shifted head_degraded", NULL, "ollama x/models/qwen3_5/qwen3_5.go@fb3076099687:L831-838" },
+	/* model-mtp.safetensors matches mlx-lm's glob: qwen3_next keeps its mtp.* keys (gate closed). */
+	{ "qwen3_next_mlx_model_mtp", "mlx-lm-0.32", "ok", "dropped", "refused", "", "extra_keys",
+	  "ml-explore/mlx-lm mlx_lm/models/qwen3_next.py@d78bf58e217c:L452-482; utils.py@d78bf58e217c:L336-343" },
+	{ "qwen3_next_mlx_model_mtp", "vllm-mlx", "ok", "ok", "degraded", "head_contract_mismatch", NULL,
+	  "waybarrios/vllm-mlx vllm_mlx/patches/qwen3_next_mtp.py@4b654c09e610:L163 ([hidden, embedding]); "
+	  "vllm-project/vllm qwen3_next_mtp.py@055e47c28003 forward ([embedding, hidden])" },
 	/* conv1d stored 2-D: raw by mlx-lm's rank-free test, and its moveaxis(2, 1) fails. */
 	{ "qwen35_mlx_conv1d_2d", "mlx-lm-0.32", "double_shifted", "dropped", "refused", "", "conv1d",
 	  ML032 " (shape[-1] != 1 at any rank, then moveaxis(2, 1))" },
