@@ -540,6 +540,8 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"runtime\" must be a runtime id");
 		goto out;
 	}
+	/* Kept as the row it names ("mlx-lm-0.33" -> mlx-lm-0.32, "hf" -> vllm): reports join on row ids. */
+	runtime = fg_runtime_find(runtime)->id;
 	if (observed && !cJSON_IsObject(observed)) {
 		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"observed\" must be an object");
 		goto out;

@@ -94,7 +94,10 @@ static void test_summary_mlx_sidecar(void **state)
 	fg_inspect_free(r);
 }
 
-/* The config declares a head no tensor holds: the empty "mtp" set has no convention. */
+/*
+ * The config declares a head no tensor holds: the empty "mtp" set has no
+ * convention, and the note is info (issue 12): the default MLX targets load it.
+ */
 static void test_summary_no_head(void **state)
 {
 	struct fg_inspect *r = inspect_fixture("qwen35_mlx_no_head_declared");
@@ -102,7 +105,7 @@ static void test_summary_no_head(void **state)
 
 	(void)state;
 	fg_inspect_summarize(r, &s);
-	assert_false(s.ok);
+	assert_true(s.ok);
 	assert_null(s.head_convention);
 	assert_null(fg_inspect_head(r));
 	assert_true(has_verdict(&s, "mtp_declared_missing"));
