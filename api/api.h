@@ -1,5 +1,5 @@
 /*
- * api.h: forged's HTTP API (design.md section 8) on libmicrohttpd 0.9.75.
+ * api.h: forged's HTTP API (docs/interfaces.md section 5) on libmicrohttpd 0.9.75.
  *
  * The server runs MHD's internal polling thread with epoll and a small thread
  * pool; connection timeout, per-IP and total connection limits and a memory
@@ -36,13 +36,15 @@ struct fg_api_config {
 	const char *listen_addr;       /* IPv4 or IPv6 literal; NULL: FG_API_LISTEN_DEFAULT */
 	uint16_t port;                 /* 0: an ephemeral port (see fg_api_port) */
 	const char *db_path;           /* the store's database */
-	const char *state_dir;         /* default job outputs go to STATE/artifacts/ID */
+	const char *state_dir;         /* forged's state folder (jobs' outputs: the workers') */
 	const char *tokens_file;       /* NULL: no authentication (logged as a warning) */
 	const char *allow_roots[FG_API_MAX_ROOTS]; /* folders sources and outputs may be in */
 	size_t n_allow_roots;
 	const char *allow_hosts[FG_API_MAX_ROOTS]; /* hosts URL sources may name ("host[:port]") */
 	size_t n_allow_hosts;                      /* 0: URL sources are refused (403) */
 	const char *cache_dir;                     /* remote reads: STATE/cache */
+	unsigned etag_ttl_seconds;                 /* their fg_pull_opts.cache_ttl_seconds (0: ask
+						    * once per read; forged serve: etag_ttl_seconds) */
 	size_t max_body_bytes;         /* 0: FG_API_MAX_BODY_DEFAULT */
 	unsigned threads;              /* handler threads; 0: FG_API_THREADS_DEFAULT */
 	unsigned connection_limit;     /* 0: FG_API_CONNECTION_LIMIT_DEFAULT */
@@ -50,6 +52,7 @@ struct fg_api_config {
 	unsigned timeout_seconds;      /* 0: FG_API_TIMEOUT_SECONDS_DEFAULT */
 	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
+	double collapse_threshold;     /* verification verdicts; 0: FG_VERIFY_COLLAPSE_DEFAULT */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 	/* Wakes the workers after an enqueue. */

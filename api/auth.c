@@ -9,25 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hex_nibble(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "forge/core/str.h"
 
 static int parse_hex32(const char *hex, unsigned char out[32])
 {
 	if (strlen(hex) != 64)
 		return -1;
 	for (int i = 0; i < 32; i++) {
-		int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
+		int hi = fg_hex_nibble(hex[2 * i]), lo = fg_hex_nibble(hex[2 * i + 1]);
 
-		if (hi < 0 || lo < 0)
+		if (hi == FG_HEX_NONE || lo == FG_HEX_NONE)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);
 	}

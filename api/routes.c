@@ -1,5 +1,5 @@
 /*
- * routes.c: the handlers of design.md section 8 and their table.
+ * routes.c: the handlers of the REST API (docs/interfaces.md section 5) and their table.
  *
  * Handlers validate the request, confine every path to the allowed roots,
  * call forge/ (inspect, verify) or the store, and answer JSON or a problem.
@@ -77,6 +77,7 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
 {
 	fg_ckpt_pull_opts(o, cfg->cache_dir, cfg->allow_hosts, cfg->n_allow_hosts);
+	o->cache_ttl_seconds = cfg->etag_ttl_seconds;
 }
 
 /*
@@ -484,7 +485,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	if (!body)
 		return;
 	if (fg_verify_parse(&in, body, &err) != 0 ||
-	    fg_verify_decide(&in, FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+	    fg_verify_decide(&in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
+								: FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
 		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
 		goto out;
 	}
@@ -538,6 +540,8 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"runtime\" must be a runtime id");
 		goto out;
 	}
+	/* Kept as the row it names ("mlx-lm-0.33" -> mlx-lm-0.32, "hf" -> vllm): reports join on row ids. */
+	runtime = fg_runtime_find(runtime)->id;
 	if (observed && !cJSON_IsObject(observed)) {
 		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"observed\" must be an object");
 		goto out;

@@ -10,6 +10,8 @@
  */
 #include "api/internal.h"
 
+#include "forge/core/grow.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -303,15 +305,8 @@ static void text_add(struct text *t, const char *fmt, ...)
 		}
 		if (n == -1)
 			return;
-		{
-			size_t ncap = t->cap ? t->cap * 2 : 4096;
-			char *ns = realloc(t->s, ncap);
-
-			if (!ns)
-				return;
-			t->s = ns;
-			t->cap = ncap;
-		}
+		if (FG_GROW(t->s, t->len + (n > 0 ? (size_t)n : 0) + 1, t->cap))
+			return;
 	}
 }
 
@@ -627,18 +622,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			req->body_len = req->body_cap = 0;
 		}
 		if (!req->too_large) {
-			if (req->body_len + n + 1 > req->body_cap) {
-				size_t ncap = req->body_cap ? req->body_cap : 4096;
-				char *nb;
-
-				while (ncap < req->body_len + n + 1)
-					ncap *= 2;
-				nb = realloc(req->body, ncap);
-				if (!nb)
-					return MHD_NO;
-				req->body = nb;
-				req->body_cap = ncap;
-			}
+			if (FG_GROW(req->body, req->body_len + n + 1, req->body_cap))
+				return MHD_NO;
 			memcpy(req->body + req->body_len, upload_data, n);
 			req->body_len += n;
 			req->body[req->body_len] = '\0';

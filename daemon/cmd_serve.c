@@ -7,6 +7,7 @@
 #include "daemon/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -31,13 +32,16 @@ const struct fg_cmd fg_cmd_serve = {
 	.summary = "run the REST API and the forge workers",
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
-		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n\n"
-		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
-		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
+		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
+		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n\n"
+		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
+		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
+		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
 		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
 		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
-		 "queues jobs without running any.\n",
+		 "queues jobs without running any.\n"
+		 "Routes and keys: GET /openapi.json, forged.conf(5), docs/interfaces.md.\n",
 	.run = run_serve,
 };
 
@@ -96,18 +100,36 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s: cannot create the state folder: %s", cfg.state_dir, strerror(errno));
 		return FG_EXIT_STATE;
 	}
+	if (!make_dir(cfg.artifacts_dir)) {
+		fg_log(FG_LOG_ERR, "%s: cannot create the artifacts folder: %s", cfg.artifacts_dir, strerror(errno));
+		return FG_EXIT_STATE;
+	}
 	{
 		/* Absolute from here on: artifact paths are stored and handed to clients. */
 		char abs[PATH_MAX];
 
 		if (realpath(cfg.state_dir, abs))
 			snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", abs);
+		if (realpath(cfg.artifacts_dir, abs))
+			snprintf(cfg.artifacts_dir, sizeof(cfg.artifacts_dir), "%s", abs);
 	}
 	snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
 	snprintf(cache, sizeof(cache), "%s/cache", cfg.state_dir);
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		hosts[i] = cfg.allow_hosts[i];
 	make_instance_id(instance, sizeof(instance));
+	{
+		/*
+		 * The database stays the service's own (SQLite gives its -wal and
+		 * -shm files the database's mode), whatever the umask: under the
+		 * unit, UMask=0027 makes artifacts readable by the group forged,
+		 * which has no business in the job database.
+		 */
+		int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd >= 0)
+			close(fd);
+	}
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		return fg_err_exit_code(err.code); /* 3 for our own database (FG_ESTATE, FG_ENOSPC) */
@@ -132,7 +154,8 @@ static int run_serve(int argc, char **argv)
 	memset(&wcfg, 0, sizeof(wcfg));
 	wcfg.n = cfg.workers;
 	wcfg.db_path = db;
-	wcfg.state_dir = cfg.state_dir;
+	wcfg.artifacts_dir = cfg.artifacts_dir;
+	wcfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	wcfg.instance_id = instance;
 	wcfg.watchdog_usec = fg_notify_watchdog_usec();
 	wcfg.cache_dir = cache;
@@ -150,9 +173,11 @@ static int run_serve(int argc, char **argv)
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		acfg.allow_hosts[acfg.n_allow_hosts++] = cfg.allow_hosts[i];
 	acfg.cache_dir = cache;
+	acfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	acfg.max_body_bytes = cfg.max_body_bytes;
 	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
+	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;

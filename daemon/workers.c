@@ -1,7 +1,8 @@
 /*
  * workers.c: the worker pool (workers.h).
  *
- * A job's output folder defaults to STATE/artifacts/ID.  A forge that ends
+ * A job's output folder defaults to ARTIFACTS/ID (artifacts_dir, STATE/artifacts
+ * unless configured).  A forge that ends
  * well is stored as an artifact (its own inspection report, provenance and
  * fingerprint) before the job is marked succeeded, so a crash between the two
  * leaves a job that runs again and finds the artifact already in place.
@@ -120,8 +121,9 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 {
 	struct job_ctx *j = ctx;
-	char stage[32];
+	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
 
+	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
@@ -181,6 +183,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&res, 0, sizeof(res));
 	fg_ckpt_pull_opts(&pull, p->cfg.cache_dir, p->cfg.allow_hosts, p->cfg.n_allow_hosts);
+	pull.cache_ttl_seconds = p->cfg.etag_ttl_seconds;
 	pull.progress = on_fetch;
 	pull.progress_ctx = &ctx;
 	o.pull = &pull;
@@ -191,7 +194,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	else
 		fg_forge_request_opts(&rq, &o);
 	if (!o.out) {
-		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
+		snprintf(out, sizeof(out), "%s/%lld", p->cfg.artifacts_dir, (long long)job->id);
 		o.out = out;
 	}
 	/*
@@ -309,7 +312,7 @@ int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cf
 	if (!p)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	p->cfg = *cfg;
-	snprintf(dir, sizeof(dir), "%s/artifacts", cfg->state_dir);
+	snprintf(dir, sizeof(dir), "%s", cfg->artifacts_dir);
 	if (mkdir(dir, 0750) != 0 && access(dir, W_OK) != 0) {
 		free(p);
 		return fg_err_set(err, FG_ESTATE, "%s: cannot create the artifacts folder", dir);

@@ -42,11 +42,12 @@ struct fg_workers;
 struct fg_workers_config {
 	unsigned n;
 	const char *db_path;
-	const char *state_dir;
+	const char *artifacts_dir;     /* a job without an out writes artifacts_dir/ID */
 	const char *instance_id;
 	struct fg_api *api;            /* for job-duration metrics; may be NULL */
 	unsigned long long watchdog_usec; /* 0: no watchdog */
 	const char *cache_dir;         /* remote sources: STATE/cache */
+	unsigned etag_ttl_seconds;     /* fg_pull_opts.cache_ttl_seconds */
 	const char *const *allow_hosts;
 	size_t n_allow_hosts;
 };

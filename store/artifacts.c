@@ -85,9 +85,8 @@ static int check_verdicts(const cJSON *report, struct fg_err *err)
 }
 
 /*
- * provenance.files as forge writes it ({"name": "sha256hex", ...}), or as an
- * array of {"name" or "file", "sha256"}.  Calls add(name, sha) for each when
- * add is non-NULL; with add NULL only checks.
+ * provenance.files as forge writes it: {"name": "sha256hex", ...}.  Calls
+ * add(name, sha) for each when add is non-NULL; with add NULL only checks.
  */
 typedef int (*file_fn)(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err);
 
@@ -99,20 +98,11 @@ static int each_file(struct fg_store *s, int64_t id, const cJSON *provenance, fi
 
 	if (!files || cJSON_IsNull(files))
 		return 0;
-	if (!cJSON_IsObject(files) && !cJSON_IsArray(files))
-		return fg_err_set(err, FG_EINPUT, "provenance.files is neither an object nor an array");
+	if (!cJSON_IsObject(files))
+		return fg_err_set(err, FG_EINPUT, "provenance.files is not an object of file name -> sha256");
 	cJSON_ArrayForEach(f, files) {
-		const char *name, *sha;
+		const char *name = f->string, *sha = cJSON_GetStringValue(f);
 
-		if (cJSON_IsObject(files)) {
-			name = f->string;
-			sha = cJSON_GetStringValue(f);
-		} else {
-			name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
-			if (!name)
-				name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file"));
-			sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "sha256"));
-		}
 		if (!name || !*name || strlen(name) > FILE_MAX)
 			return fg_err_set(err, FG_EINPUT, "provenance.files[%d] has no usable file name", i);
 		if (!sha || !*sha || strlen(sha) > SHA_MAX)
@@ -436,7 +426,7 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		fg_sql_put(st);
 		st = NULL;
 	}
-	/* design.md section 8 promises the fingerprints too: {file: sha256}. */
+	/* docs/interfaces.md promises the fingerprints too: {file: sha256}. */
 	prints = cJSON_AddObjectToObject(doc, "fingerprints");
 	if (!prints) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");

@@ -13,6 +13,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/core/str.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,18 +301,9 @@ int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what
 			  s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-static uint64_t sql_hash(const char *sql)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	return h;
-}
-
 int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err)
 {
-	uint64_t h = sql_hash(sql);
+	uint64_t h = fg_fnv1a(sql);
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
 	int rc;

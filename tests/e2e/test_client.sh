@@ -309,7 +309,7 @@ check "bash: forged jobs submit --ta<TAB>" [ "$(comp forged jobs submit --ta)" =
 check "bash: forged jobs submit --target mtp<TAB>" [ "$(comp forged jobs submit --target mtp)" = "mtplx-2.11 mtplx-2.12" ]
 check "bash: forged jobs --server U list --st<TAB>" [ "$(comp forged jobs --server http://x list --st)" = --state ]
 check "bash: forged artifacts list -o <TAB>" [ "$(comp forged artifacts list -o '')" = "table json" ]
-check "bash: forged inspect --runtime=o<TAB>" [ "$(comp forged inspect --runtime = o)" = ollama ]
+check "bash: forged inspect --runtime=o<TAB>" [ "$(comp forged inspect --runtime = o)" = "ollama ollama-mlx" ]
 check "bash: forged --color <TAB>" [ "$(comp forged --color '')" = "auto always never" ]
 check "bash: forged help fl<TAB>" [ "$(comp forged help fl)" = fleet ]
 check "bash: forged forge --quant <TAB>" [ "$(comp forged forge --quant '')" = "keep match mxfp4" ]
@@ -319,7 +319,7 @@ if command -v zsh >/dev/null 2>&1; then
 			compset() { :; }; _message() { echo "(message)"; }
 			source <(sed "\$d" "$1"); shift; words=("$@"); CURRENT=${#words}; _forged' _ "$TMP/zsh.out" "$@"
 	}
-	check "zsh: forged jobs submit --target=ml<TAB>" [ "$(zcomp forged jobs submit --target=ml)" = "mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf" ]
+	check "zsh: forged jobs submit --target=ml<TAB>" [ "$(zcomp forged jobs submit --target=ml)" = "mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mlx-lm-pr1740 mlx-lm-pr1724 mlx-lm-pr1469 lmstudio-mlx mlx-vlm mtplx-2.11 mtplx-2.12 vllm-mlx ollama ollama-mlx llamacpp transformers vllm sglang hf" ]
 	check "zsh: forged fleet <TAB>" grep -q "^health:.* report:" <<<"$(zcomp forged fleet '')"
 	check "zsh: forged jobs submit SOURCE<TAB> completes files" [ "$(zcomp forged jobs submit '')" = "(files)" ]
 fi
@@ -350,7 +350,7 @@ for c in $COMMANDS; do
 		check "forged.1 names $o of $c" grep -q -- "$o" <<<"$MAN1"
 	done
 done
-for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN FORGED_CACHE_DIR FORGED_SIMD; do
+for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN HF_HOME HF_HUB_OFFLINE FORGED_CACHE_DIR XDG_CACHE_HOME FORGED_SIMD; do
 	check "forged.1 documents \$$e" grep -q "^\.B $e$" <<<"$MAN1"
 done
 for x in 0 1 2 3; do

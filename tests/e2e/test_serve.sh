@@ -223,7 +223,7 @@ stored_has() {
 	okv=$(jb .ok)
 	if [ "$sev" = "$3" ] && [ "$okv" = "$4" ]; then ok; else bad "$1: $2 severity '$sev' ok $okv, want $3 $4"; fi
 }
-# Incidents of domain.md section 3 and each error verdict's fixture.
+# Incidents of docs/domain.md section 3 and each error verdict's fixture.
 stored_has qwen35_mlx_embedded embedded_mtp_shift_hazard error false
 stored_has qwen35_mlx_pruned_index index_mismatch warning false
 stored_has qwen35_mlx_stray_shard stray_shard warning false
@@ -234,20 +234,25 @@ stored_has qwen35_mlx_raw_head raw_zero_centred_head info true
 stored_has qwen35_mlx_mixed_head mixed_convention error false
 stored_has qwen35_mlx_zero_head degenerate_head error false
 stored_has qwen35_mlx_nan_head nonfinite_norm error false
-stored_has qwen35_mlx_no_head_declared mtp_declared_missing error false
+stored_has qwen35_mlx_no_head_declared mtp_declared_missing info true
 stored_has qwen35_moe_hf_ambiguous expert_layout_ambiguous error false
 get "/v1/artifacts/${AID[qwen35_mlx_sidecar]:-0}"
 check "healthy sidecar: no verdicts, ok" [ "$(jb '[(.verdicts | length), .ok] | map(tostring) | join(" ")')" = "0 true" ]
 get "/v1/artifacts/${AID[qwen35_mlx_embedded]:-0}"
 check "306 stored report: mlx-lm-0.31 double-shifts the trunk" \
 	[ "$(jb '.report.runtimes[] | select(.runtime == "mlx-lm-0.31") | [.trunk, .head, .outcome] | join(" ")')" = "double_shifted dropped broken" ]
-# Incident 3 for a runtime that does not heal the head.
-post /v1/inspections '{"source": "qwen35_moe_mlx_raw_head", "runtimes": ["mtplx-2.11"]}'
-expect "176 MoE for mtplx-2.11" 201
-AID[moe_raw_2_11]=$(jb .artifact_id)
-check "176 MoE for mtplx-2.11: only it is targeted" \
+# Incident 3 for a runtime that does not heal the head: MTPLX 2.11's qwen3_5_mtp loader (issue 10:
+# qwen3_5_moe takes the generic injector, which heals, so the old MoE case is clean now).
+post /v1/inspections '{"source": "qwen35_mtp_model_type", "runtimes": ["mtplx-2.11"]}'
+expect "176 qwen3_5_mtp for mtplx-2.11" 201
+AID[mtp_raw_2_11]=$(jb .artifact_id)
+check "176 qwen3_5_mtp for mtplx-2.11: only it is targeted" \
 	[ "$(jb '[.report.runtimes[] | select(.targeted).runtime] | join(",")')" = mtplx-2.11 ]
-stored_has moe_raw_2_11 head_convention_mismatch error false
+stored_has mtp_raw_2_11 head_convention_mismatch error false
+post /v1/inspections '{"source": "qwen35_hf", "runtimes": ["mlx-lm-0.33", "hf"]}'
+expect "a versioned id and the hf alias" 201
+check "a versioned id and the hf alias: the rows they name" \
+	[ "$(jb '[.report.runtimes[] | select(.targeted) | .runtime + (if .version_of then "=" + .version_of else "" end)] | join(",")')" = "mlx-lm-0.32=mlx-lm-0.33,transformers,vllm,sglang" ]
 
 # ---- a forge job ----
 http GET /v1/fleet/health "${R[@]}"
@@ -364,8 +369,8 @@ check "health: the unhealthy artifact's verdicts" \
 check "health: the forged artifact (control wins) is healthy" \
 	[ "$(jb --argjson id "$FORGED_ID" '[.unhealthy[] | select(.artifact_id == $id)] | length')" = 0 ]
 check "health: host B serves nothing unhealthy" [ "$(jb '[.unhealthy[].hosts[] | select(.host == "gpu-b.example")] | length')" = 0 ]
-n_err=$(for n in "${!AID[@]}"; do [ "$n" = moe_raw_2_11 ] && continue; jq -r 'select(.ok == false) | 1' "$TMP/cli_$n.json" 2>/dev/null; done | wc -l)
-# Unhealthy: every error-verdict inspection, the 2.11 MoE inspection, and the sidecar whose latest verification collapsed.
+n_err=$(for n in "${!AID[@]}"; do [ "$n" = mtp_raw_2_11 ] && continue; jq -r 'select(.ok == false) | 1' "$TMP/cli_$n.json" 2>/dev/null; done | wc -l)
+# Unhealthy: every error-verdict inspection, the 2.11 qwen3_5_mtp inspection, and the sidecar whose latest verification collapsed.
 check "health: unhealthy count ($n_err + 2)" [ "$(jb .unhealthy_total)" = $((n_err + 2)) ]
 check "health: artifacts counted" [ "$(jb .artifacts.total)" -ge $((${#AID[@]} + 2)) ]
 check "health: counts by verdict" [ "$(jb '.artifacts.by_verdict.embedded_mtp_shift_hazard')" -ge 2 ]

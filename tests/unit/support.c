@@ -28,8 +28,9 @@ struct bench *bench_new(const char *set_name, const char *file)
 	struct bench *b = &bench_store;
 
 	fg_tset_release(&b->set);
+	fg_experts_release(b->blocks, b->n_blocks);
 	memset(b, 0, sizeof(*b));
-	fg_tset_init(&b->set, set_name);
+	assert_int_equal(fg_tset_init(&b->set, set_name, NULL), 0);
 	b->file = file;
 	return b;
 }
@@ -38,6 +39,8 @@ int bench_release(void **state)
 {
 	(void)state;
 	fg_tset_release(&bench_store.set);
+	fg_experts_release(bench_store.blocks, bench_store.n_blocks);
+	bench_store.n_blocks = 0;
 	return 0;
 }
 
@@ -532,6 +535,6 @@ void simd_rerun(char **argv, const char *child_env)
 
 void sha256_finish(struct fg_sha256 *h, char hex[FG_SHA256_HEX])
 {
-	/* fg_sha256_final_hex frees h today; when it no longer does, free it here. */
 	fg_sha256_final_hex(h, hex);
+	fg_sha256_free(h);
 }

@@ -4,7 +4,8 @@
  * this header after <cmocka.h> and uses:
  *
  *   bench_*        an in-memory tensor set of small hand-made tensors (norms
- *                  of a given mean, header-only shapes), for the model layer
+ *                  of a given mean, header-only shapes), for the model layer,
+ *                  and the expert blocks a scan of it found
  *   tmpdir_new, make_dir, rm_tree, path_join, write_text, read_whole
  *                  temporary folders (removed recursively) and small files
  *   shard_*        a safetensors writer written for the tests from the format
@@ -14,7 +15,7 @@
  *                  the generated fixtures (BUILD/fixtures/NAME)
  *   rng_u32        a reproducible pseudo-random source
  *   simd_rerun     the test binary again under each forced SIMD path
- *   sha256_finish  the one call of fg_sha256_final_hex
+ *   sha256_finish  fg_sha256_final_hex, then fg_sha256_free
  *
  * Helpers assert with cmocka: a helper that cannot build what it was asked
  * for fails the calling test with a message naming what went wrong.
@@ -28,6 +29,7 @@
 #include "forge/core/sha256.h"
 #include "forge/format/dtype.h"
 #include "forge/format/safetensors.h"
+#include "forge/model/experts.h"
 #include "forge/model/tset.h"
 
 /* ---- the tensor-set bench ---- */
@@ -38,26 +40,29 @@
 /*
  * A tensor set under construction and the bytes its tensors point to.  There
  * is one bench per binary (bench_new resets it); it lives outside the test's
- * frame so that bench_release, as a cmocka teardown, frees the set when an
- * assertion ends the test early.
+ * frame so that bench_release, as a cmocka teardown, frees the set (and the
+ * expert blocks a test scanned into blocks[0..n_blocks)) when an assertion
+ * ends the test early.
  */
 struct bench {
 	struct fg_tset set;
 	const char *file;                    /* the file every tensor is said to come from */
 	size_t n;
 	struct fg_tensor t[BENCH_MAX_TENSORS];
-	char names[BENCH_MAX_TENSORS][128];
+	char names[BENCH_MAX_TENSORS][320];
 	union {
 		float f32[BENCH_MAX_ELEMS];
 		double f64[BENCH_MAX_ELEMS];
 		uint16_t h[BENCH_MAX_ELEMS];
 	} data[BENCH_MAX_TENSORS];
+	struct fg_expert_block blocks[4];    /* the last fg_experts_scan's, released with the bench */
+	size_t n_blocks;
 };
 
 /* The bench, emptied: a set called set_name whose tensors come from file (a static string). */
 struct bench *bench_new(const char *set_name, const char *file);
 
-/* A cmocka teardown: releases the bench's set. */
+/* A cmocka teardown: releases the bench's set and expert blocks. */
 int bench_release(void **state);
 
 /* A 1-D tensor called name of n (<= BENCH_MAX_ELEMS) elements of dt; the caller fills b->data[b->n - 1]. */
@@ -161,7 +166,7 @@ void simd_rerun(char **argv, const char *child_env);
 
 /* ---- SHA-256 ---- */
 
-/* Finish h into hex and release h (the one place that knows whether fg_sha256_final_hex frees). */
+/* Finish h into hex and free h (fg_sha256_final_hex leaves h to its caller). */
 void sha256_finish(struct fg_sha256 *h, char hex[FG_SHA256_HEX]);
 
 #endif

@@ -300,8 +300,19 @@ static void test_pull_opts(void **state)
 	assert_int_equal(a.n_allow_hosts, 0);
 	assert_null(fg_ckpt_default_cache_dir(tiny, sizeof(tiny)));
 	assert_int_equal(unsetenv("FORGED_CACHE_DIR"), 0);
+	assert_int_equal(unsetenv("XDG_CACHE_HOME"), 0);
 	assert_int_equal(setenv("HOME", "/home/q", 1), 0);
 	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/home/q/.cache/forged");
+	/* $XDG_CACHE_HOME when absolute (a relative one is ignored), under $FORGED_CACHE_DIR */
+	assert_int_equal(setenv("XDG_CACHE_HOME", "/xdg", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/xdg/forged");
+	assert_int_equal(setenv("XDG_CACHE_HOME", "rel", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/home/q/.cache/forged");
+	assert_int_equal(setenv("XDG_CACHE_HOME", "/xdg", 1), 0);
+	assert_int_equal(setenv("FORGED_CACHE_DIR", "/explicit", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/explicit");
+	assert_int_equal(unsetenv("FORGED_CACHE_DIR"), 0);
+	assert_int_equal(unsetenv("XDG_CACHE_HOME"), 0);
 }
 
 int main(void)

@@ -1,11 +1,11 @@
 /*
- * test_convention.c: norm statistics of a tensor set (norms.c, stats.c) and
+ * test_convention.c: norm statistics of a tensor set (tset.c, stats.c) and
  * the one-decision-per-set rule of domain.md section 2 (convention.c).
  *
  * Sets are built by hand from tensors whose bytes live in this file: each
  * norm is a few elements of one value (so its mean is that value), encoded
  * as F32, F64, BF16 or F16 bit patterns written here.  The cases are the
- * fleet fingerprints of domain.md (delta q/k 0.78, absolute 1.78, pre-fc
+ * fleet fingerprints of docs/domain.md (delta q/k 0.78, absolute 1.78, pre-fc
  * 0.27 in an absolute set, final norms that overlap), the thresholds at
  * their exact values, and forged's guards (double_shifted, mixed,
  * no_evidence, plain, empty).

@@ -1,6 +1,6 @@
 /*
  * test_experts.c: routed-expert layouts of MoE heads (experts.c) against
- * domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
+ * docs/domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
  * fused "bmm" ([E,H,2I] + [E,I,H]), decided from shapes against the config;
  * a tensor that fits both layouts (2I == H) or neither is refused, never
  * guessed.  Only names and shapes matter, so tensors carry no data.
@@ -26,15 +26,25 @@ static const struct fg_tensor *add(struct bench *b, const char *name, uint64_t d
 	return bench_shape(b, name, FG_DT_BF16, d0, d1, d2);
 }
 
-/* Scan b with H, I, E and expect exactly one block. */
+/* Scan b's set into b->blocks (at most max); the number of blocks found. */
+static size_t scan(struct bench *b, const struct fg_expert_dims *d, size_t max)
+{
+	struct fg_err err = { 0 };
+
+	fg_experts_release(b->blocks, b->n_blocks);
+	b->n_blocks = 0;
+	memset(b->blocks, 0, sizeof(b->blocks));
+	assert_int_equal(fg_experts_scan(&b->set, d, b->blocks, max, &b->n_blocks, &err), 0);
+	return b->n_blocks;
+}
+
+/* Scan b with H, I, E and expect exactly one block (valid until the next scan). */
 static struct fg_expert_block scan_one(struct bench *b, int64_t h, int64_t i, int64_t e)
 {
 	struct fg_expert_dims d = { h, i, e };
-	struct fg_expert_block blocks[4];
 
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 1);
-	return blocks[0];
+	assert_int_equal(scan(b, &d, 4), 1);
+	return b->blocks[0];
 }
 
 /* H = 64, I = 16, E = 4 unless a test says otherwise. */
@@ -252,10 +262,10 @@ static void test_fused_with_scale_companions(void **state)
 	 * beside each weight.  They are not the fused experts: the layout is
 	 * still decided by gate_up_proj and down_proj themselves.
 	 *
-	 * SUSPECTED BUG (fails against forge/experts.c:150,152): the scan
-	 * matches "gate_up_proj" / "down_proj" as prefixes, so a later
-	 * "gate_up_proj_scale_inv" replaces the weight as the block's gate_up
-	 * and the block is judged on the scales' shape.
+	 * A scan that matched "gate_up_proj" / "down_proj" as prefixes would
+	 * let a later "gate_up_proj_scale_inv" replace the weight as the
+	 * block's gate_up and judge the block on the scales' shape
+	 * (forge/model/experts.c matches exact names).
 	 */
 	b = bench_new("mtp", "mtp.safetensors");
 	gu = add(b, HEAD "gate_up_proj", 4, 256, 512);
@@ -273,7 +283,6 @@ static void test_blocks(void **state)
 {
 	struct bench *b;
 	struct fg_expert_dims d = { 64, 16, 4 };
-	struct fg_expert_block blocks[4];
 
 	(void)state;
 	b = bench_new("mtp", "mtp.safetensors");
@@ -285,24 +294,45 @@ static void test_blocks(void **state)
 	add(b, "model.layers.3.mlp.shared_experts.gate_proj.weight", 16, 64, 0);
 	add(b, "model.layers.3.mlp.shared_expert_gate.weight", 1, 64, 0);
 	add(b, "model.layers.3.mlp.gate.weight", 4, 64, 0);
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 2);
-	assert_string_equal(blocks[0].prefix, "model.layers.3.mlp.experts.");
-	assert_int_equal(blocks[0].layout, FG_EXPERTS_NUMBERED);
-	assert_int_equal(blocks[0].n_numbered, 12);
-	assert_string_equal(blocks[1].prefix, HEAD);
-	assert_int_equal(blocks[1].layout, FG_EXPERTS_FUSED_LINEAR);
+	assert_int_equal(scan(b, &d, 4), 2);
+	assert_string_equal(b->blocks[0].prefix, "model.layers.3.mlp.experts.");
+	assert_int_equal(b->blocks[0].layout, FG_EXPERTS_NUMBERED);
+	assert_int_equal(b->blocks[0].n_numbered, 12);
+	assert_string_equal(b->blocks[1].prefix, HEAD);
+	assert_int_equal(b->blocks[1].layout, FG_EXPERTS_FUSED_LINEAR);
 	/* At most max blocks are written. */
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 1), 1);
-	assert_string_equal(blocks[0].prefix, "model.layers.3.mlp.experts.");
-	assert_int_equal(blocks[1].prefix[0], '\0');
+	assert_int_equal(scan(b, &d, 1), 1);
+	assert_string_equal(b->blocks[0].prefix, "model.layers.3.mlp.experts.");
+	assert_null(b->blocks[1].prefix);
 	fg_tset_release(&b->set);
 
 	/* No experts at all. */
 	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "mtp.fc.weight", 64, 128, 0);
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 0);
+	assert_int_equal(scan(b, &d, 4), 0);
+	fg_tset_release(&b->set);
+}
+
+/* A prefix of any length is kept whole: a cut one would match other blocks' tensors, or none. */
+static void test_long_prefix(void **state)
+{
+	struct bench *b;
+	struct fg_expert_dims d = { 64, 16, 4 };
+	char prefix[260], gu[300], dn[300];
+
+	(void)state;
+	memset(prefix, 'p', sizeof(prefix));
+	snprintf(prefix + 220, sizeof(prefix) - 220, ".mlp.experts.");
+	snprintf(gu, sizeof(gu), "%sgate_up_proj", prefix);
+	snprintf(dn, sizeof(dn), "%sdown_proj", prefix);
+	b = bench_new("mtp", "mtp.safetensors");
+	add(b, gu, 4, 32, 64);
+	add(b, dn, 4, 64, 16);
+	assert_int_equal(scan(b, &d, 4), 1);
+	assert_string_equal(b->blocks[0].prefix, prefix);
+	assert_int_equal(strlen(b->blocks[0].prefix), 233);
+	assert_int_equal(b->blocks[0].layout, FG_EXPERTS_FUSED_LINEAR);
+	assert_string_equal(b->blocks[0].gate_up->name, gu);
 	fg_tset_release(&b->set);
 }
 
@@ -349,6 +379,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_numbered, bench_release),
 		cmocka_unit_test_teardown(test_fused_with_scale_companions, bench_release),
 		cmocka_unit_test_teardown(test_blocks, bench_release),
+		cmocka_unit_test_teardown(test_long_prefix, bench_release),
 		cmocka_unit_test_teardown(test_dims, bench_release),
 	};
 

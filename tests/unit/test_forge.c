@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
+#include "forge/core/json.h"
 #include "tests/unit/support.h"
 
 struct seen {

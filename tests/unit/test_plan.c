@@ -72,10 +72,11 @@ static struct fg_tensor src(const char *name, enum fg_dtype dt, int rank, const 
 static struct fg_plan_entry entry(enum fg_plan_op op, enum fg_dtype dt, int rank, const uint64_t *shape,
 				  const struct fg_tensor *from)
 {
+	static char out_name[] = "out";
 	struct fg_plan_entry o;
 
 	memset(&o, 0, sizeof(o));
-	snprintf(o.name, sizeof(o.name), "out");
+	o.name = out_name;
 	o.op = op;
 	o.dtype = dt;
 	o.rank = rank;

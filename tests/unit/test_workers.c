@@ -93,12 +93,18 @@ static struct fg_job wait_done(int64_t id, int seconds)
 	return get(id);
 }
 
+/*
+ * n workers writing artifacts to STATE/artifacts, artifacts_dir's default
+ * (fg_config_load); the pool keeps the path, so it lives as long as the binary.
+ */
 static struct fg_workers *start(unsigned n, const char *state_dir)
 {
-	struct fg_workers_config cfg = { .n = n, .db_path = db, .state_dir = state_dir, .instance_id = "test" };
+	static char arts[PATH_MAX + 16];
+	struct fg_workers_config cfg = { .n = n, .db_path = db, .artifacts_dir = arts, .instance_id = "test" };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
 
+	path_join(arts, sizeof(arts), state_dir, "artifacts");
 	if (fg_workers_start(&w, &cfg, &err) != 0)
 		fail_msg("workers: %s", err.msg);
 	return w;
@@ -176,8 +182,8 @@ static void test_worker_finishes_jobs(void **state)
 
 static void test_bad_state_dir(void **state)
 {
-	struct fg_workers_config cfg = { .n = 1, .db_path = db, .state_dir = "/nonexistent/forged-state",
-					 .instance_id = "test" };
+	struct fg_workers_config cfg = { .n = 1, .db_path = db,
+					 .artifacts_dir = "/nonexistent/forged-state/artifacts", .instance_id = "test" };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
 
