@@ -64,7 +64,21 @@ struct fg_api;
 /* Start serving.  The config is copied.  On failure nothing runs. */
 int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg_err *err);
 
-/* Stop accepting, finish in-flight requests, free everything.  NULL allowed. */
+/*
+ * Begin the drain: every request from now on is answered 503 draining with
+ * Retry-After (GET /livez still 200), and no handler calls job_enqueued or
+ * workers_alive any more.  Returns once the handlers already running have
+ * returned (at most wait_seconds).  The server keeps listening until
+ * fg_api_stop, so clients hear 503 during a drain, not connection refused.
+ * NULL allowed.
+ */
+void fg_api_drain(struct fg_api *api, unsigned wait_seconds);
+
+/*
+ * Stop accepting, finish in-flight requests, free everything.  NULL allowed.
+ * The daemon stops its workers first: they call fg_api_data_changed and
+ * fg_api_job_finished until they have stopped.
+ */
 void fg_api_stop(struct fg_api *api);
 
 /* The port actually bound. */

@@ -48,6 +48,15 @@ struct fg_api {
 	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
 	struct fg_shared_body *health;       /* one reference; NULL: none */
 	int health_rebuilding;               /* a request is rebuilding an expired copy */
+	/*
+	 * The drain (fg_api_drain): from then on requests are answered 503
+	 * draining (/livez still 200), and fg_api_drain returns once no handler
+	 * is running any more, so nothing calls into the workers after it.
+	 */
+	pthread_mutex_t drain_lock;
+	pthread_cond_t drain_cond;
+	int draining;
+	unsigned handlers_running;
 };
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
@@ -106,6 +115,7 @@ struct fg_resp {
 	char location[128];                  /* Location header */
 	char allow[128];                     /* Allow header (405) */
 	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
+	int close;                           /* Connection: close (the drain) */
 };
 
 /* Retry-After of a 503 for a failure of forged's own state (FG_ESTATE). */

@@ -482,11 +482,75 @@ static int authorize(struct fg_req *req, const struct fg_route *route, struct fg
 	return 0;
 }
 
+/* ---- the drain ---- */
+
+static void answer_draining(struct fg_req *req, struct fg_resp *resp)
+{
+	fg_problem(resp, req, 503, "draining", "Shutting down",
+		   "the server is draining before it stops: try again shortly (another instance may answer)");
+	resp->retry_after = FG_API_RETRY_AFTER_S;
+	resp->close = 1;
+}
+
+/* Count a handler in; 0 (and nothing counted) once the drain has begun. */
+static int handler_enter(struct fg_api *api)
+{
+	int ok;
+
+	pthread_mutex_lock(&api->drain_lock);
+	ok = !api->draining;
+	if (ok)
+		api->handlers_running++;
+	pthread_mutex_unlock(&api->drain_lock);
+	return ok;
+}
+
+static void handler_leave(struct fg_api *api)
+{
+	pthread_mutex_lock(&api->drain_lock);
+	if (--api->handlers_running == 0)
+		pthread_cond_broadcast(&api->drain_cond);
+	pthread_mutex_unlock(&api->drain_lock);
+}
+
+static int draining(struct fg_api *api)
+{
+	int d;
+
+	pthread_mutex_lock(&api->drain_lock);
+	d = api->draining;
+	pthread_mutex_unlock(&api->drain_lock);
+	return d;
+}
+
+void fg_api_drain(struct fg_api *api, unsigned wait_seconds)
+{
+	struct timespec until;
+
+	if (!api)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)wait_seconds;
+	pthread_mutex_lock(&api->drain_lock);
+	api->draining = 1;
+	while (api->handlers_running > 0 &&
+	       pthread_cond_timedwait(&api->drain_cond, &api->drain_lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&api->drain_lock);
+}
+
 static void dispatch(struct fg_req *req, struct fg_resp *resp)
 {
 	const struct fg_route *route = NULL;
 	char allow[128] = "";
 	int path_found = 0;
+	/* Liveness stays true in the drain: the process is alive and stopping on purpose. */
+	int livez = strcmp(req->url, "/livez") == 0;
+
+	if (!livez && draining(req->api)) {
+		answer_draining(req, resp);
+		return;
+	}
 
 	for (size_t i = 0; i < fg_n_routes; i++) {
 		int64_t id = 0;
@@ -527,7 +591,16 @@ static void dispatch(struct fg_req *req, struct fg_resp *resp)
 			   "the body must be application/json");
 		return;
 	}
+	if (livez) {
+		route->fn(req, resp);
+		return;
+	}
+	if (!handler_enter(req->api)) {
+		answer_draining(req, resp);
+		return;
+	}
 	route->fn(req, resp);
+	handler_leave(req->api);
 }
 
 static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
@@ -578,6 +651,8 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 		MHD_add_response_header(r, fg_ui_headers[i], fg_ui_headers[i + 1]);
 	if (resp->allow[0])
 		MHD_add_response_header(r, "Allow", resp->allow);
+	if (resp->close)
+		MHD_add_response_header(r, "Connection", "close");
 	if (resp->location[0])
 		MHD_add_response_header(r, "Location", resp->location);
 	if (resp->retry_after) {
@@ -702,6 +777,8 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	pthread_rwlock_init(&api->tokens_lock, NULL);
 	pthread_mutex_init(&api->metrics_lock, NULL);
 	pthread_mutex_init(&api->health_lock, NULL);
+	pthread_mutex_init(&api->drain_lock, NULL);
+	pthread_cond_init(&api->drain_cond, NULL);
 	if (api->cfg.tokens_file) {
 		rc = fg_tokens_load(&api->tokens, api->cfg.tokens_file, err);
 		if (rc)
@@ -771,6 +848,8 @@ void fg_api_stop(struct fg_api *api)
 	pthread_rwlock_destroy(&api->tokens_lock);
 	pthread_mutex_destroy(&api->metrics_lock);
 	pthread_mutex_destroy(&api->health_lock);
+	pthread_mutex_destroy(&api->drain_lock);
+	pthread_cond_destroy(&api->drain_cond);
 	fg_shared_body_unref(api->health);
 	pthread_key_delete(api->store_key);
 	for (size_t i = 0; i < sizeof(api->owned) / sizeof(api->owned[0]); i++)

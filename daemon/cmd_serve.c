@@ -26,6 +26,9 @@
 
 static int run_serve(int argc, char **argv);
 
+/* How long the drain waits for requests already being handled (an inspection is bounded too). */
+#define FG_SERVE_HANDLER_WAIT_SECONDS 10
+
 const struct fg_cmd fg_cmd_serve = {
 	.name = "serve",
 	.summary = "run the REST API and the forge workers",
@@ -197,8 +200,14 @@ static int run_serve(int argc, char **argv)
 		}
 		status_line(store, workers);
 	}
-	fg_api_stop(api);
+	/*
+	 * The API answers 503 draining while the workers finish or requeue their
+	 * jobs, and is freed only after they have stopped: a job ending in the
+	 * drain still calls fg_api_data_changed and fg_api_job_finished.
+	 */
+	fg_api_drain(api, FG_SERVE_HANDLER_WAIT_SECONDS);
 	fg_workers_stop(workers, cfg.drain_seconds);
+	fg_api_stop(api);
 	fg_store_close(store);
 	fg_log(FG_LOG_NOTICE, "stopped");
 	return rc;
