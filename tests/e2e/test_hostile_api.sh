@@ -63,5 +63,43 @@ check "drain: no artifact was stored for the stopped job" [ "$(jb '.items | leng
 stop_server "$SPID" 10
 check "drain: second stop exit 0" [ "$STOP_RC" = 0 ]
 
+# ---- 11. tokens file: a line over 511 bytes is refused, naming the line ----
+# fgets split it: the tail of a long commented-out line became a write token.
+EVIL=evil-token-from-a-comment
+{
+	printf 'read ci-reader %s\n' "$(sha "$RTOK")"
+	printf '# %s' "$(head -c 509 /dev/zero | tr '\0' x)"
+	printf 'write evil %s\n' "$(sha "$EVIL")"
+} >"$TMP/tokens.long"
+rc=0
+timeout 20 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/tstate" --tokens-file "$TMP/tokens.long" \
+	--workers 0 >"$TMP/tokens_long.log" 2>&1 &
+TPID=$!
+PIDS="$PIDS $TPID"
+for i in $(seq 1 100); do
+	grep -q "listening on" "$TMP/tokens_long.log" && break
+	kill -0 "$TPID" 2>/dev/null || break
+	sleep 0.05
+done
+if grep -q "listening on" "$TMP/tokens_long.log"; then
+	BASE=http://127.0.0.1:$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/tokens_long.log")
+	http GET /v1/whoami -H "Authorization: Bearer $EVIL"
+	bad "tokens: a file with a 570-byte line was accepted (the comment's tail is role $(jb .role))"
+	kill -KILL "$TPID"
+	wait "$TPID" 2>/dev/null
+else
+	wait "$TPID" || rc=$?
+	check "tokens: a 570-byte line refuses the start, exit 2 (got $rc)" [ "$rc" = 2 ]
+	check "tokens: the message names the line ($(tail -n 1 "$TMP/tokens_long.log"))" \
+		grep -q "tokens.long:2: the line is longer than 511 bytes" "$TMP/tokens_long.log"
+fi
+# A last line without a newline is still read whole.
+printf 'read ci-reader %s\nwrite ci-writer %s' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens.nonl"
+start_server tokens_nonl --state-dir "$TMP/tstate2" --tokens-file "$TMP/tokens.nonl" --workers 0 && {
+	http GET /v1/whoami "${W[@]}"
+	check "tokens: a last line without a newline works ($(jb .role))" [ "$(jb .role)" = write ]
+	stop_server "$SPID" 10
+}
+
 check "no sanitizer report in any server log" no_sanitizer_report
 finish
