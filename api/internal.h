@@ -116,6 +116,7 @@ struct fg_resp {
 	char allow[128];                     /* Allow header (405) */
 	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
 	int close;                           /* Connection: close (the drain) */
+	int www_authenticate;                /* WWW-Authenticate: Bearer (every 401) */
 };
 
 /* Retry-After of a 503 for a failure of forged's own state (FG_ESTATE). */
@@ -157,7 +158,19 @@ struct fg_store *fg_api_store(struct fg_api *api, struct fg_err *err);
 void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const char *slug,
 		const char *title, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Set resp to a JSON document (takes ownership of doc and frees it). */
+struct fg_vlist;
+
+/*
+ * Set resp to the problem listing v's faults (at least one): status 400
+ * when one is a fault of the text (invalid-utf8), else 422; the type the
+ * faults share, else invalid-field; errors: [{pointer | parameter, detail}].
+ */
+void fg_problem_v(struct fg_resp *resp, struct fg_req *req, const struct fg_vlist *v);
+
+/*
+ * Set resp to a JSON document (takes ownership of doc and frees it).  Bytes
+ * that are not UTF-8 in its strings become U+FFFD.
+ */
 void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc);
 
 /*

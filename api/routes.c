@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "api/paths.h"
+#include "api/validate.h"
+#include "forge/artifact/policy.h"
 #include "forge/artifact/request.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
@@ -24,13 +26,11 @@
 #include "forge/verify/verify.h"
 
 #define LIST_LIMIT_DEFAULT 50
-
-static const char *json_str(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+/* The largest id a request may name: JSON numbers are doubles, exact to 2^53. */
+#define FG_API_ID_MAX 9007199254740992LL
+/* A fleet report's host (a DNS name, as the store keeps it) and its observed object as JSON. */
+#define FG_API_HOST_MAX 253
+#define FG_API_OBSERVED_MAX 16384
 
 static struct fg_store *store_or_problem(struct fg_req *req, struct fg_resp *resp)
 {
@@ -220,23 +220,35 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 
 	if (!body)
 		return;
-	source = json_str(body, "source");
-	rts = cJSON_GetObjectItemCaseSensitive(body, "runtimes");
-	if (!source) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"source\" must be a string");
-		goto out;
-	}
-	if (rts && !cJSON_IsArray(rts)) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"runtimes\" must be an array of ids");
-		goto out;
-	}
-	cJSON_ArrayForEach(it, rts) {
-		if (!cJSON_IsString(it) || !fg_runtime_find(it->valuestring) || n_rt == FG_INSPECT_MAX_RUNTIMES) {
-			fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime",
-				   "\"runtimes\" holds %s", cJSON_IsString(it) ? it->valuestring : "a non-string");
+	{
+		static const char *const fields[] = { "source", "runtimes", NULL };
+		struct fg_vlist v = { .n = 0 };
+		long i = 0;
+
+		fg_v_known(&v, body, "", fields);
+		source = fg_v_str(&v, body, "", "source", true, 1, PATH_MAX - 2);
+		rts = cJSON_GetObjectItemCaseSensitive(body, "runtimes");
+		if (rts && !cJSON_IsArray(rts))
+			fg_v_add(&v, "invalid-field", "/runtimes", "must be an array of runtime ids");
+		const cJSON *list = cJSON_IsArray(rts) ? rts : NULL;
+
+		cJSON_ArrayForEach(it, list) {
+			char ptr[32];
+
+			snprintf(ptr, sizeof(ptr), "/runtimes/%ld", i++);
+			if (!cJSON_IsString(it))
+				fg_v_add(&v, "invalid-field", ptr, "must be a runtime id (a string)");
+			else if (!fg_runtime_find(it->valuestring))
+				fg_v_add(&v, "unknown-runtime", ptr, "'%s' is not a runtime id", it->valuestring);
+			else if (n_rt == FG_INSPECT_MAX_RUNTIMES)
+				fg_v_add(&v, "invalid-field", ptr, "more than %d runtimes", FG_INSPECT_MAX_RUNTIMES);
+			else
+				runtimes[n_rt++] = it->valuestring;
+		}
+		if (v.n) {
+			fg_problem_v(resp, req, &v);
 			goto out;
 		}
-		runtimes[n_rt++] = it->valuestring;
 	}
 	if (confine_source(req, resp, "source", source, resolved))
 		goto out;
@@ -258,6 +270,7 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		goto out;
 	}
+	fg_json_utf8_fix(report); /* file and tensor names are any bytes; the stored report is UTF-8 */
 	{
 		struct fg_inspect_summary sum;
 		struct fg_artifact_in a = { .source = source, .report = report };
@@ -304,6 +317,37 @@ static void request_problem(struct fg_req *req, struct fg_resp *resp, enum fg_fo
 	}
 }
 
+/*
+ * Every fault of a job body, listed with its pointer: unknown members, a
+ * member of the wrong type (optional ones were ignored before), the kind,
+ * the target and the policy.  Returns -1 with resp set when there is one.
+ */
+static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON *body)
+{
+	static const char *const fields[] = { "kind", "source", "backbone", "target", "quant", "out", NULL };
+	struct fg_vlist v = { .n = 0 };
+	struct fg_policy pol;
+	const char *kind, *target, *quant;
+
+	fg_v_known(&v, body, "", fields);
+	kind = fg_v_str(&v, body, "", "kind", true, 1, 64);
+	fg_v_str(&v, body, "", "source", true, 1, PATH_MAX - 2);
+	fg_v_str(&v, body, "", "backbone", false, 1, PATH_MAX - 2);
+	target = fg_v_str(&v, body, "", "target", false, 1, 64);
+	quant = fg_v_str(&v, body, "", "quant", false, 1, 64);
+	fg_v_str(&v, body, "", "out", false, 1, PATH_MAX - 2);
+	if (kind && strcmp(kind, "forge") != 0)
+		fg_v_add(&v, "invalid-field", "/kind", "must be \"forge\"");
+	if (target && !fg_runtime_find(target))
+		fg_v_add(&v, "unknown-runtime", "/target", "'%s' is not a runtime id", target);
+	if (quant && fg_policy_parse(quant, &pol, NULL) != 0)
+		fg_v_add(&v, "invalid-field", "/quant", "must be keep, match, mxfp4 or affine:BITS:GROUP");
+	if (!v.n)
+		return 0;
+	fg_problem_v(resp, req, &v);
+	return -1;
+}
+
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
@@ -320,6 +364,8 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 	memset(&job, 0, sizeof(job));
 	if (!body)
 		return;
+	if (job_body_faults(req, resp, body))
+		goto out;
 	if (fg_forge_request_from_json(&rq, body, &fault, &err) != 0) {
 		request_problem(req, resp, fault, err.msg);
 		goto out;
@@ -526,34 +572,46 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 
 	if (!body)
 		return;
-	host = json_str(body, "host");
-	runtime = json_str(body, "runtime");
-	art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
-	observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
-	if (!host || !*host || strlen(host) > 255) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"host\" must be a string of 1-255 bytes");
-		goto out;
-	}
-	if (!runtime || !fg_runtime_find(runtime)) {
-		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"runtime\" must be a runtime id");
-		goto out;
-	}
-	if (observed && !cJSON_IsObject(observed)) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"observed\" must be an object");
-		goto out;
+	{
+		static const char *const fields[] = { "host", "artifact", "runtime", "observed", NULL };
+		struct fg_vlist v = { .n = 0 };
+		char *text;
+
+		fg_v_known(&v, body, "", fields);
+		host = fg_v_str(&v, body, "", "host", true, 1, FG_API_HOST_MAX);
+		runtime = fg_v_str(&v, body, "", "runtime", true, 1, 64);
+		if (runtime && !fg_runtime_find(runtime))
+			fg_v_add(&v, "unknown-runtime", "/runtime", "'%s' is not a runtime id", runtime);
+		art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
+		if (!art)
+			fg_v_add(&v, "invalid-field", "/artifact", "required: an artifact id or a fingerprint");
+		else if (cJSON_IsNumber(art) && fg_json_to_int(art->valuedouble, 1, FG_API_ID_MAX, &id) != 0)
+			fg_v_add(&v, "invalid-field", "/artifact", "an artifact id is an integer from 1 to %lld",
+				 (long long)FG_API_ID_MAX);
+		else if (cJSON_IsString(art) && (!*art->valuestring || strlen(art->valuestring) > 128))
+			fg_v_add(&v, "invalid-field", "/artifact", "a fingerprint is 1 to 128 bytes");
+		else if (!cJSON_IsNumber(art) && !cJSON_IsString(art))
+			fg_v_add(&v, "invalid-field", "/artifact", "must be an artifact id or a fingerprint");
+		observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
+		if (observed && !cJSON_IsObject(observed)) {
+			fg_v_add(&v, "invalid-field", "/observed", "must be an object");
+		} else if (observed) {
+			/* Free-form, but bounded: it is stored as given. */
+			text = cJSON_PrintUnformatted(observed);
+			if (!text || strlen(text) > FG_API_OBSERVED_MAX)
+				fg_v_add(&v, "invalid-field", "/observed", "must be at most %d bytes as JSON",
+					 FG_API_OBSERVED_MAX);
+			cJSON_free(text);
+		}
+		if (v.n) {
+			fg_problem_v(resp, req, &v);
+			goto out;
+		}
 	}
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	if (cJSON_IsNumber(art) && art->valuedouble >= 1 && art->valuedouble == floor(art->valuedouble)) {
-		id = (int64_t)art->valuedouble;
-	} else if (cJSON_IsString(art)) {
-		if (fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
-			fg_problem_from_err(resp, req, &err);
-			goto out;
-		}
-	} else {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field",
-			   "\"artifact\" must be an artifact id or a fingerprint");
+	if (cJSON_IsString(art) && fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
 	if (fg_store_fleet_report(s, host, id, runtime, observed, &err) != 0) {

@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "api/validate.h"
 #include "forge/core/sha256.h"
 
 static const double duration_bounds[FG_API_DURATION_BUCKETS] = { 0.1, 0.5, 1, 5, 15, 60, 300, 1800 };
@@ -32,6 +33,9 @@ void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc)
 {
 	resp->status = status;
 	resp->content_type = "application/json";
+	/* Names from the file system or the URL may be any bytes: answers are always UTF-8. */
+	if (doc)
+		fg_json_utf8_fix(doc);
 	resp->body = doc ? cJSON_PrintUnformatted(doc) : NULL;
 	cJSON_Delete(doc);
 	if (!resp->body) {
@@ -41,16 +45,12 @@ void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc)
 	}
 }
 
-void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const char *slug,
-		const char *title, const char *fmt, ...)
+static cJSON *problem_doc(struct fg_req *req, unsigned status, const char *slug, const char *title,
+			  const char *detail)
 {
-	char detail[600], type[96];
+	char type[96];
 	cJSON *doc = cJSON_CreateObject();
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	snprintf(type, sizeof(type), "urn:forged:problem:%s", slug);
 	cJSON_AddStringToObject(doc, "type", type);
 	cJSON_AddStringToObject(doc, "title", title);
@@ -58,8 +58,86 @@ void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const
 	cJSON_AddStringToObject(doc, "detail", detail);
 	cJSON_AddStringToObject(doc, "instance", req->url);
 	cJSON_AddStringToObject(doc, "request_id", req->request_id);
+	return doc;
+}
+
+static void problem_reply(struct fg_resp *resp, unsigned status, cJSON *doc)
+{
 	fg_json_reply(resp, status, doc);
 	resp->content_type = "application/problem+json";
+	if (status == 401)
+		resp->www_authenticate = 1;
+}
+
+void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const char *slug,
+		const char *title, const char *fmt, ...)
+{
+	char detail[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	problem_reply(resp, status, problem_doc(req, status, slug, title, detail));
+}
+
+/* The title of each slug a validation fault can carry. */
+static const char *fault_title(const char *slug)
+{
+	static const char *const titles[][2] = {
+		{ "invalid-field", "Invalid field" },     { "unknown-runtime", "Unknown runtime" },
+		{ "invalid-utf8", "Invalid UTF-8" },      { "invalid-query", "Invalid query" },
+		{ "backbone-required", "Backbone required" }, { "malformed-json", "Malformed JSON" },
+	};
+
+	for (size_t i = 0; i < sizeof(titles) / sizeof(titles[0]); i++)
+		if (strcmp(titles[i][0], slug) == 0)
+			return titles[i][1];
+	return "Invalid request";
+}
+
+void fg_problem_v(struct fg_resp *resp, struct fg_req *req, const struct fg_vlist *v)
+{
+	const char *slug = v->n ? v->e[0].slug : "invalid-field";
+	unsigned status = 422;
+	char detail[600] = "";
+	size_t o = 0;
+	cJSON *doc, *errors;
+
+	/* 400 when any fault is one of the text itself; one slug when all agree, else invalid-field. */
+	for (size_t i = 0; i < v->n; i++)
+		if (v->e[i].status == 400)
+			status = 400;
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->e[i].slug, slug) != 0)
+			slug = status == 400 ? "invalid-utf8" : "invalid-field";
+	if (status == 400 && strcmp(slug, "invalid-utf8") != 0 && strcmp(slug, "malformed-json") != 0)
+		slug = "invalid-utf8";
+	for (size_t i = 0; i < v->n && o + 1 < sizeof(detail); i++) {
+		const struct fg_verror *e = &v->e[i];
+		int n = snprintf(detail + o, sizeof(detail) - o, "%s%s%s: %s", i ? "; " : "",
+				 e->parameter[0] ? "query parameter " : "", e->parameter[0] ? e->parameter : e->pointer,
+				 e->detail);
+
+		if (n < 0)
+			break;
+		o += (size_t)n < sizeof(detail) - o ? (size_t)n : sizeof(detail) - o - 1;
+	}
+	if (v->more && o + 1 < sizeof(detail))
+		snprintf(detail + o, sizeof(detail) - o, "; and %zu more", v->more);
+	doc = problem_doc(req, status, slug, fault_title(slug), detail);
+	errors = cJSON_AddArrayToObject(doc, "errors");
+	for (size_t i = 0; i < v->n; i++) {
+		cJSON *e = cJSON_CreateObject();
+
+		if (v->e[i].parameter[0])
+			cJSON_AddStringToObject(e, "parameter", v->e[i].parameter);
+		else
+			cJSON_AddStringToObject(e, "pointer", v->e[i].pointer);
+		cJSON_AddStringToObject(e, "detail", v->e[i].detail);
+		cJSON_AddItemToArray(errors, e);
+	}
+	problem_reply(resp, status, doc);
 }
 
 void fg_problem_from_err(struct fg_resp *resp, struct fg_req *req, const struct fg_err *err)
@@ -148,6 +226,18 @@ cJSON *fg_req_json(struct fg_req *req, struct fg_resp *resp)
 		cJSON_Delete(doc);
 		fg_problem(resp, req, 400, "malformed-json", "Malformed JSON", "the body is not a JSON object");
 		return NULL;
+	}
+	{
+		/* Every string of the text, with its pointer: UTF-8, and no \u0000 cJSON would cut at. */
+		struct fg_vlist v;
+
+		v.n = v.more = 0;
+		fg_v_scan_json_text(&v, req->body, req->body_len);
+		if (v.n) {
+			cJSON_Delete(doc);
+			fg_problem_v(resp, req, &v);
+			return NULL;
+		}
 	}
 	return doc;
 }
@@ -655,6 +745,8 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 		MHD_add_response_header(r, "Connection", "close");
 	if (resp->location[0])
 		MHD_add_response_header(r, "Location", resp->location);
+	if (resp->www_authenticate)
+		MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"forged\"");
 	if (resp->retry_after) {
 		char secs[16];
 

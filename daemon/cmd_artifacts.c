@@ -139,7 +139,7 @@ static void print_list(const cJSON *page)
 	if (!cJSON_GetArraySize(items))
 		printf("(no artifacts)\n");
 	if (cJSON_IsNumber(next))
-		printf("more: --cursor %lld\n", (long long)next->valuedouble);
+		printf("more: --cursor %.0f\n", next->valuedouble);
 }
 
 static int do_list(struct fg_client *c, const struct artifacts_opts *o)

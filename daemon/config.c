@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/validate.h"
 #include "forge/source/checkpoint.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
@@ -121,9 +122,13 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		break;
 	}
 	if (is_num) {
-		v = (long long)num;
-		if ((double)v != num)
-			return fg_err_set(err, FG_EUSAGE, "%s must be an integer", st->key);
+		int64_t n;
+
+		/* Range-checked as a double: converting 1e300 to an integer is undefined. */
+		if (fg_json_to_int(num, st->min, st->max, &n) != 0)
+			return fg_err_set(err, FG_EUSAGE, "%s %g is not an integer within %lld..%lld", st->key, num,
+					  st->min, st->max);
+		v = n;
 	} else {
 		v = strtoll(text, &end, 10);
 		if (!*text || *end)

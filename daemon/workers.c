@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/validate.h"
 #include "daemon/cli.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -156,6 +157,9 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 		fg_err_set(err, FG_ENOMEM, "out of memory building the report of %s", res->artifact);
 		return 0;
 	}
+	/* File and tensor names are any bytes; what is stored (and served) is UTF-8. */
+	fg_json_utf8_fix(report);
+	fg_json_utf8_fix(res->provenance);
 	a.report = report;
 	if (fg_store_artifact_put(w->store, &a, &id, err) != 0)
 		id = 0;

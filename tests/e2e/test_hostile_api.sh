@@ -63,6 +63,77 @@ check "drain: no artifact was stored for the stopped job" [ "$(jb '.items | leng
 stop_server "$SPID" 10
 check "drain: second stop exit 0" [ "$STOP_RC" = 0 ]
 
+# ---- the main server for the request checks ----
+mkdir -p "$TMP/roots"
+MSTATE=$TMP/mstate
+start_server main --state-dir "$MSTATE" --allow-roots "$FIXTURES" --allow-roots "$TMP/roots" \
+	--tokens-file "$TMP/tokens" --workers 1 || { finish; exit 1; }
+MAIN_PID=$SPID
+# raw_post PATH FILE: a write-token JSON POST of FILE's bytes as they are.
+raw_post() { http POST "$1" "${W[@]}" "${J[@]}" --data-binary "@$2"; }
+
+# ---- 10. invalid UTF-8 and U+0000: refused with the pointer, never stored or served ----
+post /v1/inspections '{"source": "qwen35_mlx_sidecar"}'
+AID=$(jb .artifact_id)
+printf '{"host": "gpu-\xff\xfe-01", "artifact": %s, "runtime": "ollama"}' "$AID" >"$TMP/badhost.json"
+raw_post /v1/fleet/reports "$TMP/badhost.json"
+expect_problem "utf-8: a fleet report with host gpu-\\xff\\xfe-01 is 400" 400 invalid-utf8
+expect_pointers "utf-8: the problem names /host" /host
+check "utf-8: the problem itself is UTF-8" valid_utf8 "$TMP/body"
+get /v1/fleet/health
+check "utf-8: fleet health decodes as strict UTF-8" valid_utf8 "$TMP/body"
+check "utf-8: the host was not stored" [ "$(jb '[.unhealthy[]?.hosts[]?.host] | map(select(startswith("gpu-"))) | length')" = 0 ]
+printf '{"sou\xffrce": "qwen35_hf"}' >"$TMP/badkey.json"
+raw_post /v1/inspections "$TMP/badkey.json"
+expect_problem "utf-8: a member name that is not UTF-8 is 400" 400 invalid-utf8
+check "utf-8: its pointer shows U+FFFD ($(jb -c '.errors'))" \
+	[ "$(jb '[.errors[].pointer] | index("/sou\ufffdrce") != null')" = true ]
+post /v1/inspections '{"source": "qwen35_hf\u0000/../x"}'
+expect_problem "nul: a path holding \\u0000 is 422, not inspected as qwen35_hf" 422 invalid-field
+expect_pointers "nul: the problem names /source" /source
+post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "out": "x\u0000y"}'
+expect_problem "nul: \\u0000 in a job's out is 422" 422 invalid-field
+expect_pointers "nul: the problem names /out" /out
+http GET "/v1/%ff%fe" "${R[@]}"
+expect_problem "utf-8: a URL path of raw bytes is 404" 404 no-such-route
+check "utf-8: the 404 echoing the path is UTF-8" valid_utf8 "$TMP/body"
+# A file name that is not UTF-8: the report shows U+FFFD, and every answer decodes.
+BADDIR=$TMP/roots/badname
+cp -r "$FIXTURES/qwen35_mlx_sidecar" "$BADDIR"
+cp "$(ls "$BADDIR"/model*.safetensors | head -n 1)" "$BADDIR/$(printf 'model-\xff\xfe.safetensors')"
+post /v1/inspections "{\"source\": \"$BADDIR\"}"
+expect "utf-8: a checkpoint with a file named model-\\xff\\xfe is inspected" 201
+check "utf-8: the inspection answer is UTF-8" valid_utf8 "$TMP/body"
+check "utf-8: the file name shows U+FFFD" [ "$(jb '[.report.files[].name] | index("model-\ufffd\ufffd.safetensors") != null')" = true ]
+BADAID=$(jb .artifact_id)
+get "/v1/artifacts/$BADAID"
+check "utf-8: the stored artifact is UTF-8" valid_utf8 "$TMP/body"
+get "/v1/fleet/health"
+check "utf-8: fleet health is UTF-8" valid_utf8 "$TMP/body"
+"$FORGED" inspect "$BADDIR" --json >"$TMP/cli_bad.json" 2>/dev/null
+check "utf-8: forged inspect --json is UTF-8" valid_utf8 "$TMP/cli_bad.json"
+
+# ---- 12. numbers too large for an integer: range-checked before any conversion ----
+post /v1/fleet/reports "{\"host\": \"h1\", \"artifact\": 1e300, \"runtime\": \"ollama\"}"
+expect_problem "number: artifact 1e300 is 422" 422 invalid-field
+expect_pointers "number: the problem names /artifact" /artifact
+post /v1/fleet/reports "{\"host\": \"h1\", \"artifact\": 1.5, \"runtime\": \"ollama\"}"
+expect_problem "number: artifact 1.5 is 422" 422 invalid-field
+echo '{"workers": 1e300}' >"$TMP/huge_workers.json"
+rc=0; "$FORGED" serve --config "$TMP/huge_workers.json" --listen 127.0.0.1:0 --state-dir "$TMP/x" >/dev/null 2>"$TMP/err" || rc=$?
+check "number: config workers 1e300 exits 2 (got $rc)" [ "$rc" = 2 ]
+check "number: the message names workers and its range ($(tail -n 1 "$TMP/err"))" grep -q "workers 1e+300 is not an integer within 0..256" "$TMP/err"
+for bits in 1e9 1e300 -4; do
+	rm -rf "$TMP/q4_bits"
+	cp -r "$FIXTURES/qwen35_mlx_q4" "$TMP/q4_bits"
+	jq --argjson b "$bits" '.quantization.bits = $b' "$FIXTURES/qwen35_mlx_q4/config.json" >"$TMP/q4_bits/config.json"
+	rc=0; "$FORGED" forge "$FIXTURES/qwen35_hf" --quant match --backbone "$TMP/q4_bits" --out "$TMP/q4_out_$bits" \
+		>/dev/null 2>"$TMP/err" || rc=$?
+	check "number: --quant match with backbone bits $bits exits 2, not a silent unquantized forge (got $rc)" [ "$rc" = 2 ]
+	check "number: the message names quantization.bits ($(tail -n 1 "$TMP/err"))" grep -q "quantization.bits .* is not an integer in 1..32" "$TMP/err"
+	check "number: nothing written for bits $bits" [ ! -e "$TMP/q4_out_$bits" ]
+done
+
 # ---- 11. tokens file: a line over 511 bytes is refused, naming the line ----
 # fgets split it: the tail of a long commented-out line became a write token.
 EVIL=evil-token-from-a-comment
@@ -101,5 +172,7 @@ start_server tokens_nonl --state-dir "$TMP/tstate2" --tokens-file "$TMP/tokens.n
 	stop_server "$SPID" 10
 }
 
+stop_server "$MAIN_PID" 10
+check "main: exit 0 on SIGTERM" [ "$STOP_RC" = 0 ]
 check "no sanitizer report in any server log" no_sanitizer_report
 finish
