@@ -11,6 +11,7 @@
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,40 +104,71 @@ static const char *backbone_counterpart(const struct fg_inspect *bb, const char 
 	return NULL;
 }
 
-static int spec_from(const cJSON *q, struct fg_plan_quant *spec)
+/*
+ * An integer member of the backbone's quantization block within lo..hi:
+ * 0 with *out set, 0 leaving *out when absent, FG_EINPUT naming it when it
+ * is not an integer in range (compared as a double: converting 1e300 to an
+ * int is undefined, and 1e9 bits would silently leave the head unquantized).
+ */
+static int quant_int(const cJSON *q, const char *where, const char *key, int lo, int hi, int *out,
+		     struct fg_err *err)
 {
-	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
-	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v))
+		return fg_err_set(err, FG_EINPUT, "the backbone's config.json: quantization%s.%s is not a number",
+				  where, key);
+	if (!(v->valuedouble >= lo && v->valuedouble <= hi) || v->valuedouble != floor(v->valuedouble))
+		return fg_err_set(err, FG_EINPUT,
+				  "the backbone's config.json: quantization%s.%s %g is not an integer in %d..%d", where,
+				  key, v->valuedouble, lo, hi);
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+/* The spec of a quantization block (where names it in errors); bits 0 when it quantizes nothing. */
+static int spec_from(const cJSON *q, const char *where, struct fg_plan_quant *spec, struct fg_err *err)
+{
 	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+	int rc;
 
 	memset(spec, 0, sizeof(*spec));
 	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
-	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
-	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
-	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+	spec->bits = spec->mxfp4 ? 4 : 0;
+	spec->group = spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	if ((rc = quant_int(q, where, "bits", 1, 32, &spec->bits, err)) != 0 ||
+	    (rc = quant_int(q, where, "group_size", 1, 1 << 16, &spec->group, err)) != 0)
+		return rc;
+	if (spec->bits <= 0 || spec->group <= 0)
+		memset(spec, 0, sizeof(*spec));
+	return 0;
 }
 
 /* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
-static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec)
+static int match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec,
+		      struct fg_err *err)
 {
 	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
 	const cJSON *over;
-	char path[256];
+	char path[256], where[300];
 	const char *cp;
 
 	memset(spec, 0, sizeof(*spec));
 	if (!cJSON_IsObject(q))
-		return;
+		return 0;
 	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
 	if (!cp)
-		return;
+		return 0;
 	over = cJSON_GetObjectItemCaseSensitive(q, cp);
 	if (cJSON_IsObject(over)) {
-		if (spec_from(over, spec))
-			memset(spec, 0, sizeof(*spec));
-	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
-		memset(spec, 0, sizeof(*spec));
+		snprintf(where, sizeof(where), "[\"%s\"]", cp);
+		return spec_from(over, where, spec, err);
 	}
+	if (!cJSON_IsFalse(over))
+		return spec_from(q, "", spec, err);
+	return 0;
 }
 
 static int quantizable(const struct fg_plan_entry *o, const struct fg_plan_quant *spec)
@@ -186,7 +218,12 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		if (!module_of(o->name, module, sizeof(module)) || fg_name_norm_class(o->name) != FG_NAME_NOT_NORM) {
 			spec.bits = 0;
 		} else if (policy->kind == FG_POLICY_MATCH) {
-			match_spec(backbone, module, &spec);
+			int rc = match_spec(backbone, module, &spec, err);
+
+			if (rc) {
+				fg_plan_release(&out);
+				return rc;
+			}
 		} else if (!fg_family_is_head_linear(backbone->family, module)) {
 			spec.bits = 0;
 		}
