@@ -3,9 +3,12 @@
  *
  * The server runs MHD's internal polling thread with epoll and a small thread
  * pool; connection timeout, per-IP and total connection limits and a memory
- * limit are set explicitly.  Bodies accumulate into a buffer capped at
- * max_body_bytes (413 past it, answered once the upload ends), must be
- * application/json (415), and parse with cJSON under a depth cap (400).
+ * limit are set explicitly, and each connection has absolute deadlines for
+ * its headers, its body and its answer (conns.h).  A request with a body is
+ * refused before any of it is read when the route, the token, the declared
+ * Content-Length (413 past max_body_bytes) or the content type (415) already
+ * decide, so `Expect: 100-continue` uploads that would be refused get no 100
+ * Continue.  Bodies parse with cJSON under a depth cap (400).
  * Errors are application/problem+json with a stable `type` per error.  Each
  * request carries an X-Request-Id (echoed, or made) that is logged.  Handler
  * threads each keep their own store connection.
@@ -27,8 +30,12 @@
 #define FG_API_LISTEN_DEFAULT "127.0.0.1"
 #define FG_API_THREADS_DEFAULT 4u               /* handler threads (MHD's pool) */
 #define FG_API_CONNECTION_LIMIT_DEFAULT 256u
-#define FG_API_PER_IP_LIMIT_DEFAULT 128u
+#define FG_API_PER_IP_LIMIT_DEFAULT 32u
 #define FG_API_TIMEOUT_SECONDS_DEFAULT 30u      /* an idle connection is closed after this */
+/* Absolute deadlines (conns.h): a trickle of bytes does not extend them. */
+#define FG_API_HEADER_SECONDS_DEFAULT 10u       /* accept to the end of the headers */
+#define FG_API_BODY_SECONDS_DEFAULT 30u         /* the end of the headers to the end of the body */
+#define FG_API_SEND_SECONDS_DEFAULT 60u         /* writing one answer */
 #define FG_API_MEMORY_LIMIT_DEFAULT (128u * 1024) /* per connection: headers and MHD's buffers */
 #define FG_API_MAX_BODY_DEFAULT (1u << 20)      /* request bodies (413 past it) */
 
@@ -47,7 +54,9 @@ struct fg_api_config {
 	unsigned threads;              /* handler threads; 0: FG_API_THREADS_DEFAULT */
 	unsigned connection_limit;     /* 0: FG_API_CONNECTION_LIMIT_DEFAULT */
 	unsigned per_ip_limit;         /* 0: FG_API_PER_IP_LIMIT_DEFAULT */
-	unsigned timeout_seconds;      /* 0: FG_API_TIMEOUT_SECONDS_DEFAULT */
+	unsigned timeout_seconds;      /* idle, and kept alive to the next headers; 0: FG_API_TIMEOUT_SECONDS_DEFAULT */
+	unsigned header_seconds;       /* 0: FG_API_HEADER_SECONDS_DEFAULT */
+	unsigned body_seconds;         /* 0: FG_API_BODY_SECONDS_DEFAULT */
 	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */

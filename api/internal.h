@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/conns.h"
 #include "store/store.h"
 
 #define FG_API_JSON_DEPTH 32
@@ -57,6 +58,9 @@ struct fg_api {
 	pthread_cond_t drain_cond;
 	int draining;
 	unsigned handlers_running;
+	/* Absolute deadlines per connection (conns.h). */
+	struct fg_conns conns;
+	int conns_started;
 };
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
@@ -80,6 +84,8 @@ struct fg_shared_body *fg_shared_body_new(const char *text, size_t len);
 struct fg_shared_body *fg_shared_body_ref(struct fg_shared_body *b);
 void fg_shared_body_unref(void *b);         /* NULL allowed; an MHD free callback */
 
+struct fg_route;
+
 /* One request, from the first MHD callback to the completion callback. */
 struct fg_req {
 	struct fg_api *api;
@@ -90,6 +96,12 @@ struct fg_req {
 	char *body;
 	size_t body_len, body_cap;
 	int too_large;
+	struct timespec started;              /* CLOCK_MONOTONIC, the first callback (headers complete) */
+	const struct fg_route *route;         /* NULL: no route for method and path */
+	int path_found;                       /* some route has this path */
+	char allow[128];                      /* the methods routes of this path take */
+	unsigned long long declared_len;      /* Content-Length, 0 when none */
+	int answered;                         /* a response is queued */
 	int64_t id;                           /* {id} of the route, when it has one */
 	char asset[64];                       /* {asset} of the route, when it has one */
 	enum fg_role role;

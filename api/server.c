@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -629,67 +630,83 @@ void fg_api_drain(struct fg_api *api, unsigned wait_seconds)
 	pthread_mutex_unlock(&api->drain_lock);
 }
 
-static void dispatch(struct fg_req *req, struct fg_resp *resp)
+/* Find the request's route (req->route, NULL when none) and the methods its path allows. */
+static void route_request(struct fg_req *req)
 {
-	const struct fg_route *route = NULL;
-	char allow[128] = "";
-	int path_found = 0;
-	/* Liveness stays true in the drain: the process is alive and stopping on purpose. */
-	int livez = strcmp(req->url, "/livez") == 0;
-
-	if (!livez && draining(req->api)) {
-		answer_draining(req, resp);
-		return;
-	}
-
+	req->route = NULL;
+	req->allow[0] = '\0';
+	req->path_found = 0;
 	for (size_t i = 0; i < fg_n_routes; i++) {
 		int64_t id = 0;
 
 		if (!path_matches(fg_routes[i].path, req->url, &id, req->asset, sizeof(req->asset)))
 			continue;
-		path_found = 1;
-		if (strlen(allow) + strlen(fg_routes[i].method) + 3 < sizeof(allow)) {
-			if (allow[0])
-				strncat(allow, ", ", sizeof(allow) - strlen(allow) - 1);
-			strncat(allow, fg_routes[i].method, sizeof(allow) - strlen(allow) - 1);
+		req->path_found = 1;
+		if (strlen(req->allow) + strlen(fg_routes[i].method) + 3 < sizeof(req->allow)) {
+			if (req->allow[0])
+				strncat(req->allow, ", ", sizeof(req->allow) - strlen(req->allow) - 1);
+			strncat(req->allow, fg_routes[i].method, sizeof(req->allow) - strlen(req->allow) - 1);
 		}
-		if (strcmp(fg_routes[i].method, req->method) == 0) {
-			route = &fg_routes[i];
+		if (!req->route && strcmp(fg_routes[i].method, req->method) == 0) {
+			req->route = &fg_routes[i];
 			req->id = id;
-			break;
 		}
 	}
+}
+
+/*
+ * What may be decided before the body is read: the drain, the route, the
+ * token, a declared length over the cap, the content type.  0 when the
+ * request may go on; else resp holds the answer.
+ */
+static int refuse_early(struct fg_req *req, struct fg_resp *resp)
+{
+	const struct fg_route *route = req->route;
+	/* Liveness stays true in the drain: the process is alive and stopping on purpose. */
+	int livez = strcmp(req->url, "/livez") == 0;
+
+	if (!livez && draining(req->api)) {
+		answer_draining(req, resp);
+		return -1;
+	}
 	if (!route) {
-		if (path_found) {
+		if (req->path_found) {
 			fg_problem(resp, req, 405, "method-not-allowed", "Method not allowed",
-				   "%s is not allowed on %s (allowed: %s)", req->method, req->url, allow);
-			snprintf(resp->allow, sizeof(resp->allow), "%s", allow);
+				   "%s is not allowed on %s (allowed: %s)", req->method, req->url, req->allow);
+			snprintf(resp->allow, sizeof(resp->allow), "%s", req->allow);
 		} else {
 			fg_problem(resp, req, 404, "no-such-route", "Not found", "no route %s %s", req->method, req->url);
 		}
-		return;
+		return -1;
 	}
 	if (authorize(req, route, resp))
-		return;
-	if (req->too_large) {
+		return -1;
+	if (req->too_large || req->declared_len > req->api->cfg.max_body_bytes) {
 		fg_problem(resp, req, 413, "body-too-large", "Body too large", "the body exceeds %zu bytes",
 			   req->api->cfg.max_body_bytes);
-		return;
+		return -1;
 	}
 	if (route->json_body && !json_content_type(fg_req_header(req, "Content-Type"))) {
 		fg_problem(resp, req, 415, "unsupported-media-type", "Unsupported media type",
 			   "the body must be application/json");
-		return;
+		return -1;
 	}
-	if (livez) {
-		route->fn(req, resp);
+	return 0;
+}
+
+static void dispatch(struct fg_req *req, struct fg_resp *resp)
+{
+	if (refuse_early(req, resp))
+		return;
+	if (strcmp(req->url, "/livez") == 0) {
+		req->route->fn(req, resp);
 		return;
 	}
 	if (!handler_enter(req->api)) {
 		answer_draining(req, resp);
 		return;
 	}
-	route->fn(req, resp);
+	req->route->fn(req, resp);
 	handler_leave(req->api);
 }
 
@@ -763,61 +780,109 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 	return ret;
 }
 
+/* The declared body length (Content-Length), 0 when none; *chunked when the body is chunked. */
+static unsigned long long declared_length(struct fg_req *req, int *chunked)
+{
+	const char *cl = fg_req_header(req, "Content-Length");
+	const char *te = fg_req_header(req, "Transfer-Encoding");
+	unsigned long long n = 0;
+	char *end;
+
+	*chunked = te && strcasestr(te, "chunked") != NULL;
+	if (cl && *cl >= '0' && *cl <= '9') {
+		errno = 0;
+		n = strtoull(cl, &end, 10);
+		if (errno)
+			n = ULLONG_MAX;
+	}
+	return n;
+}
+
+static enum MHD_Result answer_now(struct fg_req *req, struct fg_resp *resp)
+{
+	enum MHD_Result ret = send_response(req, resp);
+
+	free(resp->body);
+	fg_conns_phase(&req->api->conns, req->conn, FG_CONN_SENDING);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
 	struct fg_api *api = cls;
 	struct fg_req *req = *con_cls;
 	struct fg_resp resp;
-	enum MHD_Result ret;
 
 	(void)version;
+	memset(&resp, 0, sizeof(resp));
 	if (!req) {
+		int chunked = 0;
+
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
+		clock_gettime(CLOCK_MONOTONIC, &req->started);
 		req->api = api;
 		req->conn = conn;
 		req->method = method;
 		req->url = url;
 		make_request_id(req);
 		*con_cls = req;
+		fg_conns_phase(&api->conns, conn, FG_CONN_BODY);
+		route_request(req);
+		req->declared_len = declared_length(req, &chunked);
+		/*
+		 * A request with a body is refused here, before any of it is read,
+		 * when the answer does not depend on it (no route, no valid token, a
+		 * declared length over the cap, not JSON): libmicrohttpd then sends
+		 * no 100 Continue and closes the connection after the answer.
+		 */
+		if ((req->declared_len > 0 || chunked) && refuse_early(req, &resp)) {
+			req->answered = 1;
+			return answer_now(req, &resp);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
 
+		if (req->answered) {
+			*upload_size = 0;
+			return MHD_YES;
+		}
 		if (!req->too_large && req->body_len + n > api->cfg.max_body_bytes) {
+			/* Only a chunked body gets here (a declared length was refused at once): close. */
 			req->too_large = 1;
 			free(req->body);
 			req->body = NULL;
 			req->body_len = req->body_cap = 0;
+			return MHD_NO;
 		}
-		if (!req->too_large) {
-			if (req->body_len + n + 1 > req->body_cap) {
-				size_t ncap = req->body_cap ? req->body_cap : 4096;
-				char *nb;
+		if (req->body_len + n + 1 > req->body_cap) {
+			size_t ncap = req->body_cap ? req->body_cap : 4096;
+			char *nb;
 
-				while (ncap < req->body_len + n + 1)
-					ncap *= 2;
-				nb = realloc(req->body, ncap);
-				if (!nb)
-					return MHD_NO;
-				req->body = nb;
-				req->body_cap = ncap;
-			}
-			memcpy(req->body + req->body_len, upload_data, n);
-			req->body_len += n;
-			req->body[req->body_len] = '\0';
+			while (ncap < req->body_len + n + 1)
+				ncap *= 2;
+			nb = realloc(req->body, ncap);
+			if (!nb)
+				return MHD_NO;
+			req->body = nb;
+			req->body_cap = ncap;
 		}
-		*upload_size = 0; /* consumed, or drained when too large */
+		memcpy(req->body + req->body_len, upload_data, n);
+		req->body_len += n;
+		req->body[req->body_len] = '\0';
+		*upload_size = 0;
 		return MHD_YES;
 	}
-	memset(&resp, 0, sizeof(resp));
+	if (req->answered)
+		return MHD_YES;
+	fg_conns_phase(&api->conns, conn, FG_CONN_HANDLING);
 	dispatch(req, &resp);
-	ret = send_response(req, &resp);
-	free(resp.body);
-	return ret;
+	req->answered = 1;
+	return answer_now(req, &resp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -825,12 +890,29 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct fg_req *req = *con_cls;
 
-	(void)cls; (void)conn; (void)toe;
+	(void)toe;
+	/* Kept alive: the next request's headers must be complete within the idle deadline. */
+	fg_conns_phase(&((struct fg_api *)cls)->conns, conn, FG_CONN_IDLE);
 	if (req) {
 		free(req->body);
 		free(req);
 		*con_cls = NULL;
 	}
+}
+
+/* libmicrohttpd's own messages ("Server reached connection limit...") go to the daemon's log. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct fg_api *api = cls;
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (api->cfg.log)
+		api->cfg.log(6, "libmicrohttpd: %s", line);
 }
 
 static char *keep(struct fg_api *api, size_t *n, const char *s)
@@ -900,6 +982,20 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 		rc = fg_err_set(err, FG_EUSAGE, "listen address '%s' is not an IP address", api->cfg.listen_addr);
 		goto fail;
 	}
+	{
+		struct fg_conn_limits lim = { { 0 } };
+
+		lim.seconds[FG_CONN_HEADERS] = cfg->header_seconds ? cfg->header_seconds : FG_API_HEADER_SECONDS_DEFAULT;
+		lim.seconds[FG_CONN_BODY] = cfg->body_seconds ? cfg->body_seconds : FG_API_BODY_SECONDS_DEFAULT;
+		lim.seconds[FG_CONN_SENDING] = FG_API_SEND_SECONDS_DEFAULT;
+		lim.seconds[FG_CONN_IDLE] = cfg->timeout_seconds ? cfg->timeout_seconds : FG_API_TIMEOUT_SECONDS_DEFAULT;
+		if (fg_conns_start(&api->conns, &lim) != 0) {
+			rc = fg_err_set(err, FG_ENOMEM, "cannot start the connection reaper thread");
+			api->conns_started = 1;
+			goto fail;
+		}
+		api->conns_started = 1;
+	}
 	api->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 				    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				    0, NULL, NULL, on_request, api,
@@ -915,6 +1011,8 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 				    MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				    (size_t)(cfg->memory_limit ? cfg->memory_limit : FG_API_MEMORY_LIMIT_DEFAULT),
 				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+				    MHD_OPTION_NOTIFY_CONNECTION, fg_conns_notify, &api->conns,
+				    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
 				    MHD_OPTION_END);
 	if (!api->mhd) {
 		rc = fg_err_set(err, FG_EIO, "cannot listen on %s:%u (in use, or not allowed)", api->cfg.listen_addr,
@@ -936,6 +1034,8 @@ void fg_api_stop(struct fg_api *api)
 		return;
 	if (api->mhd)
 		MHD_stop_daemon(api->mhd);
+	if (api->conns_started)
+		fg_conns_stop(&api->conns);
 	fg_tokens_release(&api->tokens);
 	pthread_rwlock_destroy(&api->tokens_lock);
 	pthread_mutex_destroy(&api->metrics_lock);

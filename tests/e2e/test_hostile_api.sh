@@ -134,6 +134,49 @@ for bits in 1e9 1e300 -4; do
 	check "number: nothing written for bits $bits" [ ! -e "$TMP/q4_out_$bits" ]
 done
 
+# ---- 9. slowloris and bodies refused before they are read ----
+RAW=(python3 "$REPO/tests/e2e/raw_http.py")
+# Two sources of 128 trickling sockets each filled the 256 connections (128 per IP were allowed).
+"${RAW[@]}" flood 127.0.0.1 "$PORT" 128 127.0.0.2 6 >"$TMP/flood2.out" 2>&1 &
+F2=$!
+"${RAW[@]}" flood 127.0.0.1 "$PORT" 128 127.0.0.3 6 >"$TMP/flood3.out" 2>&1 &
+F3=$!
+PIDS="$PIDS $F2 $F3"
+for i in $(seq 1 50); do [ -s "$TMP/flood2.out" ] && [ -s "$TMP/flood3.out" ] && break; sleep 0.1; done
+HTTP_MAX_TIME=3 http GET /livez
+expect "slowloris: /livez answers while 256 sockets from two addresses trickle" 200
+check "slowloris: at most 32 connections per address ($(cat "$TMP/flood2.out"))" \
+	[ "$(sed -n 's/^accepted \([0-9]*\) .*/\1/p' "$TMP/flood2.out")" -le 32 ]
+wait "$F2" "$F3" 2>/dev/null
+# One byte a second resets an idle timeout, not the 10 s deadline for the headers.
+closed=$("${RAW[@]}" trickle 127.0.0.1 "$PORT" 16)
+check "slowloris: a trickled request is closed at the header deadline (after $closed s)" \
+	"$PYTHON" -c 'import sys; sys.exit(not (sys.argv[1] != "open" and 9 <= float(sys.argv[1]) <= 14))' "$closed"
+first=$("${RAW[@]}" first-line 127.0.0.1 "$PORT" POST /v1/inspections "Content-Type: application/json" \
+	"Content-Length: 30000000")
+check "early: a 30 MB body without a token gets 401 before it is sent ($first)" [ "$first" = "HTTP/1.1 401 Unauthorized" ]
+first=$("${RAW[@]}" first-line 127.0.0.1 "$PORT" POST /v1/inspections "Content-Type: application/json" \
+	"Content-Length: 100000000" "Expect: 100-continue" "Authorization: Bearer $WTOK")
+check "early: Expect: 100-continue for 100 MB gets 413, no 100 Continue ($first)" \
+	[ "${first#HTTP/1.1 413 }" != "$first" ]
+first=$("${RAW[@]}" first-line 127.0.0.1 "$PORT" POST /v1/inspections "Content-Type: application/json" \
+	"Content-Length: 100" "Expect: 100-continue")
+check "early: Expect: 100-continue without a token gets 401, no 100 Continue ($first)" \
+	[ "$first" = "HTTP/1.1 401 Unauthorized" ]
+first=$("${RAW[@]}" first-line 127.0.0.1 "$PORT" POST /v1/inspections "Content-Type: text/plain" \
+	"Content-Length: 100" "Expect: 100-continue" "Authorization: Bearer $WTOK")
+check "early: Expect: 100-continue of text/plain gets 415 ($first)" [ "$first" = "HTTP/1.1 415 Unsupported Media Type" ]
+first=$("${RAW[@]}" first-line 127.0.0.1 "$PORT" POST /v1/inspections "Content-Type: application/json" \
+	"Content-Length: 100" "Expect: 100-continue" "Authorization: Bearer $WTOK")
+check "early: an acceptable upload still gets 100 Continue ($first)" [ "$first" = "HTTP/1.1 100 Continue" ]
+head -c 30000000 /dev/zero >"$TMP/30mb"
+up=$(curl -sS -o /dev/null -w '%{http_code} %{size_upload}' -H 'Content-Type: application/json' \
+	-H 'Expect: 100-continue' --data-binary "@$TMP/30mb" "$BASE/v1/inspections")
+check "early: curl uploading 30 MB without a token: 401 and nothing uploaded ($up)" [ "$up" = "401 0" ]
+rm -f "$TMP/30mb"
+HTTP_MAX_TIME=3 http GET /livez
+expect "early: the server still answers" 200
+
 # ---- 11. tokens file: a line over 511 bytes is refused, naming the line ----
 # fgets split it: the tail of a long commented-out line became a write token.
 EVIL=evil-token-from-a-comment
