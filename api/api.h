@@ -38,6 +38,7 @@
 #define FG_API_SEND_SECONDS_DEFAULT 60u         /* writing one answer */
 #define FG_API_MEMORY_LIMIT_DEFAULT (128u * 1024) /* per connection: headers and MHD's buffers */
 #define FG_API_MAX_BODY_DEFAULT (1u << 20)      /* request bodies (413 past it) */
+#define FG_API_INSPECT_SECONDS_DEFAULT 60u      /* an inspection answers 503 past it */
 
 struct fg_api_config {
 	const char *listen_addr;       /* IPv4 or IPv6 literal; NULL: FG_API_LISTEN_DEFAULT */
@@ -59,6 +60,7 @@ struct fg_api_config {
 	unsigned body_seconds;         /* 0: FG_API_BODY_SECONDS_DEFAULT */
 	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
+	unsigned inspect_seconds;      /* an inspection's deadline; 0: FG_API_INSPECT_SECONDS_DEFAULT */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 	/* Wakes the workers after an enqueue. */
@@ -89,6 +91,16 @@ void fg_api_drain(struct fg_api *api, unsigned wait_seconds);
  * fg_api_job_finished until they have stopped.
  */
 void fg_api_stop(struct fg_api *api);
+
+/*
+ * The watchdog's look at the HTTP side: GET /livez over a fresh connection
+ * to the listening address (the loopback for a wildcard one), answered 200
+ * within timeout_ms, and not every inspection thread stuck past its
+ * deadline.  0 when healthy; -1 with *why saying what is not.  Its request
+ * id is FG_API_SELF_CHECK_ID, and requests with that id are not logged.
+ */
+int fg_api_self_check(struct fg_api *api, unsigned timeout_ms, const char **why);
+#define FG_API_SELF_CHECK_ID "watchdog-self-check"
 
 /* The port actually bound. */
 uint16_t fg_api_port(const struct fg_api *api);

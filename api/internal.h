@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "api/api.h"
 #include "api/auth.h"
@@ -25,6 +26,7 @@ struct fg_api {
 	char *owned[2 * FG_API_MAX_ROOTS + 8]; /* copies of the config strings */
 	struct MHD_Daemon *mhd;
 	uint16_t port;
+	struct sockaddr_storage bound;       /* the listening address (port in `port`) */
 	pthread_key_t store_key;             /* per-thread store connection */
 	pthread_rwlock_t tokens_lock;
 	struct fg_tokens tokens;
@@ -58,6 +60,11 @@ struct fg_api {
 	pthread_cond_t drain_cond;
 	int draining;
 	unsigned handlers_running;
+	/* Inspections off the HTTP threads (inspect_task.c). */
+	pthread_mutex_t inspect_lock;
+	unsigned inspect_waiting;            /* HTTP threads waiting for an inspection */
+	unsigned long long inspect_timeouts; /* inspections given up at their deadline */
+	unsigned long long inspect_busy;     /* refused for want of a slot */
 	/* Absolute deadlines per connection (conns.h). */
 	struct fg_conns conns;
 	int conns_started;
@@ -202,5 +209,27 @@ const char *fg_req_header(struct fg_req *req, const char *key);
 
 /* Prometheus text for /metrics (counts from the store added by the caller). */
 char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *counts, const cJSON *by_verdict);
+
+/* Inspection threads at most, abandoned ones (a FIFO for config.json) included. */
+#define FG_API_INSPECT_THREADS_MAX 8
+
+/* What fg_api_inspect returns besides 0 and the FG_E* codes of the inspection. */
+#define FG_API_INSPECT_BUSY 1       /* no slot: 503 inspections-busy */
+#define FG_API_INSPECT_TIMEOUT 2    /* not done within the deadline: 503 inspection-timeout */
+#define FG_API_INSPECT_DRAINING 3   /* the drain began while waiting: 503 draining */
+
+struct fg_inspect;
+
+/*
+ * Inspect source (a confined path or an allowed URL) for runtimes on a
+ * thread of its own, waiting at most the configured deadline
+ * (inspect_task.c).  0 with *out set (the caller frees it), an FG_E* code of
+ * the inspection with err set, or FG_API_INSPECT_*.
+ */
+int fg_api_inspect(struct fg_api *api, const char *source, const char *const *runtimes, size_t n_runtimes,
+		   struct fg_inspect **out, struct fg_err *err);
+
+/* Inspection threads alive in this process; *stuck (may be NULL): those past their deadline. */
+unsigned fg_api_inspections_running(unsigned *stuck);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/paths.h"
 #include "api/validate.h"
@@ -145,7 +146,11 @@ static long long query_int(struct fg_req *req, const char *key, long long def)
 static void get_livez(struct fg_req *req, struct fg_resp *resp)
 {
 	cJSON *doc = cJSON_CreateObject();
+	/* Tests of the watchdog: while this file exists /livez hangs (for 30 s at most), as a wedged API would. */
+	const char *stall = getenv("FORGED_FAULT_LIVEZ_STALL");
 
+	for (int i = 0; stall && *stall && i < 300 && access(stall, F_OK) == 0; i++)
+		usleep(100 * 1000);
 	(void)req;
 	cJSON_AddStringToObject(doc, "status", "alive");
 	fg_json_reply(resp, 200, doc);
@@ -160,6 +165,7 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 	cJSON *doc = cJSON_CreateObject();
 	char reason[FG_ERR_MSG_MAX + 64];
 	const char *why = NULL;
+	unsigned stuck = 0;
 
 	/* Ready means the store takes a write now, not only that it opens. */
 	if (!s || fg_store_probe_write(s, &err) != 0 || fg_store_counts(s, &counts, NULL, &err) != 0) {
@@ -167,6 +173,8 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 		why = reason;
 	} else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
 		why = "a worker thread is not running";
+	else if (fg_api_inspections_running(&stuck), stuck >= FG_API_INSPECT_THREADS_MAX)
+		why = "every inspection thread is stuck past its deadline (a source that blocks)";
 	else if (cfg->queue_cap > 0 && counts.jobs[FG_JOB_QUEUED] >= cfg->queue_cap)
 		why = "the job queue is full";
 	cJSON_AddStringToObject(doc, "status", why ? "not_ready" : "ready");
@@ -208,7 +216,6 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 {
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
 	char resolved[PATH_MAX];
-	struct fg_pull_opts popts;
 	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
 	struct fg_store *s;
@@ -254,8 +261,25 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	pull_opts(&req->api->cfg, &popts);
-	if (fg_inspect_run_opts(&r, resolved, runtimes, n_rt, &popts, &err) != 0) {
+	switch (fg_api_inspect(req->api, resolved, runtimes, n_rt, &r, &err)) {
+	case 0:
+		break;
+	case FG_API_INSPECT_BUSY:
+		fg_problem(resp, req, 503, "inspections-busy", "Inspections busy",
+			   "every inspection slot is taken; try again later");
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		goto out;
+	case FG_API_INSPECT_TIMEOUT:
+		fg_problem(resp, req, 503, "inspection-timeout", "Inspection timed out", "%s", err.msg);
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		goto out;
+	case FG_API_INSPECT_DRAINING:
+		fg_problem(resp, req, 503, "draining", "Shutting down",
+			   "the server began draining before the inspection finished");
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		resp->close = 1;
+		goto out;
+	default:
 		/* The code decides: the client's checkpoint (422), a redirect off the allowed hosts (403), ours. */
 		if (err.code == FG_EINPUT || err.code == FG_EUSAGE)
 			fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);

@@ -19,9 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/validate.h"
 #include "forge/core/sha256.h"
@@ -773,7 +775,8 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 	ret = MHD_queue_response(req->conn, resp->status, r);
 	MHD_destroy_response(r);
 	count_status(req->api, resp->status);
-	if (req->api->cfg.log)
+	/* The watchdog's self-check every few seconds would drown the log. */
+	if (req->api->cfg.log && strcmp(req->request_id, FG_API_SELF_CHECK_ID) != 0)
 		req->api->cfg.log(resp->status >= 500 ? 3 : 6, "%s %s %u request_id=%s%s%s", req->method, req->url,
 				  resp->status, req->request_id, req->token_name ? " token=" : "",
 				  req->token_name ? req->token_name : "");
@@ -947,11 +950,14 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	api->cfg.cache_dir = keep(api, &n_owned, cfg->cache_dir);
 	if (!api->cfg.max_body_bytes)
 		api->cfg.max_body_bytes = FG_API_MAX_BODY_DEFAULT;
+	if (!api->cfg.threads)
+		api->cfg.threads = FG_API_THREADS_DEFAULT;
 	pthread_key_create(&api->store_key, close_store);
 	pthread_rwlock_init(&api->tokens_lock, NULL);
 	pthread_mutex_init(&api->metrics_lock, NULL);
 	pthread_mutex_init(&api->health_lock, NULL);
 	pthread_mutex_init(&api->drain_lock, NULL);
+	pthread_mutex_init(&api->inspect_lock, NULL);
 	pthread_cond_init(&api->drain_cond, NULL);
 	if (api->cfg.tokens_file) {
 		rc = fg_tokens_load(&api->tokens, api->cfg.tokens_file, err);
@@ -1021,6 +1027,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	}
 	info = MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	api->port = info ? info->port : cfg->port;
+	api->bound = ss;
 	*out = api;
 	return 0;
 fail:
@@ -1041,12 +1048,87 @@ void fg_api_stop(struct fg_api *api)
 	pthread_mutex_destroy(&api->metrics_lock);
 	pthread_mutex_destroy(&api->health_lock);
 	pthread_mutex_destroy(&api->drain_lock);
+	pthread_mutex_destroy(&api->inspect_lock);
 	pthread_cond_destroy(&api->drain_cond);
 	fg_shared_body_unref(api->health);
 	pthread_key_delete(api->store_key);
 	for (size_t i = 0; i < sizeof(api->owned) / sizeof(api->owned[0]); i++)
 		free(api->owned[i]);
 	free(api);
+}
+
+int fg_api_self_check(struct fg_api *api, unsigned timeout_ms, const char **why)
+{
+	static const char request[] = "GET /livez HTTP/1.1\r\nHost: self\r\nX-Request-Id: " FG_API_SELF_CHECK_ID
+				      "\r\nConnection: close\r\n\r\n";
+	struct sockaddr_storage ss = api->bound;
+	struct timespec t0, now;
+	char reply[64];
+	size_t got = 0, sent = 0;
+	int fd, rc = -1;
+	unsigned stuck = 0;
+	socklen_t sl;
+
+	fg_api_inspections_running(&stuck);
+	if (stuck >= FG_API_INSPECT_THREADS_MAX) {
+		*why = "every inspection thread is stuck past its deadline (a source that blocks)";
+		return -1;
+	}
+	*why = "the HTTP side did not answer GET /livez in time";
+	/* A wildcard address is reached on the loopback. */
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+			a6->sin6_addr = in6addr_loopback;
+		a6->sin6_port = htons(api->port);
+		sl = sizeof(*a6);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+
+		if (a4->sin_addr.s_addr == htonl(INADDR_ANY))
+			a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a4->sin_port = htons(api->port);
+		sl = sizeof(*a4);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (connect(fd, (struct sockaddr *)&ss, sl) != 0 && errno != EINPROGRESS)
+		goto out;
+	for (;;) {
+		struct pollfd pfd = { fd, (short)(sent < sizeof(request) - 1 ? POLLOUT : POLLIN), 0 };
+		long left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (long)timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			goto out;
+		if (sent < sizeof(request) - 1) {
+			ssize_t n = send(fd, request + sent, sizeof(request) - 1 - sent, MSG_NOSIGNAL);
+
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				goto out;
+			sent += n > 0 ? (size_t)n : 0;
+			continue;
+		}
+		{
+			ssize_t n = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				goto out;
+			got += n > 0 ? (size_t)n : 0;
+			reply[got] = '\0';
+			if (got >= 12) {
+				rc = strncmp(reply, "HTTP/1.1 200", 12) == 0 ? 0 : -1;
+				goto out;
+			}
+		}
+	}
+out:
+	close(fd);
+	return rc;
 }
 
 uint16_t fg_api_port(const struct fg_api *api)

@@ -35,6 +35,7 @@ static const struct setting settings[] = {
 	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
 	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+	{ "inspect_seconds", K_UINT, offsetof(struct fg_config, inspect_seconds), 1, 3600 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -57,6 +58,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
+	cfg->inspect_seconds = FG_API_INSPECT_SECONDS_DEFAULT;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */

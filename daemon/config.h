@@ -8,7 +8,7 @@
  * no authentication), allow_roots (the current folder when run by hand),
  * allow_hosts (for URL sources, unused until they are supported),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3).
+ * max_attempts (3), inspect_seconds (60).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -35,6 +35,7 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	unsigned inspect_seconds;
 };
 
 /*

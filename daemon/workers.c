@@ -21,7 +21,6 @@
 #include "api/validate.h"
 #include "daemon/cli.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "forge/artifact/forge.h"
 #include "forge/artifact/request.h"
 #include "store/store.h"
@@ -46,7 +45,6 @@ struct fg_workers {
 	int stopping;                  /* no new claims */
 	int abort_jobs;                /* stop running jobs at their next stage */
 	int wakeups;
-	struct timespec last_watchdog;
 	struct worker *w;
 };
 
@@ -58,25 +56,19 @@ static double since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
-/* WATCHDOG=1 when every worker turned its loop (or reported progress) lately. */
-static void maybe_watchdog(struct fg_workers *p)
+int fg_workers_healthy(struct fg_workers *p)
 {
-	double interval = (double)p->cfg.watchdog_usec / 1e6, limit = interval / 2;
+	double limit = (double)p->cfg.watchdog_usec / 2e6 + IDLE_WAIT_MS / 1000.0;
 	int healthy = 1;
 
 	if (!p->cfg.watchdog_usec)
-		return;
+		limit = FG_WORKERS_IDLE_LIVENESS_SECONDS;
 	pthread_mutex_lock(&p->lock);
-	if (since(&p->last_watchdog) >= interval / 3) {
-		for (unsigned i = 0; i < p->cfg.n; i++)
-			if (!p->w[i].busy && since(&p->w[i].alive) > limit + IDLE_WAIT_MS / 1000.0)
-				healthy = 0;
-		if (healthy) {
-			clock_gettime(CLOCK_MONOTONIC, &p->last_watchdog);
-			fg_notify("WATCHDOG=1");
-		}
-	}
+	for (unsigned i = 0; i < p->cfg.n; i++)
+		if (!p->w[i].busy && since(&p->w[i].alive) > limit)
+			healthy = 0;
 	pthread_mutex_unlock(&p->lock);
+	return healthy;
 }
 
 static void touch(struct worker *w)
@@ -105,7 +97,6 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	if (fault && strcmp(fault, stage) == 0)
 		raise(SIGKILL); /* crash tests: die mid-job, like a power cut */
 	touch(j->w);
-	maybe_watchdog(j->w->pool);
 	fg_store_job_progress(j->w->store, j->id, stage, fraction, &err);
 	memset(&job, 0, sizeof(job));
 	if (fg_store_job_get(j->w->store, j->id, &job, &err) == 0 && job.cancel_requested)
@@ -266,7 +257,6 @@ static void *worker_main(void *arg)
 		int got;
 
 		touch(w);
-		maybe_watchdog(p);
 		pthread_mutex_lock(&p->lock);
 		if (p->stopping) {
 			pthread_mutex_unlock(&p->lock);

@@ -32,7 +32,7 @@ start_server() {
 	PIDS="$PIDS $SPID"
 	PORT=""
 	for i in $(seq 1 300); do
-		PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
+		PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log" 2>/dev/null)
 		[ -n "$PORT" ] && break
 		kill -0 "$SPID" 2>/dev/null || break
 		sleep 0.05

@@ -177,6 +177,107 @@ rm -f "$TMP/30mb"
 HTTP_MAX_TIME=3 http GET /livez
 expect "early: the server still answers" 200
 
+# ---- 3. a FIFO where config.json should be: inspections off the HTTP threads, with a deadline ----
+# open() blocked before fstat: a few such requests held every HTTP thread, /livez
+# timed out and SIGTERM never completed.  Now each answers 503 (inspection-timeout
+# or inspections-busy; 422 once the reader refuses FIFOs) and the rest is served.
+FIFODIR=$TMP/roots/fifo_ckpt
+mkdir -p "$FIFODIR"
+mkfifo "$FIFODIR/config.json"
+cp "$FIXTURES/qwen35_hf/"*.safetensors "$FIFODIR/"
+start_server fifo --state-dir "$TMP/fstate" --allow-roots "$FIXTURES" --allow-roots "$TMP/roots" \
+	--tokens-file "$TMP/tokens" --workers 1 --inspect-seconds 2 || { finish; exit 1; }
+FPID=$SPID
+CURLS=""
+for i in $(seq 1 10); do
+	curl -sS -o "$TMP/fifo_$i.body" -w '%{http_code}' --max-time 15 "${W[@]}" "${J[@]}" \
+		--data-binary "{\"source\": \"$FIFODIR\"}" "$BASE/v1/inspections" >"$TMP/fifo_$i.code" 2>/dev/null &
+	CURLS="$CURLS $!"
+done
+sleep 0.5
+live=0
+for i in $(seq 1 5); do
+	HTTP_MAX_TIME=2 http GET /livez
+	[ "$CODE" = 200 ] && live=$((live + 1))
+	sleep 0.2
+done
+check "fifo: /livez answers within 2 s while 10 inspections of a FIFO are pending ($live of 5)" [ "$live" = 5 ]
+HTTP_MAX_TIME=2 get /v1/jobs
+expect "fifo: reads are served meanwhile" 200
+# shellcheck disable=SC2086
+wait $CURLS
+codes=$(for f in "$TMP"/fifo_*.code; do cat "$f"; echo; done | sort | uniq -c | tr -s ' ' | paste -sd, -)
+check "fifo: every inspection of the FIFO is answered 503 or 422, none hangs ($codes)" \
+	[ -z "$(for f in "$TMP"/fifo_*.code; do cat "$f"; echo; done | grep -v '^\(503\|422\)$')" ]
+check "fifo: the 503s say why ($(jq -r .type "$TMP/fifo_1.body" 2>/dev/null))" \
+	[ -z "$(for f in "$TMP"/fifo_*.body; do jq -r 'select(.status == 503) | .type' "$f"; done | grep -v 'urn:forged:problem:inspection\(-timeout\|s-busy\)')" ]
+# Threads blocked in open() keep their slots: once all 8 are stuck past their
+# deadline, inspections are down until a restart, and /readyz and the watchdog say so.
+if grep -q 503 "$TMP"/fifo_*.code; then
+	for wave in $(seq 1 6); do
+		http GET /readyz
+		[ "$CODE" = 503 ] && break
+		CURLS=""
+		for i in 1 2 3; do
+			curl -s -o /dev/null --max-time 15 "${W[@]}" "${J[@]}" --data-binary "{\"source\": \"$FIFODIR\"}" \
+				"$BASE/v1/inspections" &
+			CURLS="$CURLS $!"
+		done
+		# shellcheck disable=SC2086
+		wait $CURLS
+	done
+	http GET /readyz
+	expect "fifo: with all 8 inspection threads stuck, /readyz is 503" 503
+	check "fifo: /readyz names the stuck inspections ($(jb .reason))" grep -q "inspection thread is stuck" <<<"$(jb .reason)"
+	post /v1/inspections '{"source": "qwen35_hf"}'
+	expect_problem "fifo: then another inspection is 503 inspections-busy" 503 inspections-busy
+	check "fifo: Retry-After on the 503" [ -n "$(header Retry-After)" ]
+else
+	post /v1/inspections '{"source": "qwen35_hf"}'
+	expect "fifo: FIFOs refused at once (422): an ordinary inspection still works" 201
+fi
+stop_server "$FPID" 10
+check "fifo: SIGTERM completes, exit 0 (status $STOP_RC)" [ "$STOP_RC" = 0 ]
+
+# ---- 3. the watchdog looks at the HTTP side too ----
+# WATCHDOG=1 was tied to the worker loop alone: an API whose HTTP threads all
+# hung kept being pinged and was never restarted.  FORGED_FAULT_LIVEZ_STALL
+# makes /livez hang while its file exists, as a wedged API would.
+"$PYTHON" - "$TMP/notify.sock" "$TMP/notify.txt" <<'EOF2' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(0.5)
+end = time.time() + 120
+with open(sys.argv[2], "a", buffering=1) as out:
+    while time.time() < end:
+        try:
+            out.write(s.recv(4096).decode() + "\n")
+        except socket.timeout:
+            pass
+EOF2
+PIDS="$PIDS $!"
+for i in $(seq 1 50); do [ -S "$TMP/notify.sock" ] && break; sleep 0.1; done
+pings() { grep -c '^WATCHDOG=1$' "$TMP/notify.txt" 2>/dev/null; }
+SERVER_ENV="NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=1500000 FORGED_FAULT_LIVEZ_STALL=$TMP/stall" \
+	start_server wd --state-dir "$TMP/wstate" --tokens-file "$TMP/tokens" --workers 1 || { finish; exit 1; }
+WPID=$SPID
+for i in $(seq 1 50); do [ "$(pings)" -ge 2 ] && break; sleep 0.1; done
+check "watchdog: WATCHDOG=1 while healthy ($(pings))" [ "$(pings)" -ge 2 ]
+touch "$TMP/stall"
+sleep 1.5
+n1=$(pings)
+sleep 3
+n2=$(pings)
+check "watchdog: no WATCHDOG=1 while /livez hangs ($n1 then $n2)" [ "$n1" = "$n2" ]
+check "watchdog: the reason is logged" grep -q "watchdog: the HTTP side did not answer GET /livez in time" "$TMP/wd.log"
+rm -f "$TMP/stall"
+for i in $(seq 1 50); do [ "$(pings)" -gt "$n2" ] && break; sleep 0.1; done
+check "watchdog: WATCHDOG=1 again once /livez answers ($(pings))" [ "$(pings)" -gt "$n2" ]
+check "watchdog: recovery logged" grep -q "watchdog: healthy again" "$TMP/wd.log"
+stop_server "$WPID" 10
+check "watchdog: exit 0" [ "$STOP_RC" = 0 ]
+
 # ---- 11. tokens file: a line over 511 bytes is refused, naming the line ----
 # fgets split it: the tail of a long commented-out line became a write token.
 EVIL=evil-token-from-a-comment
@@ -186,12 +287,12 @@ EVIL=evil-token-from-a-comment
 	printf 'write evil %s\n' "$(sha "$EVIL")"
 } >"$TMP/tokens.long"
 rc=0
-timeout 20 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/tstate" --tokens-file "$TMP/tokens.long" \
+"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/tstate" --tokens-file "$TMP/tokens.long" \
 	--workers 0 >"$TMP/tokens_long.log" 2>&1 &
 TPID=$!
 PIDS="$PIDS $TPID"
 for i in $(seq 1 100); do
-	grep -q "listening on" "$TMP/tokens_long.log" && break
+	grep -q "listening on" "$TMP/tokens_long.log" 2>/dev/null && break
 	kill -0 "$TPID" 2>/dev/null || break
 	sleep 0.05
 done
