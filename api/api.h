@@ -41,7 +41,7 @@
 #define FG_API_INSPECT_SECONDS_DEFAULT 60u      /* an inspection answers 503 past it */
 
 struct fg_api_config {
-	const char *listen_addr;       /* IPv4 or IPv6 literal; NULL: FG_API_LISTEN_DEFAULT */
+	const char *listen_addr;       /* an IPv4 or IPv6 literal or a host name (getaddrinfo, the first address); NULL: FG_API_LISTEN_DEFAULT */
 	uint16_t port;                 /* 0: an ephemeral port (see fg_api_port) */
 	const char *db_path;           /* the store's database */
 	const char *state_dir;         /* default job outputs go to STATE/artifacts/ID */

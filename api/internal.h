@@ -136,10 +136,16 @@ struct fg_resp {
 	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
 	int close;                           /* Connection: close (the drain) */
 	int www_authenticate;                /* WWW-Authenticate: Bearer (every 401) */
+	int replayed;                        /* Idempotent-Replayed: true (a stored answer sent again) */
 };
 
-/* Retry-After of a 503 for a failure of forged's own state (FG_ESTATE). */
+/* Idempotency-Key: its length, and how long a reservation whose request died blocks its key. */
+#define FG_API_IDEM_KEY_MAX 200
+#define FG_API_IDEM_STALE_SECONDS 120
+
+/* Retry-After of a 503 (forged's own state failed, the queue is full, the drain); of a 202 (poll again). */
 #define FG_API_RETRY_AFTER_S 5
+#define FG_API_POLL_AFTER_S 1
 
 typedef void (*fg_handler)(struct fg_req *req, struct fg_resp *resp);
 

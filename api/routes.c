@@ -7,16 +7,19 @@
  */
 #include "api/internal.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/paths.h"
 #include "api/validate.h"
+#include "store/idem.h"
 #include "forge/artifact/policy.h"
 #include "forge/artifact/request.h"
 #include "forge/core/sha256.h"
@@ -128,17 +131,43 @@ static int confine_source(struct fg_req *req, struct fg_resp *resp, const char *
 	return confine(req, resp, field, source, 1, resolved);
 }
 
-/* A positive integer query parameter, or def; -1 when malformed. */
-static long long query_int(struct fg_req *req, const char *key, long long def)
+/*
+ * The integer query parameter key within min..max, or def when absent; a
+ * fault in v (and def) when it is not one: a cursor past the largest
+ * integer is refused, not saturated.
+ */
+static long long query_num(struct fg_req *req, struct fg_vlist *v, const char *key, long long def, long long min,
+			   long long max)
 {
-	const char *v = fg_req_query(req, key);
+	const char *text = fg_req_query(req, key);
 	char *end;
 	long long n;
 
-	if (!v || !*v)
+	if (!text || !*text)
 		return def;
-	n = strtoll(v, &end, 10);
-	return *end || n < 0 ? -1 : n;
+	errno = 0;
+	n = strtoll(text, &end, 10);
+	if (*end || end == text || (*text < '0' || *text > '9'))
+		fg_v_add_param(v, "invalid-query", key, "must be a decimal integer");
+	else if (errno == ERANGE)
+		fg_v_add_param(v, "invalid-query", key, "is past the largest integer (%lld)", LLONG_MAX);
+	else if (n < min || n > max)
+		fg_v_add_param(v, "invalid-query", key, "must be %lld to %lld", min, max);
+	else
+		return n;
+	return def;
+}
+
+/* The text query parameter key (NULL when absent), which must be UTF-8 (a fault in v otherwise). */
+static const char *query_text(struct fg_req *req, struct fg_vlist *v, const char *key)
+{
+	const char *text = fg_req_query(req, key);
+
+	if (text && !fg_utf8_valid(text, strlen(text))) {
+		fg_v_add_param(v, "invalid-utf8", key, "not valid UTF-8");
+		return NULL;
+	}
+	return text;
 }
 
 /* ---- probes, metrics, openapi ---- */
@@ -372,6 +401,43 @@ static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON
 	return -1;
 }
 
+/*
+ * An out folder is refused at submission, not when the job runs: an allowed
+ * root itself (422 bad-path: the forge would replace the root), or anything
+ * that exists already (409 out-exists: a forge never writes over it), unless
+ * the request replays a job submitted with the same key and body (whose out
+ * that job may have made).  Returns -1 with resp set when refused.
+ */
+static int out_refused(struct fg_req *req, struct fg_resp *resp, struct fg_store *s, const char *out,
+		       const char *key, const char *body_sha256)
+{
+	const struct fg_api_config *cfg = &req->api->cfg;
+	struct fg_err err = { 0 };
+	struct stat st;
+	int known = 0;
+
+	for (size_t i = 0; i < cfg->n_allow_roots; i++) {
+		char root[PATH_MAX];
+
+		if (realpath(cfg->allow_roots[i], root) && strcmp(root, out) == 0) {
+			fg_problem(resp, req, 422, "bad-path", "Bad path", "out '%s' is an allowed root itself", out);
+			return -1;
+		}
+	}
+	if (lstat(out, &st) != 0)
+		return 0;
+	if (key && fg_store_job_key_known(s, key, body_sha256, &known, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		return -1;
+	}
+	if (known)
+		return 0;
+	fg_problem(resp, req, 409, "out-exists", "Output exists",
+		   "out '%s' exists already (%s): a forge never writes over it; name a new folder", out,
+		   S_ISDIR(st.st_mode) ? "a folder" : S_ISREG(st.st_mode) ? "a file" : "not a folder");
+	return -1;
+}
+
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
@@ -415,6 +481,8 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	if (!(s = store_or_problem(req, resp)))
+		goto out;
+	if (rq.out && out_refused(req, resp, s, out, key, hex))
 		goto out;
 	if (fg_store_job_enqueue(s, "forge", params_text, key, hex, req->api->cfg.queue_cap, &job, &replayed,
 				 &err) != 0) {
@@ -463,20 +531,19 @@ static void list_reply(struct fg_resp *resp, cJSON *items, int64_t next)
 static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
+	struct fg_vlist v = { .n = 0 };
 	struct fg_store *s;
-	const char *state = fg_req_query(req, "state");
-	enum fg_job_state st;
-	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	const char *state = query_text(req, &v, "state");
+	enum fg_job_state st = FG_JOB_QUEUED;
+	long long cursor = query_num(req, &v, "cursor", 0, 0, LLONG_MAX);
+	long long limit = query_num(req, &v, "limit", LIST_LIMIT_DEFAULT, 1, FG_STORE_LIST_LIMIT_MAX);
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (state && fg_job_state_parse(state, &st) != 0) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "state '%s' is not a job state", state);
-		return;
-	}
-	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
-			   FG_STORE_LIST_LIMIT_MAX);
+	if (state && fg_job_state_parse(state, &st) != 0)
+		fg_v_add_param(&v, "invalid-query", "state", "'%s' is not a job state", state);
+	if (v.n) {
+		fg_problem_v(resp, req, &v);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
@@ -491,15 +558,33 @@ static void delete_job(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
+	enum fg_job_state was;
 	struct fg_job job;
 
 	memset(&job, 0, sizeof(job));
 	if (!s)
 		return;
-	if (fg_store_job_cancel(s, req->id, &job, &err) != 0)
+	/* A finished job cannot be cancelled: 409, naming its state (it was 200 with the job unchanged). */
+	if (fg_store_job_get(s, req->id, &job, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
-	else
-		fg_json_reply(resp, job.state == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+		goto out;
+	}
+	was = job.state;
+	fg_job_release(&job);
+	if (was == FG_JOB_QUEUED || was == FG_JOB_RUNNING) {
+		if (fg_store_job_cancel(s, req->id, &job, &err) != 0) {
+			fg_problem_from_err(resp, req, &err);
+			goto out;
+		}
+		was = job.state;
+		if (was == FG_JOB_RUNNING || (was == FG_JOB_CANCELLED)) {
+			fg_json_reply(resp, was == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+			goto out;
+		}
+	}
+	fg_problem(resp, req, 409, "job-finished", "Job finished", "job %lld is %s already: there is nothing to cancel",
+		   (long long)req->id, fg_job_state_name(was));
+out:
 	fg_job_release(&job);
 }
 
@@ -522,20 +607,21 @@ static void get_artifact(struct fg_req *req, struct fg_resp *resp)
 static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
+	struct fg_vlist v = { .n = 0 };
 	struct fg_store *s;
-	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	long long cursor = query_num(req, &v, "cursor", 0, 0, LLONG_MAX);
+	long long limit = query_num(req, &v, "limit", LIST_LIMIT_DEFAULT, 1, FG_STORE_LIST_LIMIT_MAX);
+	const char *verdict = query_text(req, &v, "verdict"), *family = query_text(req, &v, "family");
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
-			   FG_STORE_LIST_LIMIT_MAX);
+	if (v.n) {
+		fg_problem_v(resp, req, &v);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
 		return;
-	if (fg_store_artifact_list(s, fg_req_query(req, "verdict"), fg_req_query(req, "family"), cursor, (int)limit,
-				   &items, &next, &err) != 0)
+	if (fg_store_artifact_list(s, verdict, family, cursor, (int)limit, &items, &next, &err) != 0)
 		fg_problem_from_err(resp, req, &err);
 	else
 		list_reply(resp, items, next);
@@ -576,6 +662,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)req->id);
 	cJSON_AddItemToObject(doc, "result", result);
 	result = NULL;
+	/* Verifications are read as the artifact's verifications[]. */
+	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
 	fg_json_reply(resp, 201, doc);
 out:
 	cJSON_Delete(result);
@@ -593,6 +681,7 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 	const cJSON *art, *observed;
 	const char *host, *runtime;
 	int64_t id = 0;
+	int same = 0;
 
 	if (!body)
 		return;
@@ -638,6 +727,22 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
+	{
+		/* The same report again (a heartbeat) is 200: nothing new was created. */
+		char *text = observed ? cJSON_PrintUnformatted(observed) : NULL;
+
+		if (observed && !text) {
+			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+			goto out;
+		}
+		if (fg_store_fleet_report_same(s, host, runtime, id, text ? text : "{}", &same, &err) != 0 &&
+		    err.code != FG_ENOTFOUND) {
+			cJSON_free(text);
+			fg_problem_from_err(resp, req, &err);
+			goto out;
+		}
+		cJSON_free(text);
+	}
 	if (fg_store_fleet_report(s, host, id, runtime, observed, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
 		goto out;
@@ -647,7 +752,10 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddStringToObject(doc, "host", host);
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
 	cJSON_AddStringToObject(doc, "runtime", runtime);
-	fg_json_reply(resp, 201, doc);
+	/* Reports are read in fleet health; a report stands per (host, runtime). */
+	if (!same)
+		snprintf(resp->location, sizeof(resp->location), "/v1/fleet/health");
+	fg_json_reply(resp, same ? 200 : 201, doc);
 out:
 	cJSON_Delete(body);
 }
@@ -727,23 +835,35 @@ static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
 	fg_shared_body_unref(old);
 }
 
+/* Every GET route answers HEAD too (RFC 9110 9.3.2): the same headers, no body. */
 const struct fg_route fg_routes[] = {
 	{ "GET", "/livez", FG_ROLE_NONE, 0, get_livez },
+	{ "HEAD", "/livez", FG_ROLE_NONE, 0, get_livez },
 	{ "GET", "/readyz", FG_ROLE_NONE, 0, get_readyz },
+	{ "HEAD", "/readyz", FG_ROLE_NONE, 0, get_readyz },
 	{ "GET", "/healthz", FG_ROLE_NONE, 0, get_readyz },
+	{ "HEAD", "/healthz", FG_ROLE_NONE, 0, get_readyz },
 	{ "GET", "/metrics", FG_ROLE_NONE, 0, get_metrics },
+	{ "HEAD", "/metrics", FG_ROLE_NONE, 0, get_metrics },
 	{ "GET", "/openapi.json", FG_ROLE_NONE, 0, get_openapi },
+	{ "HEAD", "/openapi.json", FG_ROLE_NONE, 0, get_openapi },
 	{ "POST", "/v1/inspections", FG_ROLE_WRITE, 1, post_inspections },
 	{ "POST", "/v1/jobs", FG_ROLE_WRITE, 1, post_jobs },
 	{ "GET", "/v1/jobs", FG_ROLE_READ, 0, get_jobs },
+	{ "HEAD", "/v1/jobs", FG_ROLE_READ, 0, get_jobs },
 	{ "GET", "/v1/jobs/{id}", FG_ROLE_READ, 0, get_job },
+	{ "HEAD", "/v1/jobs/{id}", FG_ROLE_READ, 0, get_job },
 	{ "DELETE", "/v1/jobs/{id}", FG_ROLE_WRITE, 0, delete_job },
 	{ "GET", "/v1/artifacts", FG_ROLE_READ, 0, get_artifacts },
+	{ "HEAD", "/v1/artifacts", FG_ROLE_READ, 0, get_artifacts },
 	{ "GET", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
+	{ "HEAD", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
 	{ "POST", "/v1/artifacts/{id}/verifications", FG_ROLE_WRITE, 1, post_verifications },
 	{ "POST", "/v1/fleet/reports", FG_ROLE_WRITE, 1, post_fleet_reports },
 	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
+	{ "HEAD", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
 	{ "GET", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
+	{ "HEAD", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
 	/* The dashboard (ui.c): static and open; its data needs a token like any client. */
 	{ "GET", "/", FG_ROLE_NONE, 0, fg_ui_root },
 	{ "HEAD", "/", FG_ROLE_NONE, 0, fg_ui_root },

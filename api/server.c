@@ -11,6 +11,7 @@
 #include "api/internal.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "api/validate.h"
+#include "store/idem.h"
 #include "forge/core/sha256.h"
 
 static const double duration_bounds[FG_API_DURATION_BUCKETS] = { 0.1, 0.5, 1, 5, 15, 60, 300, 1800 };
@@ -696,19 +698,95 @@ static int refuse_early(struct fg_req *req, struct fg_resp *resp)
 	return 0;
 }
 
+/* An Idempotency-Key is 1 to 200 visible ASCII characters. */
+static int key_ok(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (!n || n > FG_API_IDEM_KEY_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (key[i] < 0x21 || key[i] > 0x7E)
+			return 0;
+	return 1;
+}
+
+/*
+ * Run a POST handler under its Idempotency-Key (every POST but /v1/jobs,
+ * whose key the store keeps with the job): a request repeating the key and
+ * body of one answered 2xx gets that answer again (Idempotent-Replayed:
+ * true), with another body 422 idempotency-key-reused, while the first is
+ * still being answered 409 idempotency-key-in-use.
+ */
+static void run_keyed(struct fg_req *req, struct fg_resp *resp, const char *key)
+{
+	char route[sizeof(req->allow) + 300], hex[FG_SHA256_HEX];
+	struct fg_idem_answer answer;
+	enum fg_idem_state state;
+	struct fg_err err = { 0 };
+	struct fg_store *s = fg_api_store(req->api, &err);
+	int stale;
+
+	if (!s) {
+		fg_problem_from_err(resp, req, &err);
+		if (err.code != FG_ENOSPC && err.code != FG_ENOMEM)
+			resp->retry_after = FG_API_RETRY_AFTER_S;
+		return;
+	}
+	snprintf(route, sizeof(route), "%s %s", req->method, req->url);
+	fg_sha256_buf(req->body ? req->body : "", req->body_len, hex);
+	/* A reservation outlives the longest request it can stand for (an inspection's deadline). */
+	stale = (int)(req->api->cfg.inspect_seconds ? req->api->cfg.inspect_seconds : FG_API_INSPECT_SECONDS_DEFAULT) + 60;
+	if (stale < FG_API_IDEM_STALE_SECONDS)
+		stale = FG_API_IDEM_STALE_SECONDS;
+	if (fg_store_idem_claim(s, route, key, hex, stale, &state, &answer, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		return;
+	}
+	if (state == FG_IDEM_IN_FLIGHT) {
+		fg_problem(resp, req, 409, "idempotency-key-in-use", "Idempotency key in use",
+			   "a request with Idempotency-Key '%s' is being answered now; retry", key);
+		resp->retry_after = 1;
+		return;
+	}
+	if (state == FG_IDEM_REPLAY) {
+		resp->status = (unsigned)answer.status;
+		resp->body = answer.body;
+		resp->content_type = "application/json";
+		resp->replayed = 1;
+		snprintf(resp->location, sizeof(resp->location), "%s", answer.location);
+		return;
+	}
+	req->route->fn(req, resp);
+	if (resp->status >= 200 && resp->status < 300 && resp->body)
+		fg_store_idem_finish(s, route, key, (int)resp->status, resp->location, resp->body, &err);
+	else
+		fg_store_idem_release(s, route, key, &err);
+}
+
 static void dispatch(struct fg_req *req, struct fg_resp *resp)
 {
+	const char *key = fg_req_header(req, "Idempotency-Key");
+
 	if (refuse_early(req, resp))
 		return;
 	if (strcmp(req->url, "/livez") == 0) {
 		req->route->fn(req, resp);
 		return;
 	}
+	if (key && strcmp(req->method, "POST") == 0 && !key_ok(key)) {
+		fg_problem(resp, req, 400, "bad-idempotency-key", "Bad Idempotency-Key",
+			   "the key must be 1 to %d visible ASCII characters", FG_API_IDEM_KEY_MAX);
+		return;
+	}
 	if (!handler_enter(req->api)) {
 		answer_draining(req, resp);
 		return;
 	}
-	req->route->fn(req, resp);
+	if (key && strcmp(req->method, "POST") == 0 && strcmp(req->route->path, "/v1/jobs") != 0)
+		run_keyed(req, resp, key);
+	else
+		req->route->fn(req, resp);
 	handler_leave(req->api);
 }
 
@@ -766,6 +844,13 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 		MHD_add_response_header(r, "Location", resp->location);
 	if (resp->www_authenticate)
 		MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"forged\"");
+	if (resp->replayed)
+		MHD_add_response_header(r, "Idempotent-Replayed", "true");
+	/* Every 503 says when to try again, every 202 when to look again (RFC 9110 10.2.3). */
+	if (!resp->retry_after && resp->status == 503)
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+	if (!resp->retry_after && resp->status == 202)
+		resp->retry_after = FG_API_POLL_AFTER_S;
 	if (resp->retry_after) {
 		char secs[16];
 
@@ -931,7 +1016,6 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 {
 	struct fg_api *api = calloc(1, sizeof(*api));
 	struct sockaddr_storage ss;
-	socklen_t sl;
 	size_t n_owned = 0;
 	const union MHD_DaemonInfo *info;
 	int rc = 0;
@@ -966,27 +1050,30 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 		api->auth_enabled = 1;
 	}
 	memset(&ss, 0, sizeof(ss));
-	if (strchr(api->cfg.listen_addr, ':')) {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	{
+		/* A literal or a name (localhost): the first address getaddrinfo gives. */
+		struct addrinfo hints, *res = NULL;
+		int gai;
 
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons(cfg->port);
-		if (inet_pton(AF_INET6, api->cfg.listen_addr, &a6->sin6_addr) != 1)
-			rc = -1;
-		sl = sizeof(*a6);
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons(cfg->port);
-		if (inet_pton(AF_INET, api->cfg.listen_addr, &a4->sin_addr) != 1)
-			rc = -1;
-		sl = sizeof(*a4);
-	}
-	(void)sl;
-	if (rc) {
-		rc = fg_err_set(err, FG_EUSAGE, "listen address '%s' is not an IP address", api->cfg.listen_addr);
-		goto fail;
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_PASSIVE;
+		gai = getaddrinfo(api->cfg.listen_addr, NULL, &hints, &res);
+		if (gai != 0 || !res || (res->ai_family != AF_INET && res->ai_family != AF_INET6) ||
+		    res->ai_addrlen > sizeof(ss)) {
+			rc = fg_err_set(err, FG_EUSAGE, "listen address '%s' does not resolve to an IP address%s%s",
+					api->cfg.listen_addr, gai ? ": " : "", gai ? gai_strerror(gai) : "");
+			if (res)
+				freeaddrinfo(res);
+			goto fail;
+		}
+		memcpy(&ss, res->ai_addr, res->ai_addrlen);
+		freeaddrinfo(res);
+		if (ss.ss_family == AF_INET6)
+			((struct sockaddr_in6 *)&ss)->sin6_port = htons(cfg->port);
+		else
+			((struct sockaddr_in *)&ss)->sin_port = htons(cfg->port);
 	}
 	{
 		struct fg_conn_limits lim = { { 0 } };
@@ -1005,6 +1092,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	api->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 				    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				    0, NULL, NULL, on_request, api,
+				    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
 				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				    MHD_OPTION_THREAD_POOL_SIZE,
 				    (unsigned int)(cfg->threads ? cfg->threads : FG_API_THREADS_DEFAULT),
@@ -1018,7 +1106,6 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 				    (size_t)(cfg->memory_limit ? cfg->memory_limit : FG_API_MEMORY_LIMIT_DEFAULT),
 				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
 				    MHD_OPTION_NOTIFY_CONNECTION, fg_conns_notify, &api->conns,
-				    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
 				    MHD_OPTION_END);
 	if (!api->mhd) {
 		rc = fg_err_set(err, FG_EIO, "cannot listen on %s:%u (in use, or not allowed)", api->cfg.listen_addr,

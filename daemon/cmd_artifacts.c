@@ -303,8 +303,8 @@ static int do_verify(struct fg_client *c, const struct fg_client_args *a, long l
 		return fg_client_usage(a, "%s holds a NUL byte", a->pos[1]);
 	}
 	snprintf(path, sizeof(path), "/v1/artifacts/%lld/verifications", id);
-	/* Each accepted POST adds a verification: retried only when surely not processed. */
-	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_UNSENT, &r);
+	/* The server replays a retried POST by its Idempotency-Key: one verification however often it is sent. */
+	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_SAFE, &r);
 	free(rows);
 	if (rc) {
 		rc = fg_client_fail(c, &r, rc);

@@ -69,9 +69,12 @@ stop_server() {
 http() {
 	local m=$1 p=$2 how=(-X "$1")
 	shift 2
-	# curl -X HEAD would wait for the body Content-Length announces.
-	[ "$m" = HEAD ] && how=(--head)
-	CODE=$(curl -sS -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' --max-time "${HTTP_MAX_TIME:-120}" "${how[@]}" "$@" \
+	local out=$TMP/body
+	# curl -X HEAD would wait for the body Content-Length announces; --head writes the headers to -o.
+	[ "$m" = HEAD ] && how=(--head) && out=/dev/null
+	# curl leaves -o alone when there is no body (304, HEAD): the last body must not linger.
+	: >"$TMP/body"
+	CODE=$(curl -sS -o "$out" -D "$TMP/hdr" -w '%{http_code}' --max-time "${HTTP_MAX_TIME:-120}" "${how[@]}" "$@" \
 		"$BASE$p" 2>"$TMP/curl.err") || CODE=000
 }
 R=(-H "Authorization: Bearer $RTOK")

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The API's conventions (issue 14 section 4, and the protocol points of issue
+# 11): unknown members listed with JSON pointers, WWW-Authenticate on 401,
+# HEAD on every GET route, ETag and 304 on artifacts, jobs, fleet health and
+# openapi.json, Location on every 201, Retry-After on 202 and 503,
+# Idempotency-Key on every POST, 409 for a finished job's DELETE and for an
+# existing out, 200 for a repeated fleet report, cursors past int64, fleet
+# health paging, --listen localhost:PORT, and /metrics families.
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
+
+mkdir -p "$TMP/roots"
+start_server main --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP/roots" \
+	--tokens-file "$TMP/tokens" --workers 1 || { finish; exit 1; }
+MAIN_PID=$SPID
+
+# ---- every fault of a body, each with its pointer ----
+post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "traget": "mlx-lm-0.32"}'
+expect_problem "an unknown member is 422" 422 invalid-field
+check "errors[] names /traget as an unknown field ($(jb -c .errors))" \
+	[ "$(jb -c '.errors')" = '[{"pointer":"/traget","detail":"unknown field"}]' ]
+post /v1/jobs '{"kind": "inspect", "source": 7, "target": "vllm-9", "quant": "affine:7:64", "extra": 1, "out": []}'
+expect_problem "several faults: 422 invalid-field" 422 invalid-field
+expect_pointers "several faults: every one listed" "/extra,/kind,/out,/quant,/source,/target"
+post /v1/inspections '{"source": "qwen35_hf", "runtimes": ["mlx-lm-0.32", 7, "vllm-9"], "deep": true}'
+expect_pointers "inspection faults with array pointers" "/deep,/runtimes/1,/runtimes/2"
+post /v1/fleet/reports '{"host": "h", "artifact": 1, "runtime": "ollama", "observed": {"free": {"form": [1, 2]}}, "x": 1}'
+expect_pointers "fleet report: observed stays free-form, the unknown member is named" /x
+big=$(head -c 20000 /dev/zero | tr '\0' a)
+post /v1/fleet/reports "{\"host\": \"h\", \"artifact\": 1, \"runtime\": \"ollama\", \"observed\": {\"a\": \"$big\"}}"
+expect_pointers "fleet report: observed is bounded (20 kB)" /observed
+get "/v1/jobs?limit=0&cursor=x&state=nope"
+expect_problem "query faults: 422 invalid-query" 422 invalid-query
+check "query faults name their parameters ($(jb -c '[.errors[].parameter]'))" \
+	[ "$(jb '[.errors[].parameter] | sort | join(",")')" = "cursor,limit,state" ]
+get "/v1/artifacts?cursor=9223372036854775808"
+expect_problem "a cursor past int64 is 422, not saturated" 422 invalid-query
+get "/v1/jobs?cursor=99999999999999999999999"
+expect_problem "a job cursor past int64 is 422" 422 invalid-query
+get "/v1/artifacts?cursor=9223372036854775807"
+expect "the largest int64 cursor is fine" 200
+
+# ---- 401 says how to authenticate ----
+http GET /v1/jobs
+expect_problem "no token: 401" 401 unauthorized
+check "401 carries WWW-Authenticate: Bearer ($(header WWW-Authenticate))" grep -q '^Bearer' <<<"$(header WWW-Authenticate)"
+
+# ---- Location on every 201, Retry-After on 202 ----
+post /v1/inspections '{"source": "qwen35_mlx_sidecar"}'
+expect "inspection: 201" 201
+AID=$(jb .artifact_id)
+check "inspection: Location" [ "$(header Location)" = "/v1/artifacts/$AID" ]
+V='{"rows": [{"depth": 0, "tok_s": 15.0}, {"depth": 1, "tok_s": 30.0, "acceptance": [0.9], "quality_passed": true}]}'
+post "/v1/artifacts/$AID/verifications" "$V"
+expect "verification: 201" 201
+check "verification: Location names the artifact holding it ($(header Location))" [ "$(header Location)" = "/v1/artifacts/$AID" ]
+post /v1/fleet/reports "{\"host\": \"gpu-1\", \"artifact\": $AID, \"runtime\": \"ollama\", \"observed\": {\"tok_s\": 1}}"
+expect "fleet report: 201" 201
+check "fleet report: Location ($(header Location))" [ "$(header Location)" = /v1/fleet/health ]
+post /v1/fleet/reports "{\"host\": \"gpu-1\", \"artifact\": $AID, \"runtime\": \"ollama\", \"observed\": {\"tok_s\": 1}}"
+expect "the same fleet report again: 200, not a second 201" 200
+post /v1/fleet/reports "{\"host\": \"gpu-1\", \"artifact\": $AID, \"runtime\": \"ollama\", \"observed\": {\"tok_s\": 2}}"
+expect "a changed fleet report: 201" 201
+post /v1/jobs '{"kind": "forge", "source": "qwen35_hf"}'
+expect "job: 202" 202
+JOB=$(jb .id)
+check "job: Retry-After on the 202 ($(header Retry-After))" [ -n "$(header Retry-After)" ]
+poll_job "$JOB" succeeded 300 || bad "job $JOB did not succeed: $(head -c 300 "$TMP/body")"
+
+# ---- DELETE of a finished job is 409 ----
+http DELETE "/v1/jobs/$JOB" "${W[@]}"
+expect_problem "DELETE of a succeeded job: 409" 409 job-finished
+
+# ---- out: an existing folder or file, or a root, is refused at submission ----
+mkdir -p "$TMP/roots/taken"
+: >"$TMP/roots/afile"
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$TMP/roots/taken\"}"
+expect_problem "out that exists: 409, not 202 then a failed job" 409 out-exists
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$TMP/roots/afile\"}"
+expect_problem "out that is a file: 409" 409 out-exists
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$TMP/roots\"}"
+expect_problem "out that is an allowed root itself: 422" 422 bad-path
+OBODY="{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$TMP/roots/fresh\"}"
+post /v1/jobs "$OBODY" -H "Idempotency-Key: out-key-1"
+expect "out that is new: 202" 202
+OJOB=$(jb .id)
+poll_job "$OJOB" succeeded 300 || bad "job $OJOB did not succeed"
+post /v1/jobs "$OBODY" -H "Idempotency-Key: out-key-1"
+check "a replay of the job that made out is still the same job ($CODE $(jb .id))" [ "$CODE:$(jb .id)" = "202:$OJOB" ]
+
+# ---- Idempotency-Key on every POST ----
+post /v1/inspections '{"source": "glm45"}' -H "Idempotency-Key: insp-1"
+expect "keyed inspection: 201" 201
+IA=$(jb .artifact_id)
+post /v1/inspections '{"source": "glm45"}' -H "Idempotency-Key: insp-1"
+check "keyed inspection replayed: the same artifact ($CODE $(jb .artifact_id))" [ "$CODE:$(jb .artifact_id)" = "201:$IA" ]
+check "replay says so" [ "$(header Idempotent-Replayed)" = true ]
+check "replay keeps Location" [ "$(header Location)" = "/v1/artifacts/$IA" ]
+post /v1/inspections '{"source": "qwen35_hf"}' -H "Idempotency-Key: insp-1"
+expect_problem "keyed inspection, another body: 422" 422 idempotency-key-reused
+post "/v1/artifacts/$AID/verifications" "$V" -H "Idempotency-Key: ver-1"
+VID=$(jb .id)
+post "/v1/artifacts/$AID/verifications" "$V" -H "Idempotency-Key: ver-1"
+check "keyed verification replayed: the same id ($CODE $(jb .id))" [ "$CODE:$(jb .id)" = "201:$VID" ]
+get "/v1/artifacts/$AID"
+check "keyed verification stored once ($(jb '.verifications | length') verifications)" [ "$(jb '.verifications | length')" = 2 ]
+post /v1/fleet/reports "{\"host\": \"gpu-2\", \"artifact\": $AID, \"runtime\": \"ollama\"}" -H "Idempotency-Key: rep-1"
+expect "keyed fleet report: 201" 201
+post /v1/fleet/reports "{\"host\": \"gpu-2\", \"artifact\": $AID, \"runtime\": \"ollama\"}" -H "Idempotency-Key: rep-1"
+check "keyed fleet report replayed: 201 again, replayed" [ "$CODE:$(header Idempotent-Replayed)" = "201:true" ]
+post /v1/fleet/reports "{\"host\": \"gpu-2\", \"artifact\": $AID, \"runtime\": \"ollama\"}" -H "Idempotency-Key: bad key"
+expect_problem "a key with a space: 400" 400 bad-idempotency-key
+
+# ---- HEAD on every GET route; ETag and 304 ----
+for path in /livez /readyz /healthz /metrics /openapi.json /v1/jobs "/v1/jobs/$JOB" /v1/artifacts "/v1/artifacts/$AID" \
+	/v1/fleet/health /v1/whoami /ui/ /ui/app.js; do
+	http GET "$path" "${R[@]}"
+	gcode=$CODE
+	getag=$(header ETag)
+	glen=$(header Content-Length)
+	http HEAD "$path" "${R[@]}"
+	check "HEAD $path: $CODE like GET ($gcode), not 405" [ "$CODE" = "$gcode" ]
+	# /metrics changes with every request it counts.
+	[ "$path" = /metrics ] && continue
+	check "HEAD $path: the GET's ETag and Content-Length ($(header Content-Length) vs $glen)" \
+		[ "$(header ETag)" = "$getag" -a "$(header Content-Length)" = "$glen" ]
+done
+for path in /openapi.json /v1/jobs "/v1/jobs/$JOB" /v1/artifacts "/v1/artifacts/$AID" /v1/fleet/health; do
+	http GET "$path" "${R[@]}"
+	etag=$(header ETag)
+	check "GET $path: a strong ETag ($etag)" grep -Eq '^"[0-9a-f]{32}"$' <<<"$etag"
+	http GET "$path" "${R[@]}" -H "If-None-Match: $etag"
+	check "GET $path with If-None-Match: 304, no body ($CODE)" [ "$CODE" = 304 -a ! -s "$TMP/body" ]
+	http HEAD "$path" "${R[@]}" -H "If-None-Match: W/$etag"
+	check "HEAD $path with a weak If-None-Match: 304 ($CODE)" [ "$CODE" = 304 ]
+	http GET "$path" "${R[@]}" -H 'If-None-Match: "nope"'
+	expect "GET $path with another tag: 200" 200
+done
+
+# ---- Retry-After on 503 ----
+stop_server "$MAIN_PID" 10
+check "main: exit 0" [ "$STOP_RC" = 0 ]
+start_server capped --state-dir "$TMP/qstate" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens" --workers 0 \
+	--queue-cap 1 || { finish; exit 1; }
+post /v1/jobs '{"kind": "forge", "source": "qwen35_hf"}'
+post /v1/jobs '{"kind": "forge", "source": "qwen35_mlx_sidecar"}'
+expect_problem "queue over the cap: 503" 503 queue-full
+check "queue-full carries Retry-After ($(header Retry-After))" [ -n "$(header Retry-After)" ]
+http GET /readyz
+check "/readyz 503 carries Retry-After ($CODE $(header Retry-After))" [ "$CODE" = 503 -a -n "$(header Retry-After)" ]
+stop_server "$SPID" 10
+
+# ---- --listen localhost:PORT ----
+"$FORGED" serve --listen localhost:0 --state-dir "$TMP/lstate" --workers 0 >"$TMP/localhost.log" 2>&1 &
+LPID=$!
+PIDS="$PIDS $LPID"
+for i in $(seq 1 100); do grep -q "listening on" "$TMP/localhost.log" 2>/dev/null && break; kill -0 "$LPID" 2>/dev/null || break; sleep 0.05; done
+LPORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/localhost.log" 2>/dev/null)
+check "--listen localhost:0 starts ($(tail -n 1 "$TMP/localhost.log"))" [ -n "$LPORT" ]
+check "--listen localhost:0 answers on localhost" [ "$(curl -s --max-time 5 "http://localhost:${LPORT:-1}/livez" | jq -r .status)" = alive ]
+kill -TERM "$LPID"
+wait "$LPID" 2>/dev/null
+rc=0; "$FORGED" serve --listen nowhere.invalid:8470 --state-dir "$TMP/lstate" >/dev/null 2>"$TMP/err" || rc=$?
+check "--listen of a name that does not resolve: exit 2 ($rc)" [ "$rc" = 2 ]
+
+check "no sanitizer report in any server log" no_sanitizer_report
+finish
