@@ -49,7 +49,7 @@ struct fg_api {
 	unsigned long long generation;       /* bumped after each write that can change health */
 	unsigned long long health_gen;       /* the generation health was built at */
 	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
-	struct fg_shared_body *health;       /* one reference; NULL: none */
+	struct fg_health_snap *health;       /* one reference; NULL: none (health.c) */
 	int health_rebuilding;               /* a request is rebuilding an expired copy */
 	/*
 	 * The drain (fg_api_drain): from then on requests are answered 503
@@ -71,6 +71,13 @@ struct fg_api {
 };
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
+
+/* Fleet health pages: unhealthy artifacts per page by default and at most (health.c). */
+#define FG_API_HEALTH_PAGE_DEFAULT 50
+#define FG_API_HEALTH_PAGE_MAX 500
+
+struct fg_health_snap;
+void fg_health_snap_unref(struct fg_health_snap *h);   /* NULL allowed */
 
 /* An ETag: a quoted prefix of the body's SHA-256. */
 #define FG_API_ETAG_MAX 40
@@ -159,6 +166,9 @@ struct fg_route {
 
 extern const struct fg_route fg_routes[];
 extern const size_t fg_n_routes;
+
+/* GET /v1/fleet/health (health.c). */
+void fg_api_get_fleet_health(struct fg_req *req, struct fg_resp *resp);
 
 /* The dashboard's handlers (ui.c). */
 void fg_ui_root(struct fg_req *req, struct fg_resp *resp);

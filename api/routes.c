@@ -760,81 +760,6 @@ out:
 	cJSON_Delete(body);
 }
 
-static double ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
-/* Build the health document into resp; on success resp->shared holds it. */
-static void build_fleet_health(struct fg_req *req, struct fg_resp *resp)
-{
-	struct fg_err err = { 0 };
-	struct fg_shared_body *fresh;
-	struct fg_store *s;
-	cJSON *doc = NULL;
-
-	if (!(s = store_or_problem(req, resp)))
-		return;
-	if (fg_store_fleet_health(s, &doc, &err) != 0) {
-		fg_problem_from_err(resp, req, &err);
-		return;
-	}
-	fg_json_reply(resp, 200, doc);
-	if (resp->status != 200 || !(fresh = fg_shared_body_new(resp->body, strlen(resp->body))))
-		return;
-	/* Answer with the shared copy too, so the cache costs no second buffer. */
-	free(resp->body);
-	resp->body = NULL;
-	resp->shared = fresh;
-}
-
-/*
- * The cached document while no write happened since it was built (see
- * internal.h); else a fresh one, cached unless a write landed meanwhile.
- * The generation is read before the store is, so a write that races the
- * build leaves the cache marked stale rather than hiding the write.  When
- * the copy is only too old (writers outside this process), one request
- * rebuilds it while the others keep answering the copy: a rebuild reads the
- * whole fleet, and every handler thread doing it at once stalled them all.
- */
-static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
-{
-	struct fg_api *api = req->api;
-	struct fg_shared_body *old = NULL;
-	unsigned long long gen;
-	int rebuilding = 0;
-
-	pthread_mutex_lock(&api->health_lock);
-	gen = api->generation;
-	if (api->health && api->health_gen == gen) {
-		if (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_rebuilding)
-			resp->shared = fg_shared_body_ref(api->health);
-		else
-			rebuilding = api->health_rebuilding = 1;
-	}
-	pthread_mutex_unlock(&api->health_lock);
-	if (resp->shared) {
-		resp->status = 200;
-		resp->content_type = "application/json";
-		return;
-	}
-	build_fleet_health(req, resp);
-	pthread_mutex_lock(&api->health_lock);
-	if (rebuilding)
-		api->health_rebuilding = 0;
-	if (resp->shared && api->generation == gen) {
-		old = api->health;
-		api->health = fg_shared_body_ref(resp->shared);
-		api->health_gen = gen;
-		clock_gettime(CLOCK_MONOTONIC, &api->health_at);
-	}
-	pthread_mutex_unlock(&api->health_lock);
-	fg_shared_body_unref(old);
-}
-
 /* Every GET route answers HEAD too (RFC 9110 9.3.2): the same headers, no body. */
 const struct fg_route fg_routes[] = {
 	{ "GET", "/livez", FG_ROLE_NONE, 0, get_livez },
@@ -860,8 +785,8 @@ const struct fg_route fg_routes[] = {
 	{ "HEAD", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
 	{ "POST", "/v1/artifacts/{id}/verifications", FG_ROLE_WRITE, 1, post_verifications },
 	{ "POST", "/v1/fleet/reports", FG_ROLE_WRITE, 1, post_fleet_reports },
-	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
-	{ "HEAD", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
+	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, fg_api_get_fleet_health },
+	{ "HEAD", "/v1/fleet/health", FG_ROLE_READ, 0, fg_api_get_fleet_health },
 	{ "GET", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
 	{ "HEAD", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
 	/* The dashboard (ui.c): static and open; its data needs a token like any client. */

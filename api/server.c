@@ -1137,7 +1137,7 @@ void fg_api_stop(struct fg_api *api)
 	pthread_mutex_destroy(&api->drain_lock);
 	pthread_mutex_destroy(&api->inspect_lock);
 	pthread_cond_destroy(&api->drain_cond);
-	fg_shared_body_unref(api->health);
+	fg_health_snap_unref(api->health);
 	pthread_key_delete(api->store_key);
 	for (size_t i = 0; i < sizeof(api->owned) / sizeof(api->owned[0]); i++)
 		free(api->owned[i]);

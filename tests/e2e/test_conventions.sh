@@ -138,6 +138,42 @@ for path in /openapi.json /v1/jobs "/v1/jobs/$JOB" /v1/artifacts "/v1/artifacts/
 	expect "GET $path with another tag: 200" 200
 done
 
+# ---- fleet health: the summary and a bounded unhealthy list, with a cursor ----
+# 60 unhealthy artifacts (the 306 incident inspected again and again), one served.
+for i in $(seq 1 60); do post /v1/inspections '{"source": "qwen35_mlx_embedded"}'; done
+post /v1/fleet/reports "{\"host\": \"gpu-9\", \"artifact\": $(jb .artifact_id), \"runtime\": \"mlx-lm-0.31\"}"
+get /v1/fleet/health
+expect "health: 200" 200
+check "health: the default page lists 50 unhealthy ($(jb '.unhealthy | length'))" [ "$(jb '.unhealthy | length')" = 50 ]
+check "health: unhealthy_total counts them all ($(jb .unhealthy_total))" [ "$(jb .unhealthy_total)" -ge 60 ]
+check "health: next_cursor 50" [ "$(jb .next_cursor)" = 50 ]
+check "health: the summary is there" [ "$(jb '[.artifacts.total > 60, (.verdict_matrix | type), (.probe_after_load | type)] | map(tostring) | join(" ")')" = "true array object" ]
+check "health: the served one comes first" [ "$(jb '.unhealthy[0].hosts[0].host')" = gpu-9 ]
+cp "$TMP/body" "$TMP/page0.json"
+size0=$(wc -c <"$TMP/body")
+get /v1/fleet/health?full=1
+check "health ?full=1: the whole list ($(jb '.unhealthy | length'))" [ "$(jb '.unhealthy | length')" = "$(jb .unhealthy_total)" ]
+check "health ?full=1: no next_cursor (the document as it was)" [ "$(jb 'has("next_cursor")')" = false ]
+check "health: the default page ($size0 B) is smaller than the whole ($(wc -c <"$TMP/body") B)" [ "$size0" -lt "$(wc -c <"$TMP/body")" ]
+jb -c '[.unhealthy[].artifact_id]' >"$TMP/all_ids"
+paged="[]"
+cursor=0
+for i in $(seq 1 20); do
+	get "/v1/fleet/health?unhealthy_limit=7&cursor=$cursor"
+	[ "$CODE" = 200 ] || { bad "health page at $cursor: HTTP $CODE"; break; }
+	[ "$(jb '.unhealthy | length')" -le 7 ] || bad "health page at $cursor holds more than 7"
+	paged=$(jq -c --argjson p "$paged" '$p + [.unhealthy[].artifact_id]' "$TMP/body")
+	cursor=$(jb '.next_cursor // empty')
+	[ -z "$cursor" ] && break
+done
+check "health pages: every unhealthy artifact once, in order" [ "$paged" = "$(cat "$TMP/all_ids")" ]
+get "/v1/fleet/health?unhealthy_limit=0"
+expect_problem "health: unhealthy_limit 0 is 422" 422 invalid-query
+get "/v1/fleet/health?unhealthy_limit=501"
+expect_problem "health: unhealthy_limit over 500 is 422" 422 invalid-query
+get "/v1/fleet/health?full=yes"
+expect_problem "health: full=yes is 422" 422 invalid-query
+
 # ---- Retry-After on 503 ----
 stop_server "$MAIN_PID" 10
 check "main: exit 0" [ "$STOP_RC" = 0 ]
