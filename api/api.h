@@ -118,6 +118,14 @@ void fg_api_data_changed(struct fg_api *api);
 /* Record a finished job's duration for /metrics. */
 void fg_api_job_finished(struct fg_api *api, double seconds);
 
+/*
+ * Count, for /metrics, bytes a remote read fetched and bytes it took from
+ * the pull cache (forged_pull_*), and bytes a forge job wrote
+ * (forged_forge_bytes_written_total).  NULL allowed.
+ */
+void fg_api_count_pull(struct fg_api *api, unsigned long long fetched, unsigned long long from_cache);
+void fg_api_count_forge_written(struct fg_api *api, unsigned long long bytes);
+
 /* The routes the server answers: "METHOD PATH" pairs, PATH in OpenAPI form. */
 struct fg_api_route_info {
 	const char *method;

@@ -20,6 +20,8 @@
 #define FG_API_JSON_DEPTH 32
 #define FG_API_STATUS_SLOTS 16
 #define FG_API_DURATION_BUCKETS 8
+#define FG_API_REQ_BUCKETS 11
+#define FG_API_ROUTES_MAX 64
 
 struct fg_api {
 	struct fg_api_config cfg;
@@ -38,6 +40,12 @@ struct fg_api {
 	unsigned long long dur_bucket[FG_API_DURATION_BUCKETS + 1];
 	double dur_sum;
 	unsigned long long dur_count;
+	/* Request durations per route (index into fg_routes; fg_n_routes: no route). */
+	unsigned long long req_bucket[FG_API_ROUTES_MAX + 1][FG_API_REQ_BUCKETS + 1];
+	double req_sum[FG_API_ROUTES_MAX + 1];
+	unsigned long long req_count[FG_API_ROUTES_MAX + 1];
+	/* Remote reads (inspections and jobs) and what forge jobs wrote. */
+	unsigned long long pull_fetched, pull_from_cache, forge_written;
 	/*
 	 * GET /v1/fleet/health is answered from the last document built while
 	 * nothing was written since (generation unchanged) and for at most

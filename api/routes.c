@@ -325,6 +325,20 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 	}
 	fg_json_utf8_fix(report); /* file and tensor names are any bytes; the stored report is UTF-8 */
 	{
+		/* What a remote inspection read, for /metrics. */
+		const cJSON *rem = cJSON_GetObjectItemCaseSensitive(report, "remote");
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(rem, "bytes_fetched");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(rem, "bytes_from_cache");
+		int64_t nf = 0, nc = 0;
+
+		if (cJSON_IsNumber(f))
+			fg_json_to_int(f->valuedouble, 0, FG_API_ID_MAX, &nf);
+		if (cJSON_IsNumber(c))
+			fg_json_to_int(c->valuedouble, 0, FG_API_ID_MAX, &nc);
+		if (nf || nc)
+			fg_api_count_pull(req->api, (unsigned long long)nf, (unsigned long long)nc);
+	}
+	{
 		struct fg_inspect_summary sum;
 		struct fg_artifact_in a = { .source = source, .report = report };
 

@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include "api/validate.h"
 #include "store/idem.h"
 #include "forge/core/sha256.h"
+#include "forge/core/version.h"
 
 static const double duration_bounds[FG_API_DURATION_BUCKETS] = { 0.1, 0.5, 1, 5, 15, 60, 300, 1800 };
 
@@ -375,6 +378,48 @@ void fg_api_job_finished(struct fg_api *api, double seconds)
 	pthread_mutex_unlock(&api->metrics_lock);
 }
 
+void fg_api_count_pull(struct fg_api *api, unsigned long long fetched, unsigned long long from_cache)
+{
+	if (!api)
+		return;
+	pthread_mutex_lock(&api->metrics_lock);
+	api->pull_fetched += fetched;
+	api->pull_from_cache += from_cache;
+	pthread_mutex_unlock(&api->metrics_lock);
+}
+
+void fg_api_count_forge_written(struct fg_api *api, unsigned long long bytes)
+{
+	if (!api)
+		return;
+	pthread_mutex_lock(&api->metrics_lock);
+	api->forge_written += bytes;
+	pthread_mutex_unlock(&api->metrics_lock);
+}
+
+static const double req_bounds[FG_API_REQ_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+
+/* A request's duration, by its route (fg_n_routes: none), for forged_http_request_duration_seconds. */
+static void count_duration(struct fg_api *api, const struct fg_req *req)
+{
+	struct timespec now;
+	size_t r = req->route ? (size_t)(req->route - fg_routes) : fg_n_routes;
+	double secs;
+	size_t b = 0;
+
+	if (r > FG_API_ROUTES_MAX)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	secs = (double)(now.tv_sec - req->started.tv_sec) + (double)(now.tv_nsec - req->started.tv_nsec) / 1e9;
+	while (b < FG_API_REQ_BUCKETS && secs > req_bounds[b])
+		b++;
+	pthread_mutex_lock(&api->metrics_lock);
+	api->req_bucket[r][b]++;
+	api->req_sum[r] += secs;
+	api->req_count[r]++;
+	pthread_mutex_unlock(&api->metrics_lock);
+}
+
 /* A growing text buffer for the metrics page. */
 struct text {
 	char *s;
@@ -410,12 +455,86 @@ static void text_add(struct text *t, const char *fmt, ...)
 	}
 }
 
+/* The process_* figures from /proc (Linux): 0 when /proc cannot be read. */
+struct proc_figures {
+	double cpu_seconds, start_time;
+	unsigned long long rss_bytes, vm_bytes, open_fds, max_fds;
+};
+
+static void proc_figures(struct proc_figures *f)
+{
+	char buf[1024], *p;
+	unsigned long long utime = 0, stime = 0, start = 0, vsize = 0, rss = 0, btime = 0;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+	FILE *fp;
+	DIR *dir;
+
+	memset(f, 0, sizeof(*f));
+	if ((fp = fopen("/proc/self/stat", "r"))) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+
+		buf[n] = '\0';
+		fclose(fp);
+		/* Fields after the command name "(...)": state is field 3; utime 14, stime 15, starttime 22, vsize 23, rss 24. */
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %llu",
+				&utime, &stime, &start, &vsize, &rss) == 5 && tick > 0) {
+			f->cpu_seconds = (double)(utime + stime) / (double)tick;
+			f->vm_bytes = vsize;
+			f->rss_bytes = rss * (unsigned long long)(page > 0 ? page : 4096);
+		}
+	}
+	if ((fp = fopen("/proc/stat", "r"))) {
+		while (fgets(buf, sizeof(buf), fp))
+			if (sscanf(buf, "btime %llu", &btime) == 1)
+				break;
+		fclose(fp);
+		if (btime && tick > 0)
+			f->start_time = (double)btime + (double)start / (double)tick;
+	}
+	if ((dir = opendir("/proc/self/fd"))) {
+		struct dirent *e;
+
+		while ((e = readdir(dir)))
+			if (e->d_name[0] != '.')
+				f->open_fds++;
+		closedir(dir);
+		if (f->open_fds)
+			f->open_fds--; /* the one opendir holds */
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		f->max_fds = rl.rlim_cur == RLIM_INFINITY ? 0 : (unsigned long long)rl.rlim_cur;
+}
+
+/*
+ * The Prometheus text: every family once, each with its HELP and TYPE
+ * before its samples (tests/e2e/test_conventions.sh parses it so).
+ */
 char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *counts, const cJSON *by_verdict)
 {
 	struct text t = { NULL, 0, 0 };
+	struct proc_figures pf;
 	const cJSON *it;
-	unsigned long long cum = 0;
+	unsigned long long cum = 0, closed[FG_CONN_PHASES];
+	unsigned stuck = 0, running = fg_api_inspections_running(&stuck);
 
+	proc_figures(&pf);
+	text_add(&t, "# HELP forged_build_info The running forged: its version and libmicrohttpd's.\n"
+		     "# TYPE forged_build_info gauge\nforged_build_info{version=\"%s\",libmicrohttpd=\"%s\"} 1\n",
+		 FG_VERSION, MHD_get_version());
+	text_add(&t, "# HELP process_cpu_seconds_total User and system CPU time spent.\n"
+		     "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n", pf.cpu_seconds);
+	text_add(&t, "# HELP process_resident_memory_bytes Resident memory size.\n"
+		     "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %llu\n", pf.rss_bytes);
+	text_add(&t, "# HELP process_virtual_memory_bytes Virtual memory size.\n"
+		     "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n", pf.vm_bytes);
+	text_add(&t, "# HELP process_open_fds Open file descriptors.\n"
+		     "# TYPE process_open_fds gauge\nprocess_open_fds %llu\n", pf.open_fds);
+	text_add(&t, "# HELP process_max_fds The file descriptor limit (0: none).\n"
+		     "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n", pf.max_fds);
+	text_add(&t, "# HELP process_start_time_seconds Start time of the process since the epoch.\n"
+		     "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n", pf.start_time);
 	text_add(&t, "# HELP forged_jobs Jobs by state.\n# TYPE forged_jobs gauge\n");
 	for (int s = FG_JOB_QUEUED; s <= FG_JOB_CANCELLED; s++)
 		text_add(&t, "forged_jobs{state=\"%s\"} %lld\n", fg_job_state_name((enum fg_job_state)s),
@@ -438,7 +557,57 @@ char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *coun
 	for (size_t i = 0; i < FG_API_STATUS_SLOTS && api->status_code[i]; i++)
 		text_add(&t, "forged_http_requests_total{code=\"%llu\"} %llu\n", api->status_code[i],
 			 api->status_count[i]);
+	text_add(&t, "# HELP forged_http_request_duration_seconds Time from the end of the headers to the answer "
+		     "queued, by route and method.\n# TYPE forged_http_request_duration_seconds histogram\n");
+	for (size_t r = 0; r <= fg_n_routes && r <= FG_API_ROUTES_MAX; r++) {
+		const char *path = r < fg_n_routes ? fg_routes[r].path : "(none)";
+		const char *method = r < fg_n_routes ? fg_routes[r].method : "(any)";
+
+		if (!api->req_count[r])
+			continue;
+		cum = 0;
+		for (size_t b = 0; b <= FG_API_REQ_BUCKETS; b++) {
+			cum += api->req_bucket[r][b];
+			if (b < FG_API_REQ_BUCKETS)
+				text_add(&t, "forged_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
+					 path, method, req_bounds[b], cum);
+			else
+				text_add(&t, "forged_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
+					 path, method, cum);
+		}
+		text_add(&t, "forged_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %g\n", path, method,
+			 api->req_sum[r]);
+		text_add(&t, "forged_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n", path,
+			 method, api->req_count[r]);
+	}
+	text_add(&t, "# HELP forged_pull_fetched_bytes_total Bytes remote reads (inspections and jobs) fetched.\n"
+		     "# TYPE forged_pull_fetched_bytes_total counter\nforged_pull_fetched_bytes_total %llu\n",
+		 api->pull_fetched);
+	text_add(&t, "# HELP forged_pull_cache_hit_bytes_total Bytes remote inspections read from the pull cache "
+		     "instead of the network.\n# TYPE forged_pull_cache_hit_bytes_total counter\n"
+		     "forged_pull_cache_hit_bytes_total %llu\n", api->pull_from_cache);
+	text_add(&t, "# HELP forged_forge_bytes_written_total Bytes of the files forge jobs wrote (hard-linked "
+		     "shards not counted).\n# TYPE forged_forge_bytes_written_total counter\n"
+		     "forged_forge_bytes_written_total %llu\n", api->forge_written);
 	pthread_mutex_unlock(&api->metrics_lock);
+	pthread_mutex_lock(&api->conns.lock);
+	memcpy(closed, api->conns.closed, sizeof(closed));
+	pthread_mutex_unlock(&api->conns.lock);
+	text_add(&t, "# HELP forged_http_deadline_closed_total Connections shut down past their deadline, by phase.\n"
+		     "# TYPE forged_http_deadline_closed_total counter\n");
+	for (int ph = 0; ph < FG_CONN_PHASES; ph++)
+		if (ph != FG_CONN_HANDLING)
+			text_add(&t, "forged_http_deadline_closed_total{phase=\"%s\"} %llu\n",
+				 fg_conn_phase_name((enum fg_conn_phase)ph), closed[ph]);
+	pthread_mutex_lock(&api->inspect_lock);
+	text_add(&t, "# HELP forged_inspections_running Inspection threads alive (stuck ones too).\n"
+		     "# TYPE forged_inspections_running gauge\nforged_inspections_running %u\n", running);
+	text_add(&t, "# HELP forged_inspections_stuck Inspection threads still running past their deadline.\n"
+		     "# TYPE forged_inspections_stuck gauge\nforged_inspections_stuck %u\n", stuck);
+	text_add(&t, "# HELP forged_inspection_timeouts_total Inspections answered 503 at their deadline.\n"
+		     "# TYPE forged_inspection_timeouts_total counter\nforged_inspection_timeouts_total %llu\n",
+		 api->inspect_timeouts);
+	pthread_mutex_unlock(&api->inspect_lock);
 	text_add(&t, "# HELP forged_artifacts Artifacts stored.\n# TYPE forged_artifacts gauge\n"
 		     "forged_artifacts %lld\n", (long long)counts->artifacts);
 	text_add(&t, "# HELP forged_artifacts_unhealthy Artifacts with an error verdict or collapsed acceptance.\n"
@@ -860,6 +1029,7 @@ static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
 	ret = MHD_queue_response(req->conn, resp->status, r);
 	MHD_destroy_response(r);
 	count_status(req->api, resp->status);
+	count_duration(req->api, req);
 	/* The watchdog's self-check every few seconds would drown the log. */
 	if (req->api->cfg.log && strcmp(req->request_id, FG_API_SELF_CHECK_ID) != 0)
 		req->api->cfg.log(resp->status >= 500 ? 3 : 6, "%s %s %u request_id=%s%s%s", req->method, req->url,

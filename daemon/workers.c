@@ -9,6 +9,7 @@
 #include "daemon/workers.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ struct job_ctx {
 	int cancelled;
 	int aborted;
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
+	uint64_t fetched;              /* bytes the remote read fetched so far (for /metrics) */
 };
 
 /* Forge progress: record it, and stop on cancel or shutdown. */
@@ -114,6 +116,8 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	struct job_ctx *j = ctx;
 	char stage[32];
 
+	if (done > j->fetched)
+		j->fetched = done;
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
@@ -156,6 +160,32 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 		id = 0;
 	cJSON_Delete(report);
 	return id;
+}
+
+/* Bytes of the regular files under dir that forge wrote: hard-linked (unchanged) shards are not counted. */
+static unsigned long long bytes_written(const char *dir, int depth)
+{
+	unsigned long long n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (depth > 8 || !(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat st;
+
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) || lstat(path, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += bytes_written(path, depth + 1);
+		else if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+			n += (unsigned long long)st.st_size;
+	}
+	closedir(d);
+	return n;
 }
 
 static void run_job(struct worker *w, struct fg_job *job)
@@ -220,6 +250,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			api = p->cfg.api;
 			pthread_mutex_unlock(&p->lock);
 			fg_api_data_changed(api);
+			fg_api_count_forge_written(api, bytes_written(res.artifact, 0));
 			fg_store_job_finish(w->store, job->id, FG_JOB_SUCCEEDED, NULL, aid, &err);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
@@ -235,6 +266,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 	api = p->cfg.api;
 	pthread_mutex_unlock(&p->lock);
 	fg_api_job_finished(api, since(&t0));
+	if (ctx.fetched)
+		fg_api_count_pull(api, ctx.fetched, 0);
 	fg_forge_result_release(&res);
 	cJSON_Delete(params);
 }

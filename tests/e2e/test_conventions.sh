@@ -174,6 +174,56 @@ expect_problem "health: unhealthy_limit over 500 is 422" 422 invalid-query
 get "/v1/fleet/health?full=yes"
 expect_problem "health: full=yes is 422" 422 invalid-query
 
+# ---- /metrics: every family once, with HELP and TYPE; the process, requests, reads and writes ----
+http GET /metrics
+expect "/metrics: 200" 200
+if out=$("$PYTHON" - "$TMP/body" <<'PY' 2>&1
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+help_, type_, seen, order = {}, {}, {}, []
+problems = []
+for ln in lines:
+    m = re.match(r"# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$", ln)
+    if m:
+        d = help_ if m.group(1) == "HELP" else type_
+        if m.group(2) in d:
+            problems.append("%s %s twice" % (m.group(1), m.group(2)))
+        d[m.group(2)] = m.group(3)
+        continue
+    m = re.match(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$', ln)
+    if not m:
+        problems.append("not a sample: " + ln)
+        continue
+    name = m.group(1)
+    fam = name
+    for suf in ("_bucket", "_sum", "_count"):
+        if name.endswith(suf) and type_.get(name[: -len(suf)]) == "histogram":
+            fam = name[: -len(suf)]
+    if fam not in type_ or fam not in help_:
+        problems.append("sample of %s before its HELP and TYPE" % fam)
+    if order and order[-1] != fam and fam in seen:
+        problems.append("family %s appears twice" % fam)
+    seen[fam] = True
+    if not order or order[-1] != fam:
+        order.append(fam)
+for fam in ["forged_build_info", "process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total",
+            "process_start_time_seconds", "forged_http_request_duration_seconds", "forged_pull_fetched_bytes_total",
+            "forged_pull_cache_hit_bytes_total", "forged_forge_bytes_written_total", "forged_http_requests_total"]:
+    if fam not in seen:
+        problems.append("no " + fam)
+print("\n".join(problems) if problems else "ok %d families" % len(seen))
+sys.exit(1 if problems else 0)
+PY
+); then ok; else bad "/metrics families: $out"; fi
+check "/metrics: request durations by route and method" \
+	grep -q '^forged_http_request_duration_seconds_count{route="/v1/jobs/{id}",method="GET"} [1-9]' "$TMP/body"
+check "/metrics: a forge job wrote bytes" grep -Eq '^forged_forge_bytes_written_total [1-9][0-9]*$' "$TMP/body"
+check "/metrics: resident memory" grep -Eq '^process_resident_memory_bytes [1-9][0-9]*$' "$TMP/body"
+check "/metrics: open fds" grep -Eq '^process_open_fds [1-9][0-9]*$' "$TMP/body"
+check "/metrics: start time near now" \
+	"$PYTHON" -c 'import re,sys,time; v=float(re.search(r"^process_start_time_seconds (\S+)$", open(sys.argv[1]).read(), re.M).group(1)); sys.exit(not (time.time() - 3600 < v <= time.time() + 5))' "$TMP/body"
+check "/metrics: build info names the version" grep -Eq '^forged_build_info\{version="[0-9.]+",libmicrohttpd="[0-9.]+"\} 1$' "$TMP/body"
+
 # ---- Retry-After on 503 ----
 stop_server "$MAIN_PID" 10
 check "main: exit 0" [ "$STOP_RC" = 0 ]
