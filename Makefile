@@ -11,6 +11,9 @@
 #                   installs deps if missing; ends with "tests: N passed, N failed";
 #                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
+#   make tsan-test  ThreadSanitizer (in build/tsan) on the store's unit test and the
+#                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
+#                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
@@ -43,6 +46,10 @@ BROWSER_PKGS := chromium fonts-dejavu-core
 ifeq ($(SANITIZE),)
 BUILD   := build
 SANFLAGS :=
+else ifeq ($(SANITIZE),thread)
+# ThreadSanitizer cannot share objects with ASan: its own folder.
+BUILD   := build/tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
 BUILD   := build/san
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -78,7 +85,7 @@ FIXTURES   := $(BUILD)/fixtures
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-run deps-deb browser-deps test test-build run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
+.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -185,6 +192,16 @@ test: deps
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
 	$(DEQUANT_GOLDEN)/index.json
+
+# ThreadSanitizer on the store and the server: build/tsan, then test_store and the
+# serve scripts with a TSan-built forged.  A report makes the process exit 66 and
+# the run fail; tests/tsan.supp names what is suppressed and why.
+TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh
+tsan-test: deps
+	@$(MAKE) --no-print-directory SANITIZE=thread build/tsan/forged build/tsan/tests/test_store \
+		build/tsan/fixtures/manifest.json
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		PYTHON=$(PYTHON) bash tests/run_all.sh build/tsan --only "tests/test_store $(TSAN_TESTS)"
 
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
 run: deps-run

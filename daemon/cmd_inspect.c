@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/validate.h"
 #include "forge/model/inspect.h"
 
 #define MAX_RUNTIME_ARGS 16
@@ -175,7 +176,12 @@ static int run_inspect(int argc, char **argv)
 		return fg_cli_fail(&err);
 	if (json) {
 		cJSON *doc = fg_inspect_json(r);
-		char *text = doc ? cJSON_Print(doc) : NULL;
+		char *text;
+
+		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
+		if (doc)
+			fg_json_utf8_fix(doc);
+		text = doc ? cJSON_Print(doc) : NULL;
 
 		cJSON_Delete(doc);
 		if (!text) {

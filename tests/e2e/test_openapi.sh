@@ -110,6 +110,8 @@ for path in sys.argv[1:]:
             elif " " in lit or re.fullmatch(r"[A-Z][a-z]+", lit):
                 break  # the title: slugs come before it
     slugs.update(re.findall(r"urn:forged:problem:([a-z-]+)", src))
+    # Validation faults (api/validate.c) carry their type as the second argument.
+    slugs.update(re.findall(r'fg_v_add(?:_param)?\(\s*[^,]+,\s*"([a-z0-9]+(?:-[a-z0-9]+)*)"', src))
 for s in sorted(slugs):
     print("urn:forged:problem:" + s)
 EOF

@@ -116,7 +116,7 @@ get /v1/nothing
 expect_problem "unknown route: 404" 404 no-such-route
 http PUT /v1/jobs "${W[@]}"
 expect_problem "PUT /v1/jobs: 405" 405 method-not-allowed
-check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET" ]
+check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET, HEAD" ]
 get /v1/jobs/0
 expect_problem "job id 0 is no route" 404 no-such-route
 get /v1/jobs/99999
@@ -306,6 +306,8 @@ check "refused forge: nothing in state/artifacts" [ ! -e "$STATE/artifacts/$BADJ
 get "/v1/jobs/$JOB"
 DELETE_DONE=$(jb .state)
 http DELETE "/v1/jobs/$JOB" "${W[@]}"
+expect_problem "DELETE of a succeeded job is 409 job-finished" 409 job-finished
+get "/v1/jobs/$JOB"
 check "DELETE of a succeeded job leaves it succeeded" [ "$(jb .state)" = "$DELETE_DONE" ]
 
 # ---- verifications: MTPLX issue 306 and its control ----
@@ -549,6 +551,8 @@ check "cancel: the job says cancelled" [ "$(jb .state)" = cancelled ]
 get "/v1/jobs/$C1"
 check "cancel: GET says cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE "/v1/jobs/$C1" "${W[@]}"
+expect_problem "cancel twice: 409 job-finished" 409 job-finished
+get "/v1/jobs/$C1"
 check "cancel twice: still cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE /v1/jobs/4242 "${W[@]}"
 expect_problem "cancel an unknown job: 404" 404 not-found

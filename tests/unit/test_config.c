@@ -177,7 +177,7 @@ static void test_refused_keys_and_types(void **state)
 	expect_file_error("{\"workers\": 2, \"wokers\": 2}", FG_EINPUT, "unknown key 'wokers'");
 	expect_file_error("{\"workers\": true}", FG_EINPUT, "'workers' has the wrong type");
 	expect_file_error("{\"state_dir\": null}", FG_EINPUT, "'state_dir' has the wrong type");
-	expect_file_error("{\"workers\": 2.5}", FG_EUSAGE, "workers must be an integer");
+	expect_file_error("{\"workers\": 2.5}", FG_EUSAGE, "workers 2.5 is not an integer within 0..256");
 	expect_file_error("{\"workers\": \"two\"}", FG_EUSAGE, "workers 'two' is not an integer");
 	expect_file_error("{\"state_dir\": \"\"}", FG_EUSAGE, "state_dir must be a non-empty path");
 	expect_file_error("{\"tokens_file\": 1}", FG_EUSAGE, "tokens_file must be a non-empty path");
@@ -214,7 +214,7 @@ static void test_ranges(void **state)
 			snprintf(json, sizeof(json), "{\"%s\": %lld}", ranges[i].key, edge[k]);
 			expect_file_ok(json, &cfg);
 			snprintf(json, sizeof(json), "{\"%s\": %lld}", ranges[i].key, outside);
-			snprintf(phrase, sizeof(phrase), "%s %lld is outside %lld..%lld", ranges[i].key, outside,
+			snprintf(phrase, sizeof(phrase), "%s %lld is not an integer within %lld..%lld", ranges[i].key, outside,
 				 ranges[i].min, ranges[i].max);
 			expect_file_error(json, FG_EUSAGE, phrase);
 		}
