@@ -130,6 +130,22 @@ const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name)
 	return f->slots[i] ? &f->tensors[f->slots[i] - 1] : NULL;
 }
 
+const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h)
+{
+	size_t mask, i;
+
+	if (!f || !f->n_slots)
+		return NULL;
+	mask = f->n_slots - 1;
+	for (i = (size_t)h & mask; f->slots[i]; i = (i + 1) & mask) {
+		const struct fg_tensor *t = &f->tensors[f->slots[i] - 1];
+
+		if (t->hash == h && memcmp(t->name, name, len) == 0 && t->name[len] == '\0')
+			return t;
+	}
+	return NULL;
+}
+
 const char *fg_st_meta(const struct fg_st_file *f, const char *key)
 {
 	for (size_t i = 0; f && i < f->n_meta; i++)
@@ -309,7 +325,7 @@ static int check_entry(struct fg_tensor *t, const struct entry *e, bool is_objec
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': shape[%zu] %s",
 					  label, t->name, i, why);
 	}
-	t->rank = (int8_t)e->rank;
+	t->rank = (int)e->rank;
 	if (fg_shape_nelem(t->shape, t->rank, &t->nelem) != 0 ||
 	    t->nelem > UINT64_MAX / fg_dtype_size(t->dtype))
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': element count of its shape overflows",

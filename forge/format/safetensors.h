@@ -46,7 +46,7 @@ struct fg_tensor {
 	uint64_t nelem;
 	uint64_t begin, end;  /* offsets into the data section */
 	enum fg_dtype dtype;
-	int8_t rank;
+	int rank;
 	uint8_t skip;         /* classifier's: bytes of container prefixes before the name's body */
 	uint16_t facts;       /* classifier's: 0 when not classified */
 	uint32_t hash;
@@ -150,6 +150,12 @@ void fg_st_close(struct fg_st_file *f);
 
 /* The tensor called name, or NULL.  O(1). */
 const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name);
+
+/*
+ * The tensor whose name is the len bytes at name (not NUL-terminated) with
+ * h == (uint32_t)fg_fnv1a_n(name, len), or NULL.  O(1).
+ */
+const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h);
 
 /* The metadata value for key, or NULL. */
 const char *fg_st_meta(const struct fg_st_file *f, const char *key);

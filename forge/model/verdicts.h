@@ -68,6 +68,8 @@ enum fg_verdict_kind {
 	  "config.json declares an MTP head but no tensor holds it")                              \
 	X(MALFORMED_CHECKPOINT, "malformed_checkpoint", FG_SEV_ERROR, FG_VK_STATIC,                \
 	  "the checkpoint contradicts itself")                                                    \
+	X(UNREADABLE_SHARD, "unreadable_shard", FG_SEV_ERROR, FG_VK_STATIC,                        \
+	  "a model*.safetensors is no readable regular file: a runtime that globs fails to load it") \
 	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
 	  "a model*.safetensors absent from the index: mlx-lm loads it anyway")                   \
 	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \
