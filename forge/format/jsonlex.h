@@ -21,6 +21,8 @@
  * the first, as cJSON_GetObjectItemCaseSensitive does).  Decoded strings are
  * read as C strings (cut at a decoded NUL), as cJSON's users read them.
  *
+ * The text must hold no NUL byte (both callers refuse such text first).
+ *
  * Usage: fg_jl_init, then fg_jl_begin / fg_jl_more to walk containers,
  * fg_jl_key / fg_jl_string / fg_jl_number / fg_jl_skip for values.  Every
  * call returns false once the text is malformed, and l->bad says where.

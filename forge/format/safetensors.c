@@ -68,10 +68,22 @@ static size_t utf8_bad_at(const uint8_t *s, size_t len)
 	size_t i = 0;
 
 	while (i < len) {
-		uint8_t c = s[i];
+		uint8_t c;
 		size_t need;
 		uint32_t cp, min;
 
+		/* Eight ASCII bytes at a time: no high bit set and no zero byte. */
+		while (i + 8 <= len) {
+			uint64_t w;
+
+			memcpy(&w, s + i, 8);
+			if ((w & 0x8080808080808080ull) || ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull))
+				break;
+			i += 8;
+		}
+		if (i >= len)
+			break;
+		c = s[i];
 		if (c == 0)
 			return i;
 		if (c < 0x80) {
@@ -261,27 +273,42 @@ static bool read_entry(struct fg_jl *l, struct entry *e, char *scratch, bool *is
 		size_t klen;
 		enum fg_jl_kind k;
 
+		const char *kb;
+
 		if (!fg_jl_key(l, &key))
 			return false;
-		klen = fg_jl_decode(&key, scratch);
+		if (key.escaped) {
+			klen = fg_jl_decode(&key, scratch);
+			kb = scratch;
+		} else {
+			klen = key.len;
+			kb = key.raw;
+		}
 		k = fg_jl_peek(l);
-		if (klen == 5 && memcmp(scratch, "dtype", 5) == 0 && e->dtype_kind == FG_JL_NONE) {
+		if (klen == 5 && memcmp(kb, "dtype", 5) == 0 && e->dtype_kind == FG_JL_NONE) {
 			e->dtype_kind = k;
 			if (k != FG_JL_STRING)
 				goto skip;
 			if (!fg_jl_string(l, &str))
 				return false;
-			e->dtype_len = fg_jl_decode(&str, scratch);
-			snprintf(e->dtype, sizeof(e->dtype), "%s", scratch);
+			if (str.escaped) {
+				e->dtype_len = fg_jl_decode(&str, scratch);
+				memcpy(e->dtype, scratch, e->dtype_len < sizeof(e->dtype) ? e->dtype_len : sizeof(e->dtype) - 1);
+			} else {
+				e->dtype_len = str.len;
+				memcpy(e->dtype, str.raw, str.len < sizeof(e->dtype) ? str.len : sizeof(e->dtype) - 1);
+			}
 			if (e->dtype_len >= sizeof(e->dtype))
 				e->dtype_len = sizeof(e->dtype); /* too long for any dtype */
-		} else if (klen == 5 && memcmp(scratch, "shape", 5) == 0 && e->shape_kind == FG_JL_NONE) {
+			else
+				e->dtype[e->dtype_len] = '\0';
+		} else if (klen == 5 && memcmp(kb, "shape", 5) == 0 && e->shape_kind == FG_JL_NONE) {
 			e->shape_kind = k;
 			if (k != FG_JL_ARRAY)
 				goto skip;
 			if (!read_array(l, e->shape, FG_ST_MAX_RANK + 1, &e->rank))
 				return false;
-		} else if (klen == 12 && memcmp(scratch, "data_offsets", 12) == 0 && e->offsets_kind == FG_JL_NONE) {
+		} else if (klen == 12 && memcmp(kb, "data_offsets", 12) == 0 && e->offsets_kind == FG_JL_NONE) {
 			e->offsets_kind = k;
 			if (k != FG_JL_ARRAY)
 				goto skip;
@@ -535,7 +562,7 @@ static int parse_header_text(struct fg_st_file *f, const char *hdr, uint64_t hle
 	struct fg_jl l;
 	struct fg_jl_str key;
 	struct entry e;
-	char *scratch = NULL, *arena = NULL, *old;
+	char *arena = NULL, *old;
 	size_t bad, pos = 0, tcap = 0, mcap = 0;
 	uint64_t data_len = f->file_size - f->data_start;
 	bool first = true, seen_meta = false, is_object;
@@ -553,8 +580,7 @@ static int parse_header_text(struct fg_st_file *f, const char *hdr, uint64_t hle
 	}
 	/* Decoded strings are never longer than the text they come from. */
 	arena = malloc((size_t)hlen + 1);
-	scratch = malloc((size_t)hlen + 1);
-	if (!arena || !scratch) {
+	if (!arena) {
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for a %llu-byte header", label,
 				(unsigned long long)hlen);
 		goto out;
@@ -600,7 +626,8 @@ static int parse_header_text(struct fg_st_file *f, const char *hdr, uint64_t hle
 		memset(t, 0, sizeof(*t));
 		t->name = name;
 		t->hash = (uint32_t)fg_fnv1a_n(name, nlen);
-		if (!read_entry(&l, &e, scratch, &is_object))
+		/* Escaped keys of the entry decode into the arena's free end (never committed). */
+		if (!read_entry(&l, &e, arena + pos, &is_object))
 			goto syntax;
 		rc = check_entry(t, &e, is_object, label, err);
 		if (rc) {
@@ -658,7 +685,6 @@ syntax:
 			label, (l.bad ? l.bad : l.p) - hdr);
 out:
 	free(arena);
-	free(scratch);
 	return rc;
 }
 
@@ -776,6 +802,55 @@ static int64_t mtime_ns(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/*
+ * The header text buffer, one per thread and reused from file to file (a
+ * checkpoint's shards have headers of similar size): fresh pages for every
+ * header cost more than parsing them.  Freed when the thread ends.
+ */
+static pthread_key_t hdr_key;
+static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
+
+struct hdr_buf {
+	char *p;
+	size_t cap;
+};
+
+static void hdr_free(void *v)
+{
+	struct hdr_buf *b = v;
+
+	if (b)
+		free(b->p);
+	free(b);
+}
+
+static void hdr_key_init(void)
+{
+	pthread_key_create(&hdr_key, hdr_free);
+}
+
+static char *hdr_buffer(size_t len)
+{
+	struct hdr_buf *b;
+
+	pthread_once(&hdr_once, hdr_key_init);
+	b = pthread_getspecific(hdr_key);
+	if (!b) {
+		if (!(b = calloc(1, sizeof(*b))))
+			return NULL;
+		pthread_setspecific(hdr_key, b);
+	}
+	if (len > b->cap) {
+		char *p = realloc(b->p, len);
+
+		if (!p)
+			return NULL;
+		b->p = p;
+		b->cap = len;
+	}
+	return b->p;
+}
+
 int fg_st_open_fd(struct fg_st_file **out, int fd, const char *label, const struct fg_st_parse_opts *opts,
 		  struct fg_err *err)
 {
@@ -801,7 +876,7 @@ int fg_st_open_fd(struct fg_st_file **out, int fd, const char *label, const stru
 	if (rc)
 		return rc;
 	f = file_new(label, (uint64_t)st.st_size);
-	hdr = malloc(hlen + 1);
+	hdr = hdr_buffer(hlen + 1);
 	if (!f || !hdr) {
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for a %llu-byte header",
 				label, (unsigned long long)hlen);
@@ -821,7 +896,6 @@ int fg_st_open_fd(struct fg_st_file **out, int fd, const char *label, const stru
 	f->mtime_ns = mtime_ns(&st);
 	rc = parse_header_text(f, hdr, hlen, NULL, opts, label, err);
 out:
-	free(hdr);
 	if (rc) {
 		fg_st_close(f);
 		return rc;

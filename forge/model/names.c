@@ -180,6 +180,7 @@ long fg_name_layer(const char *name)
 	return FG_NAME_NO_LAYER;
 }
 
+/* name is NUL-terminated, n bytes long. */
 static unsigned facts_of(const char *name, size_t n, long n_layers)
 {
 	const struct norm_rule *r = find_norm_rule_n(name, n);
@@ -189,7 +190,7 @@ static unsigned facts_of(const char *name, size_t n, long n_layers)
 		f |= FG_FACT_ZERO_C;
 	if (r && r->mlx_shifted)
 		f |= FG_FACT_MLX_SHIFT;
-	if (memmem(name, n, "mtp.", 4))
+	if (strstr(name, "mtp."))
 		f |= FG_FACT_MTP_KEY;
 	if (ends_n(name, n, ".scales", 7))
 		f |= FG_FACT_SCALES;

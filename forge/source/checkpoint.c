@@ -585,7 +585,7 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 	struct fg_jl l;
 	struct fg_jl_str key, val;
 	char *kbuf = malloc(ix->len + 1), *vbuf = malloc(ix->len + 1);
-	const char *last_raw = NULL;
+	const char *last_raw = NULL, *drop_to = ix->text;
 	size_t last_len = 0, last = NO_FILE;
 	bool first = true;
 	int rc = 0;
@@ -603,6 +603,13 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 	}
 	s->n_entries = 0;
 	while (fg_jl_more(&l, '}', &first)) {
+		/* What was scanned leaves the resident set: the index is read once, front to back. */
+		if (ix->mapped && l.p - drop_to > (4 << 20)) {
+			const char *upto = (const char *)((uintptr_t)l.p & ~(uintptr_t)4095);
+
+			madvise((void *)(uintptr_t)drop_to, (size_t)(upto - drop_to), MADV_DONTNEED);
+			drop_to = upto;
+		}
 		const char *kname, *vname;
 		size_t klen, vlen;
 		uint32_t h;
