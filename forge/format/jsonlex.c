@@ -266,21 +266,21 @@ size_t fg_jl_decode(const struct fg_jl_str *s, char *out)
 
 bool fg_jl_number(struct fg_jl *l, double *v)
 {
-	char buf[64], *after;
+	char small[64], *buf = small, *after;
 	size_t n = 0, left = (size_t)(l->end - l->p);
 	bool digits = true;
 	double d;
 
 	if (l->bad || !left || (*l->p != '-' && (*l->p < '0' || *l->p > '9')))
 		return fg_jl_fail(l);
-	/* parse_number: at most 63 bytes of [0-9+-eE.], then strtod */
-	while (n < sizeof(buf) - 1 && n < left) {
+	/* parse_number (as patched in Debian's 1.7.15, like 1.7.18): every byte of [0-9+-eE.], then strtod */
+	while (n < left) {
 		char c = l->p[n];
 
 		if (c >= '0' && c <= '9') {
-			buf[n++] = c;
+			n++;
 		} else if (c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.') {
-			buf[n++] = c;
+			n++;
 			digits = false;
 		} else {
 			break;
@@ -291,19 +291,25 @@ bool fg_jl_number(struct fg_jl *l, double *v)
 		uint64_t x = 0;
 
 		for (size_t i = 0; i < n; i++)
-			x = x * 10 + (uint64_t)(buf[i] - '0');
+			x = x * 10 + (uint64_t)(l->p[i] - '0');
 		*v = (double)x;
 		l->p += n;
 		l->tok_end = l->p;
 		fg_jl_ws(l);
 		return true;
 	}
+	if (n >= sizeof(small) && !(buf = malloc(n + 1)))
+		return fg_jl_fail(l);
+	memcpy(buf, l->p, n);
 	buf[n] = '\0';
 	d = strtod(buf, &after);
-	if (after == buf)
+	n = (size_t)(after - buf);
+	if (buf != small)
+		free(buf);
+	if (!n)
 		return fg_jl_fail(l);
 	*v = d;
-	l->p += after - buf;
+	l->p += n;
 	l->tok_end = l->p;
 	fg_jl_ws(l);
 	return true;

@@ -15,7 +15,8 @@
  * hold raw control bytes, escapes are \b \f \n \r \t \" \\ \/ and \uXXXX
  * (a high surrogate must be followed by \u and a low one; a lone low one is
  * refused; a non-hex digit makes the whole escape U+0000); a number starts
- * with '-' or a digit, takes at most 63 bytes of [0-9+-eE.] and means what
+ * with '-' or a digit, takes every byte of [0-9+-eE.] (Debian's 1.7.15 carries
+ * 1.7.18's fix: no 63-byte buffer) and means what
  * strtod makes of them (the bytes strtod leaves are the next token); arrays
  * and objects nest at most 1000 deep; duplicate keys are kept (callers take
  * the first, as cJSON_GetObjectItemCaseSensitive does).  Decoded strings are

@@ -371,7 +371,8 @@ static int glob_shards(struct fg_ckpt *c, size_t *cap, size_t *ucap, struct fg_e
 		}
 		n++;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		rc = add_file(c, cap, names[i], GROUP_GLOB, err);
 		if (rc < 0)
@@ -814,7 +815,8 @@ static void order_files(struct fg_ckpt *c)
 	for (size_t i = 0; i < c->n_files; i++)
 		if (c->files[i].group == GROUP_GLOB)
 			c->files[i].seq = i;
-	qsort(c->files, c->n_files, sizeof(*c->files), cmp_group);
+	if (c->n_files)
+		qsort(c->files, c->n_files, sizeof(*c->files), cmp_group);
 	ft_rebuild(c);
 	if (side)
 		c->sidecar = (int)find_file(c, side);
