@@ -204,6 +204,10 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
 			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
 			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);
+			if (st.max_bytes)
+				cJSON_AddNumberToObject(rem, "max_bytes", (double)st.max_bytes);
+			else
+				cJSON_AddNullToObject(rem, "max_bytes");
 			cJSON_AddStringToObject(rem, "note", "a remote listing cannot show stray shards: "
 							     "mlx-lm's glob sees local files only");
 		}

@@ -1159,6 +1159,7 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 	o->cache_dir = cache_dir;
 	o->allow_hosts = allow_hosts;
 	o->n_allow_hosts = n_allow_hosts;
+	o->max_bytes = FG_CKPT_PULL_MAX_BYTES;
 }
 
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len)

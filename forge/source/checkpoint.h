@@ -28,6 +28,8 @@
 #define FG_CKPT_CONFIG_MAX (4u << 20) /* config.json size cap: a real one is kilobytes */
 #define FG_CKPT_CONFIG_NODES 200000u  /* config.json JSON values cap (a cJSON node is ~64 bytes) */
 #define FG_CKPT_MAX_FILES 100000u
+#define FG_CKPT_PULL_MAX_BYTES (64ull << 30) /* a pull's max_bytes by default: an inspection, or a
+					      * job's source (its inspection and its head fetch) */
 #define FG_CKPT_OPEN_THREADS 8        /* header-parsing threads per fg_ckpt_open (see there) */
 
 struct fg_ckpt_file {
@@ -139,7 +141,7 @@ int fg_ckpt_open_with(struct fg_ckpt **out, const char *source, const struct fg_
 
 /*
  * The pull options every caller builds, in one place: fg_pull_opts_init's
- * defaults, merge_gap 0 (see checkpoint.c), FG_CKPT_USER_AGENT, the cache
+ * defaults, merge_gap 0 (see checkpoint.c), max_bytes FG_CKPT_PULL_MAX_BYTES, FG_CKPT_USER_AGENT, the cache
  * folder (NULL: no cache) and the allowed hosts (n_allow_hosts 0: any).
  * Strings and the host list are borrowed and must outlive o; progress and
  * the other fields are the caller's to set after.

@@ -101,6 +101,41 @@ check "5: a 1 TiB sparse norm is refused (exit 1, got $rc)" [ "$rc" -eq 1 ]
 check "5: ... in seconds, not minutes ($took s)" [ "$took" -le 10 ]
 check "5: ... as malformed_checkpoint" jqt '[.verdicts[].code] | index("malformed_checkpoint") != null' "$TMP/o"
 
+# The same norm at 4 GiB, remote: the cap keeps it from being fetched.
+if command -v nginx >/dev/null; then
+	. "$(dirname "$0")/nginx_lib.sh"
+	mkdir -p "$TMP/web/org"
+	D=$(fresh huge_remote)
+	"$PYTHON" - "$D/model-00003-of-00003.safetensors" <<'EOF2'
+import json, struct, sys
+n = 1 << 30  # 2^30 F32 = 4 GiB, sparse
+hdr = json.dumps({"language_model.model.layers.0.self_attn.k_norm.weight":
+                  {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(hdr)) + hdr)
+    f.truncate(8 + len(hdr) + 4 * n)
+EOF2
+	"$PYTHON" - "$D" <<'EOF2'
+import json, sys
+p = sys.argv[1] + "/model.safetensors.index.json"
+ix = json.load(open(p))
+ix["weight_map"]["language_model.model.layers.0.self_attn.k_norm.weight"] = "model-00003-of-00003.safetensors"
+json.dump(ix, open(p, "w"))
+EOF2
+	mv "$D" "$TMP/web/org/m"
+	if nginx_start "$TMP/web" "$TMP/nginx"; then
+		export FORGED_CACHE_DIR=$TMP/cache
+		rc=0; timeout 120 "$FORGED" inspect "$NGINX_URL/org/m/resolve/main/" --json >"$TMP/o" 2>"$TMP/e" || rc=$?
+		got=$(awk '$1 ~ /^2/ {s += $2} END {print s + 0}' "$NGINX_LOG")
+		check "5: a remote 4 GiB norm is refused (exit 1, got $rc: $(head -c 200 "$TMP/e"))" [ "$rc" -eq 1 ]
+		check "5: ... after $got bytes, not 4 GiB" [ "$got" -lt $((64 << 20)) ]
+		check "5: ... the report gives the pull's cap" jqt '.remote.max_bytes > 0' "$TMP/o"
+		nginx_stop 2>/dev/null || true
+	else
+		bad "5: nginx did not start"
+	fi
+fi
+
 D=$(fresh many_nodes)
 "$PYTHON" - "$D/config.json" <<'EOF'
 import json, sys

@@ -722,6 +722,7 @@ out:
 void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out)
 {
 	*out = p->st;
+	out->max_bytes = p->max_bytes;
 }
 
 void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done, uint64_t total),

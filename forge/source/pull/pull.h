@@ -133,6 +133,7 @@ struct fg_pull_stats {
 	uint64_t bytes_from_cache;    /* bytes of verified cache entries read (whole entries) */
 	uint64_t requests;            /* HTTP transfers started (each retry counts) */
 	uint64_t bytes_to_fetch;      /* bytes this pull decided to download so far */
+	uint64_t max_bytes;           /* fg_pull_opts.max_bytes (0: none) */
 };
 
 void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out);
