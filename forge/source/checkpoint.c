@@ -520,14 +520,26 @@ static int index_find_map(const struct index_text *ix, struct fg_jl *l, cJSON **
 		return index_syntax(ix, err);
 	while (fg_jl_more(l, '}', &first)) {
 		size_t klen;
+		const char *k;
+		char *tmp = NULL;
 
+		(void)scratch;
 		if (!fg_jl_key(l, &key))
 			return index_syntax(ix, err);
-		klen = fg_jl_decode(&key, scratch);
-		if (!map_at && klen == 10 && memcmp(scratch, "weight_map", 10) == 0)
+		if (key.escaped) {
+			if (!(tmp = malloc(key.len + 1)))
+				return fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			klen = fg_jl_decode(&key, tmp);
+			k = tmp;
+		} else {
+			klen = key.len;
+			k = key.raw;
+		}
+		if (!map_at && klen == 10 && memcmp(k, "weight_map", 10) == 0)
 			map_at = l->p;
-		else if (meta && !meta_at && klen == 8 && memcmp(scratch, "metadata", 8) == 0)
+		else if (meta && !meta_at && klen == 8 && memcmp(k, "metadata", 8) == 0)
 			meta_at = l->p;
+		free(tmp);
 		if (!fg_jl_skip(l))
 			return index_syntax(ix, err);
 		if (meta_at && !meta_end)
@@ -580,12 +592,25 @@ static const char *keep_name(struct fg_ckpt *c, const char *name, size_t len)
 	return p;
 }
 
-static int scan_index(struct scan *s, const struct index_text *ix, int mode, struct fg_err *err)
+static bool grow_buf(char **buf, size_t *cap, size_t need)
+{
+	char *p = realloc(*buf, need);
+
+	if (!p)
+		return false;
+	*buf = p;
+	*cap = need;
+	return true;
+}
+
+/* The entries of the weight_map object at l's cursor (see scan_index). */
+static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_jl *l, int mode, struct fg_err *err)
 {
 	struct fg_ckpt *c = s->c;
-	struct fg_jl l;
 	struct fg_jl_str key, val;
-	char *kbuf = malloc(ix->len + 1), *vbuf = malloc(ix->len + 1);
+	/* Decoded names are never longer than their text; the buffers grow to the longest seen. */
+	size_t kcap = 4096, vcap = 4096;
+	char *kbuf = malloc(kcap), *vbuf = malloc(vcap);
 	const char *last_raw = NULL, *drop_to = ix->text;
 	size_t last_len = 0, last = NO_FILE;
 	bool first = true;
@@ -595,18 +620,15 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
 		goto out;
 	}
-	rc = index_find_map(ix, &l, (mode & SCAN_FILES) ? &c->index : NULL, kbuf, err);
-	if (rc)
-		goto out;
-	if (!fg_jl_begin(&l, '{')) {
+	if (!fg_jl_begin(l, '{')) {
 		rc = index_syntax(ix, err);
 		goto out;
 	}
 	s->n_entries = 0;
-	while (fg_jl_more(&l, '}', &first)) {
+	while (fg_jl_more(l, '}', &first)) {
 		/* What was scanned leaves the resident set: the index is read once, front to back. */
-		if (ix->mapped && l.p - drop_to > (4 << 20)) {
-			const char *upto = (const char *)((uintptr_t)l.p & ~(uintptr_t)4095);
+		if (ix->mapped && l->p - drop_to > (1 << 20)) {
+			const char *upto = (const char *)((uintptr_t)l->p & ~(uintptr_t)4095);
 
 			madvise((void *)(uintptr_t)drop_to, (size_t)(upto - drop_to), MADV_DONTNEED);
 			drop_to = upto;
@@ -615,18 +637,26 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 		size_t klen, vlen;
 		uint32_t h;
 
-		if (!fg_jl_key(&l, &key)) {
+		if (!fg_jl_key(l, &key)) {
 			rc = index_syntax(ix, err);
 			goto out;
 		}
+		if (key.len >= kcap && !grow_buf(&kbuf, &kcap, key.len + 1)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			goto out;
+		}
 		s->n_entries++;
-		if (fg_jl_peek(&l) != FG_JL_STRING) {
+		if (fg_jl_peek(l) != FG_JL_STRING) {
 			klen = fg_jl_decode(&key, kbuf);
 			rc = INDEX_FAIL(ix, err, "%s: weight_map entry '%.200s' is not a file name", ix->label, kbuf);
 			goto out;
 		}
-		if (!fg_jl_string(&l, &val)) {
+		if (!fg_jl_string(l, &val)) {
 			rc = index_syntax(ix, err);
+			goto out;
+		}
+		if (val.len >= vcap && !grow_buf(&vbuf, &vcap, val.len + 1)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
 			goto out;
 		}
 		/* The file name: compared raw with the last one, decoded when it changes. */
@@ -697,7 +727,7 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 			}
 		}
 	}
-	if (l.bad) {
+	if (l->bad) {
 		rc = index_syntax(ix, err);
 		goto out;
 	}
@@ -705,6 +735,74 @@ out:
 	free(kbuf);
 	free(vbuf);
 	return rc;
+}
+
+
+/*
+ * One pass over the index: the top-level object's members are skipped but
+ * for the first "weight_map", whose entries are handled as they are read
+ * (scan_entries), and, on the SCAN_FILES pass, the first "metadata", kept
+ * as c->index.
+ */
+static int scan_index(struct scan *s, const struct index_text *ix, int mode, struct fg_err *err)
+{
+	struct fg_jl l;
+	struct fg_jl_str key;
+	const char *meta_at = NULL, *meta_end = NULL;
+	bool first = true, seen_map = false, map_ok = false;
+	int rc;
+
+	fg_jl_init(&l, ix->text, ix->len);
+	if (fg_jl_peek(&l) != FG_JL_OBJECT)
+		return INDEX_FAIL(ix, err, "%s: no \"weight_map\" object", ix->label);
+	if (!fg_jl_begin(&l, '{'))
+		return index_syntax(ix, err);
+	while (fg_jl_more(&l, '}', &first)) {
+		size_t klen;
+		const char *k;
+		char *tmp = NULL;
+
+		if (!fg_jl_key(&l, &key))
+			return index_syntax(ix, err);
+		if (key.escaped) {
+			if (!(tmp = malloc(key.len + 1)))
+				return fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			klen = fg_jl_decode(&key, tmp);
+			k = tmp;
+		} else {
+			klen = key.len;
+			k = key.raw;
+		}
+		if (!seen_map && klen == 10 && memcmp(k, "weight_map", 10) == 0) {
+			free(tmp);
+			seen_map = true;
+			if (fg_jl_peek(&l) == FG_JL_OBJECT) {
+				map_ok = true;
+				rc = scan_entries(s, ix, &l, mode, err);
+				if (rc)
+					return rc;
+				continue;
+			}
+		} else if ((mode & SCAN_FILES) && !meta_at && klen == 8 && memcmp(k, "metadata", 8) == 0) {
+			free(tmp);
+			meta_at = l.p;
+			if (!fg_jl_skip(&l))
+				return index_syntax(ix, err);
+			meta_end = l.tok_end;
+			continue;
+		} else {
+			free(tmp);
+		}
+		if (!fg_jl_skip(&l))
+			return index_syntax(ix, err);
+	}
+	if (l.bad || !fg_jl_end_plain(&l))
+		return index_syntax(ix, err);
+	if (!map_ok)
+		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", ix->label);
+	if (meta_at && !s->c->index && fg_json_parse(&s->c->index, meta_at, (size_t)(meta_end - meta_at), ix->label, NULL))
+		s->c->index = NULL;
+	return 0;
 }
 
 /*
@@ -1020,8 +1118,14 @@ static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size
 	ix->text = m;
 	ix->len = (size_t)st.st_size;
 	ix->mapped = 1;
-	if (memchr(ix->text, '\0', ix->len))
-		rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
+	/* No NUL byte (the reader relies on it), checked a MiB at a time and let go of again. */
+	for (size_t at = 0; at < ix->len && !rc; at += 1u << 20) {
+		size_t n = ix->len - at < (1u << 20) ? ix->len - at : 1u << 20;
+
+		if (memchr(ix->text + at, '\0', n))
+			rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
+		madvise((char *)m + at, n, MADV_DONTNEED);
+	}
 out:
 	close(fd);
 	return rc;
