@@ -145,6 +145,9 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		break;
 	}
 	if (is_num) {
+		/* Converting a double outside long long's range (1e300) is undefined: refused before. */
+		if (!(num >= -9.2e18 && num <= 9.2e18))
+			return fg_err_set(err, FG_EUSAGE, "%s %g is outside %lld..%lld", st->key, num, st->min, st->max);
 		v = (long long)num;
 		if ((double)v != num)
 			return fg_err_set(err, FG_EUSAGE, "%s must be an integer", st->key);
