@@ -209,7 +209,7 @@ demo: deps-run
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_CC ?= clang
-FUZZ_TARGETS := st_header config tokens verify
+FUZZ_TARGETS := st_header config tokens verify api
 FUZZ_DIR := build/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
 	-fno-omit-frame-pointer
