@@ -30,8 +30,10 @@
  *                            (an empty line ends the headers)
  *   BODY                     the rest, sent with its Content-Length
  *
- * In header values "$WRITE" and "$READ" become the write and read tokens of
- * the server's tokens file (a bearer token no mutation would find).  Host,
+ * Anywhere in the input, "$WRITE" and "$READ" become the write and read
+ * tokens of the server's tokens file (a bearer token no mutation would find)
+ * and "$HUB" the host:port of the one allowed host of URL sources: a second
+ * server in this process that answers 404 to everything.  Host,
  * Content-Length, Transfer-Encoding, Connection, Expect and Upgrade are the
  * harness's own and dropped from the input.  Relative source paths resolve in
  * the first allowed root, which holds `fix`, a link to the fixture
@@ -57,6 +59,7 @@
 #include <sys/socket.h>
 
 #include <cjson/cJSON.h>
+#include <microhttpd.h>
 
 #include "api/api.h"
 #include "forge/core/sha256.h"
@@ -76,6 +79,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct fg_api *api;
 static uint16_t port;
 static int sock = -1;
+static struct MHD_Daemon *hub;
+static char hub_host[32];
+
+/*
+ * The store commits with synchronous=FULL, so every request it accepts waits
+ * for the disk: tens of milliseconds on a busy CI machine, which left a
+ * 5-second smoke run inside its seeds.  Durability is not what this target
+ * tests (tests/e2e and the store's tests do), so in this process fsync and
+ * fdatasync return at once: SQLite's calls bind to these definitions
+ * (the executable's symbols come first), and nothing else changes.
+ */
+int fsync(int fd);
+int fdatasync(int fd);
+
+int fsync(int fd)
+{
+	return fd >= 0 ? 0 : (errno = EBADF, -1);
+}
+
+int fdatasync(int fd)
+{
+	return fsync(fd);
+}
 
 /* ---- a growing byte buffer ---- */
 
@@ -359,18 +385,34 @@ static int harness_header(const char *name, size_t n)
 	return 0;
 }
 
-/* A header value with CR, LF and NUL dropped and the token placeholders replaced. */
+/* A header value with CR, LF and NUL dropped. */
 static void put_value(struct buf *b, const char *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] == '$' && n - i >= 6 && memcmp(v + i, "$WRITE", 6) == 0) {
-			puts_buf(b, WRITE_TOKEN);
-			i += 5;
-		} else if (v[i] == '$' && n - i >= 5 && memcmp(v + i, "$READ", 5) == 0) {
-			puts_buf(b, READ_TOKEN);
-			i += 4;
-		} else if (v[i] != '\r' && v[i] != '\n' && v[i] != '\0') {
+	for (size_t i = 0; i < n; i++)
+		if (v[i] != '\r' && v[i] != '\n' && v[i] != '\0')
 			put(b, v + i, 1);
+}
+
+/* The input with its placeholders replaced: $WRITE, $READ (the tokens), $HUB (the hub's host:port). */
+static void expand(struct buf *out, const uint8_t *data, size_t size)
+{
+	static const char *const names[] = { "$WRITE", "$READ", "$HUB" };
+	const char *values[] = { WRITE_TOKEN, READ_TOKEN, hub_host };
+
+	out->len = 0;
+	put(out, "", 0);
+	for (size_t i = 0; i < size; i++) {
+		size_t k = 0;
+
+		if (data[i] == '$')
+			for (; k < 3; k++)
+				if (size - i >= strlen(names[k]) && memcmp(data + i, names[k], strlen(names[k])) == 0)
+					break;
+		if (data[i] == '$' && k < 3) {
+			puts_buf(out, values[k]);
+			i += strlen(names[k]) - 1;
+		} else {
+			put(out, data + i, 1);
 		}
 	}
 }
@@ -494,6 +536,56 @@ static void stop_server(void)
 	disconnect();
 	fg_api_stop(api);
 	api = NULL;
+	if (hub)
+		MHD_stop_daemon(hub);
+	hub = NULL;
+}
+
+/*
+ * The hub: the one allowed host of URL sources, in this process, answering
+ * 404 to everything.  A source on it fails at once, as a missing checkpoint
+ * does, where a closed port would be retried with back-off (seconds per input).
+ */
+static enum MHD_Result hub_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	static const char body[] = "no such file\n";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	(void)cls; (void)url; (void)method; (void)version; (void)upload;
+	if (!*con_cls) {
+		*con_cls = conn;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	ret = MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void start_hub(void)
+{
+	struct sockaddr_in a;
+	const union MHD_DaemonInfo *info;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	hub = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, hub_answer, NULL,
+			       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_END);
+	info = hub ? MHD_get_daemon_info(hub, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+	if (!info) {
+		fprintf(stderr, "fuzz_api: cannot start the hub\n");
+		abort();
+	}
+	snprintf(hub_host, sizeof(hub_host), "127.0.0.1:%u", (unsigned)info->port);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -535,8 +627,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.allow_roots[cfg.n_allow_roots++] = root;
 	if (fixtures && *fixtures)
 		cfg.allow_roots[cfg.n_allow_roots++] = fixtures;
-	/* URL sources reach the pull layer's checks; the port is closed, nothing is fetched. */
-	cfg.allow_hosts[cfg.n_allow_hosts++] = "127.0.0.1:9";
+	start_hub();
+	cfg.allow_hosts[cfg.n_allow_hosts++] = hub_host;
 	cfg.cache_dir = cache;
 	cfg.max_body_bytes = MAX_BODY;
 	cfg.threads = 2; /* MHD ignores a pool of 1 */
@@ -569,11 +661,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct buf req, resp;
+	static struct buf in, req, resp;
 	struct answer ans;
 	int head_request = 0;
 
-	build_request(&req, data, size, &head_request);
+	expand(&in, data, size);
+	build_request(&req, (const uint8_t *)in.p, in.len, &head_request);
 	if (exchange(&req, &resp, head_request, &ans) == 0)
 		check_answer(&ans, head_request);
 	return 0;

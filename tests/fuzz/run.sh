@@ -38,6 +38,8 @@ secs=${1:?usage: run.sh --probe | run.sh SECONDS NAME...}
 shift
 mkdir -p "$out/corpus" "$out/crashes" "$out/logs" "$out/work"
 export FORGED_FUZZ_WORK=$out/work
+# fuzz_api's seeds name fixture checkpoints (make sets this to BUILD/fixtures).
+export FORGED_FUZZ_FIXTURES=${FORGED_FUZZ_FIXTURES:-$PWD/build/fixtures}
 # halt_on_error: the one recoverable check (float-cast-overflow) stops the run
 # too, unless known_ubsan.supp lists it as a reported finding.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$PWD/tests/fuzz/known_ubsan.supp}
