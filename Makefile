@@ -176,6 +176,7 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
