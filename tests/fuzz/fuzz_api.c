@@ -591,6 +591,7 @@ static void start_hub(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *work = fz_setup_work("api"), *fixtures = getenv("FORGED_FUZZ_FIXTURES");
+	char fixtures_abs[PATH_MAX];
 	char root[PATH_MAX], db[PATH_MAX], tokens[PATH_MAX], cache[PATH_MAX], link[PATH_MAX + 8], text[512];
 	char whex[FG_SHA256_HEX], rhex[FG_SHA256_HEX];
 	struct fg_api_config cfg;
@@ -606,12 +607,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(cache, sizeof(cache), "%s/cache/forged", work);
 	if (mkdir(root, 0700) != 0)
 		fz_die(root);
-	if (fixtures && *fixtures) {
-		char abs[PATH_MAX];
-
-		snprintf(link, sizeof(link), "%s/fix", root);
-		if (!realpath(fixtures, abs) || symlink(abs, link) != 0)
-			fprintf(stderr, "fuzz_api: no fixtures at %s: fewer routes succeed\n", fixtures);
+	/* Run by hand from the top of the tree, the fixtures of `make test` are found too. */
+	if (!fixtures || !*fixtures)
+		fixtures = "build/fixtures";
+	snprintf(link, sizeof(link), "%s/fix", root);
+	if (realpath(fixtures, fixtures_abs) && symlink(fixtures_abs, link) == 0) {
+		fixtures = fixtures_abs;
+	} else {
+		fprintf(stderr, "fuzz_api: no fixtures at %s: fewer routes succeed\n", fixtures);
+		fixtures = NULL;
 	}
 	fg_sha256_buf(WRITE_TOKEN, strlen(WRITE_TOKEN), whex);
 	fg_sha256_buf(READ_TOKEN, strlen(READ_TOKEN), rhex);
@@ -625,7 +629,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.state_dir = work;
 	cfg.tokens_file = tokens;
 	cfg.allow_roots[cfg.n_allow_roots++] = root;
-	if (fixtures && *fixtures)
+	if (fixtures)
 		cfg.allow_roots[cfg.n_allow_roots++] = fixtures;
 	start_hub();
 	cfg.allow_hosts[cfg.n_allow_hosts++] = hub_host;

@@ -12,6 +12,11 @@
 # the whole log in build/fuzz/logs/NAME.log.  A target fails on a non-zero exit
 # or on any sanitizer report in its log; the run fails if any target does.
 # One line per target: executions, coverage (edges, features), corpus size.
+#
+# To replay an input (a crash, or a reproducer of tests/fuzz/crashes), from
+# the top of the tree:  build/fuzz/fuzz_NAME -artifact_prefix=build/fuzz/ FILE...
+# (several files run in order in one process: fuzz_api's server keeps its
+# database between them).
 set -u
 cd "$(dirname "$0")/../.."
 out=build/fuzz
