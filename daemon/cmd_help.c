@@ -100,10 +100,16 @@ static void value_kind(const char *name, const char *tok, size_t n, char *out, s
 	const struct fg_runtime *rt;
 
 	if (strcmp(name, "--target") == 0 || strcmp(name, "--runtime") == 0) {
+		const struct fg_runtime_alias *al;
+		size_t n_al;
+
 		rt = fg_runtime_all(&k);
 		out[0] = '\0';
 		for (size_t i = 0; i < k && used < len; i++)
 			used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", rt[i].id);
+		al = fg_runtime_aliases(&n_al);
+		for (size_t i = 0; i < n_al && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, " %s", al[i].alias);
 		return;
 	}
 	if (memchr(tok, '|', n)) {

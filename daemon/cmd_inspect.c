@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/validate.h"
 #include "forge/model/inspect.h"
 
 #define MAX_RUNTIME_ARGS 16
@@ -21,12 +22,14 @@ static int run_inspect(int argc, char **argv);
 const struct fg_cmd fg_cmd_inspect = {
 	.name = "inspect",
 	.summary = "decide norm conventions, predict every runtime, give verdicts",
-	.usage = "forged inspect SOURCE [--json] [--runtime ID]...\n\n"
+	.usage = "forged inspect SOURCE [--json] [--runtime ID]... [--follow-symlinks]\n\n"
 		 "SOURCE is a checkpoint folder or one .safetensors file.  Reads the headers\n"
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(listed below); by default the layout's own.  Files inside the folder are\n"
+		 "opened without following symbolic links; --follow-symlinks follows them (a\n"
+		 "Hugging Face cache snapshot links into ../../blobs).  Exit 0 ok, 1 error verdicts\n"
 		 "(do not ship), 2 unreadable or malformed input, 3 a failure of forged's own\n"
 		 "state (the pull cache) or an internal error.\n",
 	.run = run_inspect,
@@ -80,7 +83,7 @@ static void print_human(const struct fg_inspect *r)
 			printf("  probe %s %.4f", d->probe->t->name, d->probe->st.mean);
 		printf("\n");
 	}
-	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
+	printf("\nruntimes        trunk           head            outcome   probe after  shift          breakage\n");
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
 		const char *col = rt->outcome == FG_OUTCOME_OK ? "" :
@@ -93,9 +96,18 @@ static void print_human(const struct fg_inspect *r)
 			printf(" %11.4f", rt->trunk_probe_after);
 		else
 			printf(" %11s", "-");
-		printf("  %s\n", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
+		printf("  %-13s", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
+		if (rt->load_cause != FG_LOAD_OK)
+			printf("  load error: %s", fg_runtime_load_cause_name(rt->load_cause));
+		else if (rt->breakage)
+			for (unsigned b = 0; b < FG_BREAK_COUNT; b++)
+				if (rt->breakage & (1u << b))
+					printf("  %s", fg_runtime_breakage_name(1u << b));
+		if (!rt->modelled)
+			printf("  (not modelled)");
+		printf("\n");
 	}
-	printf("  (* targeted)\n\nverdicts\n");
+	printf("  (* targeted; \"not modelled\": the row's sources do not cover this case, docs/runtimes.md)\n\nverdicts\n");
 	if (!r->verdicts.n)
 		printf("  none\n");
 	for (size_t i = 0; i < r->verdicts.n; i++) {
@@ -127,7 +139,8 @@ static int run_inspect(int argc, char **argv)
 	struct fg_err err = { 0 };
 	const char *source = NULL;
 	size_t n_runtimes = 0;
-	int json = 0, rc;
+	struct fg_inspect_opts io;
+	int json = 0, follow = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
@@ -137,6 +150,8 @@ static int run_inspect(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--follow-symlinks") == 0) {
+			follow = 1;
 		} else if (strcmp(argv[i], "--runtime") == 0 || strncmp(argv[i], "--runtime=", 10) == 0) {
 			const char *id = argv[i][9] == '=' ? argv[i] + 10 : (i + 1 < argc ? argv[++i] : NULL);
 
@@ -157,7 +172,10 @@ static int run_inspect(int argc, char **argv)
 	if (!source)
 		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
-	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
+	memset(&io, 0, sizeof(io));
+	io.pull = &pull;
+	io.links.follow = follow; /* the caller's own files: a link may point anywhere */
+	rc = fg_inspect_run_with(&r, source, runtimes, n_runtimes, &io, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);
 	if (rc == FG_EUSAGE)
@@ -166,7 +184,12 @@ static int run_inspect(int argc, char **argv)
 		return fg_cli_fail(&err);
 	if (json) {
 		cJSON *doc = fg_inspect_json(r);
-		char *text = doc ? cJSON_Print(doc) : NULL;
+		char *text;
+
+		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
+		if (doc)
+			fg_json_utf8_fix(doc);
+		text = doc ? cJSON_Print(doc) : NULL;
 
 		cJSON_Delete(doc);
 		if (!text) {

@@ -9,7 +9,12 @@
  * allow_hosts (the hosts, "host" or "host:port", that URL sources and their
  * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3).
+ * max_attempts (3), collapse_threshold (0.10: the verification verdict's
+ * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
+ * artifacts_dir (STATE/artifacts: where jobs without an out write their
+ * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
+ * file's ETag is trusted without asking the server), inspect_seconds (60: an
+ * API inspection's deadline).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -36,6 +41,10 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	double collapse_threshold;
+	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
+	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
+	unsigned inspect_seconds;
 };
 
 /*

@@ -89,10 +89,10 @@ struct fg_job {
 void fg_job_release(struct fg_job *job);
 
 /*
- * The design.md section 8 job object: id, kind, state, stage, progress,
- * bytes_done, bytes_total, eta_s (a running job's stage's byte counts and
- * seconds left, else null), error, refusal, artifact_id, created_at,
- * updated_at.  refusal is
+ * The job object of docs/interfaces.md section 3: id, kind, state, stage,
+ * progress, bytes_done, bytes_total, eta_s (a running job's stage's byte
+ * counts and seconds left, else null), error, refusal, artifact_id,
+ * created_at, updated_at.  refusal is
  * {code, severity, detail} (severity from the verdict table) when a verdict
  * refused the job, else null; error is then "code: detail", for people.
  */

@@ -128,15 +128,20 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err);
  * fg_art_will_read: bytes [off, off + len) of source tensor t are about to
  * be read through its mapping: ask the kernel to read ahead of them, so a
  * cold source streams in while the bytes before are converted.  A hint:
- * nothing fails.  (The reader maps checkpoints MADV_RANDOM, for inspection.)
+ * nothing fails.
  *
  * fg_art_span: where bytes [at, at + len) of source tensor t are, for the
  * writer: the source file's own descriptor and offset, so they are copied
- * in the kernel, with a mapping of that same descriptor for the hash
- * threads, so the bytes copied and the bytes hashed are one file's.  Each
- * file is opened once per run and must be the one inspected (size and
- * header); otherwise, and for remote sources, the span is the tensor's view
- * alone (fd -1).  len is not cut.
+ * in the kernel, with the checkpoint's mapping of that file for the hash
+ * threads.  Each file is opened once per run, beneath its folder, and only
+ * while it is the file inspected (fg_ckpt_reopen); otherwise, and for
+ * remote sources, the span is the tensor's view alone (fd -1).  len is not
+ * cut.  t's file must be mapped or fetched.
+ *
+ * fg_art_check_sources: every source or backbone file the forge mapped is
+ * still the version whose header was read (device, inode, size, mtime):
+ * run once everything is written, so the bytes copied, converted and
+ * hashed are one version's.  0 or FG_EINPUT naming the file.
  *
  * fg_art_file_of: the checkpoint file of r holding tensor t, or NULL.
  */
@@ -145,6 +150,7 @@ void fg_art_will_read(const struct fg_tensor *t, uint64_t off, uint64_t len);
 void fg_art_will_read_run(const struct fg_tensor *const *ts, size_t n, size_t i);
 void fg_art_span(struct forge *f, const struct fg_tensor *t, uint64_t at, size_t len, struct fg_st_span *out);
 const struct fg_ckpt_file *fg_art_file_of(const struct fg_inspect *r, const struct fg_tensor *t);
+int fg_art_check_sources(struct forge *f, struct fg_err *err);
 void fg_art_sources_close(struct forge *f);
 
 /* provenance.c: a JSON array of copies of items; NULL on ENOMEM. */

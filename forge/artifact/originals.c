@@ -47,21 +47,21 @@ struct zsink {
 
 /*
  * Compress len bytes of data into the sink as one zstd frame recording the
- * content size: the input is fed in ORIGINAL_IN_CHUNK slices straight from
- * the source and handed to raw (the tensor's hash) as it goes, so memory
- * stays bounded whatever the tensor's size (a fused MoE expert is several
- * GB) and the tensor is read once.
+ * content size: the input is taken in ORIGINAL_IN_CHUNK slices, each handed
+ * to raw (the tensor's hash) as it is and copied into slice_buf for zstd,
+ * so memory stays bounded whatever the tensor's size (a fused MoE expert is
+ * several GB) and the tensor is read once.  zstd's own threads only ever
+ * see slice_buf: a mapped source that shrinks raises SIGBUS in the copy,
+ * on the caller's thread (under its guard), never inside zstd.
  */
-static int compress_original(struct zsink *z, const uint8_t *data, uint64_t len, struct fg_sha256_pipe *raw,
-			     const struct fg_tensor *t, struct forge *f, uint64_t *base, struct fg_err *err)
+static int compress_original(ZSTD_CCtx *cctx, uint8_t *slice_buf, struct zsink *z, const uint8_t *data,
+			     uint64_t len, struct fg_sha256_pipe *raw, const struct fg_tensor *t, struct forge *f,
+			     uint64_t *base, struct fg_err *err)
 {
-	ZSTD_CCtx *cctx = ZSTD_createCCtx();
 	uint64_t off = 0;
 	size_t zr;
 	int rc = 0;
 
-	if (!cctx)
-		return fg_err_set(err, FG_ENOMEM, "%s: out of memory for the compressor", z->path);
 	zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1); /* weights barely compress: be fast */
 	if (!ZSTD_isError(zr))
 		zr = ZSTD_CCtx_setPledgedSrcSize(cctx, len);
@@ -75,12 +75,14 @@ static int compress_original(struct zsink *z, const uint8_t *data, uint64_t len,
 		size_t n = len - off > ORIGINAL_IN_CHUNK ? ORIGINAL_IN_CHUNK : (size_t)(len - off);
 		ZSTD_EndDirective mode = off + n == len ? ZSTD_e_end : ZSTD_e_continue;
 		const uint8_t *slice = n ? data + off : NULL; /* an empty tensor may have no data */
-		ZSTD_inBuffer in = { slice, n, 0 };
+		ZSTD_inBuffer in = { n ? slice_buf : NULL, n, 0 };
 		int done;
 
 		fg_art_will_read(t, off, n);
-		if (n)
+		if (n) {
 			fg_sha256_pipe_push(raw, slice, n);
+			memcpy(slice_buf, slice, n); /* zstd took the last slice whole: the buffer is free */
+		}
 		do {
 			unsigned k = z->next;
 			ZSTD_outBuffer zout;
@@ -114,8 +116,24 @@ static int compress_original(struct zsink *z, const uint8_t *data, uint64_t len,
 			goto out;
 	} while (off < len);
 out:
-	ZSTD_freeCCtx(cctx);
 	return rc;
+}
+
+struct compress_call {
+	ZSTD_CCtx *cctx;
+	uint8_t *slice_buf;
+	struct zsink *z;
+	const struct fg_tensor *t;
+	struct fg_sha256_pipe *raw;
+	struct forge *f;
+	uint64_t *base;
+};
+
+static int run_compress(void *ctx, struct fg_err *err)
+{
+	struct compress_call *c = ctx;
+
+	return compress_original(c->cctx, c->slice_buf, c->z, c->t->data, fg_tensor_bytes(c->t), c->raw, c->t, c->f, c->base, err);
 }
 
 /* The SHA-256 of a local source file, hashed at most once a run (and once per version with a cache). */
@@ -129,7 +147,15 @@ static int source_file_hash(struct forge *f, const struct fg_ckpt_file *cf, cons
 	int rc;
 
 	if (!cJSON_IsString(have)) {
-		rc = fg_filehash(f->cache_dir, cf->path, h, &got, fg_art_meter, &m, err);
+		const struct fg_ckpt *c = f->src->ckpt;
+		int fd = -1;
+
+		/* The very file inspected, opened beneath its folder: not whatever its path names now. */
+		rc = fg_ckpt_reopen(c, (size_t)(cf - c->files), &fd, err);
+		if (!rc) {
+			rc = fg_filehash_fd(f->cache_dir, fd, cf->path, h, &got, fg_art_meter, &m, err);
+			close(fd);
+		}
 		*base += got;
 		if (rc)
 			return fg_err_prefix(err, rc, "hashing the source file of an original: ");
@@ -183,7 +209,9 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 	snprintf(rel, sizeof(rel), "provenance/originals/%04d.zst", cJSON_GetArraySize(f->originals));
 	if ((rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err)) || (rc = fg_art_make_parents(f->tmp, rel, err)))
 		goto out;
-	if (!sha || !zsha || !(raw = fg_sha256_pipe_start(&sha, 1)) || !(z.pipe = fg_sha256_pipe_start(&zsha, 1))) {
+	/* raw hashes the source tensor's bytes, which may be mapped: under the SIGBUS guard. */
+	if (!sha || !zsha || !(raw = fg_sha256_pipe_start_guarded(&sha, 1, fg_st_guard)) ||
+	    !(z.pipe = fg_sha256_pipe_start(&zsha, 1))) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory hashing '%s'", t->name);
 		goto out;
 	}
@@ -192,8 +220,20 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
 		goto out;
 	}
-	rc = compress_original(&z, t->data, fg_tensor_bytes(t), raw, t, f, base, err);
+	{
+		struct compress_call cc = { ZSTD_createCCtx(), malloc(ORIGINAL_IN_CHUNK), &z, t, raw, f, base };
+
+		/* Under a guard of its own, so a source that shrinks still frees the compressor and finishes the pipes. */
+		rc = cc.cctx && cc.slice_buf ? fg_st_guard(run_compress, &cc, t->name, err)
+					     : fg_err_set(err, FG_ENOMEM, "%s: out of memory for the compressor", path);
+		ZSTD_freeCCtx(cc.cctx);
+		free(cc.slice_buf);
+	}
 	*base += fg_tensor_bytes(t);
+	if (!rc && fg_sha256_pipe_finish(raw) != 0)
+		rc = fg_err_set(err, FG_EINPUT, "'%s': the source changed while it was read (hashing it raised SIGBUS)",
+				t->name);
+	raw = NULL;
 	if (rc)
 		goto out;
 	if (fsync(z.fd) != 0) {
@@ -206,9 +246,8 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 		rc = fg_err_set(err, FG_EIO, "%s: close: %s", path, strerror(errno));
 		goto out;
 	}
-	fg_sha256_pipe_finish(raw);
 	fg_sha256_pipe_finish(z.pipe);
-	raw = z.pipe = NULL;
+	z.pipe = NULL;
 	fg_sha256_final_hex(sha, hex);
 	fg_sha256_final_hex(zsha, zhex);
 	cJSON_AddStringToObject(rec, "sha256", hex);

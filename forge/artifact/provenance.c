@@ -56,6 +56,12 @@ static int put_str(cJSON *obj, const char *key, const char *value)
 	return put(obj, key, cJSON_CreateString(value));
 }
 
+/* value, or null when there is none. */
+static int put_str_or_null(cJSON *obj, const char *key, const char *value)
+{
+	return put(obj, key, value ? cJSON_CreateString(value) : cJSON_CreateNull());
+}
+
 /* A copy of list, or an empty array of its kind when there is none. */
 static cJSON *copy_or_empty(const cJSON *list, int object)
 {
@@ -79,6 +85,8 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put_str(src, "path", p->source);
 	bad |= put_str(src, "family", p->family);
 	bad |= put_str(src, "head_set", p->head_set);
+	bad |= put_str_or_null(src, "revision", p->revision);
+	bad |= put_str_or_null(src, "resolved_commit", p->resolved_commit);
 	bad |= put(doc, "source", src);
 	bad |= put_str(doc, "backbone", p->backbone);
 	bad |= put_str(doc, "target", p->target);

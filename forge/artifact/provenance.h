@@ -39,6 +39,8 @@ struct fg_provenance {
 	const char *source;                 /* the source's folder or URL */
 	const char *family;                 /* the source's family id */
 	const char *head_set;               /* the source's head set, as inspect names it */
+	const char *revision;               /* an hf:// source's revision as named, else NULL */
+	const char *resolved_commit;        /* the commit it resolved to, else NULL */
 	const char *backbone;               /* the backbone's folder */
 	const char *target;                 /* runtime id */
 	const char *policy;                 /* quantization policy text */

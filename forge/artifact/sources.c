@@ -3,10 +3,12 @@
  * on the tensor ranges it streams, and the source files it opens itself so
  * the writer copies unchanged bytes in the kernel.
  *
- * Advice.  The reader maps a checkpoint MADV_RANDOM, right for an
- * inspection that touches a few norms, wrong for a forge that reads a head
- * from end to end: unadvised, a cold source is read one page fault at a
- * time.  Reads are announced in steps of READ_STEP: the call whose range
+ * Advice.  A forge reads the files it streams through their mappings
+ * (fg_ckpt_map, advised MADV_SEQUENTIAL), so a cold source is read ahead as
+ * it faults in; on top of that, reads are announced in steps of READ_STEP,
+ * so the disk stays a step ahead of the converter without the whole head
+ * being asked for at once (a head can be larger than the page cache).  The
+ * call whose range
  * reaches a multiple m of it asks for [m + READ_STEP, m + 2 READ_STEP) (and
  * the first step too at m = 0), so the kernel stays a step ahead and each
  * page is advised about once whatever the callers' chunk sizes; the call
@@ -16,10 +18,14 @@
  *
  * Copies.  copy_file_range moves page-cache pages in the kernel (a reflink
  * on XFS and btrfs), where a copy through user memory costs several times
- * the CPU; the hash threads then read the same descriptor's own mapping,
- * pages the copy has just brought in.  A file is opened once per run, by the
- * path it was inspected at, and used only when its size and header are the
- * inspected ones (fg_st_parse_header on its first bytes).
+ * the CPU; the hash threads then read the same file's mapping (the
+ * checkpoint's, fg_ckpt_map), pages the copy has just brought in.  A file
+ * is opened once per run, beneath its checkpoint's folder and only while it
+ * is the file whose header was read (fg_ckpt_reopen); otherwise, and for
+ * remote sources, spans are written from the mapping.  Once written, every
+ * file the forge read is checked to be that same version still
+ * (fg_art_check_sources), so what was copied and what was hashed cannot
+ * come from two versions of a file rewritten in place.
  */
 #include "forge/artifact/internal.h"
 
@@ -28,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "forge/core/grow.h"
@@ -38,8 +43,6 @@
 struct fg_art_source {
 	const struct fg_st_file *st;   /* the file as inspected */
 	int fd;                        /* -1: not usable, write from the view */
-	const uint8_t *map;            /* fd's own mapping, map_len bytes */
-	size_t map_len;
 };
 
 static void advise(const struct fg_tensor *t, uint64_t from, uint64_t to)
@@ -101,24 +104,17 @@ const struct fg_ckpt_file *fg_art_file_of(const struct fg_inspect *r, const stru
 	return NULL;
 }
 
-/* 1 when the file at fd (of size) has st's layout: the same size, header length and tensor offsets. */
-static int same_layout(const uint8_t *map, size_t size, const struct fg_st_file *st)
+/* The checkpoint holding cf, and cf's index in it; NULL when it is neither the source's nor the backbone's. */
+static struct fg_ckpt *ckpt_of(struct forge *f, const struct fg_ckpt_file *cf, size_t *idx)
 {
-	struct fg_st_file *now = NULL;
-	int same;
+	struct fg_ckpt *c[2] = { f->src->ckpt, f->bb->ckpt };
 
-	if (size != st->file_size || size < st->data_start ||
-	    fg_st_parse_header(&now, map, (size_t)st->data_start, size, "source", NULL) != 0)
-		return 0;
-	same = now->header_len == st->header_len && now->n_tensors == st->n_tensors;
-	for (size_t i = 0; same && i < st->n_tensors; i++) {
-		const struct fg_tensor *t = fg_st_find(now, st->tensors[i].name);
-
-		same = t && t->begin == st->tensors[i].begin && t->end == st->tensors[i].end &&
-		       t->dtype == st->tensors[i].dtype;
-	}
-	fg_st_close(now);
-	return same;
+	for (int i = 0; i < 2; i++)
+		if (cf >= c[i]->files && cf < c[i]->files + c[i]->n_files) {
+			*idx = (size_t)(cf - c[i]->files);
+			return c[i];
+		}
+	return NULL;
 }
 
 /* The opened source of the file holding t, opening it on first use; NULL when not local or not the same. */
@@ -126,12 +122,12 @@ static struct fg_art_source *source_of(struct forge *f, const struct fg_tensor *
 {
 	const struct fg_ckpt_file *cf = fg_art_file_of(f->src, t);
 	struct fg_art_source *s;
-	struct stat sb;
-	void *map;
+	struct fg_ckpt *c;
+	size_t idx = 0;
 
 	if (!cf && f->bb != f->src)
 		cf = fg_art_file_of(f->bb, t);
-	if (!cf || !cf->st || !cf->path)
+	if (!cf || !cf->st || !t->data || !(c = ckpt_of(f, cf, &idx)))
 		return NULL;
 	for (size_t i = 0; i < f->n_sources; i++)
 		if (f->sources[i].st == cf->st)
@@ -142,23 +138,13 @@ static struct fg_art_source *source_of(struct forge *f, const struct fg_tensor *
 	memset(s, 0, sizeof(*s));
 	s->st = cf->st;
 	s->fd = -1;
-	if ((f->src->ckpt->pull && fg_art_file_of(f->src, t) == cf) || cf->st->file_size == 0)
+	if (c->pull || cf->st->file_size == 0)
 		return NULL; /* a remote file: its bytes are the fetched ranges */
-	s->fd = open(cf->path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0)
-		return NULL;
-	map = fstat(s->fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == cf->st->file_size
-		      ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, s->fd, 0)
-		      : MAP_FAILED;
-	if (map == MAP_FAILED || !same_layout(map, (size_t)sb.st_size, cf->st)) {
-		if (map != MAP_FAILED)
-			munmap(map, (size_t)sb.st_size);
-		close(s->fd);
-		s->fd = -1;
+	if (fg_ckpt_reopen(c, idx, &s->fd, NULL) != 0) {
+		s->fd = -1; /* not the file inspected (or not openable): written from the mapping */
 		return NULL;
 	}
-	s->map = map;
-	s->map_len = (size_t)sb.st_size;
+	(void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* kernel copies read ahead twice as far, as cp's */
 	return s;
 }
 
@@ -170,7 +156,7 @@ void fg_art_span(struct forge *f, const struct fg_tensor *t, uint64_t at, size_t
 	if (s) {
 		out->fd = s->fd;
 		out->fd_offset = s->st->data_start + t->begin + at;
-		out->data = s->map + out->fd_offset;
+		out->data = t->data + at; /* the checkpoint's mapping of that same file */
 	} else {
 		out->fd = -1;
 		out->fd_offset = 0;
@@ -178,14 +164,36 @@ void fg_art_span(struct forge *f, const struct fg_tensor *t, uint64_t at, size_t
 	}
 }
 
+/* Every mapped file of c still the version whose header was read; 0 or FG_EINPUT naming it. */
+static int check_ckpt(const struct fg_ckpt *c, struct fg_err *err)
+{
+	for (size_t i = 0; !c->pull && i < c->n_files; i++) {
+		int fd, rc;
+
+		if (!c->files[i].st || !c->files[i].st->map)
+			continue; /* never read whole: only what inspection pread (and checked) */
+		rc = fg_ckpt_reopen(c, i, &fd, err);
+		if (rc)
+			return fg_err_prefix(err, rc, "after writing: ");
+		close(fd);
+	}
+	return 0;
+}
+
+int fg_art_check_sources(struct forge *f, struct fg_err *err)
+{
+	int rc = check_ckpt(f->src->ckpt, err);
+
+	if (!rc && f->bb != f->src)
+		rc = check_ckpt(f->bb->ckpt, err);
+	return rc;
+}
+
 void fg_art_sources_close(struct forge *f)
 {
-	for (size_t i = 0; i < f->n_sources; i++) {
-		if (f->sources[i].map)
-			munmap((void *)(uintptr_t)f->sources[i].map, f->sources[i].map_len);
+	for (size_t i = 0; i < f->n_sources; i++)
 		if (f->sources[i].fd >= 0)
 			close(f->sources[i].fd);
-	}
 	free(f->sources);
 	f->sources = NULL;
 	f->n_sources = f->cap_sources = 0;

@@ -154,6 +154,8 @@ static int write_shard(struct forge *f, size_t idx, uint64_t *base, struct fg_er
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = fg_ckpt_map_file(f->bb->ckpt, idx, err)))
+		goto out;
 	for (size_t k = 0; k < st->n_tensors; k++) {
 		const struct fg_tensor *t = &st->tensors[k];
 
@@ -183,7 +185,14 @@ static int write_shard(struct forge *f, size_t idx, uint64_t *base, struct fg_er
 	if (n_keep == 0)
 		goto out; /* a shard that held only head tensors is not carried */
 	if (n_keep == st->n_tensors) {
-		rc = fg_fs_link_or_copy(cf->path, dst, err);
+		int fd = -1;
+
+		/* The very file inspected, opened beneath the folder: a name swapped meanwhile is not linked. */
+		rc = fg_ckpt_reopen(f->bb->ckpt, idx, &fd, err);
+		if (!rc) {
+			rc = fg_fs_link_or_copy_fd(fd, cf->path, dst, err);
+			close(fd);
+		}
 		if (!rc)
 			rc = add_linked_hash(f, name, dst, base, err);
 	} else {
@@ -273,15 +282,17 @@ static int link_extras(struct forge *f, uint64_t *base, struct fg_err *err)
 		return fg_err_set(err, FG_EIO, "%s: cannot list: %s", dir, strerror(errno));
 	while (!rc && (de = readdir(d))) {
 		char src[PATH_MAX], dst[PATH_MAX];
-		struct stat st;
+		int fd;
 
 		if (!is_extra(de->d_name))
 			continue;
 		if (fg_fs_join(src, sizeof(src), dir, de->d_name, err) ||
 		    fg_fs_join(dst, sizeof(dst), f->tmp, de->d_name, err))
 			rc = err->code;
-		else if (stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
-			rc = fg_fs_link_or_copy(src, dst, err);
+		/* Only a regular file inside the folder, opened without following links, is carried. */
+		else if (fg_ckpt_open_file(f->bb->ckpt, de->d_name, &fd) == 0) {
+			rc = fg_fs_link_or_copy_fd(fd, src, dst, err);
+			close(fd);
 			if (!rc)
 				rc = add_linked_hash(f, de->d_name, dst, base, err);
 		}

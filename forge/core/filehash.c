@@ -169,34 +169,27 @@ static int hash_fd(int fd, const char *path, uint64_t size, struct fg_sha256 *sh
 	return rc;
 }
 
-int fg_filehash(const char *cache_dir, const char *path, char hex[FG_SHA256_HEX], uint64_t *read_bytes,
-		int (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
-		struct fg_err *err)
+int fg_filehash_fd(const char *cache_dir, int fd, const char *label, char hex[FG_SHA256_HEX], uint64_t *read_bytes,
+		   int (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
+		   struct fg_err *err)
 {
 	struct fg_sha256 *sha = NULL;
 	struct stat before, after;
 	long long started;
-	int fd, rc;
+	int rc;
 
 	if (read_bytes)
 		*read_bytes = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fg_err_set(err, FG_EINPUT, "%s: cannot open to hash: %s", path, strerror(errno));
-	if (fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) {
-		close(fd);
-		return fg_err_set(err, FG_EINPUT, "%s: not a regular file", path);
-	}
-	if (lookup(cache_dir, &before, hex)) {
-		close(fd);
+	if (fstat(fd, &before) != 0 || !S_ISREG(before.st_mode))
+		return fg_err_set(err, FG_EINPUT, "%s: not a regular file", label);
+	if (lookup(cache_dir, &before, hex))
 		return 0;
-	}
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot read from its start: %s", label, strerror(errno));
 	started = now_ns();
-	if (!(sha = fg_sha256_new())) {
-		close(fd);
-		return fg_err_set(err, FG_ENOMEM, "out of memory hashing %s", path);
-	}
-	rc = hash_fd(fd, path, (uint64_t)before.st_size, sha, read_bytes, progress, progress_ctx, err);
+	if (!(sha = fg_sha256_new()))
+		return fg_err_set(err, FG_ENOMEM, "out of memory hashing %s", label);
+	rc = hash_fd(fd, label, (uint64_t)before.st_size, sha, read_bytes, progress, progress_ctx, err);
 	if (!rc) {
 		fg_sha256_final_hex(sha, hex);
 		if (fstat(fd, &after) == 0 && same_version(&before, &after) &&
@@ -205,6 +198,21 @@ int fg_filehash(const char *cache_dir, const char *path, char hex[FG_SHA256_HEX]
 			remember(cache_dir, &before, hex);
 	}
 	fg_sha256_free(sha);
+	return rc;
+}
+
+int fg_filehash(const char *cache_dir, const char *path, char hex[FG_SHA256_HEX], uint64_t *read_bytes,
+		int (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
+		struct fg_err *err)
+{
+	int fd, rc;
+
+	if (read_bytes)
+		*read_bytes = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open to hash: %s", path, strerror(errno));
+	rc = fg_filehash_fd(cache_dir, fd, path, hex, read_bytes, progress, progress_ctx, err);
 	close(fd);
 	return rc;
 }

@@ -38,6 +38,15 @@ int fg_filehash(const char *cache_dir, const char *path, char hex[FG_SHA256_HEX]
 		struct fg_err *err);
 
 /*
+ * The same for the file open on fd (a descriptor the caller opened the
+ * checked way; label names it in messages).  fd is read from its start and
+ * left open.
+ */
+int fg_filehash_fd(const char *cache_dir, int fd, const char *label, char hex[FG_SHA256_HEX], uint64_t *read_bytes,
+		   int (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
+		   struct fg_err *err);
+
+/*
  * 1 when the cache remembers the file at path (hex filled), 0 when it does
  * not or path cannot be looked at; *size (may be NULL) gets the file's size
  * either way (0 when unknown).  Reads nothing but the entry.

@@ -123,6 +123,7 @@ struct pipe_worker {
 	unsigned long long done;      /* chunks this hash has taken */
 	pthread_t tid;
 	int started;
+	int failed;                   /* the guard stopped a chunk: hashing no more */
 };
 
 struct fg_sha256_pipe {
@@ -133,9 +134,39 @@ struct fg_sha256_pipe {
 	unsigned long long pushed;
 	int stopping;
 	int inline_hash;              /* no threads: the pusher hashes */
+	fg_sha256_guard guard;        /* NULL: updates run bare */
 	size_t n;
 	struct pipe_worker *w;
 };
+
+struct guarded_update {
+	struct fg_sha256 *h;
+	const void *data;
+	size_t len;
+};
+
+static int run_update(void *ctx, struct fg_err *err)
+{
+	const struct guarded_update *u = ctx;
+
+	(void)err;
+	fg_sha256_update(u->h, u->data, u->len);
+	return 0;
+}
+
+/* Hash one chunk into w's hash, under the pipe's guard; a stopped chunk fails w for good. */
+static void worker_update(struct pipe_worker *w, const void *data, size_t len)
+{
+	struct guarded_update u = { w->h, data, len };
+	struct fg_err err = { 0 };
+
+	if (w->failed)
+		return;
+	if (!w->p->guard)
+		fg_sha256_update(w->h, data, len);
+	else if (w->p->guard(run_update, &u, "a chunk being hashed", &err) != 0)
+		w->failed = 1;
+}
 
 /* The chunks every worker has taken (the lock held). */
 static unsigned long long pipe_taken(const struct fg_sha256_pipe *p)
@@ -163,7 +194,7 @@ static void *pipe_main(void *arg)
 			break;
 		c = p->ring[w->done % FG_SHA256_PIPE_DEPTH];
 		pthread_mutex_unlock(&p->lock);
-		fg_sha256_update(w->h, c.data, c.len);
+		worker_update(w, c.data, c.len);
 		pthread_mutex_lock(&p->lock);
 		w->done++;
 		pthread_cond_broadcast(&p->done_cond);
@@ -174,10 +205,17 @@ static void *pipe_main(void *arg)
 
 struct fg_sha256_pipe *fg_sha256_pipe_start(struct fg_sha256 *const *hashes, size_t n)
 {
+	return fg_sha256_pipe_start_guarded(hashes, n, NULL);
+}
+
+struct fg_sha256_pipe *fg_sha256_pipe_start_guarded(struct fg_sha256 *const *hashes, size_t n,
+						     fg_sha256_guard guard)
+{
 	struct fg_sha256_pipe *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
+	p->guard = guard;
 	p->w = calloc(n ? n : 1, sizeof(*p->w));
 	if (!p->w) {
 		free(p);
@@ -218,7 +256,7 @@ unsigned long long fg_sha256_pipe_push(struct fg_sha256_pipe *p, const void *dat
 
 	if (p->inline_hash || !p->n) {
 		for (size_t i = 0; i < p->n; i++)
-			fg_sha256_update(p->w[i].h, data, len);
+			worker_update(&p->w[i], data, len);
 		return ++p->pushed;
 	}
 	pthread_mutex_lock(&p->lock);
@@ -241,10 +279,12 @@ void fg_sha256_pipe_wait(struct fg_sha256_pipe *p, unsigned long long ticket)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void fg_sha256_pipe_finish(struct fg_sha256_pipe *p)
+int fg_sha256_pipe_finish(struct fg_sha256_pipe *p)
 {
+	int failed = 0;
+
 	if (!p)
-		return;
+		return 0;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = 1;
 	pthread_cond_broadcast(&p->pushed_cond);
@@ -252,9 +292,12 @@ void fg_sha256_pipe_finish(struct fg_sha256_pipe *p)
 	for (size_t i = 0; i < p->n; i++)
 		if (p->w[i].started)
 			pthread_join(p->w[i].tid, NULL);
+	for (size_t i = 0; i < p->n; i++)
+		failed |= p->w[i].failed;
 	pthread_cond_destroy(&p->pushed_cond);
 	pthread_cond_destroy(&p->done_cond);
 	pthread_mutex_destroy(&p->lock);
 	free(p->w);
 	free(p);
+	return failed ? FG_EINPUT : 0;
 }

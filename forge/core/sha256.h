@@ -40,18 +40,35 @@ void fg_sha256_buf(const void *data, size_t len, char hex[FG_SHA256_HEX]);
  * whose threads could not start hashes on the pushing thread instead, so
  * the result is the same either way.  One thread pushes; the hashes are the
  * caller's and are read (final_hex) after fg_sha256_pipe_finish.
+ *
+ * Chunks may be views of mapped files, which raise SIGBUS on the thread
+ * that reads them when the file shrinks underneath: a pipe started with a
+ * guard (fg_st_guard's shape, forge/format/safetensors.h, passed down so
+ * this layer needs no signals of its own) runs every update under it, and
+ * a chunk the guard stopped leaves its hash unfinished and makes
+ * fg_sha256_pipe_finish fail, instead of killing the process.
  */
 #define FG_SHA256_PIPE_DEPTH 16
 
 struct fg_sha256_pipe;
 
+typedef int (*fg_sha256_guard)(int (*fn)(void *ctx, struct fg_err *err), void *ctx, const char *what,
+			       struct fg_err *err);
+
 /* Start a pipe over hashes[0..n) (borrowed; n may be 0: pushes do nothing).  NULL on ENOMEM. */
 struct fg_sha256_pipe *fg_sha256_pipe_start(struct fg_sha256 *const *hashes, size_t n);
+/* The same, every update run under guard (NULL: none). */
+struct fg_sha256_pipe *fg_sha256_pipe_start_guarded(struct fg_sha256 *const *hashes, size_t n,
+						     fg_sha256_guard guard);
 /* Hand over len bytes at data; returns the chunk's ticket (1, 2, ...). */
 unsigned long long fg_sha256_pipe_push(struct fg_sha256_pipe *p, const void *data, size_t len);
 /* Wait until every hash has taken chunk ticket (and every one before it). */
 void fg_sha256_pipe_wait(struct fg_sha256_pipe *p, unsigned long long ticket);
-/* Wait for every chunk, stop the threads and free the pipe.  NULL allowed. */
-void fg_sha256_pipe_finish(struct fg_sha256_pipe *p);
+/*
+ * Wait for every chunk, stop the threads and free the pipe.  NULL allowed.
+ * 0, or FG_EINPUT when the guard stopped a chunk's hashing (the bytes could
+ * not be read: the hashes are not the stream's).
+ */
+int fg_sha256_pipe_finish(struct fg_sha256_pipe *p);
 
 #endif

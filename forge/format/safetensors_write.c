@@ -110,6 +110,18 @@ struct writer {
 	int copy_ok;                   /* copy_file_range still worth trying */
 };
 
+/*
+ * A write of tensor name failed with -errno rc.  EFAULT: the bytes came from
+ * a mapped file that is no longer that long (it shrank while it was read).
+ */
+static int write_failed(const struct writer *w, const char *name, int rc, struct fg_err *err)
+{
+	if (rc == -EFAULT)
+		return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': its source changed while it was read "
+				  "(the mapped file shrank)", w->path, name);
+	return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", w->path, name, strerror(-rc));
+}
+
 /* Give the hash threads len bytes at data; the push's ticket, 0 when nothing hashes. */
 static unsigned long long hand_over(struct writer *w, const void *data, size_t len)
 {
@@ -141,7 +153,7 @@ static int put_bytes(struct writer *w, const void *data, size_t len, int is_data
 	unsigned long long t;
 
 	if (rc)
-		return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", w->path, name, strerror(-rc));
+		return write_failed(w, name, rc, err);
 	t = hand_over(w, data, len);
 	if (ticket)
 		*ticket = t;
@@ -166,6 +178,9 @@ static int put_span(struct writer *w, const struct fg_st_span *sp, const char *n
 			off += (uint64_t)n;
 			continue;
 		}
+		if (n == 0) /* the end of the source file, before the bytes its header promised */
+			return fg_err_set(err, FG_EINPUT, "%s: copying tensor '%s': the source file ended early "
+					  "(changed while it was read)", w->path, name);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno != ENOSYS && errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP &&
@@ -177,7 +192,7 @@ static int put_span(struct writer *w, const struct fg_st_span *sp, const char *n
 		int rc = fg_fs_write_all(w->fd, sp->data + done, sp->len - done);
 
 		if (rc)
-			return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", w->path, name, strerror(-rc));
+			return write_failed(w, name, rc, err);
 	}
 	hand_over(w, sp->data, sp->len);
 	return advance(w, sp->len, 1, name, err);
@@ -224,6 +239,25 @@ static int write_tensor(struct writer *w, const struct fg_st_out *t, struct fg_e
 	return 0;
 }
 
+struct tensors_call {
+	struct writer *w;
+	const struct fg_st_out *tensors;
+	size_t n;
+};
+
+static int write_tensors(void *ctx, struct fg_err *err)
+{
+	struct tensors_call *c = ctx;
+
+	for (size_t i = 0; i < c->n; i++) {
+		int rc = write_tensor(c->w, &c->tensors[i], err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 		const struct fg_st_meta *meta, size_t n_meta, struct fg_err *err)
 {
@@ -260,7 +294,8 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		goto out;
 	}
 	w.path = tmp;
-	if (o && o->n_hashes && !(w.pipe = fg_sha256_pipe_start(o->hashes, o->n_hashes))) {
+	/* Views and spans may be mapped source bytes: the hash threads read them under the SIGBUS guard. */
+	if (o && o->n_hashes && !(w.pipe = fg_sha256_pipe_start_guarded(o->hashes, o->n_hashes, fg_st_guard))) {
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for the hash threads", path);
 		goto out;
 	}
@@ -281,10 +316,23 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		rc = put_bytes(&w, spaces, padded - hlen, 0, "(header)", NULL, err);
 	if (rc)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		rc = write_tensor(&w, &tensors[i], err);
+	{
+		struct tensors_call tc = { &w, tensors, n };
+
+		/*
+		 * Views, spans and produce() may read mapped files: under a guard of
+		 * the writer's own, a SIGBUS ends the loop here, so the hash threads
+		 * are finished and the temporary file removed as for any failure.
+		 */
+		rc = fg_st_guard(write_tensors, &tc, path, err);
 		if (rc)
 			goto out;
+	}
+	rc = fg_sha256_pipe_finish(w.pipe);
+	w.pipe = NULL;
+	if (rc) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: a source changed while it was read (hashing it raised SIGBUS)", path);
+		goto out;
 	}
 	if (fsync(w.fd) != 0) {
 		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", tmp, strerror(errno));

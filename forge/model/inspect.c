@@ -10,15 +10,18 @@
  */
 #include "forge/model/inspect.h"
 
+#include "forge/core/json.h"
 #include "forge/core/str.h"
 #include "forge/model/experts.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
 
@@ -80,7 +83,7 @@ static enum fg_name_scheme choose_scheme(const struct fg_inspect *r)
 
 	for (size_t i = 0; i < c->n_files; i++)
 		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
-			count[fg_name_head_scheme(c->files[i].st->tensors[k].name, r->n_layers, NULL)]++;
+			count[(c->files[i].st->tensors[k].facts & FG_FACT_SCHEME) >> FG_FACT_SCHEME_SH]++;
 	if (count[FG_SCHEME_PREFIX])
 		return FG_SCHEME_PREFIX;
 	if (count[FG_SCHEME_APPENDED])
@@ -97,11 +100,100 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
 	return r->scheme != FG_SCHEME_NONE && fg_name_head_scheme(name, r->n_layers, NULL) == r->scheme;
 }
 
+/*
+ * The FG_XL_* layout one expert tensor shows (runtimes.h), 0 for any other
+ * tensor: numbered experts.{e}.*, fused experts.gate_up_proj oriented by the
+ * hidden size ([E,2I,H] linear, [E,H,2I] bmm; a square or unknown one says
+ * nothing), MLX-stacked switch_mlp.*.
+ */
+static unsigned expert_layout_bit(const struct fg_tensor *t, const struct fg_expert_dims *d)
+{
+	const char *p = strstr(t->name, "experts."), *rest;
+	uint64_t a, b, h;
+
+	if (!p) {
+		p = strstr(t->name, "switch_mlp.");
+		return p && (p == t->name || p[-1] == '.') ? FG_XL_SWITCH_MLP : 0;
+	}
+	if (p != t->name && p[-1] != '.')
+		return 0;
+	rest = p + 8;
+	if (isdigit((unsigned char)*rest))
+		return FG_XL_NUMBERED;
+	if (strncmp(rest, "gate_up_proj", 12) != 0 || (rest[12] && strcmp(rest + 12, ".weight") != 0))
+		return 0;
+	if (t->rank != 3 || d->hidden <= 0)
+		return 0;
+	a = t->shape[1];
+	b = t->shape[2];
+	h = (uint64_t)d->hidden;
+	if (b == h && a != h)
+		return FG_XL_FUSED_LINEAR;
+	if (a == h && b != h)
+		return FG_XL_FUSED_BMM;
+	return 0;
+}
+
+#define NO_FILE (-1) /* a file index that names no file */
+
+/* The file index of name in c->files (name is one of those pointers, or the same text); NO_FILE if none. */
+static int file_index(const struct fg_ckpt *c, const char *name, int *last)
+{
+	if (*last >= 0 && (size_t)*last < c->n_files &&
+	    (c->files[*last].name == name || strcmp(c->files[*last].name, name) == 0))
+		return *last;
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (c->files[i].name == name || strcmp(c->files[i].name, name) == 0) {
+			*last = (int)i;
+			return (int)i;
+		}
+	}
+	return NO_FILE;
+}
+
+/* Per-file counts of the index's disagreements (what ollama --experimental and llama.cpp refuse). */
+static void scan_mismatch(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	int last = -1;
+
+	for (size_t m = 0; m < c->n_mismatch; m++) {
+		const struct fg_index_mismatch *mm = &c->mismatch[m];
+		int i = mm->file ? file_index(c, mm->file, &last) : -1;
+
+		if (i < 0)
+			continue;
+		switch (mm->problem) {
+		case FG_INDEX_MISSING:
+			r->facts[i].index_missing++;
+			break;
+		case FG_INDEX_UNLISTED:
+			r->facts[i].unlisted++;
+			r->facts[i].unlisted_mtp_keys += strstr(mm->tensor, "mtp.") != NULL;
+			break;
+		case FG_INDEX_WRONG_FILE:
+			r->facts[i].wrong_file++;
+			break;
+		}
+	}
+}
+
+/* fg_inspect_is_head for a tensor of the checkpoint, by its parse-time facts. */
+static int is_head_t(const struct fg_inspect *r, const struct fg_ckpt_file *f, const struct fg_tensor *t)
+{
+	if (is_sidecar_only(f))
+		return 1;
+	return r->scheme != FG_SCHEME_NONE &&
+	       (enum fg_name_scheme)((t->facts & FG_FACT_SCHEME) >> FG_FACT_SCHEME_SH) == r->scheme;
+}
+
 static void scan_structure(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
 	static const char *const enc_keys[] = { "mtp_norm_encoding", "mtplx_mtp_norm_encoding" };
+	struct fg_expert_dims dims;
 
+	fg_experts_dims(c->config, &dims);
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
 		const char *fmt = fg_st_meta(f->st, "format");
@@ -111,16 +203,26 @@ static void scan_structure(struct fg_inspect *r)
 			r->structure.format_mlx = 1;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
+			int head = is_head_t(r, f, t);
 
-			if (strstr(t->name, "mtp."))
+			if (t->facts & FG_FACT_MTP_KEY)
 				ff->mtp_keys++;
-			if (fg_inspect_is_head(r, f, t->name))
+			if (head)
 				ff->head_tensors++;
 			if (is_sidecar_only(f))
 				continue;
-			if (fg_str_ends_with(t->name, ".scales"))
+			if (!head)
+				r->trunk_experts |= expert_layout_bit(t, &dims);
+			if (t->facts & FG_FACT_SCALES)
 				r->structure.quantized = 1;
-			if (t->rank == 3 && fg_str_ends_with(t->name, "conv1d.weight")) {
+			if (!(t->facts & FG_FACT_CONV1D))
+				continue;
+			/* mlx-lm's test: the last dimension is not 1, at any rank */
+			if (t->rank >= 1 && t->shape[t->rank - 1] != 1) {
+				ff->conv1d_last_not_1 = 1;
+				ff->conv1d_not_3d |= t->rank != 3;
+			}
+			if (t->rank == 3) {
 				if (t->shape[1] == 1 && t->shape[2] > 1) {
 					ff->raw_conv1d = 1;
 					r->structure.conv1d = "hf";
@@ -130,6 +232,7 @@ static void scan_structure(struct fg_inspect *r)
 			}
 		}
 	}
+	scan_mismatch(r);
 	for (size_t i = 0; i < sizeof(enc_keys) / sizeof(enc_keys[0]) && !r->structure.declared; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, enc_keys[i]);
 
@@ -163,24 +266,40 @@ static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role
 	return (int)i;
 }
 
-/* Remote checkpoints: the norm tensors' bytes are all an inspection reads. */
+/*
+ * The norm tensors' bytes are all an inspection reads (plus a peek at the
+ * head): read with pread (local) or fetched (remote), at most
+ * FG_NORM_MAX_ELEMS elements per norm (a larger one is never read and is
+ * reported as malformed) and FG_INSPECT_READ_MAX bytes in all.
+ */
 static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_tensor **want;
 	size_t n = 0, cap = 0;
+	uint64_t total = 0;
 	int rc;
 
-	if (!r->ckpt->pull)
-		return 0;
 	for (size_t s = 0; s < r->n_sets; s++)
 		cap += r->sets[s].set.n_tensors;
 	want = calloc(cap ? cap : 1, sizeof(*want));
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
-			if (r->sets[s].set.tensors[i]->rank == 1 && fg_name_norm_class(r->sets[s].set.tensors[i]->name) != FG_NAME_NOT_NORM)
-				want[n++] = r->sets[s].set.tensors[i];
+		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++) {
+			const struct fg_tensor *t = r->sets[s].set.tensors[i];
+
+			if (t->rank != 1 || t->nelem > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
+			    fg_tensor_norm_class(t) == FG_NAME_NOT_NORM)
+				continue;
+			want[n++] = t;
+			total += fg_tensor_bytes(t);
+		}
+	if (total > r->read_cap) {
+		free(want);
+		return fg_err_set(err, FG_EINPUT,
+				  "%s: its %zu norm tensors hold %llu bytes, over the %llu bytes an inspection reads",
+				  r->ckpt->source, n, (unsigned long long)total, (unsigned long long)r->read_cap);
+	}
 	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
 	free(want);
 	return rc;
@@ -205,7 +324,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			continue;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
-			int head = fg_inspect_is_head(r, f, t->name);
+			int head = is_head_t(r, f, t);
 
 			rc = fg_tset_add(&r->sets[head ? embedded : trunk].set, t, f->name, err);
 			if (rc)
@@ -227,7 +346,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (s < 0)
 			return s;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
-			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
+			if (!is_head_t(r, f, &f->st->tensors[k]))
 				continue;
 			rc = fg_tset_add(&r->sets[s].set, &f->st->tensors[k], f->name, err);
 			if (rc)
@@ -261,6 +380,179 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 	return 0;
 }
 
+/* Which trunk norms the mlx-lm suffixes shift start "language_model." (mlx-vlm shifts the others). */
+static int trunk_prefixed(const struct fg_tset *trunk)
+{
+	size_t yes = 0, no = 0;
+
+	for (size_t i = 0; i < trunk->n_norms; i++) {
+		if (!fg_name_mlx_shifted(trunk->norms[i].t->name))
+			continue;
+		if (strncmp(trunk->norms[i].t->name, "language_model.", 15) == 0)
+			yes++;
+		else
+			no++;
+	}
+	return no == 0 ? 1 : yes == 0 ? 0 : -1;
+}
+
+/* vllm-mlx's manifest.json beside a sidecar (local checkpoints only; a bad one counts as none). */
+static cJSON *sibling_manifest(const struct fg_ckpt *c, const struct fg_ckpt_file *f)
+{
+	char path[4096];
+	const char *slash = strrchr(f->path, '/');
+	struct fg_err err = { 0 };
+	cJSON *doc = NULL;
+	int n;
+
+	if (c->pull || c->single_file)
+		return NULL;
+	n = slash ? snprintf(path, sizeof(path), "%.*s/manifest.json", (int)(slash - f->path), f->path)
+		  : snprintf(path, sizeof(path), "manifest.json");
+	if (n < 0 || (size_t)n >= sizeof(path) || access(path, R_OK) != 0)
+		return NULL;
+	if (fg_json_load(&doc, path, 1u << 20, &err) != 0)
+		return NULL;
+	return doc;
+}
+
+/* What the simulation reads of each head set: files, unlisted tensors, expert layouts, manifests. */
+static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	const cJSON *extra = cJSON_GetObjectItemCaseSensitive(c->config_raw, "mlx_lm_extra_tensors");
+	const cJSON *ptr = cJSON_GetObjectItemCaseSensitive(extra, "mtp_file");
+	struct fg_expert_dims dims;
+	int last = -1;
+
+	fg_experts_dims(c->config, &dims);
+	r->trunk_keys_prefixed = trunk_prefixed(&fg_inspect_trunk(r)->set);
+	r->pointer_file = cJSON_IsString(ptr) ? file_index(c, ptr->valuestring, &last) : -1;
+	for (size_t s = 0; s < r->n_sets; s++) {
+		struct fg_set_report *sr = &r->sets[s];
+		struct fg_head_input *h = &r->heads_in[s];
+		int *tf;
+		unsigned char *unl = NULL;
+
+		if (sr->role == FG_ROLE_TRUNK)
+			continue;
+		h->set = &sr->set;
+		h->decision = &sr->decision;
+		h->file = sr->role == FG_ROLE_SIDECAR_HEAD && sr->set.file ? file_index(c, sr->set.file, &last) : -1;
+		tf = calloc(sr->set.n_tensors ? sr->set.n_tensors : 1, sizeof(*tf));
+		if (!tf)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		h->tensor_file = tf;
+		for (size_t k = 0; k < sr->set.n_tensors; k++) {
+			tf[k] = file_index(c, sr->set.tensor_files[k], &last);
+			h->experts |= expert_layout_bit(sr->set.tensors[k], &dims);
+		}
+		if (sr->role == FG_ROLE_EMBEDDED_HEAD && c->n_mismatch && sr->set.n_tensors) {
+			unl = calloc(sr->set.n_tensors, 1);
+			if (!unl)
+				return fg_err_set(err, FG_ENOMEM, "out of memory");
+			h->unlisted = unl;
+			for (size_t m = 0; m < c->n_mismatch; m++) {
+				if (c->mismatch[m].problem != FG_INDEX_UNLISTED)
+					continue;
+				for (size_t k = 0; k < sr->set.n_tensors; k++)
+					if (sr->set.tensors[k]->name == c->mismatch[m].tensor ||
+					    strcmp(sr->set.tensors[k]->name, c->mismatch[m].tensor) == 0)
+						unl[k] = 1;
+			}
+		}
+		if (h->file >= 0 && c->files[h->file].sidecar)
+			h->manifest = r->manifests[s] = sibling_manifest(c, &c->files[h->file]);
+	}
+	return 0;
+}
+
+/* ---- names held by two files ---- */
+
+#define DUPS_KEPT 256           /* duplicate names recorded (the verdict names a few) */
+#define DUP_COMPARE_MAX (16u << 20) /* copies compared byte for byte up to this size */
+
+struct dup_slot {
+	const char *name;
+	const struct fg_tensor *t;
+	int file;
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s) {
+		h ^= (uint8_t)*s++;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* 1 when two copies of a name may load differently (or cannot be compared). */
+static int copies_differ(const struct fg_tensor *a, const struct fg_tensor *b)
+{
+	uint64_t n = fg_tensor_bytes(a);
+
+	if (a->dtype != b->dtype || a->rank != b->rank || n != fg_tensor_bytes(b))
+		return 1;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return 1;
+	if (!n)
+		return 0;
+	if (!a->data || !b->data || n > DUP_COMPARE_MAX)
+		return 1;
+	return memcmp(a->data, b->data, (size_t)n) != 0;
+}
+
+/*
+ * Names held by two files.  A complete index already proves its shards
+ * hold each name once, so the table is built only without an index or
+ * when the index and the headers disagree.
+ */
+static int find_dups(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	size_t total = 0, n_slots = 16, mask;
+	struct dup_slot *slots;
+
+	if (c->n_files < 2 || (c->index && !c->n_mismatch))
+		return 0;
+	for (size_t i = 0; i < c->n_files; i++)
+		total += c->files[i].st->n_tensors;
+	while (n_slots < 2 * total + 2)
+		n_slots <<= 1;
+	mask = n_slots - 1;
+	slots = calloc(n_slots, sizeof(*slots));
+	r->dups = calloc(DUPS_KEPT, sizeof(*r->dups));
+	if (!slots || !r->dups) {
+		free(slots);
+		return fg_err_set(err, FG_ENOMEM, "out of memory looking for duplicate names");
+	}
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_st_file *st = c->files[i].st;
+
+		for (size_t k = 0; k < st->n_tensors; k++) {
+			const struct fg_tensor *t = &st->tensors[k];
+			size_t h = (size_t)hash_name(t->name) & mask;
+
+			while (slots[h].name && strcmp(slots[h].name, t->name) != 0)
+				h = (h + 1) & mask;
+			if (!slots[h].name) {
+				slots[h] = (struct dup_slot){ t->name, t, (int)i };
+				continue;
+			}
+			if (r->n_dups == DUPS_KEPT)
+				continue;
+			r->dups[r->n_dups++] = (struct fg_dup_input){ t->name, slots[h].file, (int)i,
+								      copies_differ(slots[h].t, t) };
+		}
+	}
+	free(slots);
+	return 0;
+}
+
 static int set_index(const struct fg_inspect *r, enum fg_set_role role, int selected_sidecar)
 {
 	for (size_t i = 0; i < r->n_sets; i++) {
@@ -291,34 +583,56 @@ static void locate_head(struct fg_inspect *r)
 	r->primary_head = side >= 0 ? side : emb;
 }
 
-static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_ids, struct fg_err *err)
+void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_input *in,
+			      struct fg_head_input sidecars[FG_INSPECT_MAX_SETS])
 {
 	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
-	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
-	struct fg_runtime_input in = {
-		.ckpt = r->ckpt, .facts = r->facts, .style = r->family->norm_style, .moe = r->moe,
-		.trunk = &fg_inspect_trunk(r)->decision,
-		.embedded_head = emb >= 0 ? &r->sets[emb].decision : NULL,
-		.sidecar_head = side >= 0 ? &r->sets[side].decision : NULL,
+
+	*in = (struct fg_runtime_input){
+		.ckpt = r->ckpt, .facts = r->facts, .family = r->family, .style = r->family->norm_style,
+		.moe = r->moe, .n_layers = r->n_layers, .pointer_file = r->pointer_file,
+		.trunk = &fg_inspect_trunk(r)->decision, .trunk_experts = r->trunk_experts,
+		.trunk_keys_prefixed = r->trunk_keys_prefixed, .declared_mtp = r->declared_mtp,
+		.embedded = emb >= 0 ? &r->heads_in[emb] : NULL, .sidecars = sidecars,
+		.dups = r->dups, .n_dups = r->n_dups,
 	};
+	for (size_t i = 0; i < r->n_sets; i++)
+		if (r->sets[i].role == FG_ROLE_SIDECAR_HEAD)
+			sidecars[in->n_sidecars++] = r->heads_in[i];
+}
+
+static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_ids, struct fg_err *err)
+{
+	struct fg_head_input sidecars[FG_INSPECT_MAX_SETS];
+	struct fg_runtime_input in;
 	const struct fg_runtime *all;
 	size_t n_all;
 	/* With no ids, the rows that name this layout in default_for; none (an unknown layout): all. */
 	unsigned layout = n_ids ? 0 : fg_runtime_layout_bit(r->layout);
 
-	for (size_t i = 0; i < n_ids; i++)
-		if (!fg_runtime_find(ids[i]))
-			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[i]);
+	fg_inspect_runtime_input(r, &in, sidecars);
 	all = fg_runtime_all(&n_all);
 	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
 		struct fg_runtime_result *res = &r->runtimes[r->n_runtimes++];
 
 		fg_runtime_simulate(&all[i], &in, res);
-		if (n_ids)
-			for (size_t k = 0; k < n_ids; k++)
-				res->targeted |= strcmp(ids[k], all[i].id) == 0;
-		else
-			res->targeted = !layout || (all[i].default_for & layout) != 0;
+		if (!n_ids)
+			res->targeted = (!layout || (all[i].default_for & layout) != 0) && !(all[i].flags & FG_RT_OPT_IN);
+	}
+	for (size_t k = 0; k < n_ids; k++) {
+		const struct fg_runtime *rows[FG_RUNTIME_MAX_ALIAS];
+		int by_range = 0;
+		size_t n = fg_runtime_resolve(ids[k], rows, &by_range);
+
+		if (!n)
+			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[k]);
+		for (size_t j = 0; j < n; j++) {
+			struct fg_runtime_result *res = &r->runtimes[rows[j] - all];
+
+			res->targeted = 1;
+			if (by_range)
+				snprintf(res->version_of, sizeof(res->version_of), "%s", ids[k]);
+		}
 	}
 	return 0;
 }
@@ -353,8 +667,8 @@ static int verdict_norm_values(struct fg_inspect *r)
 		}
 		if (set->n_bad_norms) {
 			ADD(FG_V_MALFORMED_CHECKPOINT, set->name,
-			    "%zu norm tensor(s) are not 1-D float vectors, e.g. %s", set->n_bad_norms,
-			    short_name(set->bad_norm, sn, sizeof(sn)));
+			    "%zu norm tensor(s) are not 1-D float vectors of at most %u elements, e.g. %s",
+			    set->n_bad_norms, FG_NORM_MAX_ELEMS, short_name(set->bad_norm, sn, sizeof(sn)));
 			fg_verdict_tensor(v, set->bad_norm);
 		}
 	}
@@ -442,85 +756,209 @@ static void name_head_keys(const struct fg_inspect *r, struct fg_verdict *v)
 		if (!c->files[i].globbed)
 			continue;
 		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
-			if (strstr(c->files[i].st->tensors[k].name, "mtp."))
+			if (c->files[i].st->tensors[k].facts & FG_FACT_MTP_KEY)
 				fg_verdict_tensor(v, c->files[i].st->tensors[k].name);
 	}
 }
 
-static int verdict_runtimes(struct fg_inspect *r)
+/* The verdict at index *at (grown list: indexes survive, pointers may not). */
+#define AT(i) (&r->verdicts.v[i])
+#define NONE_YET ((size_t)-1)
+
+/* A targeted result whose row models the case: the ones verdicts speak for. */
+static bool speaks(const struct fg_runtime_result *rt)
+{
+	return rt->targeted && rt->modelled;
+}
+
+/* The set a result's loaded head belongs to ("mtp" when unknown). */
+static const char *head_set_name(const struct fg_runtime_result *rt)
+{
+	return rt->head_set ? rt->head_set->name : "mtp";
+}
+
+/* Trunk verdicts: the +1 the targeted runtimes get wrong. */
+static int verdict_trunk_shift(struct fg_inspect *r)
 {
 	const struct fg_decision *trunk = &fg_inspect_trunk(r)->decision;
-	struct fg_verdict *hazard = NULL, *missing = NULL, *at_load = NULL, *mismatch = NULL;
-	const struct fg_decision *head = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
+	size_t hazard = NONE_YET, missing = NONE_YET, at_load = NONE_YET;
 	struct fg_verdict *v;
 	int rc;
 	char pn[160];
 
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED;
-		bool by_keys = double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS;
+		bool loads = rt->load_cause == FG_LOAD_OK || rt->load_cause == FG_LOAD_GUARD;
+		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED && trunk->conv != FG_CONV_DOUBLE_SHIFTED;
 
-		if (!rt->targeted)
+		if (!speaks(rt) || !loads)
 			continue;
-		if (by_keys && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
-			if (!hazard) {
+		if (double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS) {
+			if (hazard == NONE_YET) {
 				size_t keys = 0;
 
 				for (size_t f = 0; f < r->ckpt->n_files; f++)
-					keys += r->ckpt->files[f].globbed ? r->facts[f].mtp_keys : 0;
+					keys += fg_runtime_reads_file(rt->rt, r->ckpt, f) ? r->facts[f].mtp_keys : 0;
 				ADD(FG_V_EMBEDDED_MTP_SHIFT_HAZARD, "trunk",
 				    "%zu embedded mtp.* key(s)%s make %s add +1 to an absolute trunk: "
 				    "%s mean %.4f becomes %.4f",
 				    keys, fg_ckpt_stray_count(r->ckpt) ? " (some in a stray shard)" : "",
 				    rt->rt->id, trunk->probe ? short_name(trunk->probe->t->name, pn, sizeof(pn)) : "q_norm",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
-				hazard = v;
-				name_head_keys(r, hazard);
+				hazard = r->verdicts.n - 1;
+				name_head_keys(r, v);
 			}
-			fg_verdict_runtime(hazard, rt->rt->id);
-		} else if (double_shift && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
-			if (!at_load) {
+			fg_verdict_runtime(AT(hazard), rt->rt->id);
+		} else if (double_shift) {
+			if (at_load == NONE_YET) {
 				ADD(FG_V_TRUNK_DOUBLE_SHIFT_AT_LOAD, "trunk",
 				    "%s adds +1 to the absolute trunk (%s): probe mean %.4f becomes %.4f",
 				    rt->rt->id, rt->shift_reason != FG_SHIFT_NONE ? fg_runtime_shift_reason_name(rt->shift_reason)
 										 : "1 + w at run time",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
-				at_load = v;
+				at_load = r->verdicts.n - 1;
 			}
-			fg_verdict_runtime(at_load, rt->rt->id);
+			fg_verdict_runtime(AT(at_load), rt->rt->id);
 		}
 		if (rt->trunk == FG_TRUNK_MISSING_SHIFT && trunk->conv != FG_CONV_MIXED) {
-			if (!missing) {
+			if (missing == NONE_YET) {
 				ADD(FG_V_TRUNK_MISSING_SHIFT, "trunk",
 				    "%s loads the delta trunk without +1: probe mean %.4f stays below %.2f",
 				    rt->rt->id, rt->trunk_probe_after, FG_QK_ABSOLUTE_MIN);
-				missing = v;
+				missing = r->verdicts.n - 1;
 			}
-			fg_verdict_runtime(missing, rt->rt->id);
-		}
-		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
-		    (rt->head == FG_HEAD_INVERTED || rt->head == FG_HEAD_DOUBLE_SHIFTED)) {
-			if (!mismatch) {
-				ADD(FG_V_HEAD_CONVENTION_MISMATCH, r->sets[r->primary_head].set.name,
-				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
-				    fg_conv_name(head->conv), fg_runtime_head_name(rt->head), rt->rt->id, head->qk_max,
-				    head->low_min);
-				mismatch = v;
-			}
-			fg_verdict_runtime(mismatch, rt->rt->id);
+			fg_verdict_runtime(AT(missing), rt->rt->id);
 		}
 	}
-	if (hazard) /* name every runtime the keys endanger, targeted or not */
+	if (hazard != NONE_YET) /* name every runtime the keys endanger, targeted or not */
 		for (size_t i = 0; i < r->n_runtimes; i++)
-			if (r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
+			if (r->runtimes[i].modelled && r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
 			    r->runtimes[i].trunk == FG_TRUNK_DOUBLE_SHIFTED)
-				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
-	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
+				fg_verdict_runtime(AT(hazard), r->runtimes[i].rt->id);
+	return 0;
+}
+
+/* The verdict of code already raised with this detail key, else NONE_YET. */
+static size_t find_group(const struct fg_inspect *r, size_t from, enum fg_verdict_code code, const char *detail)
+{
+	for (size_t i = from; i < r->verdicts.n; i++)
+		if (r->verdicts.v[i].row->code == code && (!detail || strcmp(r->verdicts.v[i].detail, detail) == 0))
+			return i;
+	return NONE_YET;
+}
+
+/* Load errors and silent breakage of the head and experts, one verdict per cause. */
+static int verdict_loads(struct fg_inspect *r)
+{
+	const struct fg_decision *primary = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
+	size_t from = r->verdicts.n, at;
+	struct fg_verdict *v;
+	int rc, mismatch = 0;
+	char detail[320];
+
+	for (size_t i = 0; i < r->n_runtimes; i++) {
+		const struct fg_runtime_result *rt = &r->runtimes[i];
+		enum fg_verdict_code code;
+
+		if (!speaks(rt))
+			continue;
+		if (rt->order_dependent) {
+			snprintf(detail, sizeof(detail),
+				 "%zu name(s) held by two files with different copies: which copy loads depends on the "
+				 "order the folder lists them (e.g. %s)", rt->order_dependent, rt->culprit ? rt->culprit : "?");
+			if ((at = find_group(r, from, FG_V_DUPLICATE_TENSOR_ORDER_DEPENDENT, NULL)) == NONE_YET) {
+				ADD(FG_V_DUPLICATE_TENSOR_ORDER_DEPENDENT, NULL, "%s", detail);
+				at = r->verdicts.n - 1;
+				for (size_t d = 0; d < r->n_dups; d++)
+					if (r->dups[d].differ)
+						fg_verdict_tensor(v, r->dups[d].name);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->load_cause != FG_LOAD_OK && rt->load_cause != FG_LOAD_GUARD) {
+			code = rt->load_cause == FG_LOAD_MODEL_TYPE ? FG_V_MODEL_TYPE_UNSUPPORTED : FG_V_RUNTIME_LOAD_ERROR;
+			snprintf(detail, sizeof(detail), "the runtime refuses to load it (%s): %s",
+				 fg_runtime_load_cause_name(rt->load_cause), rt->load_error);
+			if ((at = find_group(r, from, code, detail)) == NONE_YET) {
+				ADD(code, NULL, "%s", detail);
+				at = r->verdicts.n - 1;
+				if (rt->culprit)
+					fg_verdict_tensor(v, rt->culprit);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+			continue;
+		}
+		if ((rt->breakage & (FG_BREAK_HEAD_INVERTED | FG_BREAK_HEAD_DEGRADED)) && rt->head_set) {
+			const struct fg_decision *d = NULL;
+
+			fg_inspect_set(r, head_set_name(rt), &d);
+			if (d && (d->conv == FG_CONV_DELTA || d->conv == FG_CONV_ABSOLUTE)) {
+				mismatch = 1;
+				char qk[32], low[32];
+
+				snprintf(qk, sizeof(qk), d->has_qk ? "%.4f" : "none", d->qk_max);
+				snprintf(low, sizeof(low), d->has_low ? "%.4f" : "none", d->low_min);
+				snprintf(detail, sizeof(detail), "the %s head loads %s (q/k max %s, low min %s)",
+					 fg_conv_name(d->conv), fg_runtime_head_name(rt->head), qk, low);
+				if ((at = find_group(r, from, FG_V_HEAD_CONVENTION_MISMATCH, detail)) == NONE_YET) {
+					ADD(FG_V_HEAD_CONVENTION_MISMATCH, head_set_name(rt), "%s", detail);
+					at = r->verdicts.n - 1;
+				}
+				fg_verdict_runtime(AT(at), rt->rt->id);
+			}
+		}
+		if (rt->breakage & FG_BREAK_HEAD_UNINITIALIZED) {
+			snprintf(detail, sizeof(detail),
+				 "the head is bound but %zu of its key(s) are filtered out or skipped (%zu loaded): those "
+				 "weights keep their random initial values and nothing errors", rt->head_keys_dropped,
+				 rt->head_keys_loaded);
+			if ((at = find_group(r, from, FG_V_HEAD_KEYS_NOT_LOADED, detail)) == NONE_YET) {
+				ADD(FG_V_HEAD_KEYS_NOT_LOADED, head_set_name(rt), "%s", detail);
+				at = r->verdicts.n - 1;
+				if (rt->culprit)
+					fg_verdict_tensor(v, rt->culprit);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->breakage & (FG_BREAK_HEAD_EXPERTS | FG_BREAK_TRUNK_EXPERTS)) {
+			code = rt->breakage & FG_BREAK_HEAD_EXPERTS ? FG_V_HEAD_EXPERTS_NOT_LOADED : FG_V_TRUNK_EXPERTS_NOT_LOADED;
+			snprintf(detail, sizeof(detail),
+				 "the %s experts are in a layout the runtime does not stack, and its lenient load skips "
+				 "them: the routed experts keep their random initial values",
+				 code == FG_V_HEAD_EXPERTS_NOT_LOADED ? "head's" : "trunk's");
+			if ((at = find_group(r, from, code, detail)) == NONE_YET) {
+				ADD(code, code == FG_V_HEAD_EXPERTS_NOT_LOADED ? head_set_name(rt) : "trunk", "%s", detail);
+				at = r->verdicts.n - 1;
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->breakage & FG_BREAK_HEAD_CONTRACT) {
+			const struct fg_rt_head *hl = fg_runtime_head_loader(rt->rt, &(struct fg_runtime_input){
+				.ckpt = r->ckpt, .family = r->family });
+
+			snprintf(detail, sizeof(detail), "the runtime concatenates [%s] for the head, but %s heads take "
+				 "[%s] (%s)", hl && hl->concat == FG_CONCAT_HIDDEN_FIRST ? "hidden, embedding" : "embedding, hidden",
+				 r->family->id, r->family->hidden_first ? "hidden, embedding" : "embedding, hidden",
+				 hl && hl->source ? hl->source : rt->rt->id);
+			if ((at = find_group(r, from, FG_V_HEAD_CONTRACT_MISMATCH, detail)) == NONE_YET) {
+				ADD(FG_V_HEAD_CONTRACT_MISMATCH, head_set_name(rt), "%s", detail);
+				at = r->verdicts.n - 1;
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+	}
+	if (primary && primary->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
 		ADD(FG_V_RAW_ZERO_CENTRED_HEAD, r->sets[r->primary_head].set.name,
 		    "the head stores delta norms (low min %.4f, q/k max %.4f); the targeted runtimes heal it",
-		    head->low_min, head->qk_max);
+		    primary->low_min, primary->qk_max);
 	return 0;
+}
+
+static int verdict_runtimes(struct fg_inspect *r)
+{
+	int rc = verdict_trunk_shift(r);
+
+	return rc ? rc : verdict_loads(r);
 }
 
 static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
@@ -542,16 +980,17 @@ static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
 }
 
 /* A head is degenerate when every norm is all zero or no tensor has a non-zero byte. */
-static int head_payload_empty(const struct fg_tset *set)
+static int head_payload_empty(struct fg_inspect *r, const struct fg_tset *set)
 {
-	for (size_t i = 0; i < set->n_tensors; i++) {
-		const struct fg_tensor *t = set->tensors[i];
-		uint64_t n = fg_tensor_bytes(t) < DEGENERATE_SAMPLE ? fg_tensor_bytes(t) : DEGENERATE_SAMPLE;
+	uint8_t buf[DEGENERATE_SAMPLE];
 
-		if (!t->data && n)
-			return 0; /* not fetched (remote): no evidence of emptiness */
-		for (uint64_t k = 0; k < n; k++)
-			if (t->data[k])
+	for (size_t i = 0; i < set->n_tensors; i++) {
+		size_t n = 0;
+
+		if (fg_ckpt_peek(r->ckpt, set->tensors[i], buf, sizeof(buf), &n, NULL) != 0)
+			return 0; /* not read (remote, or unreadable now): no evidence of emptiness */
+		for (size_t k = 0; k < n; k++)
+			if (buf[k])
 				return 0;
 	}
 	return 1;
@@ -574,7 +1013,7 @@ static int verdict_heads(struct fg_inspect *r)
 			zero += (size_t)set->norms[i].all_zero;
 		if (set->n_norms && zero == set->n_norms)
 			ADD(FG_V_DEGENERATE_HEAD, set->name, "all %zu head norm tensor(s) are exactly zero", zero);
-		else if (set->n_tensors && head_payload_empty(set))
+		else if (set->n_tensors && head_payload_empty(r, set))
 			ADD(FG_V_DEGENERATE_HEAD, set->name, "none of the %zu head tensors has a non-zero byte",
 			    set->n_tensors);
 		if (set->n_quantized)
@@ -584,9 +1023,28 @@ static int verdict_heads(struct fg_inspect *r)
 		if (rc)
 			return rc;
 	}
-	if (!any_head && r->declared_mtp > 0)
-		ADD(FG_V_MTP_DECLARED_MISSING, NULL, "config.json declares %d MTP layer(s) but no tensor holds a head",
-		    r->declared_mtp);
+	if (!any_head && r->declared_mtp > 0) {
+		/* A note, never "do not ship" by itself: runtimes that refuse it get runtime_load_error. */
+		ADD(FG_V_MTP_DECLARED_MISSING, NULL,
+		    "config.json declares %d MTP layer(s) but no tensor holds a head (mlx-lm conversions keep the "
+		    "count): the listed runtimes fall back to plain decoding", r->declared_mtp);
+		for (size_t i = 0; i < r->n_runtimes; i++) {
+			const struct fg_runtime_result *rt = &r->runtimes[i];
+
+			if (rt->targeted && rt->decode == FG_DECODE_AR && rt->rt->heads)
+				fg_verdict_runtime(v, rt->rt->id);
+		}
+	}
+	return 0;
+}
+
+/* Whether one of rt's heads reads the file called name as a head source. */
+static int rt_reads_head_file(const struct fg_runtime *rt, const char *name)
+{
+	for (const struct fg_rt_head *h = rt->heads; h && h->mode != FG_HEAD_NONE; h++)
+		for (const struct fg_rt_head_src *s = h->sources; s && s->kind != FG_HSRC_END; s++)
+			if (s->kind == FG_HSRC_FILE && s->file && strcmp(s->file, name) == 0)
+				return 1;
 	return 0;
 }
 
@@ -598,13 +1056,23 @@ static int verdict_files(struct fg_inspect *r)
 	size_t by_problem[3] = { 0 }, n_all;
 	const struct fg_runtime *all = fg_runtime_all(&n_all);
 
+	for (size_t i = 0; i < c->n_unreadable; i++) {
+		const struct fg_ckpt_unreadable *u = &c->unreadable[i];
+
+		ADD(FG_V_UNREADABLE_SHARD, NULL, "%s %s: %s", u->name, u->why,
+		    u->globbed ? "a runtime that globs model*.safetensors fails to load it"
+			       : "a runtime that loads this sidecar fails to load it");
+		for (size_t k = 0; k < n_all; k++)
+			if (u->globbed ? all[k].files == FG_FILES_GLOB : rt_reads_head_file(&all[k], u->name))
+				fg_verdict_runtime(v, all[k].id);
+	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
-		ADD(FG_V_STRAY_SHARD, NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
+		ADD(FG_V_STRAY_SHARD, NULL, "%s is not in the index but the listed runtimes load it (%zu tensors, %zu mtp.* keys)",
 		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
-		for (size_t k = 0; k < n_all; k++) /* every runtime that loads model*.safetensors */
-			if (all[k].files == FG_FILES_GLOB)
+		for (size_t k = 0; k < n_all; k++) /* every runtime whose file rule reads it */
+			if (fg_runtime_reads_file(&all[k], c, i))
 				fg_verdict_runtime(v, all[k].id);
 	}
 	if (c->n_mismatch) {
@@ -680,24 +1148,73 @@ int fg_inspect_run(struct fg_inspect **out, const char *source, const char *cons
 int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
 			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err)
 {
+	struct fg_inspect_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.pull = pull;
+	return fg_inspect_run_with(out, source, runtimes, n_runtimes, &o, err);
+}
+
+/* num_hidden_layers as soon as config.json is read: the parse-time head scheme needs it. */
+static void on_config(const cJSON *config, void *ctx)
+{
+	struct fg_inspect *r = ctx;
+
+	r->n_layers = config_long(config, "num_hidden_layers");
+}
+
+/* The head scheme facts again, for a layer count found only from the names. */
+static void reclassify_schemes(struct fg_inspect *r)
+{
+	for (size_t i = 0; i < r->ckpt->n_files; i++) {
+		struct fg_st_file *st = r->ckpt->files[i].st;
+
+		for (size_t k = 0; k < st->n_tensors; k++) {
+			struct fg_tensor *t = &st->tensors[k];
+			unsigned sch = (unsigned)fg_name_head_scheme(t->name, r->n_layers, NULL);
+
+			t->facts = (uint16_t)((t->facts & ~FG_FACT_SCHEME) | (sch << FG_FACT_SCHEME_SH));
+		}
+	}
+}
+
+int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_inspect_opts *o, struct fg_err *err)
+{
 	struct fg_inspect *r = calloc(1, sizeof(*r));
+	struct fg_st_parse_opts parse;
+	struct fg_ckpt_opts co;
 	int rc;
 
 	if (!r)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	r->n_layers = -1;
+	r->read_cap = o && o->read_cap ? o->read_cap : FG_INSPECT_READ_MAX;
+	parse.classify = fg_name_classify;
+	parse.ctx = &r->n_layers;
+	memset(&co, 0, sizeof(co));
+	co.pull = o ? o->pull : NULL;
+	if (o)
+		co.links = o->links;
+	co.parse = &parse;
+	co.on_config = on_config;
+	co.config_ctx = r;
 	for (size_t i = 0; i < n_runtimes; i++) {
 		if (!fg_runtime_find(runtimes[i])) {
 			rc = fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", runtimes[i]);
 			goto out;
 		}
 	}
-	rc = fg_ckpt_open_opts(&r->ckpt, source, pull, err);
+	rc = fg_ckpt_open_with(&r->ckpt, source, &co, err);
 	if (rc)
 		goto out;
 	r->family = fg_family_detect(r->ckpt->config_raw, &r->moe);
 	r->n_layers = config_long(r->ckpt->config, "num_hidden_layers");
-	if (r->n_layers < 0)
+	if (r->n_layers < 0) {
 		r->n_layers = appended_head_layer(r->ckpt);
+		if (r->n_layers >= 0)
+			reclassify_schemes(r);
+	}
 	r->facts = calloc(r->ckpt->n_files ? r->ckpt->n_files : 1, sizeof(*r->facts));
 	if (!r->facts) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -709,7 +1226,11 @@ int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char 
 	if (rc)
 		goto out;
 	locate_head(r);
-	rc = run_runtimes(r, runtimes, n_runtimes, err);
+	rc = build_head_inputs(r, err);
+	if (!rc)
+		rc = find_dups(r, err);
+	if (!rc)
+		rc = run_runtimes(r, runtimes, n_runtimes, err);
 	if (!rc)
 		rc = derive_verdicts(r, err);
 out:
@@ -728,7 +1249,11 @@ void fg_inspect_free(struct fg_inspect *r)
 	for (size_t i = 0; i < r->n_sets; i++) {
 		fg_tset_release(&r->sets[i].set);
 		fg_experts_release(r->sets[i].experts, r->sets[i].n_experts);
+		free((void *)(uintptr_t)r->heads_in[i].tensor_file);
+		free((void *)(uintptr_t)r->heads_in[i].unlisted);
+		cJSON_Delete(r->manifests[i]);
 	}
+	free(r->dups);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);
@@ -761,4 +1286,17 @@ void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary 
 	out->head_convention = head && head->set.n_tensors ? fg_conv_name(head->decision.conv) : NULL;
 	out->n_verdicts = r->verdicts.n;
 	out->verdicts = r->verdicts.v;
+}
+
+const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
+				     const struct fg_decision **decision)
+{
+	for (size_t i = 0; i < r->n_sets; i++) {
+		if (strcmp(r->sets[i].set.name, name) == 0) {
+			if (decision)
+				*decision = &r->sets[i].decision;
+			return &r->sets[i].set;
+		}
+	}
+	return NULL;
 }

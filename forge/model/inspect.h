@@ -24,8 +24,9 @@
 #include "forge/model/verdicts.h"
 
 #define FG_INSPECT_MAX_SETS 8
-#define FG_INSPECT_MAX_RUNTIMES 16
+#define FG_INSPECT_MAX_RUNTIMES 32
 #define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
+#define FG_INSPECT_READ_MAX (256ull << 20) /* norm bytes one inspection reads or fetches, by default */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
 
@@ -70,12 +71,27 @@ struct fg_inspect {
 	int primary_head;                     /* set index of "mtp", or FG_INSPECT_NO_SET */
 	int embedded_head;                    /* set index of the head in the shards, or FG_INSPECT_NO_SET */
 	struct fg_file_facts *facts;          /* one per ckpt file */
+	unsigned trunk_experts;               /* FG_XL_* layouts of the trunk's experts (runtimes.h) */
+	int trunk_keys_prefixed;              /* 1: every shifted trunk norm starts "language_model.", 0: none, -1: some */
+	int pointer_file;                     /* the file config.json's mlx_lm_extra_tensors.mtp_file names, or -1 */
+	struct fg_head_input heads_in[FG_INSPECT_MAX_SETS]; /* per set (head sets only): what the simulation reads */
+	cJSON *manifests[FG_INSPECT_MAX_SETS];  /* a manifest.json beside a sidecar set's file (owned), or NULL */
+	size_t n_dups;                        /* names held by two files (differing copies first) */
+	struct fg_dup_input *dups;            /* owned; names borrowed from the headers */
 	size_t n_sets;                        /* at least 1 */
 	struct fg_set_report sets[FG_INSPECT_MAX_SETS]; /* sets[0] is the trunk: fg_inspect_trunk() */
 	size_t n_runtimes;
 	struct fg_runtime_result runtimes[FG_INSPECT_MAX_RUNTIMES];
 	struct fg_verdicts verdicts;
 	int ok;
+	uint64_t read_cap;                    /* the norm bytes this inspection may read */
+};
+
+/* How to inspect (zeroed is the default). */
+struct fg_inspect_opts {
+	const struct fg_pull_opts *pull;      /* remote sources (NULL: defaults) */
+	struct fg_fs_links links;             /* symbolic links beneath the folder (refused by default) */
+	uint64_t read_cap;                    /* norm bytes read at most; 0: FG_INSPECT_READ_MAX */
 };
 
 /*
@@ -93,6 +109,10 @@ int fg_inspect_run(struct fg_inspect **out, const char *source, const char *cons
 /* The same for any source, remote ones with these pull options (NULL: defaults). */
 int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
 			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err);
+
+/* The same with every option (o may be NULL). */
+int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_inspect_opts *o, struct fg_err *err);
 
 void fg_inspect_free(struct fg_inspect *r);
 
@@ -123,5 +143,17 @@ struct fg_inspect_summary {
 };
 
 void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out);
+
+/*
+ * The simulation input of runtimes.h as inspect built it (everything
+ * borrowed from r; sidecars, the caller's, receives the sidecar heads), so
+ * a caller can simulate a row itself, or a variant of the input.
+ */
+void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_input *in,
+			      struct fg_head_input sidecars[FG_INSPECT_MAX_SETS]);
+
+/* The set called name, or NULL. */
+const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
+				     const struct fg_decision **decision);
 
 #endif

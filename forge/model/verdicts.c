@@ -89,7 +89,7 @@ void fg_verdict_runtime(struct fg_verdict *v, const char *runtime)
 	for (size_t i = 0; i < v->n_runtimes; i++)
 		if (strcmp(v->runtimes[i], runtime) == 0)
 			return;
-	if (v->n_runtimes < FG_VERDICT_MAX_LIST)
+	if (v->n_runtimes < FG_VERDICT_MAX_RUNTIMES)
 		v->runtimes[v->n_runtimes++] = runtime;
 }
 

@@ -127,14 +127,20 @@ forge deepseek_v3_fp8 fp8 --target hf
 check "deepseek fp8: exit 0 ($(head -c 200 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
 numpy_check "deepseek fp8" fp8 "$FIXTURES/deepseek_v3_fp8" "$TMP/fp8"
 
-# MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.
+# MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.  The trunk is an MLX
+# backbone's: MTPLX loads it through mlx-lm, whose qwen3_5_moe sanitize unfuses only [E,2I,H] experts,
+# so the HF numbered and bmm trunks themselves would not load (issue 10; qwen3_5_moe.py@d78bf58e217c:L23-52).
 for layout in numbered fused_linear fused_bmm; do
-	forge "qwen35_moe_hf_$layout" "moe_$layout" --target mtplx-2.12
+	forge "qwen35_moe_hf_$layout" "moe_$layout" --target mtplx-2.12 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
 	check "moe $layout: exit 0 ($(head -c 200 "$TMP/moe_$layout.err"))" [ "$RC" -eq 0 ]
 	numpy_check "moe $layout" experts "$FIXTURES/qwen35_moe_hf_numbered" "$TMP/moe_$layout"
 done
 check "moe: fused-linear sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_linear/mtp.safetensors"
 check "moe: fused-bmm sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_bmm/mtp.safetensors"
+# Without the backbone the artifact keeps the source's numbered trunk: the check refuses it for mtplx-2.12.
+forge qwen35_moe_hf_numbered moe_no_backbone --target mtplx-2.12
+check "moe numbered, no backbone: exit 1" [ "$RC" -eq 1 ]
+check "moe numbered, no backbone: runtime_load_error" grep -q "runtime_load_error" "$TMP/moe_no_backbone.err"
 
 # Quantization policies: bit-exact with numpy's MLX affine and mxfp4.
 forge qwen35_hf quant_affine --quant affine:4:64
@@ -142,7 +148,8 @@ check "affine:4:64: exit 0 ($(head -c 200 "$TMP/quant_affine.err"))" [ "$RC" -eq
 numpy_check "affine:4:64" quant "$FIXTURES/qwen35_hf" "$TMP/quant_affine"
 check "affine:4:64: fc never quantized" [ "$(jq '.mtp_quantization.modules["mtp.fc"]' "$TMP/quant_affine/config.json")" = null ]
 inspect_clean "affine:4:64" "$TMP/quant_affine" mtplx-2.12
-forge qwen35_moe_hf_numbered quant_stack --quant affine:4:64
+# (an MLX trunk as the backbone, as above: the numbered HF trunk itself would not load)
+forge qwen35_moe_hf_numbered quant_stack --quant affine:4:64 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
 check "affine:4:64 of stacked experts: exit 0 ($(head -c 200 "$TMP/quant_stack.err"))" [ "$RC" -eq 0 ]
 numpy_check "affine:4:64 of stacked experts (quantized in row bands across experts)" quant \
 	"$FIXTURES/qwen35_moe_hf_numbered" "$TMP/quant_stack"

@@ -13,7 +13,10 @@
 #     rchar is the first's less at least every shard's size, and below the
 #     sidecar's size (what forged writes is never read back either);
 #   - the artifact's files hash as forged.json says and verify-originals
-#     checks the references against the source.
+#     checks the references against the source;
+#   - a source shard cut short in the middle of the sidecar (quantized, and
+#     kept: kernel copies) fails the forge with exit 2 and leaves nothing,
+#     where a mapped read used to kill the process with SIGBUS.
 # Disk: the source (1.05 GB) and two artifacts (~1.1 GB each); skipped, saying
 # so, with less than 5 GB free.
 set -u
@@ -164,4 +167,40 @@ check "serve: bytes_done rose within a stage" [ "$(jq '[. as $s | range(1; lengt
 	"$TMP/samples.json" 2>/dev/null)" -ge 2 ]
 kill -TERM "$SPID"
 wait "$SPID" 2>/dev/null
+
+# ---- a source that shrinks while it is forged (an `rsync --inplace` re-upload) ----
+# The head shard is cut to a third once the sidecar stage has written a few MB:
+# quantizing threads and hash threads read the mapped source (SIGBUS), the
+# kernel copy reaches its end early.  Either way the forge fails with exit 2,
+# saying the file changed while it was read, and leaves nothing behind.
+for policy in affine:4:64 keep; do
+	rm -rf "$TMP/shrink_src" "$TMP/shrink_art"
+	cp -r "$SRC" "$TMP/shrink_src"
+	"$PYTHON" - "$FORGED" "$TMP/shrink_src" "$TMP/shrink_art" "$policy" >"$TMP/shrink.out" <<'PY'
+import os, re, subprocess, sys
+forged, src, out, policy = sys.argv[1:5]
+shard = os.path.join(src, "model-00002-of-00002.safetensors")
+p = subprocess.Popen([forged, "forge", src, "--out", out, "--quant", policy], stderr=subprocess.PIPE,
+                     stdout=subprocess.DEVNULL, env=dict(os.environ, FORGED_PROGRESS_SECONDS="0.05"), text=True)
+cut, err = 0, []
+for line in p.stderr:
+    m = re.match(r"forge: sidecar +\d+%  ([0-9.]+) ([kMG]?)B/", line)
+    if not cut and m and float(m.group(1)) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[m.group(2)] > 1e6:
+        os.truncate(shard, os.path.getsize(shard) // 3)
+        cut = 1
+    elif not line.startswith("forge: "):
+        err.append(line)
+print(p.wait(), cut)
+sys.stdout.write("".join(err))
+PY
+	read -r rc cut <"$TMP/shrink.out"
+	check "shrinking source ($policy): cut mid-sidecar (${cut:-0})" [ "${cut:-0}" = 1 ]
+	check "shrinking source ($policy): exit 2, not a crash ($rc: $(tail -n +2 "$TMP/shrink.out" | head -c 300))" \
+		[ "${rc:-x}" = 2 ]
+	check "shrinking source ($policy): the error says the file changed while it was read" \
+		grep -q "changed while it was read" "$TMP/shrink.out"
+	check "shrinking source ($policy): no artifact" [ ! -e "$TMP/shrink_art" ]
+	check "shrinking source ($policy): no temporary folder" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
+done
+rm -rf "$TMP/shrink_src"
 finish

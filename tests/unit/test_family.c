@@ -1,6 +1,6 @@
 /*
  * test_family.c: the family table (family.h) and the tensor-name rules
- * (names.h), against domain.md sections 1 and 2 and design.md section 5.
+ * (names.h), against docs/domain.md sections 1 and 2 and docs/interfaces.md section 3.
  *
  * - fg_family_detect on configs written here: model_type, then
  *   text_config.model_type, then architectures; unknown configs are

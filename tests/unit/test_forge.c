@@ -1,6 +1,6 @@
 /*
  * test_forge.c: fg_forge_run (forge/artifact/forge.h) on a generated
- * fixture ($FIXTURES, skipped without it): the result carries the
+ * fixture (fixture_path: $FIXTURES or BUILD/fixtures, skipped without it): the result carries the
  * provenance it wrote, equal to forged.json on disk, so a caller storing
  * the artifact never has to read the file back; progress walks the stage
  * table in order, from 0 to 1, never backwards, with byte counts within
@@ -14,7 +14,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +25,7 @@
 #include "forge/artifact/plan.h"
 #include "forge/artifact/policy.h"
 #include "forge/core/json.h"
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	return remove(path);
-}
+#include "tests/unit/support.h"
 
 #define SEEN_MAX 512
 
@@ -57,8 +51,7 @@ static int record(void *ctx, const struct fg_forge_progress *p)
 
 static void test_result_carries_provenance(void **state)
 {
-	const char *fixtures = getenv("FIXTURES");
-	char tmp[] = "/tmp/forged-test-forge-XXXXXX", src[1024], out[1100], prov_path[PATH_MAX + 16];
+	char tmp[PATH_MAX], src[PATH_MAX], out[PATH_MAX + 16], prov_path[PATH_MAX + 16];
 	struct seen seen = { 0 };
 	struct fg_forge_opts o = { .version = "test", .progress = record, .progress_ctx = &seen };
 	static const char *const order[] = { "inspect", "backbone", "sidecar", "provenance", "check", "done" };
@@ -68,10 +61,9 @@ static void test_result_carries_provenance(void **state)
 	cJSON *on_disk = NULL;
 
 	(void)state;
-	if (!fixtures || !*fixtures)
+	if (!fixture_path(src, sizeof(src), "qwen35_hf"))
 		skip();
-	assert_non_null(mkdtemp(tmp));
-	snprintf(src, sizeof(src), "%s/qwen35_hf", fixtures);
+	tmpdir_new(tmp, sizeof(tmp), "forge");
 	snprintf(out, sizeof(out), "%s/artifact", tmp);
 	o.source = src;
 	o.out = out;
@@ -111,26 +103,24 @@ static void test_result_carries_provenance(void **state)
 	}
 	fg_forge_result_release(&res);
 	assert_null(res.provenance);
-	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(rm_tree(tmp), 0);
 }
 
 /* out_nofollow: a link anywhere in out's parent path is refused before anything is read or written. */
 static void test_out_nofollow(void **state)
 {
-	const char *fixtures = getenv("FIXTURES");
-	char tmp[] = "/tmp/forged-test-nofollow-XXXXXX", real[1100], link_path[1100], out[1200], src[1024];
+	char tmp[PATH_MAX], real[PATH_MAX + 8], link_path[PATH_MAX + 8], out[PATH_MAX + 32], src[PATH_MAX];
 	struct fg_forge_opts o = { .version = "test", .out_nofollow = 1 };
 	struct fg_forge_result res;
 	struct fg_err err = { 0 };
 
 	(void)state;
-	if (!fixtures || !*fixtures)
+	if (!fixture_path(src, sizeof(src), "qwen35_hf"))
 		skip();
-	assert_non_null(mkdtemp(tmp));
+	tmpdir_new(tmp, sizeof(tmp), "nofollow");
 	snprintf(real, sizeof(real), "%s/real", tmp);
 	snprintf(link_path, sizeof(link_path), "%s/link", tmp);
 	snprintf(out, sizeof(out), "%s/art", link_path);
-	snprintf(src, sizeof(src), "%s/qwen35_hf", fixtures);
 	assert_int_equal(mkdir(real, 0755), 0);
 	assert_int_equal(symlink(real, link_path), 0);
 	o.source = src;
@@ -144,7 +134,7 @@ static void test_out_nofollow(void **state)
 	fg_forge_result_release(&res);
 	snprintf(out, sizeof(out), "%s/art/forged.json", real);
 	assert_int_equal(access(out, F_OK), 0);
-	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(rm_tree(tmp), 0);
 }
 
 /* Remote reads stand for the part of the run before the backbone stage. */
@@ -161,9 +151,8 @@ static void test_fetch_fraction(void **state)
 /* Every entry of the plan of source for target under policy, in ranges of odd sizes, equals the whole. */
 static void ranges_equal_whole(const char *name, const char *target, const char *policy)
 {
-	const char *fixtures = getenv("FIXTURES");
 	static const size_t steps[] = { 1, 3, 4096, 65537, 1u << 20 };
-	char src[1024];
+	char src[PATH_MAX];
 	const char *rt = target;
 	struct fg_inspect *r = NULL;
 	struct fg_plan plan;
@@ -171,10 +160,15 @@ static void ranges_equal_whole(const char *name, const char *target, const char 
 	struct fg_err err = { 0 };
 	size_t checked = 0;
 
-	snprintf(src, sizeof(src), "%s/%s", fixtures, name);
+	if (!fixture_path(src, sizeof(src), name))
+		fail_msg("%s: no such fixture", name);
 	if (fg_inspect_run(&r, src, &rt, 1, &err) || fg_plan_build(r, target, &plan, &err) ||
 	    fg_policy_parse(policy, &pol, &err) || fg_policy_apply(&plan, &pol, r, NULL, &err))
 		fail_msg("%s: %s", name, err.msg);
+	/* The reader maps nothing; a forge maps the files it streams (fg_ckpt_map). */
+	for (size_t i = 0; i < r->ckpt->n_files; i++)
+		if (fg_ckpt_map_file(r->ckpt, i, &err) != 0)
+			fail_msg("%s: %s", name, err.msg);
 	for (size_t i = 0; i < plan.n; i++) {
 		const struct fg_plan_entry *e = &plan.t[i];
 		uint64_t bytes = fg_plan_entry_bytes(e);
@@ -215,10 +209,10 @@ static void ranges_equal_whole(const char *name, const char *target, const char 
 
 static void test_materialize_range(void **state)
 {
-	const char *fixtures = getenv("FIXTURES");
+	char probe[PATH_MAX];
 
 	(void)state;
-	if (!fixtures || !*fixtures)
+	if (!fixture_path(probe, sizeof(probe), "qwen35_hf"))
 		skip();
 	ranges_equal_whole("qwen35_hf", "mtplx-2.12", "keep");                   /* views, shifts */
 	ranges_equal_whole("qwen35_hf", "mtplx-2.12", "affine:4:64");            /* quantized parts */

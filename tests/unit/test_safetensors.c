@@ -11,15 +11,18 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
 
 #include "forge/core/sha256.h"
 #include "forge/format/safetensors.h"
+#include "tests/unit/support.h"
 
 /* A valid file typed out by hand: 8-byte length 144, the 143-byte header padded
  * with one space, then 1.0f 2.0f (F32 "a") and 0x3f80 0xc000 (BF16 "b":
@@ -151,43 +154,19 @@ static void test_rejections_name_tensor(void **state)
 
 /* ---- writer ---- */
 
-static char tmpdir[64];
+static char tmpdir[PATH_MAX];
 
 static int setup_dir(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-st-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	tmpdir_new(tmpdir, sizeof(tmpdir), "st");
+	return 0;
 }
 
 static int teardown_dir(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char p[512];
-
 	(void)state;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", tmpdir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(tmpdir);
-	return 0;
-}
-
-static size_t slurp(const char *path, uint8_t *buf, size_t cap)
-{
-	FILE *fp = fopen(path, "rb");
-	size_t n;
-
-	assert_non_null(fp);
-	n = fread(buf, 1, cap, fp);
-	fclose(fp);
-	return n;
+	return rm_tree(tmpdir);
 }
 
 static int count_entries(const char *dir)
@@ -214,21 +193,40 @@ static void test_writer_golden_bytes(void **state)
 	struct fg_st_out t = { .name = "n", .dtype = FG_DT_BF16, .rank = 2, .shape = { 1, 2 }, .data = vals };
 	struct fg_st_meta md = { "format", "mlx" };
 	struct fg_err err = { 0 };
-	uint8_t got[256];
-	char path[128];
+	uint8_t *got;
+	char path[PATH_MAX + 32];
 	size_t n;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/golden.safetensors", tmpdir);
 	assert_int_equal(fg_st_write(path, &t, 1, &md, 1, &err), 0);
-	n = slurp(path, got, sizeof(got));
+	got = (uint8_t *)read_whole(path, &n);
 	assert_int_equal(n, 8 + 96 + 4);
 	assert_int_equal(got[0], 96);
 	for (int i = 1; i < 8; i++)
 		assert_int_equal(got[i], 0);
 	assert_memory_equal(got + 8, want_header, 96);
 	assert_memory_equal(got + 104, vals, 4);
+	free(got);
 	assert_int_equal(count_entries(tmpdir), 1); /* no temporary left */
+	unlink(path);
+
+	/* The tests' own writer (support.c, written from the spec) makes the same bytes. */
+	{
+		static const uint64_t shape[2] = { 1, 2 };
+		struct shard *sh = shard_new();
+
+		shard_meta(sh, "format", "mlx");
+		shard_add(sh, "n", "BF16", 2, shape, vals);
+		shard_save(sh, tmpdir, "golden.safetensors");
+		got = (uint8_t *)read_whole(path, &n);
+		assert_int_equal(n, 8 + 96 + 4);
+		assert_int_equal(got[0], 96);
+		assert_memory_equal(got + 8, want_header, 96);
+		assert_memory_equal(got + 104, vals, 4);
+		free(got);
+		unlink(path);
+	}
 }
 
 struct ramp {
@@ -265,7 +263,7 @@ static void test_writer_streams(void **state)
 	};
 	struct fg_st_file *f = NULL;
 	struct fg_err err = { 0 };
-	char path[128];
+	char path[PATH_MAX + 32];
 	const struct fg_tensor *big;
 	uint64_t bad = 0;
 
@@ -361,7 +359,7 @@ static void test_writer_spans_and_hashes(void **state)
 				 .produce = produce_ramp };
 	struct fg_st_file *f = NULL;
 	struct fg_err err = { 0 };
-	char path[128], src[128], hex[2][FG_SHA256_HEX], file_hex[FG_SHA256_HEX];
+	char path[PATH_MAX + 32], src[PATH_MAX + 32], hex[2][FG_SHA256_HEX], file_hex[FG_SHA256_HEX];
 	const struct fg_tensor *got;
 	uint64_t wrong = 0;
 
@@ -411,6 +409,58 @@ static void test_writer_spans_and_hashes(void **state)
 	free(mem);
 }
 
+/*
+ * A mapped source that shrinks while it is written from (an `rsync
+ * --inplace` re-upload): the writer's own reads, and its hash threads',
+ * raise SIGBUS, which the guards turn into FG_EINPUT "changed while it was
+ * read"; the process lives, no temporary file is left, nothing is at path.
+ * And a hash pipe started with the guard, fed a chunk past the new end,
+ * fails at finish instead of killing the process.
+ */
+static void test_shrunk_source_is_an_error(void **state)
+{
+	const size_t len = (size_t)8 << 20;
+	struct fg_sha256 *h = fg_sha256_new();
+	const struct fg_st_write_opts wo = { .hashes = &h, .n_hashes = 1 };
+	struct fg_st_out t = { .name = "v", .dtype = FG_DT_U8, .rank = 1, .shape = { len } };
+	struct fg_sha256_pipe *pipe;
+	struct fg_err err = { 0 };
+	char src[PATH_MAX + 32], path[PATH_MAX + 32];
+	uint8_t *buf = calloc(1, len), *map;
+	int fd, before = count_entries(tmpdir);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(h);
+	snprintf(src, sizeof(src), "%s/shrinks.bin", tmpdir);
+	snprintf(path, sizeof(path), "%s/from-shrunk.safetensors", tmpdir);
+	fd = open(src, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(ftruncate(fd, 4096), 0); /* every page past the first is gone */
+	t.data = map;
+	assert_int_equal(fg_st_write_with(path, &t, 1, NULL, 0, &wo, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "changed while it was read"));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(count_entries(tmpdir), before + 1); /* shrinks.bin only: no temporary left */
+
+	pipe = fg_sha256_pipe_start_guarded(&h, 1, fg_st_guard);
+	assert_non_null(pipe);
+	fg_sha256_pipe_push(pipe, map, 4096);          /* still there */
+	fg_sha256_pipe_push(pipe, map + 65536, 65536); /* gone */
+	assert_int_equal(fg_sha256_pipe_finish(pipe), FG_EINPUT);
+	pipe = fg_sha256_pipe_start_guarded(&h, 1, fg_st_guard);
+	fg_sha256_pipe_push(pipe, buf, 4096);
+	assert_int_equal(fg_sha256_pipe_finish(pipe), 0);
+	munmap(map, len);
+	close(fd);
+	unlink(src);
+	fg_sha256_free(h);
+	free(buf);
+}
+
 static void test_writer_failure_leaves_nothing(void **state)
 {
 	struct fg_st_out t = { .name = "x", .dtype = FG_DT_U8, .rank = 1, .shape = { 5u << 20 },
@@ -420,7 +470,7 @@ static void test_writer_failure_leaves_nothing(void **state)
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "b" },
 	};
 	struct fg_err err = { 0 };
-	char path[128];
+	char path[PATH_MAX + 32];
 	int before = count_entries(tmpdir);
 
 	(void)state;
@@ -459,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_writer_golden_bytes),
 		cmocka_unit_test(test_writer_streams),
 		cmocka_unit_test(test_writer_spans_and_hashes),
+		cmocka_unit_test(test_shrunk_source_is_an_error),
 		cmocka_unit_test(test_writer_failure_leaves_nothing),
 		cmocka_unit_test(test_open_errors),
 	};

@@ -1,7 +1,8 @@
 /*
  * cache.c: the pull cache on disk (internal.h; the layout is described in
  * pull.c's header).  It owns the records (v1/files/: a file's URL,
- * validator, size and when they were confirmed, or its 404), the entries
+ * validator, size, the hf:// commit and when they were confirmed, or its
+ * 404), the entries
  * (v1/ranges/: data plus a trailer naming and hashing it, written to v1/tmp/
  * and renamed), their lookup and verification, and eviction by last use.
  */
@@ -115,7 +116,7 @@ static char *read_small(const char *path, size_t cap)
  */
 int fgp_record_load(struct fg_pull *p, struct pfile *f)
 {
-	char path[PATH_BUF], url[URL_BUF], val[300];
+	char path[PATH_BUF], url[URL_BUF], val[300], commit[COMMIT_BUF];
 	uint64_t size, checked;
 	char *text;
 	time_t now = time(NULL);
@@ -130,7 +131,8 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 		free(text);
 		return 0;
 	}
-	int fresh = p->immutable ||
+	/* Offline, whatever the cache knows is all there is: no record expires. */
+	int fresh = p->immutable || p->offline ||
 		    (p->ttl > 0 && (uint64_t)now >= checked && (uint64_t)now - checked < p->ttl);
 	if (text_field(text, "absent", val, sizeof(val)) == 0) {
 		free(text);
@@ -142,9 +144,25 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 		free(text);
 		return 0;
 	}
+	/*
+	 * The commit the record was confirmed at.  One of another commit than
+	 * the pull's is as good as none: the file is read again, and a server
+	 * still at that other commit then fails the call (the branch moved).
+	 */
+	if (text_field(text, "commit", commit, sizeof(commit)) != 0 || !fgp_commit_ok(commit))
+		commit[0] = '\0';
+	if (commit[0] && p->commit[0] && strcmp(commit, p->commit) != 0) {
+		free(text);
+		return 0;
+	}
 	if (text_field(text, "lfs_sha256", f->lfs_oid, sizeof(f->lfs_oid)) != 0 || !fg_pull_lfs_oid(f->lfs_oid, f->lfs_oid))
 		f->lfs_oid[0] = '\0';
 	free(text);
+	if (commit[0] && p->rev) {
+		snprintf(f->commit, sizeof(f->commit), "%s", commit);
+		if (!p->commit[0])
+			snprintf(p->commit, sizeof(p->commit), "%s", commit);
+	}
 	f->validator = strdup(val);
 	if (!f->validator)
 		return FG_ENOMEM;
@@ -173,9 +191,10 @@ void fgp_record_store(struct fg_pull *p, const struct pfile *f, int absent)
 		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nabsent=1\nsize=-\nchecked=%lld\n", f->url,
 				   (long long)time(NULL));
 	else
-		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n%s%s%s",
-				   f->url, f->validator, size, (long long)time(NULL), f->lfs_oid[0] ? "lfs_sha256=" : "",
-				   f->lfs_oid, f->lfs_oid[0] ? "\n" : "");
+		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n%s%s%s%s%s%s",
+				   f->url, f->validator, size, (long long)time(NULL),
+				   f->commit[0] ? "commit=" : "", f->commit, f->commit[0] ? "\n" : "",
+				   f->lfs_oid[0] ? "lfs_sha256=" : "", f->lfs_oid, f->lfs_oid[0] ? "\n" : "");
 	if (!text)
 		return;
 	write_file_atomic(p, path, text, strlen(text));

@@ -31,6 +31,7 @@
 #define OPEN_CACHE_DIR_MAX 3000
 #define BASE_URL_MAX     3000         /* + an encoded file name fits URL_BUF */
 #define URL_BUF          8192
+#define COMMIT_BUF       65           /* a git commit id: 40 (SHA-1) or 64 (SHA-256) hex digits */
 
 enum fstate {
 	F_UNKNOWN,   /* nothing known: the first response tells */
@@ -51,6 +52,7 @@ struct pfile {
 	enum fstate state;
 	char *validator;             /* NULL: the server gave none (not cached) */
 	uint64_t size;               /* FG_PULL_SIZE_UNKNOWN */
+	char commit[COMMIT_BUF];     /* the hf:// commit validator and size belong to, or "" */
 	int served;                  /* bytes under validator were handed out */
 	char lfs_oid[65];            /* the hub's SHA-256 of the file (X-Linked-Etag), or "" */
 	struct extent *ext;          /* ranges held in memory */
@@ -71,6 +73,8 @@ struct fg_pull {
 	char *rev;                   /* hf revision, or NULL */
 	char *single;                /* the file a single-file source named */
 	int immutable;               /* rev is a commit: records never expire */
+	int offline;                 /* HF_HUB_OFFLINE for an hf:// source: no request at all */
+	char commit[COMMIT_BUF];     /* the commit rev resolved to, or "" while unknown */
 	char *user_agent;
 	struct curl_slist *headers;  /* Authorization, when a token applies */
 	char **allow;
@@ -79,6 +83,7 @@ struct fg_pull {
 	uint64_t cap;
 	unsigned ttl, maxconn, timeout, connect_timeout, retries, backoff_ms;
 	uint64_t merge_gap;
+	uint64_t max_bytes;       /* fg_pull_opts.max_bytes */
 	CURLM *multi;
 	struct pfile **files;
 	size_t n_files, cap_files;
@@ -122,6 +127,7 @@ struct xfer {
 	int complete;
 	struct resp r;
 	char lfs_oid[65];            /* X-Linked-Etag of any response of this attempt, when a SHA-256 */
+	char commit[COMMIT_BUF];     /* X-Repo-Commit of any response of this attempt */
 	CURL *easy;
 	char errbuf[CURL_ERROR_SIZE];
 	unsigned tries;
@@ -146,6 +152,7 @@ int fgp_add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap);
 void fgp_drop_last_mapping(struct fg_pull *p);
 void *fgp_load_region(struct fg_pull *p, int fd, size_t len);
 int fgp_add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint8_t *data);
+int fgp_commit_ok(const char *s);
 
 /* url.c: file names and hosts */
 int fgp_file_name_ok(const char *name);

@@ -23,13 +23,26 @@
  * of the same file with another validator means the file changed under us,
  * and the call fails rather than mixing two versions.
  *
+ * Hub revisions.  hf://ORG/NAME@REV reads {endpoint}/ORG/NAME/resolve/REV/
+ * (the endpoint: hf_endpoint, $HF_ENDPOINT, else FG_PULL_HF_DEFAULT_ENDPOINT;
+ * the bearer token: hf_token, $HF_TOKEN, else the hub's token file).  REV is
+ * a branch, a tag or a commit; the hub names the commit it served in the
+ * X-Repo-Commit header of every resolve response, which becomes the pull's
+ * resolved commit (fg_pull_resolved_commit) and is kept in each file's
+ * record.  A second commit within one pull (the branch moved) fails the call
+ * rather than mixing files of two commits.  A commit REV makes every record
+ * immutable.  With $HF_HUB_OFFLINE (hf_offline) an hf:// pull makes no
+ * request at all: records never expire, and what the cache lacks fails with
+ * the URL that would have been asked.
+ *
  * Cache layout (under cache_dir, all files written to tmp/ then renamed, so
  * a reader sees whole entries or none, and two processes fetching the same
  * range both rename identical bytes):
  *
- *   v1/files/<sha256("file\0" URL)>   a record: URL, validator, size and when
- *                                      the server last confirmed them (or that
- *                                      the file is absent: 404)
+ *   v1/files/<sha256("file\0" URL)>   a record: URL, validator, size, commit
+ *                                      (hf://) and when the server last
+ *                                      confirmed them (or that the file is
+ *                                      absent: 404)
  *   v1/ranges/<K>/<OFFSET>-<LEN>       an entry: LEN data bytes, then a text
  *                                      trailer (URL, validator, size, range,
  *                                      SHA-256 of the data), its 8-byte length
@@ -61,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -94,14 +108,62 @@ int fgp_oom(struct fg_err *err)
 	return fg_err_set(err, FG_ENOMEM, "out of memory");
 }
 
-static int is_hex40(const char *s)
+/* A full git commit id in lowercase hex: 40 digits (SHA-1) or 64 (SHA-256). */
+int fgp_commit_ok(const char *s)
 {
 	size_t i;
 
 	for (i = 0; s[i]; i++)
 		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
 			return 0;
-	return i == 40;
+	return i == 40 || i == 64;
+}
+
+static int truthy(const char *v)
+{
+	return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+		     strcasecmp(v, "on") == 0);
+}
+
+const char *fg_pull_hf_token_path(char *buf, size_t len)
+{
+	const char *hf_home = getenv("HF_HOME"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *home = getenv("HOME");
+	int n = -1;
+
+	if (hf_home && *hf_home)
+		n = snprintf(buf, len, "%s/token", hf_home);
+	else if (xdg && xdg[0] == '/') /* XDG: a relative path is to be ignored */
+		n = snprintf(buf, len, "%s/huggingface/token", xdg);
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.cache/huggingface/token", home);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+/*
+ * The first line of the hub's token file, blanks trimmed, into buf; NULL
+ * when there is no such file or it holds no token.  An unreadable file is
+ * as good as none: the Hugging Face tools ignore it too, and a server that
+ * needs a token says so (401, with a hint naming HF_TOKEN).
+ */
+static const char *token_from_file(char *buf, size_t len)
+{
+	char path[PATH_BUF];
+	FILE *fp;
+	size_t n;
+
+	if (!fg_pull_hf_token_path(path, sizeof(path)) || !(fp = fopen(path, "re")))
+		return NULL;
+	if (!fgets(buf, (int)len, fp))
+		buf[0] = '\0';
+	fclose(fp);
+	n = strcspn(buf, "\r\n");
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	buf[n] = '\0';
+	n = strspn(buf, " \t");
+	memmove(buf, buf + n, strlen(buf + n) + 1);
+	return buf[0] ? buf : NULL;
 }
 
 void fg_pull_opts_init(struct fg_pull_opts *o)
@@ -265,7 +327,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	struct fg_pull_opts def;
 	struct fg_pull *p = NULL;
 	const char *endpoint, *token, *ua;
-	char *base = NULL, *rev = NULL, *file = NULL, host[256], port[16];
+	char *base = NULL, *rev = NULL, *file = NULL, host[256], port[16], token_buf[1024];
 	int rc;
 
 	if (!o) {
@@ -285,11 +347,15 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	p->rev = rev;
 	p->single = file;
 	base = rev = file = NULL;
-	p->immutable = p->rev && is_hex40(p->rev);
+	p->immutable = p->rev && fgp_commit_ok(p->rev);
+	if (p->immutable)
+		snprintf(p->commit, sizeof(p->commit), "%s", p->rev);
+	p->offline = p->rev && truthy(o->hf_offline ? o->hf_offline : getenv("HF_HUB_OFFLINE"));
 	p->cap = o->cache_cap_bytes;
 	p->ttl = o->cache_ttl_seconds;
 	p->maxconn = o->max_connections ? o->max_connections : 1;
 	p->merge_gap = o->merge_gap;
+	p->max_bytes = o->max_bytes;
 	p->timeout = o->timeout_seconds;
 	p->connect_timeout = o->connect_timeout_seconds;
 	p->retries = o->retries;
@@ -329,6 +395,8 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		}
 	}
 	token = o->hf_token ? o->hf_token : getenv("HF_TOKEN");
+	if (p->rev && !o->hf_token && (!token || !*token))
+		token = token_from_file(token_buf, sizeof(token_buf));
 	if (p->rev && token && *token) {
 		char *h;
 
@@ -401,6 +469,16 @@ const char *fg_pull_base_url(const struct fg_pull *p)
 const char *fg_pull_source_file(const struct fg_pull *p)
 {
 	return p->single;
+}
+
+const char *fg_pull_revision(const struct fg_pull *p)
+{
+	return p->rev;
+}
+
+const char *fg_pull_resolved_commit(const struct fg_pull *p)
+{
+	return p->commit[0] ? p->commit : NULL;
 }
 
 static int absent_error(const struct pfile *f, struct fg_err *err)
@@ -594,6 +672,14 @@ static int plan_misses(struct fg_pull *p, const struct fg_pull_range *r, struct 
 				goto out;
 			}
 			xs[(*nx)++] = x;
+			if (p->max_bytes && p->st.bytes_to_fetch + spans[s].len > p->max_bytes) {
+				rc = fg_err_set(err, FG_EINPUT,
+						"%s%s: fetching %llu more bytes would take this pull past its cap of %llu bytes "
+						"(max_bytes; %llu fetched or planned so far)", p->base, f->name,
+						(unsigned long long)spans[s].len, (unsigned long long)p->max_bytes,
+						(unsigned long long)p->st.bytes_to_fetch);
+				goto out;
+			}
 			p->st.bytes_to_fetch += spans[s].len;
 			for (size_t c = 0; c < spans[s].count; c++)
 				miss_x[idx[order[spans[s].first + c]]] = x;
@@ -713,6 +799,7 @@ out:
 void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out)
 {
 	*out = p->st;
+	out->max_bytes = p->max_bytes;
 }
 
 void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done, uint64_t total),

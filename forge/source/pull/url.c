@@ -2,7 +2,8 @@
  * url.c: what a pull's source and file names become as URLs (internal.h).
  *
  * It owns the parsing of a source (http(s):// folder or single file,
- * hf://ORG/NAME[@REV] against the hub endpoint), the percent-encoding of file
+ * hf://ORG/NAME[@REV] against the hub endpoint, FG_PULL_HF_DEFAULT_ENDPOINT
+ * unless one is given), the percent-encoding of file
  * names and revisions, the file-name rules, and the host allow-list that the
  * source and every redirect target are checked against.  libcurl is
  * initialised here, on the first source parsed.
@@ -160,8 +161,7 @@ static int parse_hf(const char *source, const char *endpoint, char **base, char 
 			return fg_err_set(err, FG_EUSAGE, "source '%s': bad character in revision",
 					  source);
 	if (!endpoint || !*endpoint)
-		return fg_err_set(err, FG_EUSAGE,
-				  "source '%s': hf:// needs a hub endpoint (set HF_ENDPOINT)", source);
+		endpoint = FG_PULL_HF_DEFAULT_ENDPOINT;
 	if (!has_prefix_ci(endpoint, "http://") && !has_prefix_ci(endpoint, "https://"))
 		return fg_err_set(err, FG_EUSAGE, "hub endpoint '%s' is not an http(s) URL", endpoint);
 	elen = strlen(endpoint);

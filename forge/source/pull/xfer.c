@@ -101,6 +101,30 @@ static char *resp_validator(const struct fg_pull *p, const struct resp *r)
 }
 
 /*
+ * The commit a response of an hf:// pull names (X-Repo-Commit): it becomes
+ * the pull's when it has none yet, and another one than the pull's means the
+ * revision moved between two responses.  Then the files of this pull cannot
+ * be trusted to belong together: fail, and drop their records so that the
+ * next run reads them all again at the new commit.
+ */
+static int note_commit(struct xfer *x)
+{
+	struct fg_pull *p = x->p;
+
+	if (!p->rev || !x->commit[0])
+		return 0;
+	if (p->commit[0] && strcmp(p->commit, x->commit) != 0) {
+		for (size_t i = 0; i < p->n_files; i++)
+			fgp_record_drop(p, p->files[i]);
+		return xfer_fail(x, FG_EIO, "revision '%s' moved while being read (commit %s, now %s); run again",
+				 p->rev, p->commit, x->commit);
+	}
+	memcpy(p->commit, x->commit, sizeof(p->commit));
+	memcpy(x->f->commit, x->commit, sizeof(x->f->commit));
+	return 0;
+}
+
+/*
  * Take the validator and size a response gives f.  A file whose bytes were
  * already handed out under another validator changed on the server: fail
  * rather than mix versions, and drop its record so the next run starts over.
@@ -109,9 +133,12 @@ static int learn(struct xfer *x, uint64_t size)
 {
 	struct fg_pull *p = x->p;
 	struct pfile *f = x->f;
-	char *v = resp_validator(p, &x->r);
+	char *v;
 	int same, new_oid = x->lfs_oid[0] && strcmp(x->lfs_oid, f->lfs_oid) != 0;
 
+	if (note_commit(x) != 0)
+		return x->rc;
+	v = resp_validator(p, &x->r);
 	if (!v && (x->r.etag[0] || x->r.lastmod[0] || p->rev))
 		return xfer_fail(x, FG_ENOMEM, "out of memory");
 	same = (!v && !f->validator) || (v && f->validator && strcmp(v, f->validator) == 0);
@@ -268,6 +295,13 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		fg_pull_lfs_oid(tag, x->lfs_oid);
 	} else if (nl == 13 && strncasecmp(buf, "last-modified", 13) == 0) {
 		copy_value(x->r.lastmod, sizeof(x->r.lastmod), v, vl);
+	} else if (nl == 13 && strncasecmp(buf, "x-repo-commit", 13) == 0) {
+		char c[COMMIT_BUF + 1];
+
+		/* The hub's own hop names it; a CDN it redirects to does not: keep the first. */
+		copy_value(c, sizeof(c), v, vl);
+		if (!x->commit[0] && fgp_commit_ok(c))
+			memcpy(x->commit, c, sizeof(x->commit));
 	} else if (nl == 13 && strncasecmp(buf, "content-range", 13) == 0) {
 		copy_value(x->r.crange, sizeof(x->r.crange), v, vl);
 	} else if (nl == 14 && strncasecmp(buf, "content-length", 14) == 0) {
@@ -449,6 +483,13 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 	CURL *e;
 	int rc;
 
+	if (p->offline) {
+		char label[FG_ERR_MSG_MAX];
+
+		xfer_label(x, label, sizeof(label));
+		return fg_err_set(err, FG_EIO, "%s: not in the cache, and HF_HUB_OFFLINE is set: no request is made",
+				  label);
+	}
 	/* Sinks open at the first attempt, so at most maxconn tmp files are open. */
 	if (x->tries == 0 && (rc = xfer_sink_init(x, err)) != 0)
 		return rc;
@@ -458,6 +499,7 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 	x->easy = e;
 	memset(&x->r, 0, sizeof(x->r));
 	x->lfs_oid[0] = '\0';
+	x->commit[0] = '\0';
 	x->mode = BM_NONE;
 	x->headers_done = 0;
 	x->body_pos = 0;
