@@ -146,7 +146,7 @@ UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
-$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o $(BUILD)/daemon/args.o
 $(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
