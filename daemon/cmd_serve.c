@@ -251,7 +251,8 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		fg_workers_stop(workers, 0);
 		fg_store_close(store);
-		return FG_EXIT_USAGE;
+		/* 2 for an address it cannot resolve or listen on, or a bad tokens file; 3 when memory or a thread fails. */
+		return fg_err_exit_code(err.code);
 	}
 	fg_workers_set_api(workers, api);
 	if (!acfg.tokens_file)
