@@ -15,7 +15,8 @@
 #                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
 #                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
-#   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
+#   make fuzz       run every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each (clang);
+#                   `make test` runs each for FUZZ_TEST_SECONDS (3)
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
@@ -82,10 +83,15 @@ LIBAPI     := $(BUILD)/libapi.a
 LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
+# libFuzzer targets (tests/fuzz/), built by test-build: see `make fuzz` below.
+FUZZ_DIR := build/fuzz
+FUZZ_TARGETS := fuzz_st_header fuzz_jsonlex_diff fuzz_ckpt_open
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
+.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz fuzz-build check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -187,11 +193,11 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
-	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
+	@PYTHON=$(PYTHON) FUZZ_DIR=$(CURDIR)/$(FUZZ_DIR) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
-	$(DEQUANT_GOLDEN)/index.json
+	$(DEQUANT_GOLDEN)/index.json $(FUZZ_BINS)
 
 # ThreadSanitizer on the store and the server: build/tsan, then test_store and the
 # serve scripts with a TSan-built forged.  A report makes the process exit 66 and
@@ -217,17 +223,53 @@ demo: deps-run
 	$(FORGED) inspect $(FIXTURES)/qwen35_mlx_sidecar
 	-$(FORGED) inspect $(FIXTURES)/qwen35_mlx_embedded
 
+# libFuzzer targets (tests/fuzz/): the safetensors reader on whole files, the
+# jsonlex reader against cJSON (differential), and checkpoint folder opening
+# through inspect and the forge plan.  forge/ is compiled once for them
+# (clang, ASan+UBSan, fuzzer coverage) into build/fuzz/libforge.a.  `make
+# fuzz` runs each for FUZZ_SECONDS; `make test` runs each for
+# FUZZ_TEST_SECONDS (tests/e2e/test_fuzz.sh) and prints their executions.
 FUZZ_SECONDS ?= 60
-FUZZ_BIN := build/fuzz/fuzz_st_header
-$(FUZZ_BIN): tests/fuzz/fuzz_st_header.c $(FORGE_SRC)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_st_header.c $(FORGE_SRC) $(LDLIBS)
+FUZZ_TEST_SECONDS ?= 3
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -fsanitize=address,undefined \
+	-fno-sanitize-recover=all
+FUZZ_OBJ := $(FORGE_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_st_header
 
-fuzz: deps $(FUZZ_BIN)
-	@mkdir -p build/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/libforge.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_jsonlex_diff: tests/fuzz/fuzz_jsonlex_diff.c tests/fuzz/ref_st_header.c tests/fuzz/ref_st_header.h $(FUZZ_DIR)/libforge.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_jsonlex_diff.c tests/fuzz/ref_st_header.c \
+		$(FUZZ_DIR)/libforge.a $(LDLIBS)
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libforge.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libforge.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# The seed corpora: tests/fuzz/seeds (safetensors files), tests/hostile, and
+# the checkpoint folders of tests/fuzz/seeds_ckpt; each target keeps what it
+# finds in build/fuzz/corpus_TARGET.
+FUZZ_SEEDS_fuzz_st_header := tests/hostile tests/fuzz/seeds
+FUZZ_SEEDS_fuzz_jsonlex_diff := tests/hostile tests/fuzz/seeds tests/fuzz/seeds_json
+FUZZ_SEEDS_fuzz_ckpt_open := tests/fuzz/seeds_ckpt
+
+fuzz: deps $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus_$$t; \
+		case $$t in fuzz_st_header) s="$(FUZZ_SEEDS_fuzz_st_header)";; \
+			fuzz_jsonlex_diff) s="$(FUZZ_SEEDS_fuzz_jsonlex_diff)";; *) s="$(FUZZ_SEEDS_fuzz_ckpt_open)";; esac; \
+		echo "== $$t ($(FUZZ_SECONDS) s)"; \
+		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 $(FUZZ_DIR)/corpus_$$t $$s || exit 1; \
+	done
+
+-include $(FUZZ_OBJ:.o=.d)
 
 # Benchmarks (bench/run_all.sh): figures and ratios against references run in
 # the same run, never asserted.

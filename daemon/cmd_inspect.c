@@ -23,12 +23,14 @@ static const struct option *inspect_longopts(void);
 const struct fg_cmd fg_cmd_inspect = {
 	.name = "inspect",
 	.summary = "decide norm conventions, predict every runtime, give verdicts",
-	.usage = "forged inspect SOURCE [--json] [--runtime ID]...\n\n"
+	.usage = "forged inspect SOURCE [--json] [--runtime ID]... [--follow-symlinks]\n\n"
 		 "SOURCE is a checkpoint folder or one .safetensors file.  Reads the headers\n"
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(listed below); by default the layout's own.  Files inside the folder are\n"
+		 "opened without following symbolic links; --follow-symlinks follows them (a\n"
+		 "Hugging Face cache snapshot links into ../../blobs).  Exit 0 ok, 1 error verdicts\n"
 		 "(do not ship), 2 unreadable or malformed input, 3 a failure of forged's own\n"
 		 "state (the pull cache) or an internal error.\n",
 	.run = run_inspect,
@@ -36,12 +38,13 @@ const struct fg_cmd fg_cmd_inspect = {
 	.help_extra = fg_cli_print_runtimes,
 };
 
-enum { OPT_JSON = 2000, OPT_RUNTIME };
+enum { OPT_JSON = 2000, OPT_RUNTIME, OPT_FOLLOW_SYMLINKS };
 
 static const struct option inspect_options[] = {
 	FG_ARGS_GLOBAL_LONGOPTS,
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "runtime", required_argument, NULL, OPT_RUNTIME },
+	{ "follow-symlinks", no_argument, NULL, OPT_FOLLOW_SYMLINKS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -53,7 +56,7 @@ static const struct option *inspect_longopts(void)
 struct inspect_args {
 	const char *runtimes[MAX_RUNTIME_ARGS];
 	size_t n_runtimes;
-	int json;
+	int json, follow;
 };
 
 static int inspect_option(void *ctx, int val, const char *arg)
@@ -63,6 +66,9 @@ static int inspect_option(void *ctx, int val, const char *arg)
 	switch (val) {
 	case OPT_JSON:
 		o->json = 1;
+		return 0;
+	case OPT_FOLLOW_SYMLINKS:
+		o->follow = 1;
 		return 0;
 	case OPT_RUNTIME:
 		if (o->n_runtimes == MAX_RUNTIME_ARGS)
@@ -177,6 +183,7 @@ static int run_inspect(int argc, char **argv)
 	struct fg_inspect *r = NULL;
 	struct fg_err err = { 0 };
 	const char *source;
+	struct fg_inspect_opts io;
 	struct fg_args a;
 	int json, rc;
 
@@ -188,7 +195,10 @@ static int run_inspect(int argc, char **argv)
 	source = a.pos[0];
 	json = o.json;
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
-	rc = fg_inspect_run_opts(&r, source, o.runtimes, o.n_runtimes, &pull, &err);
+	memset(&io, 0, sizeof(io));
+	io.pull = &pull;
+	io.links.follow = o.follow; /* the caller's own files: a link may point anywhere */
+	rc = fg_inspect_run_with(&r, source, o.runtimes, o.n_runtimes, &io, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);
 	if (rc == FG_EUSAGE)
