@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #define BODY_MAX ((size_t)256 << 20)
 #define TOKEN_FILE_MAX 4096
 #define REQUEST_TIMEOUT_MS 60000L

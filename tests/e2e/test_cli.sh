@@ -97,6 +97,13 @@ cli v1 verdict --collapse-threshold=0.5 --json "$TMP/rows.json"
 cli v2 verdict "$TMP/rows.json" --json --collapse-threshold 0.5
 check "verdict --collapse-threshold=X and --collapse-threshold X" cmp -s "$TMP/v1.out" "$TMP/v2.out"
 check "verdict: the rows decided" [ "$(jq -r .verdict "$TMP/v1.out" 2>/dev/null)" = mtp_depth_wins ]
+# The same with POSIXLY_CORRECT set (getopt would stop at the first argument).
+LAST=posix; RC=0
+POSIXLY_CORRECT=1 "$FORGED" inspect "$SRC" --json --runtime mlx-lm-0.32 >"$TMP/posix.out" 2>"$TMP/posix.err" || RC=$?
+check "POSIXLY_CORRECT: options after the argument still read" cmp -s "$TMP/i1.out" "$TMP/posix.out"
+LAST=posix2; RC=0
+POSIXLY_CORRECT=1 "$FORGED" jobs list --server http://127.0.0.1:9 --state done >"$TMP/posix2.out" 2>"$TMP/posix2.err" || RC=$?
+err_has "POSIXLY_CORRECT: a client subcommand's options read" "--state 'done' is not one of"
 # '--' ends the options: names that begin with '-' are arguments after it.
 mkdir -p "$TMP/w"
 cp -r "$SRC" "$TMP/w/-src"
