@@ -42,7 +42,8 @@
  * mxfp4_vs_affine_{1t,2t} the reference is affine at the same thread count,
  * in {affine,mxfp4}_2t_vs_1t the same format on 1 thread; as everywhere in
  * benchlib a ratio is a time ratio (forged / reference), so mxfp4's GB/s over
- * affine's is its inverse (also printed as an extra, gbs_ratio_best).
+ * affine's is its inverse (bench_quant.sh adds it, over all its rounds, as
+ * the extras gbs_ratio_best and gbs_ratio_median).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -510,17 +511,7 @@ int main(int argc, char **argv)
 	printf("extra affine_4bit_g64 forged_mib %zu\nextra fp8_to_bf16 forged_mib %zu\n", mib, mib / 2);
 	printf("extra affine_4bit_g64 scalar_ref_path_gbs %.4f\nextra fp8_to_bf16 scalar_ref_path_gbs %.4f\n",
 	       gb / t_aff_ref, gb8 / t_fp8_ref);
-	printf("extra mxfp4_vs_affine_1t gbs_ratio_best %.4f\n", a1.wall / m1.wall);
-	printf("extra mxfp4_vs_affine_2t gbs_ratio_best %.4f\n", a2.wall / m2.wall);
-	printf("extra mxfp4_vs_affine_1t mxfp4_gbs %.4f\nextra mxfp4_vs_affine_1t affine_gbs %.4f\n", gb / m1.wall,
-	       gb / a1.wall);
-	printf("extra mxfp4_vs_affine_2t mxfp4_gbs %.4f\nextra mxfp4_vs_affine_2t affine_gbs %.4f\n", gb / m2.wall,
-	       gb / a2.wall);
 	printf("extra mxfp4_vs_affine_1t scalar_ref_path_gbs %.4f\n", gb / t_mx_ref);
-	printf("extra affine_2t_vs_1t gbs_1t %.4f\nextra affine_2t_vs_1t gbs_2t %.4f\n", gb / a1.wall, gb / a2.wall);
-	printf("extra mxfp4_2t_vs_1t gbs_1t %.4f\nextra mxfp4_2t_vs_1t gbs_2t %.4f\n", gb / m1.wall, gb / m2.wall);
-	printf("extra affine_2t_vs_1t speedup_best %.4f\nextra mxfp4_2t_vs_1t speedup_best %.4f\n", a1.wall / a2.wall,
-	       m1.wall / m2.wall);
 
 	if (dump_dir) {
 		size_t dump_rows = ((size_t)DUMP_MIB << 20 >> 1) / COLS;

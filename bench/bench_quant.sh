@@ -52,6 +52,18 @@ for r in $(seq "$rounds"); do
 	echo
 done
 cat "$dir"/c.*.txt "$dir"/numpy.*.txt | bl samples "$FRAG"
+# GB/s beside the time ratios of the thread and format cases, from the same
+# samples (every round): GB/s = 2^30 bytes / (ms per GiB) / 1e6, and
+# gbs_ratio = forged GB/s / reference GB/s (mxfp4 / affine; 2 threads / 1).
+jq 'def gbs(ms): if ms and ms > 0 then 1073.741824 / ms * 1e4 | round / 1e4 else null end;
+	def over(a; b): if a and b and b > 0 then a / b * 1e4 | round / 1e4 else null end;
+	reduce ("mxfp4_vs_affine_1t", "mxfp4_vs_affine_2t", "affine_2t_vs_1t", "mxfp4_2t_vs_1t") as $c (.;
+		.cases[$c] as $x | .cases[$c].extra += {
+			forged_gbs_best: gbs($x.forged.wall.best), forged_gbs_median: gbs($x.forged.wall.median),
+			reference_gbs_best: gbs($x.reference.wall.best), reference_gbs_median: gbs($x.reference.wall.median),
+			gbs_ratio_best: over($x.reference.wall.best; $x.forged.wall.best),
+			gbs_ratio_median: over($x.reference.wall.median; $x.forged.wall.median)})' "$FRAG" >"$FRAG.tmp"
+mv "$FRAG.tmp" "$FRAG"
 
 # get KEY: the best of the rounds' "result KEY" values (GB/s: higher is better)
 get() { cat "$dir"/c.*.txt "$dir"/numpy.*.txt | sed -n "s/^result $1 //p" | sort -g | tail -n 1; }
