@@ -193,7 +193,7 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
-	@$(if $(SANITIZE),echo "fuzz-smoke: once per CI run, in the plain make test",$(MAKE) --no-print-directory fuzz-smoke)
+	@$(if $(SANITIZE),echo "fuzz-smoke: skipped under SANITIZE (the plain make test runs it)",$(MAKE) --no-print-directory fuzz-smoke)
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
