@@ -14,6 +14,7 @@
 #include "forge/artifact/provenance.h"
 
 static int run_verify_originals(int argc, char **argv);
+static const struct option *originals_longopts(void);
 
 const struct fg_cmd fg_cmd_verify_originals = {
 	.name = "verify-originals",
@@ -29,46 +30,70 @@ const struct fg_cmd fg_cmd_verify_originals = {
 		 "detail}]).  Exit 0 all check out, 1 some do not, 2 bad usage or no readable\n"
 		 "forged.json.\n",
 	.run = run_verify_originals,
+	.options = originals_longopts,
 };
+
+enum { OPT_SOURCE = 2000, OPT_JSON };
+
+static const struct option originals_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "source", required_argument, NULL, OPT_SOURCE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *originals_longopts(void)
+{
+	return originals_options;
+}
+
+struct originals_args {
+	const char *source;
+	int json;
+};
+
+static int originals_option(void *ctx, int val, const char *arg)
+{
+	struct originals_args *o = ctx;
+
+	switch (val) {
+	case OPT_SOURCE:
+		o->source = arg;
+		return 0;
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	default:
+		return fg_args_bad("unknown option");
+	}
+}
 
 static int run_verify_originals(int argc, char **argv)
 {
-	const char *artifact = NULL, *source = NULL;
+	struct originals_args o = { NULL, 0 };
 	struct fg_err err = { 0 };
 	cJSON *report = NULL;
 	const cJSON *row;
 	size_t failed = 0;
-	int json = 0, rc;
+	const char *artifact;
+	struct fg_args a;
+	int json, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_verify_originals.usage, stdout);
-			return FG_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc)
-			source = argv[++i];
-		else if (strncmp(argv[i], "--source=", 9) == 0)
-			source = argv[i] + 9;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return fg_cli_usage_error(&fg_cmd_verify_originals, "unknown option '%s'", argv[i]);
-		else if (artifact)
-			return fg_cli_usage_error(&fg_cmd_verify_originals, "one ARTIFACT only");
-		else
-			artifact = argv[i];
-	}
-	if (!artifact)
-		return fg_cli_usage_error(&fg_cmd_verify_originals, "missing ARTIFACT");
-	rc = fg_provenance_verify_originals(artifact, source, &report, &failed, &err);
+	rc = fg_cli_parse(&fg_cmd_verify_originals, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, originals_options,
+			  originals_option, &o, 1, 1, "ARTIFACT");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	artifact = a.pos[0];
+	json = o.json;
+	rc = fg_provenance_verify_originals(artifact, o.source, &report, &failed, &err);
 	if (rc)
 		return fg_cli_fail(&err);
 	if (json) {
-		char *text = cJSON_Print(report);
-
-		if (text)
-			puts(text);
-		free(text);
+		rc = fg_cli_print_json(report);
+		if (rc) {
+			cJSON_Delete(report);
+			return rc;
+		}
 	} else {
 		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(report, "originals"))
 			printf("%s  %-9s %s: %s\n", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "ok")) ? "ok  " : "FAIL",
