@@ -9,6 +9,7 @@
  * costs a few MB of I/O.
  */
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
 #include "forge/core/json.h"
 #include "forge/core/str.h"
@@ -389,6 +390,26 @@ static cJSON *sibling_manifest(const struct fg_ckpt *c, const struct fg_ckpt_fil
 	if (fg_json_load(&doc, path, 1u << 20, &err) != 0)
 		return NULL;
 	return doc;
+}
+
+/*
+ * MTPLX's runtime contract beside a local checkpoint's config.json
+ * (mtplx.h): read whole, summarised in the report; a file that is there but
+ * unreadable is reported, never fatal (MTPLX itself then runs without it).
+ */
+static void read_mtplx_runtime(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	struct fg_err err = { 0 };
+	char path[4096];
+
+	if (c->pull || c->single_file)
+		return;
+	if (snprintf(path, sizeof(path), "%s/%s", c->dir, FG_MTPLX_RUNTIME_FILE) >= (int)sizeof(path) ||
+	    access(path, F_OK) != 0)
+		return;
+	if (fg_json_load(&r->mtplx_runtime, path, FG_MTPLX_RUNTIME_MAX, &err) != 0)
+		snprintf(r->mtplx_runtime_error, sizeof(r->mtplx_runtime_error), "%s", err.msg);
 }
 
 /* What the simulation reads of each head set: files, unlisted tensors, expert layouts, manifests. */
@@ -1127,6 +1148,7 @@ int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char 
 	}
 	r->scheme = choose_scheme(r);
 	scan_structure(r);
+	read_mtplx_runtime(r);
 	rc = build_sets(r, err);
 	if (rc)
 		goto out;
@@ -1159,6 +1181,7 @@ void fg_inspect_free(struct fg_inspect *r)
 		cJSON_Delete(r->manifests[i]);
 	}
 	free(r->dups);
+	cJSON_Delete(r->mtplx_runtime);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);

@@ -83,6 +83,9 @@ struct fg_inspect {
 	struct fg_runtime_result runtimes[FG_INSPECT_MAX_RUNTIMES];
 	struct fg_verdicts verdicts;
 	int ok;
+	/* A local checkpoint's mtplx_runtime.json (owned), or NULL; when it exists but cannot be read, why. */
+	cJSON *mtplx_runtime;
+	char mtplx_runtime_error[FG_ERR_MSG_MAX];
 };
 
 /*

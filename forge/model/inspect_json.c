@@ -3,6 +3,7 @@
  * (inspect.h), field for field as docs/interfaces.md describes it.
  */
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -193,6 +194,23 @@ static cJSON *structure_json(const struct fg_inspect *r)
 	return o;
 }
 
+static cJSON *mtplx_runtime_json(const struct fg_inspect *r)
+{
+	cJSON *o;
+
+	if (r->mtplx_runtime)
+		return fg_mtplx_runtime_summary(r->mtplx_runtime);
+	if (!r->mtplx_runtime_error[0])
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddStringToObject(o, "file", FG_MTPLX_RUNTIME_FILE);
+		cJSON_AddBoolToObject(o, "loads", 0);
+		cJSON_AddStringToObject(o, "error", r->mtplx_runtime_error);
+	}
+	return o;
+}
+
 cJSON *fg_inspect_json(const struct fg_inspect *r)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -231,5 +249,7 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 	cJSON_AddItemToObject(o, "runtimes", runtimes_json(r));
 	cJSON_AddItemToObject(o, "verdicts", verdicts_json(r));
 	cJSON_AddBoolToObject(o, "ok", r->ok);
+	/* Issue 13, a new field: MTPLX's runtime contract when the checkpoint has one. */
+	cJSON_AddItemToObject(o, "mtplx_runtime", mtplx_runtime_json(r));
 	return o;
 }
