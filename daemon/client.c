@@ -104,13 +104,13 @@ int fg_client_check_runtime(const char *option, const char *id)
 	size_t n, used = 0;
 	const struct fg_runtime *rt = fg_runtime_all(&n);
 
-	if (fg_runtime_find(id))
+	if (fg_runtime_find_reported(id, NULL))
 		return 0;
 	list[0] = '\0';
 	for (size_t i = 0; i < n && used < sizeof(list); i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", rt[i].id);
-	return fg_client_bad_value("%s '%s' is not a runtime: one of %s, hf (an alias), or a versioned id "
-				   "(mlx-lm-0.33, mtplx-2.11.3)", option, id, list);
+	return fg_client_bad_value("%s '%s' is not a runtime: one of %s, hf (an alias), or a version a row "
+				   "covers (mlx-lm-0.33, mtplx-2.11.3, 'mlx-lm 0.31.3')", option, id, list);
 }
 
 int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc, char **argv,
@@ -609,6 +609,16 @@ int fg_client_fail(struct fg_client *c, const struct fg_http *r, int rc)
 		if (r->status == 401)
 			fprintf(stderr, "forged %s: give a token with --token-file FILE, $FORGED_TOKEN or "
 				"$XDG_CONFIG_HOME/forged/token\n", label);
+		/* A 409 naming the artifacts a fingerprint fits: each, so the report can name one. */
+		{
+			const cJSON *cand;
+
+			cJSON_ArrayForEach(cand, cJSON_GetObjectItemCaseSensitive(doc, "candidates"))
+				fprintf(stderr, "forged %s:   candidate artifact %lld digest %s source %s\n", label,
+					(long long)fg_json_get_num(cand, "artifact_id", 0),
+					fg_json_get_str(cand, "digest") ? fg_json_get_str(cand, "digest") : "-",
+					fg_json_get_str(cand, "source") ? fg_json_get_str(cand, "source") : "-");
+		}
 		if (c->format == FG_FORMAT_JSON)
 			fg_client_print_body(r);
 	} else {

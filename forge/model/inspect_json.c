@@ -253,3 +253,28 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 	cJSON_AddItemToObject(o, "mtplx_runtime", mtplx_runtime_json(r));
 	return o;
 }
+
+int fg_inspect_report_digest(const cJSON *report, char out[FG_DIGEST_MAX], struct fg_err *err)
+{
+	static const char *const counters[] = { "bytes_fetched", "bytes_from_cache", "requests" };
+	char hex[FG_SHA256_HEX];
+	cJSON *copy, *remote;
+	char *text;
+
+	if (!cJSON_IsObject(report))
+		return fg_err_set(err, FG_EINPUT, "an inspection's digest needs its report");
+	copy = cJSON_Duplicate(report, 1);
+	if (!copy)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	remote = cJSON_GetObjectItemCaseSensitive(copy, "remote");
+	for (size_t i = 0; cJSON_IsObject(remote) && i < sizeof(counters) / sizeof(counters[0]); i++)
+		cJSON_DeleteItemFromObjectCaseSensitive(remote, counters[i]);
+	text = cJSON_PrintUnformatted(copy);
+	cJSON_Delete(copy);
+	if (!text)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	fg_sha256_buf(text, strlen(text), hex);
+	cJSON_free(text);
+	snprintf(out, FG_DIGEST_MAX, "sha256:%s", hex);
+	return 0;
+}
