@@ -111,7 +111,7 @@ int fg_mtplx_head_fingerprint(const char *dir, struct fg_head_fingerprints *out,
 		goto out;
 	}
 	if ((rc = fg_fs_join(cfg_path, sizeof(cfg_path), dir, "config.json", err)) ||
-	    (rc = fg_json_load(&config, cfg_path, FG_CKPT_JSON_MAX, err)))
+	    (rc = fg_json_load(&config, cfg_path, FG_CKPT_CONFIG_MAX, err)))
 		goto out;
 	if (!fg_mtplx_mtp_file(dir, config, fp.mtp_file, sizeof(fp.mtp_file))) {
 		rc = fg_err_set(err, FG_EINPUT, "%s: no mtp file to fingerprint ('%s' is not a file)", dir,

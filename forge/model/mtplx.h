@@ -38,6 +38,7 @@
 #define FG_DIGEST_MAX 72
 /* The largest mtplx_runtime.json read (MTPLX's own are a few KB with their verify rows). */
 #define FG_MTPLX_RUNTIME_MAX (4u << 20)
+#define FG_MTPLX_RUNTIME_NODES (1u << 18) /* JSON values in it at most */
 
 /*
  * The mtp file MTPLX's fingerprint covers in folder dir, given config.json
