@@ -622,7 +622,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 					    .report = report, .ok = 1, .probe_mean = 1.0 };
 		int64_t id;
 
-		if (fg_store_artifact_put(store, &a, &id, &err) != 0)
+		if (fg_store_artifact_put(store, &a, &id, NULL, &err) != 0)
 			fprintf(stderr, "fuzz_api: storing the fingerprinted artifact: %s\n", err.msg);
 		cJSON_Delete(report);
 		fg_store_close(store);
