@@ -237,6 +237,12 @@ check "qwen3_5's band" [ "$(jb '.probe_qnorm.by_family.qwen3_5.band | [.healthy,
 check "the healthy bucket counts the served artifacts once each" \
 	[ "$(jb '.probe_qnorm.buckets[2].count')" = 3 ] && [ "$(jb '.probe_qnorm.by_family.qwen3_5.artifacts')" = 3 ]
 check "hosts: what each observed" [ "$(jb '.hosts[] | select(.host == "mtplx-host") | .observed.tok_s')" = 41.5 ]
+total_hosts=$(jb .hosts_total)
+get /v1/fleet/health
+check "the default page (a poller's) leaves the host list out, keeps its count" \
+	[ "$(jb '[has("hosts"), .hosts_total] | map(tostring) | join(" ")')" = "false $total_hosts" ]
+get "/v1/fleet/health?unhealthy_limit=50"
+check "a page asked for carries it" [ "$(jb '.hosts | length')" = "$total_hosts" ]
 get "/v1/artifacts/$A1"
 check "the artifact's fleet[]: its hosts, as named, with what they observed" \
 	[ "$(jb '[.fleet[] | select(.host == "mtplx-host" or .host == "old-host") | .host + "=" + .runtime_reported] | join(",")')" = \
