@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 static int run_fleet(int argc, char **argv);
+static const struct option *fleet_longopts(void);
 
 static const struct fg_subcmd fleet_subs[] = {
 	{ "health", "", "the fleet-wide health: unhealthy artifacts, the hosts serving them" },
@@ -43,6 +44,8 @@ const struct fg_cmd fg_cmd_fleet = {
 	.run = run_fleet,
 	.subs = fleet_subs,
 	.common = FG_CLIENT_COMMON,
+	.options = fleet_longopts,
+	.help_extra = fg_cli_print_runtimes,
 };
 
 enum { OPT_HOST = 4000, OPT_ARTIFACT, OPT_RUNTIME, OPT_OBSERVED, OPT_DIGEST, OPT_ARTIFACT_ID };
@@ -57,6 +60,11 @@ static const struct option fleet_options[] = {
 	{ "artifact-id", required_argument, NULL, OPT_ARTIFACT_ID },
 	{ NULL, 0, NULL, 0 },
 };
+
+static const struct option *fleet_longopts(void)
+{
+	return fleet_options;
+}
 
 struct fleet_opts {
 	const char *host, *artifact, *runtime, *observed, *digest;
@@ -81,7 +89,7 @@ static int fleet_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_RUNTIME:
 		o->runtime = arg;
-		return fg_client_check_runtime("--runtime", arg);
+		return fg_args_check_reported_runtime("--runtime", arg);
 	case OPT_DIGEST:
 		o->digest = arg;
 		if (!*arg || strlen(arg) > 128)

@@ -352,6 +352,13 @@ const char *fg_runtime_match_name(enum fg_runtime_match m);
  */
 const struct fg_runtime *fg_runtime_find_reported(const char *reported, enum fg_runtime_match *how);
 
+/*
+ * The ids a runtime option accepts, for messages: "mlx-lm-0.31, ..., sglang,
+ * hf (an alias), or a versioned id (...)" into buf (len bytes, cut short when
+ * it does not fit).  Returns the length written.
+ */
+size_t fg_runtime_ids_text(char *buf, size_t len);
+
 #define FG_RUNTIME_MAX_ALIAS 4
 
 /*
