@@ -238,12 +238,81 @@ static void clean_stale(const struct place *pl)
 
 /* ---- stages ---- */
 
+/*
+ * The artifact digest over every file written so far (all of them:
+ * forged.json and mtplx_runtime.json, written after, describe the artifact
+ * and are not in its file list).  The head fingerprints and the sidecar's
+ * own SHA-256 were taken while it was written (write.c): nothing is read
+ * back.
+ */
+static int identities(struct forge *f, struct fg_err *err)
+{
+	return fg_artifact_digest(f->files, f->res->digest, err);
+}
+
+static void rfc3339(time_t t, char out[32])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/* An MTPLX target gets MTPLX's own runtime file, unverified until a verification is posted. */
+static int is_mtplx_target(const struct fg_forge_result *res)
+{
+	const struct fg_runtime *rt = fg_runtime_find(res->target);
+
+	return rt && rt->product && strcmp(rt->product, "mtplx") == 0;
+}
+
+static int write_runtime(struct forge *f, struct fg_err *err)
+{
+	const struct fg_runtime *rt = fg_runtime_find(f->res->target);
+	char when[32], path[PATH_MAX];
+	const char *mt = fg_ckpt_model_type(f->bb->ckpt);
+	struct fg_mtplx_pack pack = {
+		.target = f->res->target,
+		.target_version = rt->version_min,
+		.family = f->src->family->id,
+		.model_type = mt,
+		.head_layers = f->src->declared_mtp,
+		.source = f->src->ckpt->source,
+		.source_commit = f->src->ckpt->pull ? fg_pull_resolved_commit(f->src->ckpt->pull) : NULL,
+		.source_layout = f->src->layout,
+		.backbone = f->bb->ckpt->source,
+		.policy = f->res->policy,
+		.forged_version = f->o->version ? f->o->version : "unknown",
+		.forged_at = when,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+	};
+	cJSON *doc;
+	int rc;
+
+	if (!is_mtplx_target(f->res))
+		return 0;
+	rfc3339(f->created_at, when);
+	doc = fg_mtplx_runtime_new(&pack);
+	if (!doc)
+		return fg_err_set(err, FG_ENOMEM, "out of memory building %s", FG_MTPLX_RUNTIME_FILE);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, FG_MTPLX_RUNTIME_FILE, err);
+	if (!rc)
+		rc = fg_art_write_json(path, doc, NULL, err);
+	if (rc) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	f->res->mtplx_runtime = doc;
+	return 0;
+}
+
 /* forged.json, kept in the result as written. */
 static int write_provenance(struct forge *f, struct fg_err *err)
 {
 	const struct fg_provenance p = {
 		.forged_version = f->o->version,
-		.created_at = time(NULL),
+		.created_at = f->created_at,
 		.source = f->src->ckpt->source,
 		.family = f->src->family->id,
 		.head_set = fg_inspect_head(f->src)->set.name,
@@ -264,6 +333,9 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.relayouts = f->relayouts,
 		.files = f->files,
 		.fingerprint = f->res->fingerprint,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+		.mtplx_runtime = is_mtplx_target(f->res) ? FG_MTPLX_RUNTIME_FILE : NULL,
 	};
 	char path[PATH_MAX];
 	cJSON *doc = fg_provenance_json(&p);
@@ -430,7 +502,7 @@ static int finish(struct forge *f, const struct place *pl, struct fg_err *err)
 /*
  * What is written into the temporary folder, in order.  A step that begins
  * a stage reports it first and stops there when the caller asked to.
- * config.json comes before the sidecar: the fingerprint needs both hashes.
+ * config.json comes before the sidecar: the head fingerprints hash it first.
  */
 static const struct {
 	int begins_stage;
@@ -441,7 +513,9 @@ static const struct {
 	{ 1, FG_ART_SIDECAR, fg_art_write_config },
 	{ 0, FG_ART_SIDECAR, fg_art_write_sidecar },
 	{ 1, FG_ART_PROVENANCE, fg_art_write_originals },
+	{ 0, FG_ART_PROVENANCE, identities },
 	{ 0, FG_ART_PROVENANCE, write_provenance },
+	{ 0, FG_ART_PROVENANCE, write_runtime },
 	{ 0, FG_ART_PROVENANCE, fg_art_check_sources }, /* what was read is one version of each file */
 };
 
@@ -470,6 +544,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	f.o = o;
 	f.res = res;
 	f.cache_dir = o->pull ? o->pull->cache_dir : fg_ckpt_default_cache_dir(cache, sizeof(cache));
+	f.created_at = time(NULL);
 	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
 	if (!fg_runtime_find(res->target)) {
 		rc = fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
@@ -566,6 +641,8 @@ out:
 	if (pl.dirfd >= 0)
 		close(pl.dirfd);
 	fg_art_sources_close(&f);
+	fg_sha256_free(f.framed);
+	fg_sha256_free(f.legacy);
 	fg_plan_release(&f.plan);
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);
@@ -591,6 +668,7 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->shifted);
 	fg_inspect_free(res->check);
 	cJSON_Delete(res->provenance);
+	cJSON_Delete(res->mtplx_runtime);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -624,7 +702,15 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 	return o;
 }
 
-cJSON *fg_forge_result_json(const struct fg_forge_result *res)
+static void add_or_null(cJSON *o, const char *key, const char *s)
+{
+	if (s)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *opts)
 {
 	cJSON *o = cJSON_CreateObject(), *report;
 	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
@@ -640,6 +726,12 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 		cJSON_AddStringToObject(o, "fingerprint", res->fingerprint);
 	else
 		cJSON_AddNullToObject(o, "fingerprint");
+	/* Issue 13, new fields: both identities, MTPLX's runtime file, what was asked. */
+	add_or_null(o, "head_fingerprint", res->ok && res->head_fingerprint[0] ? res->head_fingerprint : NULL);
+	add_or_null(o, "digest", res->ok && res->digest[0] ? res->digest : NULL);
+	add_or_null(o, "mtplx_runtime", res->ok && res->mtplx_runtime ? FG_MTPLX_RUNTIME_FILE : NULL);
+	add_or_null(o, "source", opts ? opts->source : NULL);
+	add_or_null(o, "out", opts ? opts->out : NULL);
 	cJSON_AddStringToObject(o, "target", res->target);
 	cJSON_AddStringToObject(o, "policy", res->policy);
 	cJSON_AddNumberToObject(o, "head_tensors", (double)res->head_tensors);

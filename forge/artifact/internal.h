@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -46,12 +47,18 @@ struct forge {
 	cJSON *relayouts;               /* tensors restacked or transposed, with their sources */
 	cJSON *weight_map;              /* tensor -> shard, for the new index */
 	cJSON *source_hashes;           /* source file path -> its SHA-256, looked up once per run */
-	char config_sha256[FG_SHA256_HEX]; /* config.json's, once written: the fingerprint's first part */
+	/*
+	 * The head fingerprints (forge/model/mtplx.h), begun over config.json's
+	 * text when it is written and fed the sidecar as it is written: MTPLX's
+	 * framing, and forged's older one (fingerprint).
+	 */
+	struct fg_sha256 *framed, *legacy;
 	unsigned long long total_size;
 	size_t n_shards_written;
 	struct fg_art_source *sources;  /* source files opened for copying (sources.c) */
 	size_t n_sources, cap_sources;
 	int stopped;                    /* the progress callback asked to stop */
+	time_t created_at;              /* forged.json's created_at, mtplx_runtime.json's forged_at */
 	/* the current stage's progress (forge.c) */
 	int stage;
 	uint64_t stage_done, stage_total;
@@ -104,8 +111,8 @@ int fg_art_meter(void *ctx, uint64_t done, uint64_t total);
  * nothing written is read back.  All return 0 or an FG_E* code with err set.
  */
 int fg_art_write_backbone(struct forge *f, struct fg_err *err);  /* shards, index, extras */
-int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json, its SHA-256 kept */
-int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors, then the fingerprint */
+int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json, the head fingerprints begun */
+int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors, the head fingerprints */
 /* doc as JSON text at path, atomically; hex (may be NULL) gets the text's SHA-256. */
 int fg_art_write_json(const char *path, const cJSON *doc, char hex[FG_SHA256_HEX], struct fg_err *err);
 /* The folders of a relative name inside root (root exists), as mkdir -p makes them. */

@@ -1,6 +1,5 @@
 /*
- * provenance.c: forged.json from struct fg_provenance, and the fingerprint
- * (provenance.h).
+ * provenance.c: forged.json from struct fg_provenance (provenance.h).
  *
  * The document is built whole or not at all: any allocation that fails
  * makes the build return NULL, so a half-written provenance never reaches
@@ -102,42 +101,16 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(doc, "relayouts", copy_or_empty(p->relayouts, 0));
 	bad |= put(doc, "files", copy_or_empty(p->files, 1));
 	bad |= put_str(doc, "fingerprint", p->fingerprint);
+	/* Issue 13: new fields only. */
+	bad |= put_str_or_null(doc, "head_fingerprint", p->head_fingerprint);
+	bad |= put_str_or_null(doc, "digest", p->digest);
+	bad |= put_str_or_null(doc, "mtplx_runtime", p->mtplx_runtime);
 	if (bad) {
 		cJSON_Delete(doc); /* src and dec are in it, or were freed by put() */
 		return NULL;
 	}
 	return doc;
 }
-
-void fg_provenance_fingerprint_of(const char *config_sha256, const char *sidecar_sha256,
-				  char fingerprint[FG_SHA256_HEX])
-{
-	char text[2 * (FG_SHA256_HEX + 32)];
-	int n = snprintf(text, sizeof(text), "%s  config.json\n%s  mtp.safetensors\n", config_sha256, sidecar_sha256);
-
-	fg_sha256_buf(text, n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0, fingerprint);
-}
-
-int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
-			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err)
-{
-	char path[PATH_MAX], hex[2][FG_SHA256_HEX];
-	static const char *const names[2] = { "config.json", "mtp.safetensors" };
-
-	for (int i = 0; i < 2; i++) {
-		int rc = fg_fs_join(path, sizeof(path), dir, names[i], err);
-
-		if (rc)
-			return rc;
-		rc = fg_sha256_file(path, hex[i], err); /* FG_EIO (== FG_EINPUT) naming the file, or FG_ENOMEM */
-		if (rc)
-			return rc;
-	}
-	fg_provenance_fingerprint_of(hex[0], hex[1], fingerprint);
-	memcpy(sidecar_sha256, hex[1], FG_SHA256_HEX);
-	return 0;
-}
-
 /* ---- checking the originals ---- */
 
 #define PROVENANCE_MAX (256u << 20)

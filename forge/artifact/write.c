@@ -9,12 +9,14 @@
  * forged writes is hashed as it is written (the writer's hash threads, or
  * the text in memory), what it links is hashed once per file version
  * through the file-hash cache, so a rerun on an unchanged backbone reads
- * none of its shards.  The fingerprint is made of config.json's and the
- * sidecar's SHA-256s (provenance.h), so the sidecar is hashed once, by one
- * hash thread beside the writer.
+ * none of its shards.  The sidecar is hashed three ways as it is written,
+ * each on a hash thread beside the writer: its own SHA-256, and the two head
+ * fingerprints over config.json then the sidecar (forge/model/mtplx.h:
+ * MTPLX's framing, and forged's older `fingerprint`), begun over
+ * config.json's text when that is written; nothing is read back.
  */
 #include "forge/artifact/internal.h"
-#include "forge/artifact/provenance.h"
+#include "forge/model/mtplx.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -399,8 +401,28 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 	if (!rc)
 		rc = fg_fs_write_atomic(path, text, strlen(text), err);
 	if (!rc) {
-		fg_sha256_buf(text, strlen(text), f->config_sha256); /* the fingerprint's first part */
-		rc = add_hash(f, "config.json", f->config_sha256, err);
+		static const uint8_t nul = 0;
+		char hex[FG_SHA256_HEX];
+
+		/*
+		 * MTPLX's framing: "config.json" NUL <config.json> NUL "mtp" NUL
+		 * <the mtp file> NUL, the mtp file being the one config.json names
+		 * (mlx_lm_extra_tensors.mtp_file, set above: mtp.safetensors); the
+		 * older one: <config.json> <mtp.safetensors>.
+		 */
+		fg_sha256_buf(text, strlen(text), hex);
+		rc = add_hash(f, "config.json", hex, err);
+		if (!rc && (!(f->framed = fg_sha256_new()) || !(f->legacy = fg_sha256_new())))
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		if (!rc) {
+			fg_sha256_update(f->framed, "config.json", strlen("config.json"));
+			fg_sha256_update(f->framed, &nul, 1);
+			fg_sha256_update(f->framed, text, strlen(text));
+			fg_sha256_update(f->framed, &nul, 1);
+			fg_sha256_update(f->framed, "mtp", strlen("mtp"));
+			fg_sha256_update(f->framed, &nul, 1);
+			fg_sha256_update(f->legacy, text, strlen(text));
+		}
 	}
 	free(text);
 	return rc;
@@ -441,15 +463,16 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
 	struct fg_st_meta md = { "format", "mlx" };
 	struct fg_sha256 *file = fg_sha256_new();
+	struct fg_sha256 *hashes[3] = { file, f->framed, f->legacy };
 	struct fg_art_meter m = { f, 0 };
-	const struct fg_st_write_opts wo = { .hashes = &file, .n_hashes = 1, .progress = fg_art_meter,
+	const struct fg_st_write_opts wo = { .hashes = hashes, .n_hashes = 3, .progress = fg_art_meter,
 					     .progress_ctx = &m };
 	char path[PATH_MAX], hex[FG_SHA256_HEX];
 	uint64_t total = 0;
 	size_t n = 0;
 	int rc;
 
-	if (!outs || !prod || !file || !f->config_sha256[0]) {
+	if (!outs || !prod || !file || !f->framed || !f->legacy) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -476,8 +499,14 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	if (!rc)
 		rc = fg_st_write_with(path, outs, n, &md, 1, &wo, err);
 	if (!rc) {
+		static const uint8_t nul = 0;
+		char framed[FG_SHA256_HEX];
+
+		fg_sha256_update(f->framed, &nul, 1); /* the framing's last NUL */
+		fg_sha256_final_hex(f->framed, framed);
+		snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "sha256:%s", framed);
+		fg_sha256_final_hex(f->legacy, f->res->fingerprint);
 		fg_sha256_final_hex(file, hex);
-		fg_provenance_fingerprint_of(f->config_sha256, hex, f->res->fingerprint);
 		rc = add_hash(f, "mtp.safetensors", hex, err);
 	}
 out:

@@ -100,11 +100,14 @@ def check_common(art):
         got = hashlib.sha256(open(os.path.join(art, name), "rb").read()).hexdigest()
         if got != want:
             fail(f"{name}: sha256 {got} != forged.json {want}")
-    # The fingerprint: SHA-256 of what `sha256sum config.json mtp.safetensors` prints.
-    lines = "".join(hashlib.sha256(open(os.path.join(art, name), "rb").read()).hexdigest() + "  " + name + "\n"
-                    for name in ("config.json", "mtp.safetensors"))
-    if hashlib.sha256(lines.encode()).hexdigest() != prov["fingerprint"]:
-        fail("fingerprint is not the SHA-256 of `sha256sum config.json mtp.safetensors`")
+    cfg = open(os.path.join(art, "config.json"), "rb").read()
+    mtp = open(os.path.join(art, "mtp.safetensors"), "rb").read()
+    if hashlib.sha256(cfg + mtp).hexdigest() != prov["fingerprint"]:
+        fail("fingerprint is not sha256(config.json + mtp.safetensors)")
+    # MTPLX's framing (forge.py _verification_artifact_fingerprint): "config.json" NUL cfg NUL "mtp" NUL mtp NUL
+    framed = "sha256:" + hashlib.sha256(b"config.json\0" + cfg + b"\0mtp\0" + mtp + b"\0").hexdigest()
+    if prov.get("head_fingerprint") != framed:
+        fail(f"head_fingerprint {prov.get('head_fingerprint')} is not MTPLX's framing {framed}")
     idx_path = os.path.join(art, "model.safetensors.index.json")
     if os.path.exists(idx_path):
         wm = json.load(open(idx_path))["weight_map"]

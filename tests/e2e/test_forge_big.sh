@@ -109,9 +109,18 @@ for name, want in prov["files"].items():
             h.update(b)
     if h.hexdigest() != want:
         sys.exit(name)
-# the fingerprint: SHA-256 of what `sha256sum config.json mtp.safetensors` prints
-lines = "".join(prov["files"][n] + "  " + n + "\n" for n in ("config.json", "mtp.safetensors"))
-sys.exit(0 if hashlib.sha256(lines.encode()).hexdigest() == prov["fingerprint"] else "fingerprint")
+# the fingerprints, taken while forged wrote: the legacy framing, config.json then the sidecar;
+# MTPLX's, "config.json" NUL config NUL "mtp" NUL sidecar NUL
+cfg = open(os.path.join(art, "config.json"), "rb").read()
+legacy, framed = hashlib.sha256(cfg), hashlib.sha256(b"config.json\0" + cfg + b"\0mtp\0")
+with open(os.path.join(art, "mtp.safetensors"), "rb") as f:
+    for b in iter(lambda: f.read(1 << 22), b""):
+        legacy.update(b)
+        framed.update(b)
+framed.update(b"\0")
+if legacy.hexdigest() != prov["fingerprint"]:
+    sys.exit("fingerprint")
+sys.exit(0 if "sha256:" + framed.hexdigest() == prov["head_fingerprint"] else "head_fingerprint")
 PY
 check "verify-originals: the references check out" "$FORGED" verify-originals "$TMP/art2" --json >/dev/null
 rm -rf "$TMP/art1" "$TMP/art2"

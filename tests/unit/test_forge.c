@@ -25,6 +25,7 @@
 #include "forge/artifact/plan.h"
 #include "forge/artifact/policy.h"
 #include "forge/core/json.h"
+#include "forge/model/mtplx.h"
 #include "tests/unit/support.h"
 
 #define SEEN_MAX 512
@@ -80,6 +81,24 @@ static void test_result_carries_provenance(void **state)
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(res.provenance, "files"), "mtp.safetensors"));
 	assert_string_equal(res.target, FG_FORGE_DEFAULT_TARGET);
+	/*
+	 * The head fingerprints were taken while the sidecar was written: equal
+	 * to the ones fg_mtplx_head_fingerprint reads back from the files, and
+	 * the sidecar's own SHA-256 to the file's.
+	 */
+	{
+		struct fg_head_fingerprints fp;
+		const cJSON *files = cJSON_GetObjectItemCaseSensitive(res.provenance, "files");
+
+		assert_int_equal(fg_mtplx_head_fingerprint(res.artifact, &fp, &err), 0);
+		assert_string_equal(fp.mtplx, res.head_fingerprint);
+		assert_string_equal(fp.legacy, res.fingerprint);
+		assert_string_equal(fp.sidecar,
+				    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(files, "mtp.safetensors")));
+		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res.provenance,
+											   "head_fingerprint")),
+				    res.head_fingerprint);
+	}
 	cJSON_Delete(on_disk);
 	/* A local source: every stage but fetch, in order; fractions from 0 to 1, never backwards. */
 	assert_true(seen.n >= 6 && seen.n < SEEN_MAX);
