@@ -32,6 +32,13 @@ static const struct norm_rule {
 	int zero_centred;  /* stores an offset in zero-centred families */
 	int mlx_shifted;   /* in mlx-lm's sanitize suffix list */
 } norm_rules[] = {
+	/*
+	 * The DSA indexer's k_norm (DeepSeek-V3.2, GLM-5.x) is a LayerNorm with a
+	 * bias, not an RMSNorm gain: never q/k evidence, never zero-centred, even
+	 * though its name ends like the attention's k_norm (mlx-lm's suffix test
+	 * would still match it).
+	 */
+	{ ".indexer.k_norm.weight", FG_NAME_OTHER, 0, 1 },
 	{ ".q_norm.weight", FG_NAME_QK, 1, 1 },
 	{ ".k_norm.weight", FG_NAME_QK, 1, 1 },
 	{ ".input_layernorm.weight", FG_NAME_LOW, 1, 1 },

@@ -313,6 +313,9 @@ static void test_norm_classify(void **state)
 		{ "model.layers.61.shared_head.norm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.self_attn.q_a_layernorm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.self_attn.kv_a_layernorm.weight", FG_NAME_OTHER },
+		/* DSA's indexer LayerNorm (DeepSeek-V3.2, GLM-5.x) is no q/k evidence (issue 12). */
+		{ "model.layers.3.self_attn.indexer.k_norm.weight", FG_NAME_OTHER },
+		{ "mtp.layers.0.self_attn.indexer.k_norm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.mlp.down_proj.weight", FG_NAME_NOT_NORM },
 		{ "model.embed_tokens.weight", FG_NAME_NOT_NORM },
 		{ "lm_head.weight", FG_NAME_NOT_NORM },
@@ -351,6 +354,7 @@ static void test_norm_zero_centred(void **state)
 		"model.layers.0.linear_attn.norm.weight",
 		"model.layers.61.shared_head.norm.weight",
 		"model.layers.0.self_attn.q_a_layernorm.weight",
+		"model.layers.0.self_attn.indexer.k_norm.weight",
 		"model.layers.0.mlp.down_proj.weight",
 		"mtp.fc.weight",
 	};
