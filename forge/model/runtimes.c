@@ -84,6 +84,7 @@ static const char *const load_cause_names[] = {
 	[FG_LOAD_HEAD_EXPERTS] = "head_experts",
 	[FG_LOAD_HEAD_MISSING] = "head_missing",
 	[FG_LOAD_GUARD] = "guard",
+	[FG_LOAD_FORMAT] = "format",
 };
 
 #define NAME_OF(table, v) \
@@ -617,6 +618,69 @@ static const struct fg_index_mismatch *mismatch_in_read(const struct sim *s, int
 	return NULL;
 }
 
+unsigned fg_runtime_format_bits(const struct fg_qformat *f, int g_idx, int scale_inv, int *fp8_block)
+{
+	*fp8_block = 0;
+	switch (f->kind) {
+	case FG_QF_DENSE:
+		return 0;
+	case FG_QF_GPTQ:
+		/* mlx-lm converts 4-bit GPTQ through its AWQ path and refuses any .g_idx
+		 * (utils.py@d78bf58e217c:L85-174); llama.cpp dequantizes 2, 4 and 8 bits */
+		if (f->bits == 4 && !g_idx)
+			return FG_WF_GPTQ4 | FG_WF_GPTQ;
+		return f->bits == 2 || f->bits == 4 || f->bits == 8 ? FG_WF_GPTQ : 0;
+	case FG_QF_AWQ:
+		return FG_WF_AWQ4;
+	case FG_QF_CT_INT:
+		return FG_WF_COMPRESSED;
+	case FG_QF_FP8:
+		if (scale_inv) {
+			*fp8_block = 1;
+			return FG_WF_FP8_BLOCK;
+		}
+		return FG_WF_FP8_SCALED;
+	case FG_QF_NVFP4:
+		return FG_WF_MODELOPT_NVFP4;
+	case FG_QF_MLX_AFFINE:
+		return FG_WF_MLX_AFFINE;
+	case FG_QF_MLX_MXFP4:
+		return FG_WF_MLX_MXFP4;
+	case FG_QF_MLX_MXFP8:
+		return FG_WF_MLX_MXFP8;
+	case FG_QF_MLX_NVFP4:
+		return FG_WF_MLX_NVFP4;
+	case FG_QF_COUNT:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The first trunk format rt does not read, or NULL.  A row whose list is
+ * only what its sources state (formats_partial) refuses none: whether it
+ * reads another format is not known, and the rest of its load is still
+ * simulated.
+ */
+static const struct fg_format_need *unread_format(const struct sim *s)
+{
+	const struct fg_runtime *rt = s->rt;
+	const char *family = s->in->family ? s->in->family->id : "unknown";
+
+	if (rt->formats_partial)
+		return NULL;
+	for (size_t i = 0; i < s->in->n_trunk_formats; i++) {
+		const struct fg_format_need *n = &s->in->trunk_formats[i];
+		unsigned have = rt->formats & n->any_of;
+
+		if (have == FG_WF_FP8_BLOCK && n->fp8_block && rt->fp8_families && !in_list(rt->fp8_families, family))
+			have = 0;
+		if (!have)
+			return n;
+	}
+	return NULL;
+}
+
 static void check_refusals(struct sim *s, const struct read_facts *rf)
 {
 	const struct fg_runtime *rt = s->rt;
@@ -662,6 +726,17 @@ static void check_refusals(struct sim *s, const struct read_facts *rf)
 		} else if (d->differ && (rt->dups == FG_DUPS_ORDER || !c->index)) {
 			s->r->order_dependent++;
 			set_culprit(s, d->name);
+		}
+	}
+	/* The weights' format is read after the files are chosen and listed (and their index checked). */
+	if (s->r->n_files && s->r->load_cause == FG_LOAD_OK) {
+		const struct fg_format_need *n = unread_format(s);
+
+		if (n) {
+			fail(s, FG_LOAD_FORMAT, "it does not read %s weights (%zu trunk module(s), e.g. %s)", n->name,
+			     n->modules, n->example ? n->example : "?");
+			s->r->unread_format = n;
+			set_culprit(s, n->example);
 		}
 	}
 }

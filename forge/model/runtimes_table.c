@@ -123,7 +123,12 @@ static const struct fg_rt_family pr1724_families[] = {
 };
 
 /* mlx-lm's formats (mlx-lm.md "Quantization config branches"; utils.py@ed1fca4cef15:L365-390,
- * L72-172; 0.32 adds compressed-tensors nvfp4-pack-quantized, utils.py@d78bf58e217c:L407-414). */
+ * L72-172; 0.32 adds compressed-tensors nvfp4-pack-quantized, utils.py@d78bf58e217c:L407-414): MLX
+ * quantization and plain floats; 4-bit AWQ/GPTQ converted at load, refused with any .g_idx or
+ * other bits; FP8 block scales only where a model's sanitize dequantizes them (MLXLM_FP8:
+ * deepseek_v3.py@d78bf58e217c:L412-423); no ModelOpt or compressed-tensors FP8 scales (qwen3_5,
+ * qwen3_next and glm4_moe keep them as extra keys, which the strict load refuses).  mlx-lm sums the
+ * +1 in the array's own dtype (a BF16 tensor stays BF16), so shift_f32 stays 0. */
 #define MLXLM_FORMATS                                                                              \
 	(FG_WF_FLOAT | FG_WF_MLX_AFFINE | FG_WF_MLX_MXFP4 | FG_WF_MLX_NVFP4 | FG_WF_MLX_MXFP8 |     \
 	 FG_WF_AWQ4 | FG_WF_GPTQ4 | FG_WF_FP8_BLOCK | FG_WF_COMPRESSED | FG_WF_BITNET)
@@ -688,6 +693,10 @@ static const struct fg_runtime runtimes[] = {
 	  .families = ollama_families, .heads = ollama_heads,
 	  /* F32, F16, BF16, U8, block-FP8 E4M3 with a scale companion (convert/reader_safetensors.go@fb3076099687:L213-517) */
 	  .formats = FG_WF_FLOAT | FG_WF_U8_RAW | FG_WF_FP8_BLOCK,
+	  /* addOne works on the []float32 of the tensor and 1-D tensors are written F32
+	   * (convert/convert_qwen3next.go@fb3076099687:L1541-1561; convert/reader.go@fb3076099687:L62-66;
+	   * convert/reader_safetensors.go@fb3076099687:L259-271) */
+	  .shift_f32 = 1,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("num_nextn_predict_layers", "mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
@@ -724,7 +733,9 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_UNSTATED,
 	  .families = llamacpp_families, .heads = llamacpp_heads,
 	  /* conversion/base.py@00bd27a621f9 dequant_model */
-	  .formats = FG_WF_FLOAT | FG_WF_BITNET | FG_WF_FP8_BLOCK | FG_WF_GPTQ | FG_WF_COMPRESSED | FG_WF_MODELOPT_NVFP4,
+	  /* compressed-tensors float-quantized and ModelOpt FP8 are dequantized too (others.md "Source quant formats") */
+	  .formats = FG_WF_FLOAT | FG_WF_BITNET | FG_WF_FP8_BLOCK | FG_WF_FP8_SCALED | FG_WF_GPTQ | FG_WF_COMPRESSED |
+		     FG_WF_MODELOPT_NVFP4,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
@@ -737,7 +748,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_SINGLE, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_LENIENT,
 	  .families = transformers_families,
-	  .formats = FG_WF_FLOAT,
+	  .formats = FG_WF_FLOAT, .formats_partial = 1, /* its quantizers were not read */
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("the file rule and strictness of from_pretrained (not read: index-driven sharded loading, "
@@ -750,7 +761,10 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_ALL, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_EXTRA_OK, .strict_error = "Following weights were not initialized from checkpoint",
 	  .families = vllm_families, .heads = vllm_heads,
-	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ | FG_WF_FP8_BLOCK,
+	  /* what the MTP sources state (modelopt_fp4, GPTQ biases, FP8 scales); its other quantization
+	   * methods were not read */
+	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ | FG_WF_FP8_BLOCK | FG_WF_FP8_SCALED,
+	  .formats_partial = 1,
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("duplicate names: every copy is loaded in turn, the last wins (inference)",
@@ -762,7 +776,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_ALL, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_LENIENT, /* unknown names warned (qwen3_5.py@005fa711897e load_weights) */
 	  .families = sglang_families, .heads = sglang_heads,
-	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ,
+	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ, .formats_partial = 1, /* as vLLM */
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("the glob patterns of model_loader/loader.py (the index filter is vLLM's)",

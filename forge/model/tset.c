@@ -63,8 +63,6 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 		enum fg_name_norm cls = fg_name_norm_class(t->name);
 		struct fg_norm *nm;
 
-		if (fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
-			s->n_quantized++;
 		if (cls == FG_NAME_NOT_NORM)
 			continue;
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || (!t->data && t->nelem)) {

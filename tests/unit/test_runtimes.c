@@ -54,8 +54,10 @@ static const struct scenario cases[] = {
 	  "youssofal/MTPLX mtplx/runtime.py@0943c6cb _refuse_double_shifted_trunk_norms ~c46300 (model_type qwen3_5)" },
 	{ "qwen35_mlx_embedded", "ollama-mlx", "double_shifted", "double_shifted", "broken",
 	  "trunk_double_shifted head_degraded", NULL, "ollama x/models/qwen3_5/qwen3_5.go@fb3076099687:L831-838, L1026-1034" },
-	{ "qwen35_mlx_embedded", "ollama", "double_shifted", "double_shifted", "broken",
-	  "trunk_double_shifted head_degraded", NULL, "ollama convert/convert_qwen3next.go@fb3076099687:L1541-1561 (+1 always)" },
+	/* Issue 12: the default import reads F32, F16, BF16 and E4M3 only: the 4-bit MLX trunk's U32 weights are
+	 * refused before the +1 (convert/convert_qwen3next.go@fb3076099687:L1541-1561) could apply. */
+	{ "qwen35_mlx_embedded", "ollama", "double_shifted", "double_shifted", "refused", "", "format",
+	  "ollama convert/reader_safetensors.go@fb3076099687:L213-257 (\"unknown data type: U32\")" },
 	{ "qwen35_mlx_embedded", "vllm", "double_shifted", "double_shifted", "broken", "trunk_double_shifted head_degraded",
 	  NULL, "vllm-project/vllm layers/layernorm.py@00cba797bda4 GemmaRMSNorm.forward_static (x * (1 + w))" },
 	{ "qwen35_mlx_embedded", "mlx-lm-pr990", "ok", "ok", "ok", "", NULL,
@@ -591,7 +593,8 @@ static void test_names(void **state)
 	assert_null(fg_runtime_decode_name(FG_DECODE_NONE));
 	assert_null(fg_runtime_load_cause_name(FG_LOAD_OK));
 	assert_string_equal(fg_runtime_load_cause_name(FG_LOAD_GUARD), "guard");
-	assert_null(fg_runtime_load_cause_name((enum fg_load_cause)(FG_LOAD_GUARD + 1)));
+	assert_string_equal(fg_runtime_load_cause_name(FG_LOAD_FORMAT), "format");
+	assert_null(fg_runtime_load_cause_name((enum fg_load_cause)(FG_LOAD_FORMAT + 1)));
 	/* Key spellings and norm groups the filters and heals read. */
 	assert_int_equal(fg_runtime_key_class("mtp.fc.weight", 4), FG_KEY_MTP);
 	assert_int_equal(fg_runtime_key_class("language_model.mtp.fc.weight", 4), FG_KEY_LM_MTP);
