@@ -20,12 +20,16 @@ const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
 	.summary = "extract an MTP sidecar in the target's convention into a new artifact",
 	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME]\n"
-		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--json] [--force]\n\n"
+		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
 		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
-		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
+		 "a patched config.json and forged.json provenance.  A quantized head is read\n"
+		 "in its format (GPTQ, AWQ, compressed-tensors, FP8, NVFP4, MLX) and kept in\n"
+		 "an MLX format the target reads, else dequantized to BF16; a format forged\n"
+		 "cannot read is refused by name.  Quantizing such a head again (--quant other\n"
+		 "than keep) needs --allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
 		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
@@ -104,6 +108,8 @@ static int run_forge(int argc, char **argv)
 			json = 1;
 		else if (strcmp(argv[i], "--force") == 0)
 			o.force = 1;
+		else if (strcmp(argv[i], "--allow-requantize") == 0)
+			o.allow_requantize = 1;
 		else if (argv[i][0] == '-' && argv[i][1])
 			return fg_cli_usage_error(&fg_cmd_forge, "unknown option '%s'", argv[i]);
 		else if (o.source)

@@ -34,6 +34,7 @@ struct fg_forge_opts {
 	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
+	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
 	const char *version;    /* forged's version, for provenance */
 	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
 	/*
