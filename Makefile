@@ -168,6 +168,11 @@ QUANT_GOLDEN := $(BUILD)/fixtures/quant_golden
 $(QUANT_GOLDEN)/index.json: tests/fixtures/quant_golden.py
 	/usr/bin/python3 tests/fixtures/quant_golden.py $(QUANT_GOLDEN)
 
+# Quantized checkpoints (issue 12), packed by dequant_golden.py's packers: numpy, hence /usr/bin/python3.
+QUANT_FIXTURES := $(FIXTURES)/quant_manifest.json
+$(QUANT_FIXTURES): tests/fixtures/gen_quant_fixtures.py tests/fixtures/gen_fixtures.py tests/fixtures/dequant_golden.py
+	/usr/bin/python3 tests/fixtures/gen_quant_fixtures.py $(FIXTURES)
+
 # Dequantization goldens: an independent numpy reading of the notes' format rules.
 DEQUANT_GOLDEN := $(BUILD)/fixtures/dequant_golden
 $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
@@ -179,7 +184,7 @@ test: deps
 		bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
-	$(DEQUANT_GOLDEN)/index.json
+	$(DEQUANT_GOLDEN)/index.json $(QUANT_FIXTURES)
 
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
 run: deps-run

@@ -1092,11 +1092,15 @@ static int verdict_quantized_head(struct fg_inspect *r, const struct fg_set_repo
 			first &= k >= i;
 			same++;
 		}
-		if (!first || shown == 3 || used >= sizeof(list))
+		if (!first || used >= sizeof(list))
 			continue;
-		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%zu x %s", shown ? "; " : "", same,
-					 q->v[i].rc ? "not read" : name);
-		shown++;
+		if (shown++ == 3) {
+			snprintf(list + used, sizeof(list) - used, "; ...");
+			used = sizeof(list);
+			continue;
+		}
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%zu x %s%s", shown > 1 ? "; " : "", same,
+					 q->v[i].rc ? "(not read) " : "", name);
 	}
 	ADD(FG_V_QUANTIZED_MTP_HEAD, sr->set.name, "%zu head module(s) are quantized: %s%s", sr->set.n_quantized,
 	    list, refused ? " (a forge refuses what it does not read: unsupported_quantization_format)" : "");
@@ -1120,10 +1124,9 @@ static int verdict_requantized(struct fg_inspect *r)
 	if (!cJSON_IsArray(req) || !(n = cJSON_GetArraySize(req)))
 		return 0;
 	ADD(FG_V_QUANTIZED_HEAD_REQUANTIZED, r->primary_head >= 0 ? r->sets[r->primary_head].set.name : NULL,
-	    "%d head module(s) were dequantized and quantized again (--allow-requantize). The published reports "
-	    "disagree: one measured 79-85 %% acceptance with BF16 head weights on a 4-bit Qwen3.5 MoE against "
-	    "5-11 %% quantized, another equal acceptance for a head re-quantized to match its backbone "
-	    "(44.9 vs 43.8 %%, 47.3 vs 47.3 %%): verify it", n);
+	    "%d head module(s) were dequantized and quantized again (--allow-requantize); the reports disagree "
+	    "(4-bit Qwen3.5 MoE: BF16 head 79-85 %% acceptance, quantized 5-11 %%; re-quantized to match the "
+	    "backbone: 44.9 vs 43.8 %%, 47.3 vs 47.3 %%): verify its acceptance", n);
 	for (const cJSON *e = req->child; e; e = e->next)
 		if (cJSON_IsString(e))
 			fg_verdict_tensor(v, e->valuestring);
