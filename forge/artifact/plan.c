@@ -157,6 +157,17 @@ static int note_module(struct fg_plan *plan, const char *source, const char *out
 	return 0;
 }
 
+/* Record a DeepSeek FP8 module (quant/fp8.c's path) dequantized to BF16 as weight out ("....weight"). */
+static int note_fp8(struct fg_plan *plan, const struct fg_qmod *q, const char *out, size_t experts, struct fg_err *err)
+{
+	char *mod = strndup(out, strlen(out) - strlen(".weight"));
+	int rc = mod ? note_module(plan, q->name, mod, q, experts, FG_PQ_DEQUANT, err)
+		     : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+
+	free(mod);
+	return rc;
+}
+
 /* A head module forged cannot read: refused by its format's name (never copied), or malformed. */
 static int refuse_module(const struct fg_qmod *q, struct fg_err *err)
 {
@@ -365,6 +376,13 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_set_report 
 			o->shape[1] = o->srcs[0]->shape[0];
 			o->shape[2] = o->srcs[0]->shape[1];
 			o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+			if (o->changed) {
+				const struct fg_qmod *q0 = fg_qmods_find(&head->qmods, o->srcs[0]->name, NULL);
+				int rc = q0 ? note_fp8(plan, q0, o->name, (size_t)experts, err) : 0;
+
+				if (rc)
+					return rc;
+			}
 		}
 		o->relayout = 1;
 	}
@@ -466,10 +484,16 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
 				  t->name);
 	if (t->dtype == FG_DT_F8_E4M3) {
+		const struct fg_qmod *q = fg_qmods_find(&fg_inspect_head(r)->qmods, t->name, NULL);
+		int rc;
+
 		o->op = FG_OP_FP8;
 		o->dtype = FG_DT_BF16;
 		o->changed = 1;
-		return fp8_scales(set, t, &o->scale_inv, err);
+		rc = fp8_scales(set, t, &o->scale_inv, err);
+		if (!rc && q)
+			rc = note_fp8(plan, q, o->name, 0, err);
+		return rc;
 	}
 	if (shift) {
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))

@@ -155,5 +155,12 @@ check "gptq head, affine without the flag: exit 2" [ "$RC" -eq 2 ]
 forge q_gptq_head gptq_rq2 --quant affine:4:64 --backbone "$BB" --allow-requantize
 check "gptq head, affine with the flag: exit 0 ($(head -c 300 "$TMP/gptq_rq2.err"))" [ "$RC" -eq 0 ]
 dequant_check "gptq head re-quantized" q_gptq_head gptq_rq2
+# DeepSeek FP8 blocks are a quantized source too: recorded as dequantized, re-quantized only with the flag.
+forge deepseek_v3_fp8 ds_keep --target hf
+check "deepseek fp8 keep: the record names the FP8 blocks" \
+	[ "$(jq -r '.mtp_quantization.modules["model.layers.3.self_attn.kv_b_proj"].dequantized_from' "$TMP/ds_keep/config.json")" = \
+	  "fp8 e4m3 strategy=block block=[128,128]" ]
+forge deepseek_v3_fp8 ds_rq --target hf --quant affine:4:64
+check "deepseek fp8, affine without --allow-requantize: exit 2" [ "$RC" -eq 2 ]
 check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
 finish
