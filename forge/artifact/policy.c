@@ -416,6 +416,108 @@ cJSON *fg_policy_record_json(const struct fg_plan *plan, const struct fg_policy 
 	return q;
 }
 
+/* A record whose module the sidecar stores unquantized (null, or dequantized to BF16). */
+static int stored_dense(const cJSON *rec)
+{
+	return !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rec, "bits"));
+}
+
+/* "mtp.fc" -> "-:mtp\\.fc$": GPTQModel's dynamic "not quantized" pattern for exactly that module (re.match). */
+static char *gptq_exclusion(const char *module)
+{
+	size_t n = strlen(module);
+	char *p = malloc(2 * n + 4), *q = p;
+
+	if (!p)
+		return NULL;
+	*q++ = '-';
+	*q++ = ':';
+	for (size_t i = 0; i < n; i++) {
+		if (!(module[i] >= 'a' && module[i] <= 'z') && !(module[i] >= 'A' && module[i] <= 'Z') &&
+		    !(module[i] >= '0' && module[i] <= '9') && module[i] != '_')
+			*q++ = '\\';
+		*q++ = module[i];
+	}
+	*q++ = '$';
+	*q = '\0';
+	return p;
+}
+
+/* Append name to the string list key of o (created when absent), unless it is there already. */
+static int list_add(cJSON *o, const char *key, const char *name)
+{
+	cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+
+	if (!list)
+		list = cJSON_AddArrayToObject(o, key);
+	if (!cJSON_IsArray(list))
+		return list ? 0 : FG_ENOMEM; /* not a list: left to the config's own reader to refuse */
+	cJSON_ArrayForEach(e, list)
+		if (cJSON_IsString(e) && strcmp(e->valuestring, name) == 0)
+			return 0;
+	e = cJSON_CreateString(name);
+	return e && cJSON_AddItemToArray(list, e) ? 0 : FG_ENOMEM;
+}
+
+/*
+ * A Hugging Face quantization_config (GPTQ, AWQ, compressed-tensors,
+ * ModelOpt, FP8) over the artifact: the head modules the sidecar stores in
+ * BF16 are declared unquantized in its own exclusion rule, so a loader
+ * building the head from the config does not expect packed tensors there.
+ * GPTQModel's dynamic patterns go first (the first match wins).
+ */
+static int exclude_dense_head(cJSON *cfg, const cJSON *record)
+{
+	cJSON *qc = cJSON_GetObjectItemCaseSensitive(cfg, "quantization_config"), *m;
+	const cJSON *it;
+	const char *method;
+	int rc = 0;
+
+	if (!cJSON_IsObject(qc))
+		qc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "text_config"),
+						      "quantization_config");
+	m = cJSON_GetObjectItemCaseSensitive(qc, "quant_method");
+	if (!cJSON_IsObject(qc) || !cJSON_IsString(m))
+		return 0;
+	method = m->valuestring;
+	if (strcmp(method, "gptq") == 0) {
+		cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(qc, "dynamic"), *dyn = cJSON_CreateObject(), *e;
+
+		if (!dyn) {
+			cJSON_Delete(old);
+			return FG_ENOMEM;
+		}
+		cJSON_ArrayForEach(it, record) {
+			char *pat = stored_dense(it) ? gptq_exclusion(it->string) : NULL;
+
+			if (stored_dense(it) && (!pat || !cJSON_AddObjectToObject(dyn, pat)))
+				rc = FG_ENOMEM;
+			free(pat);
+		}
+		while (cJSON_IsObject(old) && old->child) {
+			e = cJSON_DetachItemViaPointer(old, old->child);
+			if (!cJSON_GetObjectItemCaseSensitive(dyn, e->string))
+				cJSON_AddItemToObject(dyn, e->string, e);
+			else
+				cJSON_Delete(e);
+		}
+		cJSON_Delete(old);
+		cJSON_AddItemToObject(qc, "dynamic", dyn);
+		return rc;
+	}
+	cJSON_ArrayForEach(it, record) {
+		if (!stored_dense(it))
+			continue;
+		if (strcmp(method, "compressed-tensors") == 0 || strcmp(method, "modelopt") == 0)
+			rc = list_add(qc, "ignore", it->string);
+		else if (strcmp(method, "awq") == 0 || strcmp(method, "fp8") == 0)
+			rc = list_add(qc, "modules_to_not_convert", it->string);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int fg_policy_write_config(cJSON *cfg, const struct fg_plan *plan, const struct fg_policy *policy,
 			   const cJSON *record, struct fg_err *err)
 {
@@ -428,6 +530,8 @@ int fg_policy_write_config(cJSON *cfg, const struct fg_plan *plan, const struct 
 		cJSON_Delete(q);
 		return fg_err_set(err, FG_ENOMEM, "out of memory writing config.json");
 	}
+	if (exclude_dense_head(cfg, record))
+		return fg_err_set(err, FG_ENOMEM, "out of memory writing config.json");
 	nb = mlx_blocks(cfg, blocks);
 	for (size_t b = 0; b < nb; b++) {
 		/* The head's keys under their source names are stale: the tensors moved to the sidecar, renamed. */

@@ -67,6 +67,19 @@ check "gptq head: the record names the source format" \
 check "gptq head: the originals keep every GPTQ tensor" \
 	[ "$(jq '[.originals[].tensor | select(test("mtp.layers.0.self_attn.q_proj.(qweight|qzeros|scales|g_idx)$"))] | length' "$TMP/gptq/forged.json")" = 4 ]
 
+# For a Hugging Face target the GPTQ source is its own backbone: the dequantized head modules are declared
+# unquantized in the config (GPTQModel's dynamic "-:" patterns, first so they win), and so for the others.
+forge q_gptq_head gptq_hf --target hf
+check "gptq head for hf: exit 0 ($(head -c 300 "$TMP/gptq_hf.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head for hf" q_gptq_head gptq_hf
+check "gptq head for hf: dynamic excludes the head modules first" \
+	[ "$(jq -r '.quantization_config.dynamic | keys_unsorted[0]' "$TMP/gptq_hf/config.json")" = '-:mtp\.fc$' ]
+forge q_ct_moe_head ct_hf --target hf
+check "ct moe head for hf: exit 0 ($(head -c 300 "$TMP/ct_hf.err"))" [ "$RC" -eq 0 ]
+dequant_check "ct moe head for hf (experts dequantized one by one)" q_ct_moe_head ct_hf
+check "ct moe head for hf: the ignore list names the dequantized experts" \
+	[ "$(jq '.quantization_config.ignore | index("mtp.layers.0.mlp.experts.3.down_proj") != null' "$TMP/ct_hf/config.json")" = true ]
+
 # A GPTQ layout forged does not read is refused by name.
 forge q_gptq_marlin marlin --backbone "$BB"
 check "gptq marlin: exit 1" [ "$RC" -eq 1 ]
