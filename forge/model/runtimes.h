@@ -260,20 +260,23 @@ enum {
 	FG_WF_MLX_NVFP4 = 1 << 3,
 	FG_WF_MLX_MXFP8 = 1 << 4,
 	FG_WF_AWQ4 = 1 << 5,           /* AutoAWQ 4-bit, converted; g_idx refused */
-	FG_WF_GPTQ4 = 1 << 6,          /* GPTQ 4-bit through the AWQ path; g_idx refused */
-	FG_WF_GPTQ = 1 << 7,           /* GPTQ 2/4/8-bit dequantized */
+	FG_WF_GPTQ_NO_GIDX = 1 << 6,   /* GPTQ 2/4/8-bit without a g_idx tensor */
+	FG_WF_GPTQ = 1 << 7,           /* GPTQ 2/4/8-bit with its g_idx, dequantized */
 	FG_WF_FP8_BLOCK = 1 << 8,      /* E4M3 + 128x128 scale_inv, only in .fp8_families (NULL: all) */
-	FG_WF_COMPRESSED = 1 << 9,     /* compressed-tensors */
+	FG_WF_COMPRESSED = 1 << 9,     /* compressed-tensors pack-quantized integers, any parameters */
 	FG_WF_MODELOPT_NVFP4 = 1 << 10,
 	FG_WF_BITNET = 1 << 11,
 	FG_WF_U8_RAW = 1 << 12,        /* U8 passed through */
 	FG_WF_FP8_SCALED = 1 << 13,    /* E4M3 times a weight_scale (compressed-tensors float-quantized, ModelOpt FP8) */
+	FG_WF_CT_INT4_G32 = 1 << 14,   /* compressed-tensors int4, symmetric, group 32, no g_idx: what mlx-lm's
+					* deepseek_v3 sanitize remaps to MLX affine; only in .ct_families */
 };
 
 /*
  * One weight format the trunk holds, as the simulation reads it: the bits a
  * row's formats must share with any_of for the row to read it (0: no row
- * does), and whether FG_WF_FP8_BLOCK also needs the family in fp8_families.
+ * does), and whether FG_WF_FP8_BLOCK also needs the family in fp8_families
+ * (FG_WF_CT_INT4_G32 always needs it in ct_families).
  */
 struct fg_format_need {
 	unsigned any_of;
@@ -286,9 +289,9 @@ struct fg_format_need {
 /*
  * The FG_WF_* bits that read modules of format f (a format fg_qformat_detect
  * gave), 0 for a dense one; g_idx says whether a GPTQ module has a g_idx
- * tensor (mlx-lm converts 4-bit GPTQ only without one), scale_inv whether
- * an FP8 module's scale is weight_scale_inv (DeepSeek) rather than
- * weight_scale.  *fp8_block is set when the bits are FG_WF_FP8_BLOCK's.
+ * tensor (llama.cpp's dequantizer needs one), scale_inv whether an FP8
+ * module's scale is weight_scale_inv (DeepSeek) rather than weight_scale.
+ * *fp8_block is set when the bits are FG_WF_FP8_BLOCK's.
  */
 unsigned fg_runtime_format_bits(const struct fg_qformat *f, int g_idx, int scale_inv, int *fp8_block);
 
@@ -346,6 +349,7 @@ struct fg_runtime {
 	/* weight formats (issue 12) */
 	unsigned formats;              /* FG_WF_* it reads */
 	const char *const *fp8_families; /* families whose FP8 block scales it dequantizes (NULL: all) */
+	const char *const *ct_families;  /* families whose FG_WF_CT_INT4_G32 weights it remaps (NULL: none) */
 	int formats_partial;           /* formats lists what the sources state, not everything it reads */
 	int shift_f32;                 /* its +1 at load is computed and stored in F32 (no 16-bit sum) */
 	/* data for later tasks */

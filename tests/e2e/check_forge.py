@@ -313,11 +313,16 @@ def modules_of(src):
 def decode(m, qc, module):
     """The float64 W [out, in] of one quantized module, by its tensor family."""
     method = (qc or {}).get("quant_method")
-    if "qweight" in m and "g_idx" in m:  # GPTQ (notes 2): packed along in; zero points along out
+    if "qweight" in m and ("g_idx" in m or method == "gptq"):  # GPTQ (notes 2): packed along in; zeros along out
         sc = fvals(m["scales"])
-        g_idx = arr(m["g_idx"], "<i4").astype(np.int64)
-        inn, out = len(g_idx), sc.shape[1]
-        bits = m["qweight"][1][0] * 32 // inn
+        if "g_idx" in m:
+            g_idx = arr(m["g_idx"], "<i4").astype(np.int64)
+            inn, out = len(g_idx), sc.shape[1]
+            bits = m["qweight"][1][0] * 32 // inn
+        else:  # no g_idx: column c is in group c // group_size
+            bits, out = qc["bits"], sc.shape[1]
+            inn = m["qweight"][1][0] * 32 // bits
+            g_idx = np.arange(inn) // (qc["group_size"] if qc["group_size"] > 0 else inn)
         q = unpack(arr(m["qweight"]).T, bits, inn).T          # [in, out]
         z = unpack(arr(m["qzeros"]), bits, out)               # [G, out]
         if (qc.get("checkpoint_format") or qc.get("format") or "gptq").lower() == "gptq":

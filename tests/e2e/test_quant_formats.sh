@@ -101,6 +101,34 @@ inspect q_nvfp4_head --runtime mlx-lm-0.32
 check "nvfp4 trunk for mlx-lm-0.32: trunk_format_unsupported" \
 	[ "$(verdict i_q_nvfp4_head.json trunk_format_unsupported '.runtimes | join(",")')" = mlx-lm-0.32 ]
 
+# The formats mlx-lm's loader reads (issue 12 item 4, utils.py at v0.31.3 and main): GPTQ never.  A g_idx is
+# refused by name, and without one its AWQ path takes GPTQ's qweight [in/8, out] for AutoAWQ's [in, out/8], so
+# the strict load refuses the repacked shapes; llama.cpp's GPTQ dequantizer reads the g_idx, which must be there.
+inspect q_gptq_noidx --runtime mlx-lm-0.32 --runtime mtplx-2.12 --runtime llamacpp
+check "gptq without g_idx: exit 1" [ "$RC" -eq 1 ]
+check "gptq without g_idx: trunk_format_unsupported for mlx-lm-0.32, mtplx-2.12 and llamacpp, with the hint" \
+	[ "$(verdict i_q_gptq_noidx.json trunk_format_unsupported '(.runtimes | sort | join(",")) + " " + (.detail | test("gptq bits=4 group=32 desc_act=false sym=true .* --backbone") | tostring)')" = \
+	  "llamacpp,mlx-lm-0.32,mtplx-2.12 true" ]
+forge q_gptq_noidx gptq_noidx --target mtplx-2.12 --backbone "$BB"
+check "gptq without g_idx, MLX backbone: exit 0 ($(head -c 300 "$TMP/gptq_noidx.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq without g_idx (groups by column)" q_gptq_noidx gptq_noidx
+# compressed-tensors int4: mlx-lm remaps it only in deepseek_v3's sanitize; llama.cpp dequantizes it.
+inspect q_ct_dense --runtime mlx-lm-0.32 --runtime llamacpp
+check "ct int4 qwen3_5 trunk: trunk_format_unsupported for mlx-lm-0.32 only" \
+	[ "$(verdict i_q_ct_dense.json trunk_format_unsupported '(.runtimes | join(",")) + " " + (.detail | test("compressed-tensors pack-quantized bits=4 group=32 strategy=group symmetric=true") | tostring)')" = \
+	  "mlx-lm-0.32 true" ]
+check "ct int4 qwen3_5 trunk: llamacpp loads it" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "llamacpp") | .outcome' "$TMP/i_q_ct_dense.json")" = ok ]
+forge q_ct_dense ct_dense --target mtplx-2.12 --backbone "$BB"
+check "ct int4 dense head, MLX backbone: exit 0 ($(head -c 300 "$TMP/ct_dense.err"))" [ "$RC" -eq 0 ]
+dequant_check "ct int4 dense head" q_ct_dense ct_dense
+# Block FP8 (Qwen3-Next-80B-A3B-FP8): only the deepseek_v3 / v32 / mimo_v2 sanitizers dequantize it in mlx-lm;
+# ollama reads E4M3 with a block size and a scale companion.
+inspect q_fp8_qwen3_next --runtime mlx-lm-0.32 --runtime ollama
+check "fp8 qwen3_next trunk: trunk_format_unsupported for mlx-lm-0.32 only, with the hint" \
+	[ "$(verdict i_q_fp8_qwen3_next.json trunk_format_unsupported '(.runtimes | join(",")) + " " + (.detail | test("fp8 e4m3 strategy=block block=.128,128.* --backbone") | tostring)')" = \
+	  "mlx-lm-0.32 true" ]
+
 # compressed-tensors MoE: the numbered weight_packed experts are a numbered layout (not "0 numbered expert
 # tensors"), the MTP group's int8 asymmetric scheme applies to the head, and the experts stack dequantized.
 inspect q_ct_moe_head --runtime mtplx-2.12
@@ -124,6 +152,9 @@ check "glm fp8 head: exit 0 ($(head -c 300 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
 dequant_check "glm fp8 head" q_ct_fp8_glm fp8
 check "glm fp8 head: the q/k/v biases are copied" \
 	[ "$(side_keys "$TMP/fp8/mtp.safetensors" | grep -c 'self_attn\.[qkv]_proj\.bias$')" = 3 ]
+check "glm fp8 head: o_proj read per tensor (its own config group), the rest per channel" \
+	[ "$(jq -c '.mtp_quantization.modules | [.["model.layers.3.self_attn.o_proj"], .["model.layers.3.self_attn.q_proj"]] | map(.dequantized_from | split(" ") | .[-1])' "$TMP/fp8/config.json")" = \
+	  '["strategy=tensor","strategy=channel"]' ]
 
 # MLX head as language_model.mtp.*: kept as it is for an MLX target, overrides renamed with the tensors.
 forge q_mlx_lm_head mlx --target mtplx-2.12
@@ -131,6 +162,8 @@ check "mlx head keep: exit 0 ($(head -c 300 "$TMP/mlx.err"))" [ "$RC" -eq 0 ]
 dequant_check "mlx head keep" q_mlx_lm_head mlx
 check "mlx head keep: the 8-bit gate_proj recorded as 8-bit (not the 4-bit default)" \
 	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.mlp.gate_proj"] | [.bits, .group_size, .mode]' "$TMP/mlx/config.json")" = '[8,64,"affine"]' ]
+check "mlx head keep: the mxfp4 o_proj recorded as mxfp4 (bits 4, group 32)" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.o_proj"] | [.bits, .group_size, .mode]' "$TMP/mlx/config.json")" = '[4,32,"mxfp4"]' ]
 check "mlx head keep: override keys renamed to mtp.* in quantization" \
 	[ "$(jq -c '.quantization | [.["mtp.layers.0.mlp.gate_proj"].bits, .["mtp.layers.0.self_attn.k_proj"].mode, .["mtp.fc"]]' "$TMP/mlx/config.json")" = '[8,"mxfp8",false]' ]
 check "mlx head keep: ... and in mlx-lm's quantization_config copy" \
@@ -142,7 +175,10 @@ check "mlx head keep: the artifact inspects clean for mtplx-2.12" \
 # A Hugging Face target reads no MLX format: the same head is dequantized to BF16.
 forge q_mlx_lm_head mlx_hf --target hf --backbone "$FIXTURES/qwen35_hf"
 check "mlx head for hf: exit 0 ($(head -c 300 "$TMP/mlx_hf.err"))" [ "$RC" -eq 0 ]
-dequant_check "mlx head for hf (mxfp8, nvfp4, affine 4/8-bit dequantized)" q_mlx_lm_head mlx_hf
+dequant_check "mlx head for hf (mxfp4, mxfp8, nvfp4, affine 4/8-bit dequantized)" q_mlx_lm_head mlx_hf
+check "mlx head for hf: every MLX mode dequantized" \
+	[ "$(jq -c '[.mtp_quantization.modules[] | select(.) | .dequantized_from | split(" ")[1]] | unique' "$TMP/mlx_hf/config.json")" = \
+	  '["affine","mxfp4","mxfp8","nvfp4"]' ]
 
 # Re-quantizing a quantized head needs the flag, and is recorded where fleet data can find it.
 forge q_mlx_lm_head mlx_rq --quant affine:4:64
