@@ -1215,12 +1215,20 @@ static double sum16(enum fg_dtype dt, double w)
 /* Half a BF16 step at 1.0: what one BF16 rounding of a gain in [1, 2) may cost, at most. */
 #define HALF_BF16_STEP_AT_ONE (1.0 / 256.0)
 
+/* The FG_SHIFT_F32_* bit of a 16-bit dtype, 0 for any other. */
+static unsigned shift_bit(enum fg_dtype dt)
+{
+	return dt == FG_DT_BF16 ? FG_SHIFT_F32_BF16 : dt == FG_DT_F16 ? FG_SHIFT_F32_F16 : 0;
+}
+
 /*
  * A delta set in BF16/F16 that a targeted runtime shifts at load as a
- * 16-bit sum (not ollama's F32 addOne, not x * (1 + w) at run time): once
- * per set, with the worst effective-gain error.  Within half a BF16 step at
- * 1.0 it is what storing any gain in BF16 costs (bf16_shift_rounding, info);
- * beyond it (gains of 2 and more round by a whole step) a warning.
+ * 16-bit sum (not ollama's F32 addOne, not llama.cpp's F32 sum of a BF16
+ * norm, not x * (1 + w) at run time): once per set, with the worst
+ * effective-gain error over the norms some such runtime sums in 16 bits.
+ * Within half a BF16 step at 1.0 it is what storing any gain in BF16 costs
+ * (bf16_shift_rounding, info); beyond it (gains of 2 and more round by a
+ * whole step) a warning.
  */
 static int verdict_precision(struct fg_inspect *r)
 {
@@ -1230,8 +1238,9 @@ static int verdict_precision(struct fg_inspect *r)
 	for (size_t s = 0; s < r->n_sets; s++) {
 		const struct fg_tset *set = &r->sets[s].set;
 		const struct fg_norm *worst_norm = NULL;
-		size_t narrow = 0, worst_i = 0, n_who = 0;
-		const char *who[FG_INSPECT_MAX_RUNTIMES];
+		size_t narrow = 0, worst_i = 0, n_shifters = 0;
+		const struct fg_runtime *shifters[FG_INSPECT_MAX_RUNTIMES];
+		int named[FG_INSPECT_MAX_RUNTIMES] = { 0 };
 		double worst = -1.0;
 
 		if (r->sets[s].decision.conv != FG_CONV_DELTA)
@@ -1240,16 +1249,20 @@ static int verdict_precision(struct fg_inspect *r)
 			const struct fg_runtime_result *rt = &r->runtimes[i];
 			int shifted = r->sets[s].role == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
 
-			if (rt->targeted && shifted && !rt->rt->shift_f32 && rt->load_cause == FG_LOAD_OK)
-				who[n_who++] = rt->rt->id;
+			if (rt->targeted && shifted && rt->load_cause == FG_LOAD_OK)
+				shifters[n_shifters++] = rt->rt;
 		}
-		if (!n_who)
-			continue;
-		for (size_t i = 0; i < set->n_norms; i++) {
+		for (size_t i = 0; n_shifters && i < set->n_norms; i++) {
 			const struct fg_norm *nm = &set->norms[i];
 			enum fg_dtype dt = nm->t->dtype;
+			int summed16 = 0;
 
-			if (!fg_name_zero_centred(nm->t->name) || (dt != FG_DT_BF16 && dt != FG_DT_F16) || !nm->t->data)
+			if (!fg_name_zero_centred(nm->t->name) || !shift_bit(dt) || !nm->t->data)
+				continue;
+			for (size_t k = 0; k < n_shifters; k++)
+				if (!(shifters[k]->shift_f32 & shift_bit(dt)))
+					summed16 = named[k] = 1;
+			if (!summed16)
 				continue;
 			narrow++;
 			for (uint64_t k = 0; k < nm->t->nelem; k++) {
@@ -1278,8 +1291,9 @@ static int verdict_precision(struct fg_inspect *r)
 			    worst, short_name(worst_norm->t->name, sn, sizeof(sn)), worst_i, w,
 			    sum16(worst_norm->t->dtype, w), HALF_BF16_STEP_AT_ONE);
 			fg_verdict_tensor(v, worst_norm->t->name);
-			for (size_t i = 0; i < n_who; i++)
-				fg_verdict_runtime(v, who[i]);
+			for (size_t k = 0; k < n_shifters; k++)
+				if (named[k])
+					fg_verdict_runtime(v, shifters[k]->id);
 		}
 	}
 	return 0;

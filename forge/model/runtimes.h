@@ -295,6 +295,15 @@ struct fg_format_need {
  */
 unsigned fg_runtime_format_bits(const struct fg_qformat *f, int g_idx, int scale_inv, int *fp8_block);
 
+/*
+ * The 16-bit norm dtypes whose +1 at load a runtime computes in F32 (no
+ * 16-bit sum, so no bf16_shift_* verdict for them).
+ */
+enum {
+	FG_SHIFT_F32_BF16 = 1 << 0,
+	FG_SHIFT_F32_F16 = 1 << 1,
+};
+
 /* What a forge writing for this runtime must produce (phase 2 reads it; nothing acts on it yet). */
 struct fg_rt_forge {
 	const char *head_file;     /* the file the runtime reads the head from; NULL: the shards
@@ -351,7 +360,7 @@ struct fg_runtime {
 	const char *const *fp8_families; /* families whose FP8 block scales it dequantizes (NULL: all) */
 	const char *const *ct_families;  /* families whose FG_WF_CT_INT4_G32 weights it remaps (NULL: none) */
 	int formats_partial;           /* formats lists what the sources state, not everything it reads */
-	int shift_f32;                 /* its +1 at load is computed and stored in F32 (no 16-bit sum) */
+	unsigned shift_f32;            /* FG_SHIFT_F32_*: the 16-bit dtypes whose +1 at load it sums in F32 */
 	/* data for later tasks */
 	struct fg_rt_forge forge;
 	int mlx;                   /* an MLX-style forge target: absolute norms, stacked experts */

@@ -704,7 +704,7 @@ static const struct fg_runtime runtimes[] = {
 	  /* addOne works on the []float32 of the tensor and 1-D tensors are written F32
 	   * (convert/convert_qwen3next.go@fb3076099687:L1541-1561; convert/reader.go@fb3076099687:L62-66;
 	   * convert/reader_safetensors.go@fb3076099687:L259-271) */
-	  .shift_f32 = 1,
+	  .shift_f32 = FG_SHIFT_F32_BF16 | FG_SHIFT_F32_F16,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("num_nextn_predict_layers", "mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
@@ -746,6 +746,10 @@ static const struct fg_runtime runtimes[] = {
 	   * group, pack-quantized strategy group, float-quantized channel or block). */
 	  .formats = FG_WF_FLOAT | FG_WF_BITNET | FG_WF_FP8_BLOCK | FG_WF_FP8_SCALED | FG_WF_GPTQ | FG_WF_COMPRESSED |
 		     FG_WF_MODELOPT_NVFP4,
+	  /* prepare_tensors turns every tensor that is not F16/F32 into F32 before modify_tensors adds the 1
+	   * (conversion/base.py@00bd27a621f9:ModelBase.prepare_tensors; conversion/qwen.py@03173d5e78f8:
+	   * Qwen3NextModel.modify_tensors): a BF16 norm is summed in F32, an F16 one in F16 */
+	  .shift_f32 = FG_SHIFT_F32_BF16,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
