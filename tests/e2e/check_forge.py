@@ -437,12 +437,17 @@ def mode_dequant(src, art):
             counts["dequantized"] += 1
         elif rec.get("requantized"):
             w = (want.astype(np.uint32) << 16).view(np.float32).reshape(want.shape[0], -1)
-            packed, scale, bias = qg.affine_quant(w, rec["bits"], rec["group_size"])
+            if rec.get("mode") == "mxfp4":
+                packed, e8, _ = qg.mxfp4_quant(w)
+                if side[out + ".scales"][2] != e8.astype(np.uint8).tobytes():
+                    fail(f"{out}.scales: re-quantized mxfp4 scales differ from numpy's")
+            else:
+                packed, scale, bias = qg.affine_quant(w, rec["bits"], rec["group_size"])
+                for part, x in (("scales", scale), ("biases", bias)):
+                    if side[out + "." + part][2] != qg.store_bytes(x, "BF16"):
+                        fail(f"{out}.{part}: re-quantized {part} differ from numpy's")
             if not np.array_equal(np.frombuffer(side[out + ".weight"][2], "<u4").reshape(packed.shape), packed):
-                fail(f"{out}: re-quantized words differ from numpy's MLX affine of the BF16 dequantization")
-            for part, x in (("scales", scale), ("biases", bias)):
-                if side[out + "." + part][2] != qg.store_bytes(x, "BF16"):
-                    fail(f"{out}.{part}: re-quantized {part} differ from numpy's")
+                fail(f"{out}: re-quantized words differ from numpy's {rec.get('mode')} of the BF16 dequantization")
             counts["requantized"] += 1
         else:
             p = by_strip[strip(out)]

@@ -204,6 +204,20 @@ check "gptq head, affine without the flag: exit 2" [ "$RC" -eq 2 ]
 forge q_gptq_head gptq_rq2 --quant affine:4:64 --backbone "$BB" --allow-requantize
 check "gptq head, affine with the flag: exit 0 ($(head -c 300 "$TMP/gptq_rq2.err"))" [ "$RC" -eq 0 ]
 dequant_check "gptq head re-quantized" q_gptq_head gptq_rq2
+# match against a 4-bit MLX backbone re-quantizes the dequantized GPTQ head as the backbone is (flag needed);
+# mxfp4 applies to the dequantized AWQ head.
+forge q_gptq_head gptq_mq4 --quant match --backbone "$FIXTURES/qwen35_mlx_q4"
+check "gptq head, match against a 4-bit backbone without the flag: exit 2" [ "$RC" -eq 2 ]
+forge q_gptq_head gptq_mq4b --quant match --backbone "$FIXTURES/qwen35_mlx_q4" --allow-requantize
+check "gptq head, match against a 4-bit backbone with the flag: exit 0 ($(head -c 300 "$TMP/gptq_mq4b.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head matched = numpy's MLX affine (the backbone's bits and group) of the BF16 dequantization" \
+	q_gptq_head gptq_mq4b
+check "gptq head matched: the backbone's bits and group, the source format kept in the record" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.q_proj"] | [.bits, .group_size, .mode, .requantized, (.source | split(" ")[0])]' "$TMP/gptq_mq4b/config.json")" = \
+	  "[$(jq -r '.quantization.bits' "$FIXTURES/qwen35_mlx_q4/config.json"),$(jq -r '.quantization.group_size' "$FIXTURES/qwen35_mlx_q4/config.json"),\"affine\",true,\"gptq\"]" ]
+forge q_awq_head awq_mx --quant mxfp4 --backbone "$BB" --allow-requantize
+check "awq head, mxfp4 with the flag: exit 0 ($(head -c 300 "$TMP/awq_mx.err"))" [ "$RC" -eq 0 ]
+dequant_check "awq head re-quantized mxfp4 = numpy's mxfp4 of the BF16 dequantization" q_awq_head awq_mx
 # DeepSeek FP8 blocks are a quantized source too: recorded as dequantized, re-quantized only with the flag.
 forge deepseek_v3_fp8 ds_keep --target hf
 check "deepseek fp8 keep: the record names the FP8 blocks" \
