@@ -11,8 +11,12 @@
 #                   installs deps if missing; ends with "tests: N passed, N failed";
 #                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
+#   make tsan-test  ThreadSanitizer (in build/tsan) on the store's unit test and the
+#                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
+#                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
-#   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
+#   make fuzz       run every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each (clang);
+#                   `make test` runs each for FUZZ_TEST_SECONDS (3)
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
@@ -43,6 +47,10 @@ BROWSER_PKGS := chromium fonts-dejavu-core
 ifeq ($(SANITIZE),)
 BUILD   := build
 SANFLAGS :=
+else ifeq ($(SANITIZE),thread)
+# ThreadSanitizer cannot share objects with ASan: its own folder.
+BUILD   := build/tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
 BUILD   := build/san
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -75,10 +83,15 @@ LIBAPI     := $(BUILD)/libapi.a
 LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
+# libFuzzer targets (tests/fuzz/), built by test-build: see `make fuzz` below.
+FUZZ_DIR := build/fuzz
+FUZZ_TARGETS := fuzz_st_header fuzz_jsonlex_diff fuzz_ckpt_open
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-run deps-deb browser-deps test test-build run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
+.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz fuzz-build check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -133,9 +146,14 @@ $(BUILD)/completion/_forged: $(FORGED)
 	@mkdir -p $(dir $@)
 	$(FORGED) completion zsh >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
+# Every unit test links tests/unit/support.c (support.h), and the daemon/
+# objects its rule below names (daemon/ is not a library).
+UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
@@ -180,11 +198,21 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
-	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
+	@PYTHON=$(PYTHON) FUZZ_DIR=$(CURDIR)/$(FUZZ_DIR) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
-	$(DEQUANT_GOLDEN)/index.json $(QUANT_FIXTURES)
+	$(DEQUANT_GOLDEN)/index.json $(QUANT_FIXTURES) $(FUZZ_BINS)
+
+# ThreadSanitizer on the store and the server: build/tsan, then test_store and the
+# serve scripts with a TSan-built forged.  A report makes the process exit 66 and
+# the run fail; tests/tsan.supp names what is suppressed and why.
+TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh
+tsan-test: deps
+	@$(MAKE) --no-print-directory SANITIZE=thread build/tsan/forged build/tsan/tests/test_store \
+		build/tsan/fixtures/manifest.json
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		PYTHON=$(PYTHON) bash tests/run_all.sh build/tsan --only "tests/test_store $(TSAN_TESTS)"
 
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
 run: deps-run
@@ -200,17 +228,53 @@ demo: deps-run
 	$(FORGED) inspect $(FIXTURES)/qwen35_mlx_sidecar
 	-$(FORGED) inspect $(FIXTURES)/qwen35_mlx_embedded
 
+# libFuzzer targets (tests/fuzz/): the safetensors reader on whole files, the
+# jsonlex reader against cJSON (differential), and checkpoint folder opening
+# through inspect and the forge plan.  forge/ is compiled once for them
+# (clang, ASan+UBSan, fuzzer coverage) into build/fuzz/libforge.a.  `make
+# fuzz` runs each for FUZZ_SECONDS; `make test` runs each for
+# FUZZ_TEST_SECONDS (tests/e2e/test_fuzz.sh) and prints their executions.
 FUZZ_SECONDS ?= 60
-FUZZ_BIN := build/fuzz/fuzz_st_header
-$(FUZZ_BIN): tests/fuzz/fuzz_st_header.c $(FORGE_SRC)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_st_header.c $(FORGE_SRC) $(LDLIBS)
+FUZZ_TEST_SECONDS ?= 3
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -fsanitize=address,undefined \
+	-fno-sanitize-recover=all
+FUZZ_OBJ := $(FORGE_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_st_header
 
-fuzz: deps $(FUZZ_BIN)
-	@mkdir -p build/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/libforge.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_jsonlex_diff: tests/fuzz/fuzz_jsonlex_diff.c tests/fuzz/ref_st_header.c tests/fuzz/ref_st_header.h $(FUZZ_DIR)/libforge.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_jsonlex_diff.c tests/fuzz/ref_st_header.c \
+		$(FUZZ_DIR)/libforge.a $(LDLIBS)
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libforge.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libforge.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# The seed corpora: tests/fuzz/seeds (safetensors files), tests/hostile, and
+# the checkpoint folders of tests/fuzz/seeds_ckpt; each target keeps what it
+# finds in build/fuzz/corpus_TARGET.
+FUZZ_SEEDS_fuzz_st_header := tests/hostile tests/fuzz/seeds
+FUZZ_SEEDS_fuzz_jsonlex_diff := tests/hostile tests/fuzz/seeds tests/fuzz/seeds_json
+FUZZ_SEEDS_fuzz_ckpt_open := tests/fuzz/seeds_ckpt
+
+fuzz: deps $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus_$$t; \
+		case $$t in fuzz_st_header) s="$(FUZZ_SEEDS_fuzz_st_header)";; \
+			fuzz_jsonlex_diff) s="$(FUZZ_SEEDS_fuzz_jsonlex_diff)";; *) s="$(FUZZ_SEEDS_fuzz_ckpt_open)";; esac; \
+		echo "== $$t ($(FUZZ_SECONDS) s)"; \
+		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 $(FUZZ_DIR)/corpus_$$t $$s || exit 1; \
+	done
+
+-include $(FUZZ_OBJ:.o=.d)
 
 # Benchmarks (bench/run_all.sh): figures and ratios against references run in
 # the same run, never asserted.
@@ -253,7 +317,8 @@ deb: deps-run deps-deb
 check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
--include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+-include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
+	$(UNIT_SUPPORT:.o=.d)
 
 # ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR

@@ -584,7 +584,10 @@ double fg_json_get_num(const cJSON *o, const char *key, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	return cJSON_IsNumber(v) ? v->valuedouble : def;
+	/* Within +-2^53, so a caller converting it to an integer is never undefined (a server sending 1e300). */
+	return cJSON_IsNumber(v) && v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0
+		       ? v->valuedouble
+		       : def;
 }
 
 int fg_client_fail(struct fg_client *c, const struct fg_http *r, int rc)

@@ -140,7 +140,7 @@ static void print_list(const cJSON *page)
 	if (!cJSON_GetArraySize(items))
 		printf("(no artifacts)\n");
 	if (cJSON_IsNumber(next))
-		printf("more: --cursor %lld\n", (long long)next->valuedouble);
+		printf("more: --cursor %.0f\n", next->valuedouble);
 }
 
 static int do_list(struct fg_client *c, const struct artifacts_opts *o)
@@ -318,8 +318,8 @@ static int do_verify(struct fg_client *c, const struct fg_client_args *a, long l
 		return fg_client_usage(a, "%s holds a NUL byte", a->pos[1]);
 	}
 	snprintf(path, sizeof(path), "/v1/artifacts/%lld/verifications", id);
-	/* Each accepted POST adds a verification: retried only when surely not processed. */
-	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_UNSENT, &r);
+	/* The server replays a retried POST by its Idempotency-Key: one verification however often it is sent. */
+	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_SAFE, &r);
 	free(rows);
 	if (rc) {
 		rc = fg_client_fail(c, &r, rc);

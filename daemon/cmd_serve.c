@@ -2,7 +2,8 @@
  * cmd_serve.c: `forged serve`: bind, migrate, recover jobs, start workers,
  * announce READY=1, then wait for signals: SIGHUP reloads tokens,
  * SIGTERM/SIGINT drain (STOPPING=1, finish or requeue running jobs within
- * drain_seconds) and exit.  STATUS= carries queue figures.
+ * drain_seconds) and exit.  STATUS= carries queue figures; WATCHDOG=1 is
+ * sent from this loop when the workers and the HTTP side are both healthy.
  */
 #include "daemon/cli.h"
 
@@ -27,13 +28,17 @@
 
 static int run_serve(int argc, char **argv);
 
+/* How long the drain waits for requests already being handled (an inspection is bounded too). */
+#define FG_SERVE_HANDLER_WAIT_SECONDS 10
+
 const struct fg_cmd fg_cmd_serve = {
 	.name = "serve",
 	.summary = "run the REST API and the forge workers",
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
-		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n\n"
+		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
+		 "             [--inspect-seconds N]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
 		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
@@ -73,6 +78,49 @@ static void status_line(struct fg_store *s, struct fg_workers *w)
 	fg_notify(msg);
 }
 
+static double seconds_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/*
+ * WATCHDOG=1 only when both sides are healthy: every idle worker turns its
+ * loop, and the HTTP side answers GET /livez on a fresh connection (it was
+ * tied to the worker loop alone, so an API whose HTTP threads all hung kept
+ * being pinged and was never restarted).  A failure is logged when it begins
+ * and when it ends.
+ */
+static void watchdog(struct fg_workers *workers, struct fg_api *api, unsigned long long usec,
+		     struct timespec *last_ping, int *pinged, int *healthy)
+{
+	unsigned check_ms = (unsigned)(usec / 4000);
+	const char *why = "a worker is stuck";
+	int workers_ok, http_ok = 0;
+
+	if (check_ms > 2000)
+		check_ms = 2000;
+	if (check_ms < 100)
+		check_ms = 100;
+	workers_ok = fg_workers_healthy(workers);
+	if (workers_ok)
+		http_ok = fg_api_self_check(api, check_ms, &why) == 0;
+	if (workers_ok && http_ok) {
+		fg_notify("WATCHDOG=1");
+		clock_gettime(CLOCK_MONOTONIC, last_ping);
+		*pinged = 1;
+		if (!*healthy)
+			fg_log(FG_LOG_NOTICE, "watchdog: healthy again, WATCHDOG=1 resumed");
+		*healthy = 1;
+		return;
+	}
+	if (*healthy)
+		fg_log(FG_LOG_WARNING, "watchdog: %s; WATCHDOG=1 withheld", why);
+	*healthy = 0;
+}
+
 static int run_serve(int argc, char **argv)
 {
 	struct fg_config cfg;
@@ -85,7 +133,9 @@ static int run_serve(int argc, char **argv)
 	char db[PATH_MAX + 16], cache[PATH_MAX + 16], instance[64];
 	const char *hosts[FG_CONFIG_MAX_LIST];
 	sigset_t sigs;
-	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
+	struct timespec last_ping = { 0, 0 }, last_status;
+	long tick_ms = 5000;
+	int requeued = 0, failed = 0, rc = FG_EXIT_OK, pinged = 0, healthy = 1;
 
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
@@ -158,6 +208,9 @@ static int run_serve(int argc, char **argv)
 	wcfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	wcfg.instance_id = instance;
 	wcfg.watchdog_usec = fg_notify_watchdog_usec();
+	/* The main loop turns at least three times per watchdog interval. */
+	if (wcfg.watchdog_usec && (long)(wcfg.watchdog_usec / 3000) < tick_ms)
+		tick_ms = wcfg.watchdog_usec / 3000 > 100 ? (long)(wcfg.watchdog_usec / 3000) : 100;
 	wcfg.cache_dir = cache;
 	wcfg.allow_hosts = hosts;
 	wcfg.n_allow_hosts = cfg.n_allow_hosts;
@@ -178,6 +231,7 @@ static int run_serve(int argc, char **argv)
 	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
 	acfg.collapse_threshold = cfg.collapse_threshold;
+	acfg.inspect_seconds = cfg.inspect_seconds;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;
@@ -202,8 +256,9 @@ static int run_serve(int argc, char **argv)
 	       fg_api_port(api), cfg.state_dir, cfg.workers, instance);
 	fg_notify("READY=1");
 	status_line(store, workers);
+	clock_gettime(CLOCK_MONOTONIC, &last_status);
 	for (;;) {
-		struct timespec tick = { 5, 0 };
+		struct timespec tick = { tick_ms / 1000, (tick_ms % 1000) * 1000000L };
 		int sig = sigtimedwait(&sigs, NULL, &tick);
 
 		if (sig == SIGHUP) {
@@ -220,10 +275,21 @@ static int run_serve(int argc, char **argv)
 			fg_notify("STOPPING=1");
 			break;
 		}
-		status_line(store, workers);
+		if (wcfg.watchdog_usec && (!pinged || seconds_since(&last_ping) >= (double)wcfg.watchdog_usec / 3e6))
+			watchdog(workers, api, wcfg.watchdog_usec, &last_ping, &pinged, &healthy);
+		if (seconds_since(&last_status) >= 5.0) {
+			status_line(store, workers);
+			clock_gettime(CLOCK_MONOTONIC, &last_status);
+		}
 	}
-	fg_api_stop(api);
+	/*
+	 * The API answers 503 draining while the workers finish or requeue their
+	 * jobs, and is freed only after they have stopped: a job ending in the
+	 * drain still calls fg_api_data_changed and fg_api_job_finished.
+	 */
+	fg_api_drain(api, FG_SERVE_HANDLER_WAIT_SECONDS);
 	fg_workers_stop(workers, cfg.drain_seconds);
+	fg_api_stop(api);
 	fg_store_close(store);
 	fg_log(FG_LOG_NOTICE, "stopped");
 	return rc;

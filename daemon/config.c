@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/validate.h"
 #include "forge/core/json.h"
-#include "forge/verify/verify.h"
 #include "forge/source/pull/pull.h"
+#include "forge/verify/verify.h"
 
 enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION };
 
@@ -40,6 +41,7 @@ static const struct setting settings[] = {
 	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
 	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
 	{ "etag_ttl_seconds", K_UINT, offsetof(struct fg_config, etag_ttl_seconds), 0, 31536000 },
+	{ "inspect_seconds", K_UINT, offsetof(struct fg_config, inspect_seconds), 1, 3600 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -67,6 +69,7 @@ static void defaults(struct fg_config *cfg)
 	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
 	fg_pull_opts_init(&pull);
 	cfg->etag_ttl_seconds = pull.cache_ttl_seconds;
+	cfg->inspect_seconds = FG_API_INSPECT_SECONDS_DEFAULT;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -145,9 +148,25 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		break;
 	}
 	if (is_num) {
-		v = (long long)num;
-		if ((double)v != num)
-			return fg_err_set(err, FG_EUSAGE, "%s must be an integer", st->key);
+		int64_t n;
+
+		/* Range-checked as a double: converting 1e300 to an integer is undefined. */
+		if (fg_json_to_int(num, st->min, st->max, &n) != 0) {
+			char shown[32];
+			int prec;
+
+			/* The shortest text that reads back as the same double: 1e+300, 2.5. */
+			for (prec = 15; prec < 17; prec++) {
+				snprintf(shown, sizeof(shown), "%.*g", prec, num);
+				if (strtod(shown, NULL) == num)
+					break;
+			}
+			if (prec == 17)
+				snprintf(shown, sizeof(shown), "%.17g", num);
+			return fg_err_set(err, FG_EUSAGE, "%s %s is not an integer within %lld..%lld", st->key, shown,
+					  st->min, st->max);
+		}
+		v = n;
 	} else {
 		v = strtoll(text, &end, 10);
 		if (!*text || *end)

@@ -13,7 +13,8 @@
  * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
  * artifacts_dir (STATE/artifacts: where jobs without an out write their
  * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
- * file's ETag is trusted without asking the server).
+ * file's ETag is trusted without asking the server), inspect_seconds (60: an
+ * API inspection's deadline).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -43,6 +44,7 @@ struct fg_config {
 	double collapse_threshold;
 	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
 	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
+	unsigned inspect_seconds;
 };
 
 /*

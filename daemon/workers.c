@@ -10,6 +10,7 @@
 #include "daemon/workers.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,9 +20,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/validate.h"
 #include "daemon/cli.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "forge/artifact/forge.h"
 #include "forge/artifact/request.h"
 #include "store/store.h"
@@ -46,7 +47,6 @@ struct fg_workers {
 	int stopping;                  /* no new claims */
 	int abort_jobs;                /* stop running jobs at their next stage */
 	int wakeups;
-	struct timespec last_watchdog;
 	struct worker *w;
 };
 
@@ -58,25 +58,19 @@ static double since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
-/* WATCHDOG=1 when every worker turned its loop (or reported progress) lately. */
-static void maybe_watchdog(struct fg_workers *p)
+int fg_workers_healthy(struct fg_workers *p)
 {
-	double interval = (double)p->cfg.watchdog_usec / 1e6, limit = interval / 2;
+	double limit = (double)p->cfg.watchdog_usec / 2e6 + IDLE_WAIT_MS / 1000.0;
 	int healthy = 1;
 
 	if (!p->cfg.watchdog_usec)
-		return;
+		limit = FG_WORKERS_IDLE_LIVENESS_SECONDS;
 	pthread_mutex_lock(&p->lock);
-	if (since(&p->last_watchdog) >= interval / 3) {
-		for (unsigned i = 0; i < p->cfg.n; i++)
-			if (!p->w[i].busy && since(&p->w[i].alive) > limit + IDLE_WAIT_MS / 1000.0)
-				healthy = 0;
-		if (healthy) {
-			clock_gettime(CLOCK_MONOTONIC, &p->last_watchdog);
-			fg_notify("WATCHDOG=1");
-		}
-	}
+	for (unsigned i = 0; i < p->cfg.n; i++)
+		if (!p->w[i].busy && since(&p->w[i].alive) > limit)
+			healthy = 0;
 	pthread_mutex_unlock(&p->lock);
+	return healthy;
 }
 
 static void touch(struct worker *w)
@@ -92,6 +86,7 @@ struct job_ctx {
 	int cancelled;
 	int aborted;
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
+	uint64_t fetched;              /* bytes the remote read fetched so far (for /metrics) */
 };
 
 /* Forge progress: record it, and stop on cancel or shutdown. */
@@ -105,7 +100,6 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	if (fault && strcmp(fault, stage) == 0)
 		raise(SIGKILL); /* crash tests: die mid-job, like a power cut */
 	touch(j->w);
-	maybe_watchdog(j->w->pool);
 	fg_store_job_progress(j->w->store, j->id, stage, fraction, &err);
 	memset(&job, 0, sizeof(job));
 	if (fg_store_job_get(j->w->store, j->id, &job, &err) == 0 && job.cancel_requested)
@@ -124,6 +118,8 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
 
 	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
+	if (done > j->fetched)
+		j->fetched = done;
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
@@ -158,11 +154,40 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 		fg_err_set(err, FG_ENOMEM, "out of memory building the report of %s", res->artifact);
 		return 0;
 	}
+	/* File and tensor names are any bytes; what is stored (and served) is UTF-8. */
+	fg_json_utf8_fix(report);
+	fg_json_utf8_fix(res->provenance);
 	a.report = report;
 	if (fg_store_artifact_put(w->store, &a, &id, err) != 0)
 		id = 0;
 	cJSON_Delete(report);
 	return id;
+}
+
+/* Bytes of the regular files under dir that forge wrote: hard-linked (unchanged) shards are not counted. */
+static unsigned long long bytes_written(const char *dir, int depth)
+{
+	unsigned long long n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (depth > 8 || !(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat st;
+
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) || lstat(path, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += bytes_written(path, depth + 1);
+		else if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+			n += (unsigned long long)st.st_size;
+	}
+	closedir(d);
+	return n;
 }
 
 static void run_job(struct worker *w, struct fg_job *job)
@@ -228,6 +253,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			api = p->cfg.api;
 			pthread_mutex_unlock(&p->lock);
 			fg_api_data_changed(api);
+			fg_api_count_forge_written(api, bytes_written(res.artifact, 0));
 			fg_store_job_finish(w->store, job->id, FG_JOB_SUCCEEDED, NULL, aid, &err);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
@@ -243,6 +269,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 	api = p->cfg.api;
 	pthread_mutex_unlock(&p->lock);
 	fg_api_job_finished(api, since(&t0));
+	if (ctx.fetched)
+		fg_api_count_pull(api, ctx.fetched, 0);
 	fg_forge_result_release(&res);
 	cJSON_Delete(params);
 }
@@ -265,7 +293,6 @@ static void *worker_main(void *arg)
 		int got;
 
 		touch(w);
-		maybe_watchdog(p);
 		pthread_mutex_lock(&p->lock);
 		if (p->stopping) {
 			pthread_mutex_unlock(&p->lock);

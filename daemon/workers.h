@@ -63,6 +63,14 @@ void fg_workers_wake(void *workers);
 /* 1 when every worker thread is running its loop. */
 int fg_workers_alive(void *workers);
 
+/*
+ * For the watchdog: 1 when every idle worker turned its loop within half
+ * the watchdog interval (plus its idle wait); busy workers count as healthy.
+ * `forged serve` sends WATCHDOG=1 only when this and the HTTP self-check
+ * (fg_api_self_check) both hold.
+ */
+int fg_workers_healthy(struct fg_workers *w);
+
 /* Jobs running now. */
 unsigned fg_workers_busy(struct fg_workers *w);
 

@@ -13,6 +13,7 @@
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,28 +103,58 @@ static const char *backbone_counterpart(const struct fg_inspect *bb, const char 
 	return NULL;
 }
 
-static int spec_from(const cJSON *q, struct fg_plan_quant *spec)
+/*
+ * An integer member of the backbone's quantization block within lo..hi:
+ * 0 with *out set, 0 leaving *out when absent, FG_EINPUT naming it when it
+ * is not an integer in range (compared as a double: converting 1e300 to an
+ * int is undefined, and 1e9 bits would silently leave the head unquantized).
+ */
+static int quant_int(const cJSON *q, const char *where, const char *key, int lo, int hi, int *out,
+		     struct fg_err *err)
 {
-	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
-	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v))
+		return fg_err_set(err, FG_EINPUT, "the backbone's config.json: quantization%s.%s is not a number",
+				  where, key);
+	if (!(v->valuedouble >= lo && v->valuedouble <= hi) || v->valuedouble != floor(v->valuedouble))
+		return fg_err_set(err, FG_EINPUT,
+				  "the backbone's config.json: quantization%s.%s %g is not an integer in %d..%d", where,
+				  key, v->valuedouble, lo, hi);
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+/* The spec of a quantization block (where names it in errors); bits 0 when it quantizes nothing. */
+static int spec_from(const cJSON *q, const char *where, struct fg_plan_quant *spec, struct fg_err *err)
+{
 	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+	int rc;
 
 	memset(spec, 0, sizeof(*spec));
 	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
-	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
-	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
-	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+	spec->bits = spec->mxfp4 ? 4 : 0;
+	spec->group = spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	if ((rc = quant_int(q, where, "bits", 1, 32, &spec->bits, err)) != 0 ||
+	    (rc = quant_int(q, where, "group_size", 1, 1 << 16, &spec->group, err)) != 0)
+		return rc;
+	if (spec->bits <= 0 || spec->group <= 0)
+		memset(spec, 0, sizeof(*spec));
+	return 0;
 }
 
-/* How the backbone quantizes the counterpart of module; bits 0 when it does not.  0 or FG_ENOMEM. */
-static int match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec)
+/* How the backbone quantizes the counterpart of module; bits 0 when it does not.  0, FG_ENOMEM or FG_EINPUT. */
+static int match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec,
+		      struct fg_err *err)
 {
 	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
 	const cJSON *over;
-	char *path = NULL;
+	char *path = NULL, where[300];
 	size_t cap = 0;
 	const char *cp;
-	int oom = 0;
+	int oom = 0, rc = 0;
 
 	memset(spec, 0, sizeof(*spec));
 	if (!cJSON_IsObject(q))
@@ -131,17 +162,17 @@ static int match_spec(const struct fg_inspect *bb, const char *module, struct fg
 	cp = backbone_counterpart(bb, layer_suffix(module), &path, &cap, &oom);
 	if (!cp) {
 		free(path);
-		return oom ? FG_ENOMEM : 0;
+		return oom ? fg_err_set(err, FG_ENOMEM, "out of memory matching '%s'", module) : 0;
 	}
 	over = cJSON_GetObjectItemCaseSensitive(q, cp);
 	if (cJSON_IsObject(over)) {
-		if (spec_from(over, spec))
-			memset(spec, 0, sizeof(*spec));
-	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
-		memset(spec, 0, sizeof(*spec));
+		snprintf(where, sizeof(where), "[\"%.280s\"]", cp);
+		rc = spec_from(over, where, spec, err);
+	} else if (!cJSON_IsFalse(over)) {
+		rc = spec_from(q, "", spec, err);
 	}
 	free(path);
-	return 0;
+	return rc;
 }
 
 static int quantizable(const struct fg_plan_entry *o, const struct fg_plan_quant *spec)
@@ -229,6 +260,17 @@ int fg_policy_dequantizes_all(const struct fg_policy *policy)
 	return policy->kind != FG_POLICY_KEEP && policy->allow_requantize;
 }
 
+/* Whether the entry called name is a tensor of a quantized module the plan recorded (plan->mods). */
+static int owned_by_module(const struct fg_plan *plan, const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	char *mod = dot ? strndup(name, (size_t)(dot - name)) : NULL;
+	int found = mod && fg_plan_module_find(plan, mod) != NULL;
+
+	free(mod);
+	return found;
+}
+
 int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
 		   cJSON *record, struct fg_err *err)
 {
@@ -252,11 +294,20 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 			goto nomem;
 		linear = module && fg_name_norm_class(o->name) == FG_NAME_NOT_NORM;
 		pm = linear ? fg_plan_module_find(plan, module) : NULL;
+		if (policy->kind != FG_POLICY_KEEP && o->src &&
+		    (fg_str_ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32) &&
+		    !owned_by_module(plan, o->name)) {
+			/* Quantized bytes the plan did not record as a quantized module: never quantized over. */
+			rc = fg_err_set(err, FG_EUSAGE, "the head is already quantized ('%s'); use --quant keep",
+					o->src->name);
+			goto fail;
+		}
 		if (!linear || policy->kind == FG_POLICY_KEEP) {
 			spec.bits = 0;
 		} else if (policy->kind == FG_POLICY_MATCH) {
-			if (match_spec(backbone, module, &spec))
-				goto nomem;
+			rc = match_spec(backbone, module, &spec, err);
+			if (rc)
+				goto fail;
 		} else if (!fg_family_is_head_linear(backbone->family, module)) {
 			spec.bits = 0;
 		}

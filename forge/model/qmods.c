@@ -172,6 +172,32 @@ void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[F
 	}
 }
 
+/* The tensors of DeepSeek's block FP8: an E4M3 weight, a weight_scale_inv, nothing else of a format. */
+static int deepseek_fp8(const struct fg_qmodule *m)
+{
+	const struct fg_tensor *w = m->t[FG_QR_WEIGHT];
+
+	if (!w || w->dtype != FG_DT_F8_E4M3 || !m->t[FG_QR_WEIGHT_SCALE_INV])
+		return 0;
+	for (int r = 0; r < FG_QR_COUNT; r++)
+		if (m->t[r] && r != FG_QR_WEIGHT && r != FG_QR_WEIGHT_SCALE_INV && r != FG_QR_BIAS)
+			return 0;
+	return 1;
+}
+
+/* An E4M3 weight with no companion at all (a bias aside). */
+static int lone_fp8(const struct fg_qmodule *m)
+{
+	const struct fg_tensor *w = m->t[FG_QR_WEIGHT];
+
+	if (!w || w->dtype != FG_DT_F8_E4M3)
+		return 0;
+	for (int r = 0; r < FG_QR_COUNT; r++)
+		if (m->t[r] && r != FG_QR_WEIGHT && r != FG_QR_BIAS)
+			return 0;
+	return 1;
+}
+
 static void decide(struct fg_qmod *q, const struct fg_qconfig *cfg, const char *cfg_error, int check)
 {
 	struct fg_qparams p;
@@ -186,6 +212,25 @@ static void decide(struct fg_qmod *q, const struct fg_qconfig *cfg, const char *
 	q->rc = fg_qconfig_for_module(cfg, q->name, &p, &err);
 	if (!q->rc)
 		q->rc = fg_qformat_detect_why(&p, &q->m, &q->f, &uns, &err);
+	if (q->rc && !uns && p.method == FG_QM_NONE && deepseek_fp8(&q->m)) {
+		/*
+		 * DeepSeek's block FP8 names itself: an E4M3 weight and an F32 weight_scale_inv grid of
+		 * 128 x 128 blocks (fg_qformat_check checks the grid), read as forged always read it,
+		 * even where config.json declares no quantization_config.
+		 */
+		memset(&q->f, 0, sizeof(q->f));
+		q->f.kind = FG_QF_FP8;
+		q->f.method = FG_QM_FP8;
+		q->f.bits = 8;
+		q->f.scale = FG_QS_BLOCK;
+		q->f.block[0] = q->f.block[1] = 128;
+		q->rc = 0;
+	} else if (q->rc && p.method == FG_QM_NONE && lone_fp8(&q->m)) {
+		/* No config and no scale beside it: malformed (a missing grid), not a format forged refuses. */
+		q->rc = fg_err_set(&err, FG_EINPUT, "FP8 tensor '%s' has no '%s.weight_scale_inv' block scales",
+				   q->m.t[FG_QR_WEIGHT]->name, q->name);
+		uns = false;
+	}
 	if (!q->rc && check && q->f.kind != FG_QF_DENSE) {
 		struct fg_tensor views[FG_QR_COUNT];
 		struct fg_qmodule slice;

@@ -11,9 +11,12 @@
  * a dense linear or a norm has none.  Each candidate's format is decided by
  * fg_qformat_detect_why from its tensors and the parameters the
  * checkpoint's quantization config gives that module (qconfig.h: targets,
- * ignore lists, GPTQModel's dynamic, MLX per-module overrides).  A module
- * forged cannot read keeps the message, and whether it names a format forged
- * does not read, so the forge refuses it by name (never copies it).
+ * ignore lists, GPTQModel's dynamic, MLX per-module overrides).  DeepSeek's
+ * block FP8 (an E4M3 weight and its weight_scale_inv, nothing else) names
+ * itself: it is read as 128 x 128 blocks even when config.json declares no
+ * quantization, as forged always read it.  A module forged cannot read keeps
+ * the message, and whether it names a format forged does not read, so the
+ * forge refuses it by name (never copies it).
  *
  * Only headers are read, except compressed-tensors' two-element
  * weight_shape when `check` asks for the dequantized shape (head sets: the

@@ -93,6 +93,8 @@ enum fg_verdict_kind {
 	  "a targeted runtime cannot read the trunk's weight format (forge with --backbone naming one it loads)") \
 	X(UNSUPPORTED_QUANTIZATION_FORMAT, "unsupported_quantization_format", FG_SEV_ERROR,        \
 	  FG_VK_STATIC, "the head is quantized in a format forged does not read: refused by name, never copied") \
+	X(UNREADABLE_SHARD, "unreadable_shard", FG_SEV_ERROR, FG_VK_STATIC,                        \
+	  "a model*.safetensors is no readable regular file: a runtime that globs fails to load it") \
 	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
 	  "a model*.safetensors absent from the index: mlx-lm loads it anyway")                   \
 	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \

@@ -190,7 +190,7 @@ async function pwned(page) {
 async function fleetChecks(ids) {
   const { context, page, problems } = await newPage(RTOK);
   const statuses = [];
-  page.on('response', (r) => { if (r.url().endsWith('/v1/fleet/health')) statuses.push(r.status()); });
+  page.on('response', (r) => { if (new URL(r.url()).pathname === '/v1/fleet/health') statuses.push(r.status()); });
   check('/ redirects to /ui/', page.url().startsWith(`${BASE}/ui/`), page.url());
   await page.waitForSelector(`#served article[data-artifact="${ids.pack306}"]`, { timeout: 15000 });
   const card = page.locator(`#served article[data-artifact="${ids.pack306}"]`);

@@ -187,24 +187,18 @@ check "remote backbone: explains" grep -q "backbone must be a local folder" "$TM
 check "remote backbone: nothing written" [ ! -e "$TMP/no_bb" ]
 # The service: URL sources of allowed hosts only; jobs fetch the head remotely
 # (into artifacts_dir, here outside the state folder).
-serve() { # serve LOG ARGS...: start forged serve; sets spid and api
-	local log=$1; shift
-	"$FORGED" serve --listen 127.0.0.1:0 --allow-roots "$FIXTURES" --allow-roots "$TMP" \
-		--allow-hosts "127.0.0.1:$NGINX_PORT" "$@" >"$log" 2>&1 &
-	spid=$!
-	port=
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	api=http://127.0.0.1:$port
+serve() { # serve NAME ARGS...: start_server with the allowed roots and hosts; sets spid and api
+	local name=$1; shift
+	start_server "$name" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
+		--allow-hosts "127.0.0.1:$NGINX_PORT" "$@"
+	spid=$SPID
+	api=$BASE
 }
 post() { curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$api$1"; }
 # etag_ttl_seconds: the default (3600) trusts what the cache learned; 0 asks the server again.
 for ttl in default 0; do
 	args=(); [ "$ttl" = default ] || args=(--etag-ttl-seconds "$ttl")
-	serve "$TMP/serve_ttl.log" --state-dir "$TMP/state_ttl_$ttl" --workers 0 "${args[@]}"
+	serve "serve_ttl_$ttl" --state-dir "$TMP/state_ttl_$ttl" --workers 0 "${args[@]}"
 	post /v1/inspections "{\"source\": \"$(url qwen35_hf)\"}" >/dev/null
 	lines=$(nginx_log_lines)
 	code=$(post /v1/inspections "{\"source\": \"$(url qwen35_hf)\"}")
@@ -214,10 +208,9 @@ for ttl in default 0; do
 	else
 		check "etag_ttl_seconds 0: a second inspection confirms the files ($code, $n requests)" [ "$code" = 201 -a "$n" -gt 0 ]
 	fi
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	stop_server "$spid" 10
 done
-serve "$TMP/serve.log" --state-dir "$TMP/state" --artifacts-dir "$TMP/arts" --workers 1
+serve serve --state-dir "$TMP/state" --artifacts-dir "$TMP/arts" --workers 1
 code=$(post /v1/inspections "{\"source\": \"$(url qwen35_mlx_embedded)\"}")
 check "API: inspection of an allowed URL: 201 (got $code: $(head -c 200 "$TMP/body"))" [ "$code" = 201 ]
 check "API: the remote inspection finds the hazard" \
@@ -244,6 +237,5 @@ check "API: a job without an out writes artifacts_dir/JOB" \
 	[ "$(curl -s "$api/v1/artifacts/$aid" | jq -r .path)" = "$(cd "$TMP" && pwd -P)/arts/$job" ]
 check "API: artifacts_dir was made, mode 0750" [ "$(stat -c %a "$TMP/arts")" = 750 ]
 check "API: nothing under state/artifacts" [ ! -e "$TMP/state/artifacts" ]
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+stop_server "$spid" 10
 finish

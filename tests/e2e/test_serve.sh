@@ -12,66 +12,16 @@ set -u
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
-# Every server this script starts, killed on exit whatever happens.
-PIDS=""
+# Every server start_server starts is killed on exit (lib.sh); then the tmpfs goes.
 FULL_MOUNTED=0
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
+on_exit() {
 	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/full" 2>/dev/null
-	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
 RTOK=e2e-read-token-1f0c
 WTOK=e2e-write-token-77a2
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 printf 'read ci-reader %s\nwrite ci-writer %s\n' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens"
-
-# start_server NAME ARGS...: runs `forged serve` (environment from SERVER_ENV)
-# with its log in $TMP/NAME.log; sets SPID, PORT and BASE once /readyz says 200.
-start_server() {
-	local name=$1 i
-	shift
-	# shellcheck disable=SC2086
-	env ${SERVER_ENV:-} "$FORGED" serve --listen 127.0.0.1:0 "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	PORT=""
-	for i in $(seq 1 300); do
-		PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$PORT" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ -z "$PORT" ]; then
-		bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"
-		return 1
-	fi
-	BASE=http://127.0.0.1:$PORT
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
-}
-
-# stop_server PID SECONDS: SIGTERM, wait at most SECONDS; exit status in $STOP_RC (999: still running).
-stop_server() {
-	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null
-	STOP_RC=999
-	for i in $(seq 1 $(($2 * 10))); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			STOP_RC=0
-			wait "$pid" 2>/dev/null || STOP_RC=$?
-			return 0
-		fi
-		sleep 0.1
-	done
-}
 
 # http METHOD PATH [CURL ARGS...]: status in $CODE, body in $TMP/body, headers in $TMP/hdr.
 http() {
@@ -166,7 +116,7 @@ get /v1/nothing
 expect_problem "unknown route: 404" 404 no-such-route
 http PUT /v1/jobs "${W[@]}"
 expect_problem "PUT /v1/jobs: 405" 405 method-not-allowed
-check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET" ]
+check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET, HEAD" ]
 get /v1/jobs/0
 expect_problem "job id 0 is no route" 404 no-such-route
 get /v1/jobs/99999
@@ -338,6 +288,22 @@ post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "target": "vllm-9"}'
 expect_problem "job with an unknown target: 422" 422 unknown-runtime
 post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "quant": "affine:7:64"}'
 expect_problem "job with a bad quant policy: 422" 422 invalid-field
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64", "allow_requantize": "yes"}'
+expect_problem "job with allow_requantize not a boolean: 422" 422 invalid-field
+check "allow_requantize not a boolean: errors[] names it" \
+	[ "$(jb -c '.errors')" = '[{"pointer":"/allow_requantize","detail":"must be a boolean"}]' ]
+# Re-quantizing an already quantized head (issue 12) needs allow_requantize, as the CLI's --allow-requantize.
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64"}'
+expect "requantize job without the flag: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" failed 300; then ok; else bad "job $RQJOB should fail: $(head -c 300 "$TMP/body")"; fi
+check "requantize job without the flag: the error names allow-requantize" grep -q -- "--allow-requantize" <<<"$(jb .error)"
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"q_mlx_lm_head\", \"quant\": \"affine:4:64\", \"allow_requantize\": true, \"out\": \"$TMP/out_rq\"}"
+expect "requantize job with allow_requantize: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" succeeded 300; then ok; else bad "job $RQJOB with allow_requantize: $(head -c 300 "$TMP/body")"; fi
+check "requantize job: the artifact's config records it" \
+	[ "$(jq -c '.mtp_quantization | [.allow_requantize, (.requantized | length)]' "$TMP/out_rq/config.json")" = '[true,7]' ]
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"glm45\", \"out\": \"$TMP/out_glm\"}"
 expect "job with out inside a root" 202
 OUTJOB=$(jb .id)
@@ -356,6 +322,8 @@ check "refused forge: nothing in state/artifacts" [ ! -e "$STATE/artifacts/$BADJ
 get "/v1/jobs/$JOB"
 DELETE_DONE=$(jb .state)
 http DELETE "/v1/jobs/$JOB" "${W[@]}"
+expect_problem "DELETE of a succeeded job is 409 job-finished" 409 job-finished
+get "/v1/jobs/$JOB"
 check "DELETE of a succeeded job leaves it succeeded" [ "$(jb .state)" = "$DELETE_DONE" ]
 
 # ---- verifications: MTPLX issue 306 and its control ----
@@ -521,7 +489,8 @@ http GET /metrics
 expect "/metrics without a token" 200
 check "/metrics is Prometheus text 0.0.4" grep -q '^text/plain; version=0.0.4' <<<"$(header Content-Type)"
 check "/metrics: succeeded jobs" grep -Eq '^forged_jobs\{state="succeeded"\} [1-9][0-9]*$' "$TMP/body"
-check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 1$' "$TMP/body"
+# failed: the refused source and the re-quantizing job without allow_requantize
+check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 2$' "$TMP/body"
 check "/metrics: HTTP 200s counted" grep -Eq '^forged_http_requests_total\{code="200"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: HTTP 401s counted" grep -Eq '^forged_http_requests_total\{code="401"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: job durations" grep -Eq '^forged_job_duration_seconds_count [1-9][0-9]*$' "$TMP/body"
@@ -599,6 +568,8 @@ check "cancel: the job says cancelled" [ "$(jb .state)" = cancelled ]
 get "/v1/jobs/$C1"
 check "cancel: GET says cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE "/v1/jobs/$C1" "${W[@]}"
+expect_problem "cancel twice: 409 job-finished" 409 job-finished
+get "/v1/jobs/$C1"
 check "cancel twice: still cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE /v1/jobs/4242 "${W[@]}"
 expect_problem "cancel an unknown job: 404" 404 not-found

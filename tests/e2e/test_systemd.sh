@@ -11,14 +11,6 @@ set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 FORGED=$(cd "$(dirname "$FORGED")" && pwd)/$(basename "$FORGED")
 
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 # ---- make install into a DESTDIR ----
 ROOT=$TMP/root
@@ -97,39 +89,12 @@ check "the example config names every key of daemon/config.c" \
 	[ "$(jq -r 'keys | sort | join(",")' "$REPO/systemd/config.example.json")" = \
 	  "$(sed -n 's/^\t{ "\([a-z_]*\)", K_.*/\1/p' "$REPO/daemon/config.c" | sort | paste -sd, -)" ]
 
-# start NAME ENV... -- ARGS...: forged serve with ENV, log in $TMP/NAME.log; sets SPID, BASE.
-start() {
-	local name=$1 i port=""
-	shift
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
-	env ${envs[@]+"${envs[@]}"} "$FORGED" serve --listen 127.0.0.1:0 "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	for i in $(seq 1 300); do
-		port=$(sed -n 's/.*listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	BASE=http://127.0.0.1:$port
-	[ -n "$port" ]
-}
-# term PID: SIGTERM and wait (bounded); status in $RC.
-term() {
-	local i
-	kill -TERM "$1" 2>/dev/null
-	RC=999
-	for i in $(seq 1 150); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -0 "$1" 2>/dev/null || { RC=0; wait "$1" || RC=$?; }
-}
-
-if start conf -- --config "$REPO/systemd/config.example.json" --state-dir "$TMP/s1" --artifacts-dir "$TMP/s1/artifacts" \
-	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models"; then ok; else bad "example config refused: $(tail -n 2 "$TMP/conf.log")"; fi
+# (start_server counts a server that does not start as the failed check)
+if start_server conf --config "$REPO/systemd/config.example.json" --state-dir "$TMP/s1" --artifacts-dir "$TMP/s1/artifacts" \
+	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models"; then ok; fi
 check "example config: workers from the file" grep -q ", 2 workers," "$TMP/conf.log"
-term "$SPID"
-check "example config: clean stop" [ "$RC" = 0 ]
+stop_server "$SPID" 15
+check "example config: clean stop" [ "$STOP_RC" = 0 ]
 
 # ---- sd_notify and the watchdog, with a stand-in for systemd ----
 "$PYTHON" - "$TMP/notify.sock" "$TMP/notify.txt" <<'EOF' &
@@ -146,10 +111,10 @@ with open(sys.argv[2], "a", buffering=1) as out:
             pass
 EOF
 LPID=$!
-PIDS="$PIDS $LPID"
+kill_on_exit "$LPID"
 for i in $(seq 1 50); do [ -S "$TMP/notify.sock" ] && break; sleep 0.1; done
-start notify NOTIFY_SOCKET="$TMP/notify.sock" WATCHDOG_USEC=1500000 -- --state-dir "$TMP/s2" \
-	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models" --workers 2 || bad "notify: server did not start"
+SERVER_ENV="NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=1500000" start_server notify --state-dir "$TMP/s2" \
+	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models" --workers 2
 NPID=$SPID
 for i in $(seq 1 100); do [ "$(grep -c '^WATCHDOG=1$' "$TMP/notify.txt" 2>/dev/null)" -ge 3 ] && break; sleep 0.1; done
 check "sd_notify: READY=1" grep -qx 'READY=1' "$TMP/notify.txt"
@@ -159,37 +124,33 @@ kill -HUP "$NPID"
 reload_seen() { [ "$(grep -E '^(RELOADING|READY)=1$' "$TMP/notify.txt" | tail -n 2 | paste -sd, -)" = "RELOADING=1,READY=1" ]; }
 for i in $(seq 1 50); do reload_seen && break; sleep 0.1; done  # READY=1 follows RELOADING=1: wait for both
 check "sd_notify: SIGHUP sends RELOADING=1 then READY=1" reload_seen
-term "$NPID"
+stop_server "$NPID" 15
 check "sd_notify: STOPPING=1 on SIGTERM" grep -qx 'STOPPING=1' "$TMP/notify.txt"
-check "sd_notify: clean stop" [ "$RC" = 0 ]
+check "sd_notify: clean stop" [ "$STOP_RC" = 0 ]
 # WATCHDOG_PID naming another process: no watchdog pings.
 : >"$TMP/notify.txt"
-start notify2 NOTIFY_SOCKET="$TMP/notify.sock" WATCHDOG_USEC=600000 WATCHDOG_PID=1 -- --state-dir "$TMP/s3" \
-	--tokens-file "$TMP/tokens" --allow-roots "$TMP/models" --workers 1 || bad "notify2: server did not start"
+SERVER_ENV="NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=600000 WATCHDOG_PID=1" start_server notify2 \
+	--state-dir "$TMP/s3" --tokens-file "$TMP/tokens" --allow-roots "$TMP/models" --workers 1
 sleep 2
 check "sd_notify: no WATCHDOG=1 when WATCHDOG_PID is another process" [ "$(grep -c '^WATCHDOG=1$' "$TMP/notify.txt")" = 0 ]
-term "$SPID"
+stop_server "$SPID" 15
 kill "$LPID" 2>/dev/null
 
 # ---- artifacts under the unit's UMask=0027: group-readable, the database private ----
 mkdir -p "$TMP/m5"
 cp -r "$FIXTURES/qwen35_hf" "$TMP/m5/"
 chmod 0644 "$TMP/m5/qwen35_hf"/*
-(umask 0027 && exec "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/s5" --allow-roots "$TMP/m5" --workers 1) \
-	>"$TMP/umask.log" 2>&1 &
-UPID=$!
-PIDS="$PIDS $UPID"
-port=
-for i in $(seq 1 100); do
-	port=$(sed -n 's/.*listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/umask.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
+# the server inherits the unit's umask (the shell's is put back once it is up)
+umask_was=$(umask)
+umask 0027
+start_server umask --state-dir "$TMP/s5" --allow-roots "$TMP/m5" --workers 1
+umask "$umask_was"
+UPID=$SPID
 job=$(curl -s -H 'Content-Type: application/json' -d '{"kind": "forge", "source": "qwen35_hf"}' \
-	"http://127.0.0.1:$port/v1/jobs" | jq -r .id)
+	"$BASE/v1/jobs" | jq -r .id)
 state=
 for i in $(seq 1 200); do
-	state=$(curl -s "http://127.0.0.1:$port/v1/jobs/$job" | jq -r .state)
+	state=$(curl -s "$BASE/v1/jobs/$job" | jq -r .state)
 	case $state in succeeded|failed|cancelled) break ;; esac
 	sleep 0.1
 done
@@ -202,17 +163,14 @@ check "umask 0027: forged.json is 0640" [ "$(stat -c %a "$art/forged.json")" = 6
 check "umask 0027: the hard-linked shard is read-only for all ($(stat -c %a "$art/model-00001-of-00002.safetensors"))" \
 	[ "$(stat -c %a "$art/model-00001-of-00002.safetensors")" = 444 ]
 check "umask 0027: forged.db stays 0600 ($(stat -c %a "$TMP/s5/forged.db"))" [ "$(stat -c %a "$TMP/s5/forged.db")" = 600 ]
-term "$UPID"
+stop_server "$UPID" 15
 
 # ---- journal: <N> priority prefixes when stderr is the journal stream ----
 : >"$TMP/journal.log"
 stream=$(stat -c '%d:%i' "$TMP/journal.log")
-JOURNAL_STREAM=$stream "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/s4" --allow-roots "$TMP/models" \
-	--workers 1 2>>"$TMP/journal.log" &
-JPID=$!
-PIDS="$PIDS $JPID"
-for i in $(seq 1 100); do grep -q 'listening on' "$TMP/journal.log" && break; sleep 0.05; done
-term "$JPID"
+# start_server writes the log over this same file (same inode), so stderr is the stream.
+SERVER_ENV="JOURNAL_STREAM=$stream" start_server journal --state-dir "$TMP/s4" --allow-roots "$TMP/models" --workers 1
+stop_server "$SPID" 15
 check "journal: the warning has <4>" grep -q '^<4>no tokens_file' "$TMP/journal.log"
 check "journal: the listening line has <5>" grep -q '^<5>listening on 127.0.0.1 port' "$TMP/journal.log"
 check "journal: every line has a priority" [ "$(grep -cv '^<[0-7]>' "$TMP/journal.log")" = 0 ]

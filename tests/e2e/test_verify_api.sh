@@ -10,41 +10,15 @@ set -u
 . "$(dirname "$0")/lib.sh"
 FIXTURES=$(cd "$FIXTURES" && pwd)
 
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# start NAME ARGS...: `forged serve` on an ephemeral port, API only; sets PID and BASE.
+# start NAME ARGS...: start_server, API only, on the one state folder; sets PID and BASE.
 start() {
-	local name=$1 i port=""
+	local name=$1
 	shift
-	"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$FIXTURES" --workers 0 "$@" \
-		>"$TMP/$name.log" 2>&1 &
-	PID=$!
-	for i in $(seq 1 300); do
-		port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && break
-		kill -0 "$PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"; return 1; }
-	BASE=http://127.0.0.1:$port
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
+	start_server "$name" --state-dir "$TMP/state" --allow-roots "$FIXTURES" --workers 0 "$@" || return 1
+	PID=$SPID
 }
 
-stop() {
-	kill -TERM "$PID" 2>/dev/null
-	wait "$PID" 2>/dev/null
-	PID=""
-}
+stop() { stop_server "$PID" 15; }
 
 # post PATH FILE: status in $CODE, body in $TMP/body.
 post() {

@@ -25,6 +25,7 @@
 #include "forge/core/json.h"
 #include "forge/core/sha256.h"
 #include "forge/core/str.h"
+#include "tests/unit/support.h"
 
 /* ---- str.h ---- */
 
@@ -152,15 +153,6 @@ static void test_sha256_final_leaves_the_hash(void **state)
 
 /* ---- json.h ---- */
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
 static void test_json_parse(void **state)
 {
 	struct fg_err err = { 0 };
@@ -187,7 +179,7 @@ static void test_json_load(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/c.json", dir);
-	write_text(path, "{\"hidden_size\": 64}");
+	write_text(NULL, path, "{\"hidden_size\": 64}");
 	assert_int_equal(fg_json_load(&doc, path, 64, &err), 0);
 	assert_int_equal(cJSON_GetObjectItemCaseSensitive(doc, "hidden_size")->valueint, 64);
 	cJSON_Delete(doc);

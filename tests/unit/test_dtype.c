@@ -21,8 +21,7 @@
 #include <cmocka.h>
 
 #include "forge/core/bytes.h"
-#include "tests/unit/rng.h"
-#include "tests/unit/simd_rerun.h"
+#include "tests/unit/support.h"
 
 #include <float.h>
 #include <math.h>

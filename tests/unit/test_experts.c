@@ -15,66 +15,15 @@
 #include <string.h>
 
 #include "forge/model/experts.h"
-
-#define MAX_TENSORS 96
+#include "tests/unit/support.h"
 
 #define HEAD "mtp.layers.0.mlp.experts."
 
-struct bench {
-	struct fg_tset set;
-	size_t n;
-	struct fg_tensor t[MAX_TENSORS];
-	char names[MAX_TENSORS][320];
-	struct fg_expert_block blocks[4];  /* the last scan's, released with the bench */
-	size_t n_blocks;
-};
-
-/*
- * The one bench a test builds on.  It lives outside the test's frame so that
- * the teardown can release the set when an assertion ends the test early.
- */
-static struct bench bench_store;
-
-static struct bench *bench_new(void)
-{
-	struct bench *b = &bench_store;
-
-	fg_tset_release(&b->set);
-	fg_experts_release(b->blocks, b->n_blocks);
-	memset(b, 0, sizeof(*b));
-	assert_int_equal(fg_tset_init(&b->set, "mtp", NULL), 0);
-	return b;
-}
-
-static int release_bench(void **state)
-{
-	(void)state;
-	fg_tset_release(&bench_store.set);
-	fg_experts_release(bench_store.blocks, bench_store.n_blocks);
-	bench_store.n_blocks = 0;
-	return 0;
-}
-
-/* A header-only tensor called name of shape [d0, d1, d2] (d2 == 0: rank 2). */
+/* A header-only BF16 tensor called name of shape [d0, d1, d2] (d2 == 0: rank 2). */
 static const struct fg_tensor *add(struct bench *b, const char *name, uint64_t d0, uint64_t d1,
 				   uint64_t d2)
 {
-	struct fg_tensor *t;
-	struct fg_err err = { 0 };
-
-	assert_true(b->n < MAX_TENSORS);
-	t = &b->t[b->n];
-	snprintf(b->names[b->n], sizeof(b->names[0]), "%s", name);
-	t->name = b->names[b->n];
-	t->dtype = FG_DT_BF16;
-	t->rank = d2 ? 3 : 2;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->shape[2] = d2;
-	t->nelem = d0 * d1 * (d2 ? d2 : 1);
-	b->n++;
-	assert_int_equal(fg_tset_add(&b->set, t, "mtp.safetensors", &err), 0);
-	return t;
+	return bench_shape(b, name, FG_DT_BF16, d0, d1, d2);
 }
 
 /* Scan b's set into b->blocks (at most max); the number of blocks found. */
@@ -106,7 +55,7 @@ static void test_fused_linear(void **state)
 	const struct fg_tensor *gu, *dn;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "mtp.layers.0.mlp.gate.weight", 4, 64, 0);
 	gu = add(b, HEAD "gate_up_proj", 4, 32, 64);
 	dn = add(b, HEAD "down_proj", 4, 64, 16);
@@ -129,7 +78,7 @@ static void test_fused_bmm(void **state)
 	struct fg_expert_block blk;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "model.mtp.layers.0.mlp.experts.down_proj", 4, 16, 64);
 	add(b, "model.mtp.layers.0.mlp.experts.gate_up_proj", 4, 64, 32);
 	blk = scan_one(b, 64, 16, 4);
@@ -148,7 +97,7 @@ static void test_fused_ambiguous(void **state)
 
 	(void)state;
 	/* 2I == H: gate_up [4, 64, 64] reads the same both ways. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 64, 64);
 	add(b, HEAD "down_proj", 4, 64, 32);
 	blk = scan_one(b, 64, 32, 4);
@@ -167,7 +116,7 @@ static void test_fused_invalid(void **state)
 
 	(void)state;
 	/* Shapes that fit neither layout with H = 64. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 48, 40);
 	add(b, HEAD "down_proj", 4, 40, 24);
 	blk = scan_one(b, 64, 24, 4);
@@ -180,7 +129,7 @@ static void test_fused_invalid(void **state)
 	 * ([E, I, H] with I = 512) disagree on I: refused, not copied with the
 	 * wrong shape.
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 64, 256);
 	add(b, HEAD "down_proj", 4, 512, 64);
 	blk = scan_one(b, 64, -1, -1);
@@ -188,7 +137,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* And on E. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
 	add(b, HEAD "down_proj", 8, 64, 16);
 	blk = scan_one(b, 64, -1, -1);
@@ -196,7 +145,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* Each fits one layout, but not the same one. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64); /* linear */
 	add(b, HEAD "down_proj", 4, 16, 64);    /* bmm */
 	blk = scan_one(b, 64, 16, 4);
@@ -204,7 +153,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* The expert count disagrees with the config's. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 8, 32, 64);
 	add(b, HEAD "down_proj", 8, 64, 16);
 	blk = scan_one(b, 64, 16, 4);
@@ -218,7 +167,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* gate_up without down. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -226,7 +175,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* down without gate_up. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "down_proj", 4, 64, 16);
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -255,7 +204,7 @@ static void test_numbered(void **state)
 	struct fg_expert_block blk;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add_numbered(b, HEAD, 4, -1, "weight");
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_NUMBERED);
@@ -275,7 +224,7 @@ static void test_numbered(void **state)
 	 * Expert 0 missing and no count in the config: numbers 1..4 leave a hole,
 	 * refused rather than stacked without it (experts are never dropped).
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	for (int e = 1; e <= 4; e++) {
 		static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
 
@@ -304,7 +253,7 @@ static void test_numbered(void **state)
 		};
 
 		for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
-			b = bench_new();
+			b = bench_new("mtp", "mtp.safetensors");
 			for (size_t k = 0; k < 5 && formats[f][k]; k++)
 				add_numbered(b, HEAD, 4, -1, formats[f][k]);
 			blk = scan_one(b, 64, 16, 4);
@@ -316,7 +265,7 @@ static void test_numbered(void **state)
 	}
 
 	/* One tensor missing: 11 of 12, refused, and the reason says how many. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add_numbered(b, HEAD, 4, 7, "weight");
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -342,7 +291,7 @@ static void test_fused_with_scale_companions(void **state)
 	 * block's gate_up and judge the block on the scales' shape
 	 * (forge/model/experts.c matches exact names).
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	gu = add(b, HEAD "gate_up_proj", 4, 256, 512);
 	dn = add(b, HEAD "down_proj", 4, 512, 128);
 	add(b, HEAD "gate_up_proj_scale_inv", 4, 2, 4);
@@ -360,7 +309,7 @@ static void test_blocks(void **state)
 	struct fg_expert_dims d = { 64, 16, 4 };
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	/* Two blocks: a trunk layer's numbered experts and the head's fused ones. */
 	add_numbered(b, "model.layers.3.mlp.experts.", 4, -1, "weight");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
@@ -382,7 +331,7 @@ static void test_blocks(void **state)
 	fg_tset_release(&b->set);
 
 	/* No experts at all. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "mtp.fc.weight", 64, 128, 0);
 	assert_int_equal(scan(b, &d, 4), 0);
 	fg_tset_release(&b->set);
@@ -400,7 +349,7 @@ static void test_long_prefix(void **state)
 	snprintf(prefix + 220, sizeof(prefix) - 220, ".mlp.experts.");
 	snprintf(gu, sizeof(gu), "%sgate_up_proj", prefix);
 	snprintf(dn, sizeof(dn), "%sdown_proj", prefix);
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, gu, 4, 32, 64);
 	add(b, dn, 4, 64, 16);
 	assert_int_equal(scan(b, &d, 4), 1);
@@ -447,15 +396,15 @@ static void test_dims(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_fused_linear, release_bench),
-		cmocka_unit_test_teardown(test_fused_bmm, release_bench),
-		cmocka_unit_test_teardown(test_fused_ambiguous, release_bench),
-		cmocka_unit_test_teardown(test_fused_invalid, release_bench),
-		cmocka_unit_test_teardown(test_numbered, release_bench),
-		cmocka_unit_test_teardown(test_fused_with_scale_companions, release_bench),
-		cmocka_unit_test_teardown(test_blocks, release_bench),
-		cmocka_unit_test_teardown(test_long_prefix, release_bench),
-		cmocka_unit_test_teardown(test_dims, release_bench),
+		cmocka_unit_test_teardown(test_fused_linear, bench_release),
+		cmocka_unit_test_teardown(test_fused_bmm, bench_release),
+		cmocka_unit_test_teardown(test_fused_ambiguous, bench_release),
+		cmocka_unit_test_teardown(test_fused_invalid, bench_release),
+		cmocka_unit_test_teardown(test_numbered, bench_release),
+		cmocka_unit_test_teardown(test_fused_with_scale_companions, bench_release),
+		cmocka_unit_test_teardown(test_blocks, bench_release),
+		cmocka_unit_test_teardown(test_long_prefix, bench_release),
+		cmocka_unit_test_teardown(test_dims, bench_release),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

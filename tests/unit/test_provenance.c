@@ -18,6 +18,7 @@
 
 #include "forge/artifact/provenance.h"
 #include "forge/core/fs.h"
+#include "tests/unit/support.h"
 
 static void test_document(void **state)
 {
@@ -75,33 +76,21 @@ static void test_document(void **state)
 	cJSON_Delete(files);
 }
 
-static void put_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	assert_int_equal(fg_fs_join(path, sizeof(path), dir, name, NULL), 0);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 static void test_fingerprint(void **state)
 {
-	char dir[] = "/tmp/forged-test-provenance-XXXXXX";
+	char dir[PATH_MAX];
 	char fp[FG_SHA256_HEX], side[FG_SHA256_HEX], want_fp[FG_SHA256_HEX], want_side[FG_SHA256_HEX];
 	struct fg_err err = { 0 };
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	put_file(dir, "config.json", "{\"a\":1}");
+	tmpdir_new(dir, sizeof(dir), "provenance");
+	write_text(dir, "config.json", "{\"a\":1}");
 	/* Missing sidecar: named, outputs untouched. */
 	snprintf(fp, sizeof(fp), "untouched");
 	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), FG_EIO);
 	assert_non_null(strstr(err.msg, "mtp.safetensors"));
 	assert_string_equal(fp, "untouched");
-	put_file(dir, "mtp.safetensors", "sidecar bytes");
+	write_text(dir, "mtp.safetensors", "sidecar bytes");
 	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), 0);
 	fg_sha256_buf("{\"a\":1}sidecar bytes", 20, want_fp);
 	fg_sha256_buf("sidecar bytes", 13, want_side);

@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 
 #include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
+#include "tests/unit/support.h"
 
 /* ---- pure parts ---- */
 
@@ -317,7 +319,7 @@ static void test_open_refusals(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p = (struct fg_pull *)&o; /* must stay untouched */
 	struct fg_err err = { 0 };
-	char dir[] = "/tmp/fg-pull-XXXXXX", sub[64];
+	char dir[PATH_MAX], sub[PATH_MAX + 32];
 	struct stat sb;
 
 	(void)state;
@@ -330,7 +332,7 @@ static void test_open_refusals(void **state)
 	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8081/m/", &o, &err), FG_EFORBIDDEN);
 
 	/* listed hosts open (nothing is fetched), and the cache folder is made */
-	assert_non_null(mkdtemp(dir));
+	tmpdir_new(dir, sizeof(dir), "pull");
 	snprintf(sub, sizeof(sub), "%s/state/cache", dir);
 	o.cache_dir = sub;
 	assert_int_equal(fg_pull_open(&p, "http://hub.internal/m/model.safetensors", &o, &err), 0);
@@ -377,8 +379,7 @@ static void test_open_refusals(void **state)
 	fg_pull_close(p);
 	fg_pull_close(NULL);
 
-	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
-	assert_int_equal(system(sub), 0);
+	assert_int_equal(rm_tree(dir), 0);
 }
 
 /* ---- HTTP (against nginx, see tests/e2e/test_pull.sh) ---- */
@@ -476,11 +477,8 @@ static struct fg_pull *open_ok(const char *source, const struct fg_pull_opts *o)
 
 static void cache_dir_for(char *out, size_t cap, const char *name)
 {
-	char cmd[1200];
-
-	snprintf(out, cap, "%s/%s", cache_root, name);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", out);
-	assert_int_equal(system(cmd), 0);
+	path_join(out, cap, cache_root, name);
+	assert_int_equal(rm_tree(out), 0);
 }
 
 /* Fetch a safetensors header remotely; *st parsed header-only. */

@@ -40,10 +40,10 @@
 #include <cmocka.h>
 
 #include "forge/core/bytes.h"
-#include "tests/unit/rng.h"
-#include "tests/unit/simd_rerun.h"
+#include "tests/unit/support.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,6 @@
 #include "forge/core/error.h"
 #include "forge/format/quant/quant.h"
 
-#define GOLDEN_DEFAULT "build/fixtures/quant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/quant_golden.py build/fixtures/quant_golden"
 
 static char **saved_argv;
@@ -147,11 +146,12 @@ static unsigned char *read_all(const char *dir, const char *name, size_t *len)
 	return buf;
 }
 
+/* $FORGED_QUANT_GOLDEN, else BUILD/fixtures/quant_golden beside this binary. */
 static const char *golden_dir(void)
 {
-	const char *d = getenv("FORGED_QUANT_GOLDEN");
+	static char dir[PATH_MAX];
 
-	return d && *d ? d : GOLDEN_DEFAULT;
+	return fixture_dir_env(dir, sizeof(dir), "FORGED_QUANT_GOLDEN", "quant_golden");
 }
 
 /* The parsed index.json; a missing folder fails the calling test. */

@@ -11,7 +11,8 @@
  * curl's data-driven tests do.  `variants` are the same with the input
  * changed first (a manifest removed).  Then the table's invariants, id
  * resolution (aliases, version ranges) and the file rules on hand-built
- * checkpoints.  Without $FIXTURES the fixture tests are skipped.
+ * checkpoints.  Without the fixtures (fixtures_root: $FIXTURES, else
+ * BUILD/fixtures) the fixture tests are skipped.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,13 +20,16 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "forge/model/inspect.h"
 #include "forge/model/runtimes.h"
+#include "tests/unit/support.h"
 
 /* One scenario: a fixture, a runtime id, and what its source says loads. */
 struct scenario {
@@ -248,15 +252,15 @@ static const struct {
 
 static struct fg_inspect *inspect_for(const char *fixture, const char *runtime)
 {
-	const char *dir = getenv("FIXTURES");
 	const char *ids[1] = { runtime };
 	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
-	char path[1024];
+	char root[PATH_MAX], path[PATH_MAX];
 
-	if (!dir || !*dir)
+	/* No fixtures at all: skipped; a fixture missing from them: the run fails, naming it. */
+	if (access(fixtures_root(root, sizeof(root)), F_OK) != 0)
 		skip();
-	snprintf(path, sizeof(path), "%s/%s", dir, fixture);
+	path_join(path, sizeof(path), root, fixture);
 	if (fg_inspect_run(&r, path, ids, runtime ? 1 : 0, &err) != 0)
 		fail_msg("inspecting %s for %s: %s", path, runtime ? runtime : "(defaults)", err.msg);
 	return r;
