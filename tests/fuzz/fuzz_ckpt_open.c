@@ -11,7 +11,7 @@
  * per-process temporary folder, then inspected (every verdict and the JSON
  * report built) and, when the inspection holds a head, planned for MTPLX as
  * a forge would and every plan entry materialized from the mapped shards.
- * Seeds: tests/fuzz/seeds_ckpt (written by tests/fuzz/make_seeds.py).
+ * Seeds: tests/fuzz/seeds/ckpt_open (written by tests/fuzz/make_seeds_ckpt.py).
  */
 #include <fcntl.h>
 #include <stddef.h>
