@@ -303,10 +303,14 @@ expect "requantize job without the flag: accepted" 202
 RQJOB=$(jb .id)
 if poll_job "$RQJOB" failed 300; then ok; else bad "job $RQJOB should fail: $(head -c 300 "$TMP/body")"; fi
 check "requantize job without the flag: the error names allow-requantize" grep -q -- "--allow-requantize" <<<"$(jb .error)"
+check "requantize job without the flag: the request echo says allow_requantize false" \
+	[ "$(jb '.request.allow_requantize')" = false ]
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"q_mlx_lm_head\", \"quant\": \"affine:4:64\", \"allow_requantize\": true, \"out\": \"$TMP/out_rq\"}"
 expect "requantize job with allow_requantize: accepted" 202
 RQJOB=$(jb .id)
 if poll_job "$RQJOB" succeeded 300; then ok; else bad "job $RQJOB with allow_requantize: $(head -c 300 "$TMP/body")"; fi
+get "/v1/jobs/$RQJOB"
+check "requantize job: the request echo says allow_requantize" [ "$(jb '.request.allow_requantize')" = true ]
 check "requantize job: the artifact's config records it" \
 	[ "$(jq -c '.mtp_quantization | [.allow_requantize, (.requantized | length)]' "$TMP/out_rq/config.json")" = '[true,7]' ]
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"glm45\", \"out\": \"$TMP/out_glm\"}"
