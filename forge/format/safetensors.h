@@ -28,6 +28,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
+#include "forge/core/str.h"
 
 #define FG_ST_HEADER_MAX   100000000ull /* bytes of JSON header (the format's cap) */
 #define FG_ST_MAX_RANK     6  /* conv3d weights are rank 5; nothing in a model goes higher */
@@ -36,8 +37,8 @@
 /*
  * One tensor of a file: a borrowed view, valid while its fg_st_file lives.
  * facts and skip belong to the layer that opened the file (the classifier
- * of struct fg_st_parse_opts fills them once, at parse time); hash is the
- * low half of fg_fnv1a(name).
+ * of struct fg_st_parse_opts fills them once, at parse time); hash is
+ * fg_st_name_hash of the name.
  */
 struct fg_tensor {
 	const char *name;
@@ -54,8 +55,9 @@ struct fg_tensor {
 
 /*
  * Options of a parse: classify(t, name_len, ctx), when not NULL, is called
- * once per tensor after the table is built, to fill t->facts and t->skip
- * (the model layer's name rules, computed on the parsing thread).
+ * once per tensor as its entry is read (before the table is sorted and
+ * checked as a whole), to fill t->facts and t->skip (the model layer's name
+ * rules, computed on the parsing thread).
  */
 struct fg_st_parse_opts {
 	void (*classify)(struct fg_tensor *t, size_t name_len, void *ctx);
@@ -83,7 +85,9 @@ struct fg_st_file {
 	const uint8_t *map;
 	size_t map_len;
 	int owns_map;
-	char *strings;              /* arena holding names and metadata */
+	char *strings;              /* arena: the tensor names in header order from the front, the metadata
+				     * strings at the back (safetensors.c) */
+	size_t names_len;           /* bytes of strings holding the tensor names (each NUL-terminated) */
 	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
 	size_t n_slots;
 };
@@ -151,9 +155,15 @@ void fg_st_close(struct fg_st_file *f);
 /* The tensor called name, or NULL.  O(1). */
 const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name);
 
+/* The hash of the len bytes at name that tensor lookups use (fg_st_find_n, fg_tensor.hash). */
+static inline uint32_t fg_st_name_hash(const char *name, size_t len)
+{
+	return fg_hash_bytes(name, len);
+}
+
 /*
  * The tensor whose name is the len bytes at name (not NUL-terminated) with
- * h == (uint32_t)fg_fnv1a_n(name, len), or NULL.  O(1).
+ * h == fg_st_name_hash(name, len), or NULL.  O(1).
  */
 const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h);
 

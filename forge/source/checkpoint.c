@@ -570,6 +570,7 @@ struct scan {
 	struct fg_ckpt *c;
 	size_t *cap, *mcap;
 	size_t *found;        /* per file (n_files at the start of the pass) */
+	const char **cursor;  /* per file: the next name of its header order (st->strings), or NULL */
 	size_t n_found;
 	int added;            /* SCAN_FILES added a file: a SCAN_COUNT pass must follow its open */
 	size_t n_entries;
@@ -633,9 +634,10 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 			madvise((void *)(uintptr_t)drop_to, (size_t)(upto - drop_to), MADV_DONTNEED);
 			drop_to = upto;
 		}
-		const char *kname, *vname;
+		const char *kname, *vname, *cur;
+		const struct fg_st_file *st;
+		const struct fg_tensor *t;
 		size_t klen, vlen;
-		uint32_t h;
 
 		if (!fg_jl_key(l, &key)) {
 			rc = index_syntax(ix, err);
@@ -715,9 +717,22 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 			kname = key.raw;
 			klen = key.len;
 		}
-		h = (uint32_t)fg_fnv1a_n(kname, klen);
-		if (fg_st_find_n(c->files[last].st, kname, klen, h)) {
+		/*
+		 * The index and the headers list names in the same (sorted) order in
+		 * every checkpoint a converter writes, so the entry is first compared
+		 * with the next name of its file's header (a walk of that file's
+		 * names: sequential memory, no hash); only when that fails is the
+		 * name looked up, and the walk resumes after the name found.
+		 */
+		st = c->files[last].st;
+		cur = s->cursor[last] ? s->cursor[last] : st->strings;
+		if ((size_t)(st->strings + st->names_len - cur) > klen && cur[klen] == '\0' &&
+		    memcmp(cur, kname, klen) == 0) {
 			s->found[last]++;
+			s->cursor[last] = cur + klen + 1;
+		} else if ((t = fg_st_find_n(st, kname, klen, fg_st_name_hash(kname, klen)))) {
+			s->found[last]++;
+			s->cursor[last] = t->name + klen + 1;
 		} else {
 			const char *copy = keep_name(c, kname, klen);
 
@@ -885,15 +900,31 @@ static int cross_check(struct fg_ckpt *c, const struct index_text *ix, struct sc
 	return cross_check_tail(c, ix, s->found, s->mcap, s->n_entries, err);
 }
 
-/* A pass that counts: found[] sized for every file now known. */
-static int count_pass(struct scan *s, const struct index_text *ix, struct fg_err *err)
+/* found[] and cursor[] (zeroed) for every file now known: 0 or FG_ENOMEM with err set. */
+static int scan_counts(struct scan *s, struct fg_err *err)
 {
 	free(s->found);
+	free(s->cursor);
 	s->n_found = s->c->n_files;
 	s->found = calloc(s->n_found ? s->n_found : 1, sizeof(*s->found));
-	if (!s->found)
+	s->cursor = calloc(s->n_found ? s->n_found : 1, sizeof(*s->cursor));
+	if (!s->found || !s->cursor)
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", s->c->source);
-	return scan_index(s, ix, SCAN_COUNT, err);
+	return 0;
+}
+
+static void scan_release(struct scan *s)
+{
+	free(s->found);
+	free(s->cursor);
+}
+
+/* A pass that counts, for every file now known. */
+static int count_pass(struct scan *s, const struct index_text *ix, struct fg_err *err)
+{
+	int rc = scan_counts(s, err);
+
+	return rc ? rc : scan_index(s, ix, SCAN_COUNT, err);
 }
 
 /* Files in discovery order: the glob's (sorted), those the index alone names, then sidecars. */
@@ -1211,12 +1242,9 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		s.c = c;
 		s.cap = cap;
 		s.mcap = &mcap;
-		s.n_found = c->n_files;
-		s.found = calloc(s.n_found ? s.n_found : 1, sizeof(*s.found));
-		if (!s.found) {
-			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
+		rc = scan_counts(&s, err);
+		if (rc)
 			goto out;
-		}
 		rc = scan_index(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
 		if (!rc && s.added) {
 			rc = open_files(c, before, err);
@@ -1243,7 +1271,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 				c->unreadable[0].name, c->unreadable[0].why);
 out:
 	unmap_index(&ix);
-	free(s.found);
+	scan_release(&s);
 	return rc;
 }
 
@@ -1434,7 +1462,7 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 			rc = cross_check(c, &ix, &s, err);
 		if (!rc && !c->index && !(c->index = cJSON_CreateObject()))
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		free(s.found);
+		scan_release(&s);
 		if (!rc)
 			order_files(c);
 	}
@@ -1832,8 +1860,8 @@ void fg_ckpt_free(struct fg_ckpt *c)
 const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
 				     const struct fg_ckpt_file **file)
 {
-	uint32_t h = (uint32_t)fg_fnv1a(name);
 	size_t len = strlen(name);
+	uint32_t h = fg_st_name_hash(name, len);
 
 	/* Each shard's own table answers in O(1); checkpoints have tens of shards. */
 	for (size_t i = 0; i < c->n_files; i++) {
