@@ -556,6 +556,56 @@ static int cmp_okey(const void *pa, const void *pb, void *ctx)
  * (empty tensors, overlaps) ordered by the whole comparison, then the
  * table permuted in place.  0 or FG_ENOMEM.
  */
+/*
+ * The sort's two key arrays, one pair per thread, kept from file to file
+ * (fresh pages for every shard cost more than sorting it) and freed when
+ * the thread ends.
+ */
+static pthread_key_t keys_key;
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+
+struct sort_keys {
+	struct okey *p;
+	size_t cap;           /* elements of each of the two halves */
+};
+
+static void keys_free(void *v)
+{
+	struct sort_keys *k = v;
+
+	if (k)
+		free(k->p);
+	free(k);
+}
+
+static void keys_key_init(void)
+{
+	pthread_key_create(&keys_key, keys_free);
+}
+
+/* Room for two arrays of n keys, or NULL. */
+static struct okey *sort_keys(size_t n)
+{
+	struct sort_keys *k;
+
+	pthread_once(&keys_once, keys_key_init);
+	k = pthread_getspecific(keys_key);
+	if (!k) {
+		if (!(k = calloc(1, sizeof(*k))))
+			return NULL;
+		pthread_setspecific(keys_key, k);
+	}
+	if (n > k->cap) {
+		struct okey *p = realloc(k->p, 2 * n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		k->p = p;
+		k->cap = n;
+	}
+	return k->p;
+}
+
 static int sort_by_offset(struct fg_st_file *f)
 {
 	struct fg_tensor *t = f->tensors;
@@ -567,13 +617,9 @@ static int sort_by_offset(struct fg_st_file *f)
 		sorted = cmp_offsets(&t[i - 1], &t[i]) < 0;
 	if (sorted)
 		return 0;
-	a = malloc(n * sizeof(*a));
-	b = malloc(n * sizeof(*b));
-	if (!a || !b) {
-		free(a);
-		free(b);
+	if (n > UINT32_MAX || !(a = sort_keys(n)))
 		return FG_ENOMEM;
-	}
+	b = a + n;
 	for (size_t i = 0; i < n; i++)
 		a[i] = (struct okey){ t[i].begin, (uint32_t)i };
 	for (unsigned shift = 0; shift < 64; shift += 8) {
@@ -622,8 +668,6 @@ static int sort_by_offset(struct fg_st_file *f)
 			j = k;
 		}
 	}
-	free(a);
-	free(b);
 	return 0;
 }
 
@@ -856,8 +900,8 @@ static int read_table(void *ctx, struct fg_err *err)
 	/*
 	 * The table is sized once for the most entries the text can hold (an
 	 * accepted entry takes at least 48 bytes of it, comma included), so it
-	 * never moves while it fills; pages never written are never touched,
-	 * and the block is shrunk to fit at the end.
+	 * never moves while it fills; the pages past its last entry are never
+	 * written, so they hold no memory and the block is left as it is.
 	 */
 	tcap = (size_t)hlen / 48 + 1;
 	if (tcap > FG_ST_MAX_TENSORS)
@@ -926,17 +970,11 @@ static int read_table(void *ctx, struct fg_err *err)
 	if (l.bad || !fg_jl_end(&l))
 		goto syntax;
 	/*
-	 * The arena keeps its size: the middle between the names and the
-	 * metadata was never written, so it holds no page (shrinking it would
-	 * only cost a pass over the table to rebase every name).
+	 * The arena keeps its size too: the middle between the names and the
+	 * metadata was never written (shrinking it would only cost a pass over
+	 * the table to rebase every name).
 	 */
 	f->names_len = a.pos;
-	{
-		struct fg_tensor *shrunk = realloc(f->tensors, (f->n_tensors ? f->n_tensors : 1) * sizeof(*f->tensors));
-
-		if (shrunk)
-			f->tensors = shrunk;
-	}
 	return 0;
 syntax:
 	return fg_err_set(err, FG_EINPUT, "%s: header is not valid JSON (error near header byte %td)",
@@ -1223,7 +1261,7 @@ struct guard {
 };
 
 static _Thread_local struct guard *guard_top;
-static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction guard_old;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
@@ -1245,15 +1283,25 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	raise(SIGBUS);
 }
 
+/*
+ * Make on_sigbus the SIGBUS action, unless it is: checked at every guard,
+ * since the parser guards every header it reads and something may have
+ * set its own action since (a test harness does, before each test); the
+ * action it replaces is the one chained to for a SIGBUS outside a guard.
+ */
 static void guard_install(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, cur;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, &guard_old);
+	pthread_mutex_lock(&guard_lock);
+	if (sigaction(SIGBUS, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, &guard_old);
+	}
+	pthread_mutex_unlock(&guard_lock);
 }
 
 int fg_st_guard(int (*fn)(void *ctx, struct fg_err *err), void *ctx, const char *what, struct fg_err *err)
@@ -1261,7 +1309,7 @@ int fg_st_guard(int (*fn)(void *ctx, struct fg_err *err), void *ctx, const char 
 	struct guard g;
 	int rc;
 
-	pthread_once(&guard_once, guard_install);
+	guard_install();
 	g.prev = guard_top;
 	if (sigsetjmp(g.jb, 1)) {
 		guard_top = g.prev;

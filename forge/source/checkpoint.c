@@ -479,7 +479,42 @@ struct index_text {
 	size_t len;
 	const char *label;
 	int mapped;
+	size_t *clean;        /* bytes from the start known to hold no NUL (NULL: the whole text is) */
 };
+
+/*
+ * The index must hold no NUL byte (the reader relies on it, and a NUL
+ * anywhere is the error reported, whatever else is wrong).  A local index
+ * is checked a window at a time just ahead of the first scan (so the scan
+ * reads pages the check brought in, once), and what the scan did not reach
+ * is checked when it ends (scan_first).
+ */
+#define INDEX_WINDOW ((size_t)1 << 20)
+
+/* Check the window ahead of p; true when it holds a NUL. */
+static bool index_nul_ahead(const struct index_text *ix, const char *p)
+{
+	size_t want;
+
+	if (!ix->clean)
+		return false;
+	want = (size_t)(p - ix->text) + INDEX_WINDOW;
+	if (want > ix->len)
+		want = ix->len;
+	while (*ix->clean < want) {
+		size_t n = ix->len - *ix->clean < INDEX_WINDOW ? ix->len - *ix->clean : INDEX_WINDOW;
+
+		if (memchr(ix->text + *ix->clean, '\0', n))
+			return true;
+		*ix->clean += n;
+	}
+	return false;
+}
+
+static int index_nul_error(const struct index_text *ix, struct fg_err *err)
+{
+	return fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", ix->label);
+}
 
 /* Is the whole text JSON by fg_json_parse's rule?  (A meaning error is reported only then.) */
 static bool index_json_ok(const struct index_text *ix)
@@ -627,6 +662,10 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 	}
 	s->n_entries = 0;
 	while (fg_jl_more(l, '}', &first)) {
+		if (index_nul_ahead(ix, l->p)) {
+			rc = index_nul_error(ix, err);
+			goto out;
+		}
 		/* What was scanned leaves the resident set: the index is read once, front to back. */
 		if (ix->mapped && l->p - drop_to > (1 << 20)) {
 			const char *upto = (const char *)((uintptr_t)l->p & ~(uintptr_t)4095);
@@ -818,6 +857,16 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 	if (meta_at && !s->c->index && fg_json_parse(&s->c->index, meta_at, (size_t)(meta_end - meta_at), ix->label, NULL))
 		s->c->index = NULL;
 	return 0;
+}
+
+/* The first scan of a text: scan_index, then the NUL check of whatever it did not reach, which wins. */
+static int scan_first(struct scan *s, const struct index_text *ix, int mode, struct fg_err *err)
+{
+	int rc = scan_index(s, ix, mode, err);
+
+	if (ix->clean && *ix->clean < ix->len && index_nul_ahead(ix, ix->text + ix->len))
+		return index_nul_error(ix, err);
+	return rc;
 }
 
 /*
@@ -1114,7 +1163,8 @@ static int load_config(struct fg_ckpt *c, int *found, struct fg_err *err)
 }
 
 /* The index beneath the folder, mapped (ix->text NULL when there is none). */
-static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size_t label_len, struct fg_err *err)
+static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size_t label_len, size_t *clean,
+		     struct fg_err *err)
 {
 	struct stat st;
 	int fd, rc = fg_fs_open_beneath(c->dirfd, "model.safetensors.index.json", &c->links, &fd);
@@ -1149,14 +1199,9 @@ static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size
 	ix->text = m;
 	ix->len = (size_t)st.st_size;
 	ix->mapped = 1;
-	/* No NUL byte (the reader relies on it), checked a MiB at a time and let go of again. */
-	for (size_t at = 0; at < ix->len && !rc; at += 1u << 20) {
-		size_t n = ix->len - at < (1u << 20) ? ix->len - at : 1u << 20;
-
-		if (memchr(ix->text + at, '\0', n))
-			rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
-		madvise((char *)m + at, n, MADV_DONTNEED);
-	}
+	/* NUL bytes: checked as the first scan goes (scan_first). */
+	ix->clean = clean;
+	*clean = 0;
 out:
 	close(fd);
 	return rc;
@@ -1181,7 +1226,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	struct index_text ix;
 	struct scan s;
 	char label[PATH_MAX];
-	size_t ucap = 0, mcap = 0;
+	size_t ucap = 0, mcap = 0, clean = 0;
 	int rc, has_config;
 
 	memset(&s, 0, sizeof(s));
@@ -1216,7 +1261,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	if (!rc)
 		rc = find_sidecars(c, cap, &ucap, err);
 	if (!rc)
-		rc = map_index(c, &ix, label, sizeof(label), err);
+		rc = map_index(c, &ix, label, sizeof(label), &clean, err);
 	if (rc)
 		goto out;
 	rc = open_files(c, 0, err);
@@ -1228,7 +1273,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		s.c = c;
 		s.cap = cap;
 		s.mcap = &mcap;
-		irc = scan_index(&s, &ix, SCAN_FILES, &ierr);
+		irc = scan_first(&s, &ix, SCAN_FILES, &ierr);
 		if (irc && err)
 			*err = ierr;
 		rc = irc ? irc : rc;
@@ -1245,7 +1290,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		rc = scan_counts(&s, err);
 		if (rc)
 			goto out;
-		rc = scan_index(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
+		rc = scan_first(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
 		if (!rc && s.added) {
 			rc = open_files(c, before, err);
 			c->n_mismatch = 0;
@@ -1440,7 +1485,7 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 	}
 	if (!rc) {
 		char label[PATH_MAX];
-		struct index_text ix = { (const char *)text, n, label, 0 };
+		struct index_text ix = { (const char *)text, n, label, 0, NULL }; /* checked whole below */
 		struct scan s;
 
 		memset(&s, 0, sizeof(s));
