@@ -62,7 +62,21 @@ struct fg_tensor {
 struct fg_st_parse_opts {
 	void (*classify)(struct fg_tensor *t, size_t name_len, void *ctx);
 	void *ctx;
+	struct fg_st_slab *slab;    /* when not NULL, the table and names are taken from it (see below) */
 };
+
+/*
+ * A slab: the tables and names of many files packed into a few large
+ * mappings (huge pages where the kernel gives them), so that a checkpoint
+ * of 100,000 tensors does not pay a page fault per 4 KiB of them.  A file
+ * parsed with opts->slab keeps its table and names there: they live until
+ * fg_st_slab_free, which must come after fg_st_close of every such file.
+ * One thread at a time may parse into a slab.
+ */
+struct fg_st_slab;
+
+struct fg_st_slab *fg_st_slab_new(void);   /* NULL when out of memory */
+void fg_st_slab_free(struct fg_st_slab *s); /* NULL allowed */
 
 struct fg_st_meta {
 	const char *key;
@@ -85,9 +99,10 @@ struct fg_st_file {
 	const uint8_t *map;
 	size_t map_len;
 	int owns_map;
-	char *strings;              /* arena: the tensor names in header order from the front, the metadata
-				     * strings at the back (safetensors.c) */
-	size_t names_len;           /* bytes of strings holding the tensor names (each NUL-terminated) */
+	char *strings;              /* the tensor names in header order, each NUL-terminated */
+	size_t names_len;           /* bytes of strings they take */
+	char *meta_text;            /* the metadata strings */
+	int in_slab;                /* tensors and strings belong to a fg_st_slab */
 	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
 	size_t n_slots;
 };

@@ -1018,24 +1018,29 @@ struct open_pool {
 	pthread_mutex_t lock;
 	pthread_t tids[OPEN_THREADS_MAX];
 	size_t started;
+	struct open_worker {
+		struct open_pool *p;
+		struct fg_st_parse_opts parse; /* the checkpoint's, with this worker's slab */
+	} workers[OPEN_THREADS_MAX];
 };
 
-/* Open one file beneath the folder and parse its header. */
-static int open_one(const struct fg_ckpt *c, const char *name, const char *path, struct fg_st_file **st,
-		    struct fg_err *err)
+/* Open one file beneath the folder and parse its header with opts. */
+static int open_one(const struct fg_ckpt *c, const char *name, const char *path, const struct fg_st_parse_opts *opts,
+		    struct fg_st_file **st, struct fg_err *err)
 {
 	int fd, rc = fg_fs_open_beneath(c->dirfd, name, &c->links, &fd);
 
 	if (rc)
 		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, fg_fs_open_why(rc));
-	rc = fg_st_open_fd(st, fd, path, c->parse, err);
+	rc = fg_st_open_fd(st, fd, path, opts, err);
 	close(fd);
 	return rc;
 }
 
 static void *open_worker(void *arg)
 {
-	struct open_pool *p = arg;
+	struct open_worker *w = arg;
+	struct open_pool *p = w->p;
 
 	for (;;) {
 		size_t i;
@@ -1045,8 +1050,23 @@ static void *open_worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		if (i >= p->n)
 			return NULL;
-		p->rc[i] = open_one(p->c, p->names[i], p->paths[i], &p->st[i], &p->errs[i]);
+		p->rc[i] = open_one(p->c, p->names[i], p->paths[i], &w->parse, &p->st[i], &p->errs[i]);
 	}
+}
+
+/*
+ * Parse options with a new slab of c's (tables and names packed into huge
+ * pages, freed with c: fg_st_slab_new): 0, or FG_ENOMEM with err set.
+ */
+static int slab_opts(struct fg_ckpt *c, struct fg_st_parse_opts *o, struct fg_err *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (c->parse)
+		*o = *c->parse;
+	if (FG_GROW(c->slabs, c->n_slabs + 1, c->cap_slabs) || !(o->slab = fg_st_slab_new()))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+	c->slabs[c->n_slabs++] = o->slab;
+	return 0;
 }
 
 static size_t open_threads(void)
@@ -1086,11 +1106,17 @@ static int open_files(struct fg_ckpt *c, size_t from, struct fg_err *err)
 		n_threads = OPEN_THREADS_MAX;
 	if (n_threads > p.n)
 		n_threads = p.n;
+	/* One slab per worker: a slab takes one thread at a time. */
+	for (size_t i = 0; i < n_threads; i++) {
+		p.workers[i].p = &p;
+		if ((rc = slab_opts(c, &p.workers[i].parse, err)))
+			goto out;
+	}
 	/* The calling thread is one of the workers. */
 	for (size_t i = 1; i < n_threads; i++)
-		if (pthread_create(&p.tids[p.started], NULL, open_worker, &p) == 0)
+		if (pthread_create(&p.tids[p.started], NULL, open_worker, &p.workers[p.started + 1]) == 0)
 			p.started++;
-	open_worker(&p);
+	open_worker(&p.workers[0]);
 	for (size_t i = 0; i < p.started; i++)
 		pthread_join(p.tids[i], NULL);
 	for (size_t i = 0; i < p.n; i++) {
@@ -1242,6 +1268,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	config_ready(c, o);
 	if (c->single_file) {
 		const char *slash = strrchr(source, '/');
+		struct fg_st_parse_opts one;
 		int fd;
 
 		rc = add_file(c, cap, slash ? slash + 1 : source, GROUP_GLOB, err);
@@ -1253,7 +1280,9 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		if (fd < 0)
 			return fg_err_set(err, FG_EINPUT, "checkpoint '%s': %s: cannot open: %s", source, source,
 					  strerror(errno));
-		rc = fg_st_open_fd(&c->files[0].st, fd, c->files[0].path, c->parse, err);
+		rc = slab_opts(c, &one, err);
+		if (!rc)
+			rc = fg_st_open_fd(&c->files[0].st, fd, c->files[0].path, &one, err);
 		close(fd);
 		return rc ? fg_err_prefix(err, rc, "checkpoint '%s': ", c->source) : 0;
 	}
@@ -1880,6 +1909,9 @@ void fg_ckpt_free(struct fg_ckpt *c)
 		free(c->files[i].name);
 		free(c->files[i].path);
 	}
+	for (size_t i = 0; i < c->n_slabs; i++) /* after the files: their tables and names live there */
+		fg_st_slab_free(c->slabs[i]);
+	free(c->slabs);
 	for (size_t i = 0; i < c->n_unreadable; i++)
 		free(c->unreadable[i].name);
 	for (size_t i = 0; i < c->n_blocks; i++)
