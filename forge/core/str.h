@@ -45,24 +45,44 @@ static inline uint64_t fg_fnv1a_n(const char *s, size_t n)
 
 /*
  * A 32-bit hash of the n bytes at s for in-process tables of tensor names:
- * eight bytes per step (a multiply and a shift), where FNV-1a takes one, so
- * a 60-byte name costs 8 dependent steps instead of 60.  Never stored or
+ * sixteen bytes per step in two lanes, where FNV-1a takes one byte, so a
+ * 60-byte name costs 4 dependent steps instead of 60.  Never stored or
  * sent (and it differs between byte orders).
  */
 static inline uint32_t fg_hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull), w;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull), b = 0x6a09e667f3bcc909ull, w, v;
+	const char *start = s;
 
-	for (; n >= 8; s += 8, n -= 8) {
+	/* Two lanes of 8 bytes, each a multiply and a rotate per step: half the dependent chain. */
+	for (; n >= 16; s += 16, n -= 16) {
 		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 29;
+		memcpy(&v, s + 8, 8);
+		a = (a ^ w) * 0xbf58476d1ce4e5b9ull;
+		b = (b ^ v) * 0x94d049bb133111ebull;
+		a = (a << 31) | (a >> 33);
+		b = (b << 27) | (b >> 37);
+	}
+	if (n >= 8) {
+		memcpy(&w, s, 8);
+		a = (a ^ w) * 0xbf58476d1ce4e5b9ull;
+		a = (a << 31) | (a >> 33);
+		s += 8;
+		n -= 8;
 	}
 	w = 0;
-	for (size_t i = 0; i < n; i++)
-		w |= (uint64_t)(unsigned char)s[i] << (8 * i);
-	h = (h ^ w) * 0x94d049bb133111ebull;
-	return (uint32_t)(h ^ (h >> 32));
+	if (n && s != start) {
+		/* The last n bytes, loaded as the tail of the word that ends where the bytes do. */
+		memcpy(&w, s + n - 8, 8);
+		w >>= 8 * (8 - n);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	}
+	a = (a ^ w ^ b) * 0xbf58476d1ce4e5b9ull;
+	a ^= a >> 31;
+	a *= 0x94d049bb133111ebull;
+	return (uint32_t)(a ^ (a >> 32));
 }
 
 /* What fg_hex_nibble returns for a character that is no hex digit. */

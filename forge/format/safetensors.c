@@ -212,10 +212,15 @@ void fg_st_close(struct fg_st_file *f)
 	free(f);
 }
 
-/* One JSON value as the old tree held it: its kind and, for numbers, the value. */
+/*
+ * One JSON value as the old tree held it: its kind and, for numbers, the
+ * value; exact numbers (plain digits, read by the fast path) also as u.
+ */
 struct jval {
 	enum fg_jl_kind kind;
+	bool exact;
 	double num;
+	uint64_t u;
 };
 
 /* Read a JSON number that must be an exact integer in [0, 2^53]; FG_EINPUT and *why otherwise. */
@@ -226,6 +231,10 @@ static int json_u64(const struct jval *v, uint64_t *out, const char **why)
 	if (v->kind != FG_JL_NUMBER) {
 		*why = "is not a number";
 		return FG_EINPUT;
+	}
+	if (v->exact) { /* at most 15 digits: an integer below 2^53 */
+		*out = v->u;
+		return 0;
 	}
 	d = v->num;
 	if (d < 0) {
@@ -248,6 +257,7 @@ static int json_u64(const struct jval *v, uint64_t *out, const char **why)
 /* A value at the cursor, kept as a jval (numbers read, anything else validated and skipped). */
 static bool read_jval(struct fg_jl *l, struct jval *v)
 {
+	v->exact = false;
 	v->kind = fg_jl_peek(l);
 	if (v->kind == FG_JL_NUMBER)
 		return fg_jl_number(l, &v->num);
@@ -389,72 +399,165 @@ static inline const char *expect(const char *p, const char *end, const char *lit
 	return skip_ws(p + n, end);
 }
 
-/*
- * 1 to 15 plain digits (exact in a double, as fg_jl_number reads them) not
- * followed by a byte cJSON's number would take ([+-eE.]), then white space.
- */
-static inline const char *plain_number(const char *p, const char *end, struct jval *v)
+/* A byte of 0x80 in every lane of w (8 bytes, first byte lowest) that is no ASCII digit. */
+static inline uint64_t nondigits(uint64_t w)
 {
-	const char *s = p;
-	uint64_t x = 0;
+	uint64_t x = w ^ 0x3030303030303030ull; /* digits become 0..9 */
 
-	while (p < end && (unsigned char)(*p - '0') < 10 && p - s < 16)
-		x = x * 10 + (uint64_t)(*p++ - '0');
-	if (p == s || p - s > 15 ||
-	    (p < end && (*p == '+' || *p == '-' || *p == 'e' || *p == 'E' || *p == '.' || (unsigned char)(*p - '0') < 10)))
-		return NULL;
-	v->kind = FG_JL_NUMBER;
-	v->num = (double)x;
-	return skip_ws(p, end);
+	return ((((x & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | x) & 0x8080808080808080ull);
 }
 
-/* An array of plain numbers, at most max of them: '[' at p.  NULL when it is anything else. */
-static inline const char *plain_array(const char *p, const char *end, struct jval *vals, size_t max, size_t *count)
+/*
+ * The value of the first n (1 to 8) ASCII digits of w, eight at a time:
+ * moved to the top bytes (the rest become leading zeros), then pairs,
+ * quads and the halves combined with one multiply each.
+ */
+static inline uint64_t digits8(uint64_t w, unsigned n)
+{
+	uint64_t d = (w - 0x3030303030303030ull) << (8 * (8 - n));
+
+	d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffull;
+	d = (d * 100 + (d >> 16)) & 0x0000ffff0000ffffull;
+	return (d * 10000 + (d >> 32)) & 0xffffffffull;
+}
+
+/* The bytes cJSON's number takes: [0-9+-eE.]. */
+static const bool number_byte[256] = {
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
+	['9'] = 1, ['+'] = 1, ['-'] = 1, ['e'] = 1, ['E'] = 1, ['.'] = 1,
+};
+
+/*
+ * 1 to 15 plain digits (exact in a double, as fg_jl_number reads them) not
+ * followed by another byte cJSON's number would take; returns the end of
+ * the digits.  The value is kept exact (v->u, v->exact); v->num is not set.
+ */
+static inline __attribute__((always_inline)) const char *plain_number(const char *p, const char *end, struct jval *v)
+{
+	static const uint64_t pow10[8] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000 };
+	const char *s = p;
+	uint64_t x = 0;
+	unsigned n;
+
+	if (end - p >= 16) {
+		uint64_t lo, hi, m;
+
+		memcpy(&lo, p, 8);
+		memcpy(&hi, p + 8, 8);
+		if ((m = nondigits(lo)))
+			n = (unsigned)__builtin_ctzll(m) / 8;
+		else if ((m = nondigits(hi)))
+			n = 8 + (unsigned)__builtin_ctzll(m) / 8;
+		else
+			return NULL; /* 16 digits or more */
+		if (!n)
+			return NULL;
+		x = n <= 8 ? digits8(lo, n) : digits8(lo, 8) * pow10[n - 8] + digits8(hi, n - 8);
+		p += n;
+	} else {
+		while (p < end && (unsigned char)(*p - '0') < 10 && p - s < 16)
+			x = x * 10 + (uint64_t)(*p++ - '0');
+		if (p == s || p - s > 15)
+			return NULL;
+	}
+	if (p < end && number_byte[(unsigned char)*p])
+		return NULL;
+	v->kind = FG_JL_NUMBER;
+	v->exact = true;
+	v->u = x;
+	return p;
+}
+
+/*
+ * An array of plain numbers, at most max of them: '[' at p.  With compact
+ * set no white space is allowed (the writers' spelling) and the cursor is
+ * left on the closing ']'; else white space may stand anywhere and the
+ * cursor is left after the ']' and the white space that follows.  NULL
+ * when it is anything else.
+ */
+static inline __attribute__((always_inline)) const char *plain_array(const char *p, const char *end, struct jval *vals,
+								     size_t max, size_t *count, bool compact)
 {
 	size_t n = 0;
 
-	p = skip_ws(p + 1, end);
+	p = compact ? p + 1 : skip_ws(p + 1, end);
 	if (p < end && *p == ']') {
 		*count = 0;
-		return skip_ws(p + 1, end);
+		return compact ? p : skip_ws(p + 1, end);
 	}
 	for (;;) {
-		if (n == max || !(p = plain_number(p, end, &vals[n++])) || p >= end)
+		if (n == max || !(p = plain_number(p, end, &vals[n++])))
+			return NULL;
+		if (!compact)
+			p = skip_ws(p, end);
+		if (p >= end)
 			return NULL;
 		if (*p == ']')
 			break;
 		if (*p != ',')
 			return NULL;
-		p = skip_ws(p + 1, end);
+		p = compact ? p + 1 : skip_ws(p + 1, end);
 	}
 	*count = n;
-	return skip_ws(p + 1, end);
+	return compact ? p : skip_ws(p + 1, end);
 }
 
-static const char *fast_entry(const char *p, const char *end, struct entry *e)
+/* The dtype string at p (after its opening quote): 1 to 15 bytes, no escape.  Its closing quote, or NULL. */
+static inline const char *plain_dtype(const char *p, const char *end, struct entry *e)
 {
 	const char *q;
 
-	if (p >= end || *p != '{' || !(p = skip_ws(p + 1, end)) || !(p = expect(p, end, "\"dtype\"", 7)) ||
-	    !(p = expect(p, end, ":", 1)) || p >= end || *p != '"')
-		return NULL;
-	for (q = ++p; q < end && q - p < 16 && *q != '"' && *q != '\\'; q++)
+	for (q = p; q < end && q - p < 16 && *q != '"' && *q != '\\'; q++)
 		;
 	if (q >= end || *q != '"' || q == p || q - p > 15)
 		return NULL;
 	e->dtype_len = (size_t)(q - p);
 	memcpy(e->dtype, p, e->dtype_len);
 	e->dtype[e->dtype_len] = '\0';
-	if (!(p = expect(skip_ws(q + 1, end), end, ",", 1)) || !(p = expect(p, end, "\"shape\"", 7)) ||
+	return q;
+}
+
+/* The entry with no white space at all, as the safetensors crate and MLX write it; NULL otherwise. */
+static const char *compact_entry(const char *p, const char *end, struct entry *e)
+{
+	static const char dtype[] = "{\"dtype\":\"", shape[] = "\",\"shape\":[", offsets[] = "],\"data_offsets\":[";
+
+	if ((size_t)(end - p) < sizeof(dtype) - 1 || memcmp(p, dtype, sizeof(dtype) - 1) != 0 ||
+	    !(p = plain_dtype(p + sizeof(dtype) - 1, end, e)) || (size_t)(end - p) < sizeof(shape) - 1 ||
+	    memcmp(p, shape, sizeof(shape) - 1) != 0 ||
+	    !(p = plain_array(p + sizeof(shape) - 2, end, e->shape, FG_ST_MAX_RANK, &e->rank, true)) ||
+	    (size_t)(end - p) < sizeof(offsets) - 1 || memcmp(p, offsets, sizeof(offsets) - 1) != 0 ||
+	    !(p = plain_array(p + sizeof(offsets) - 2, end, e->offs, 2, &e->n_offs, true)) || e->n_offs != 2 ||
+	    end - p < 2 || p[1] != '}')
+		return NULL;
+	return p + 2;
+}
+
+/* The same spelling with white space anywhere between tokens; NULL otherwise. */
+static const char *spaced_entry(const char *p, const char *end, struct entry *e)
+{
+	if (p >= end || *p != '{' || !(p = skip_ws(p + 1, end)) || !(p = expect(p, end, "\"dtype\"", 7)) ||
+	    !(p = expect(p, end, ":", 1)) || p >= end || *p != '"' || !(p = plain_dtype(p + 1, end, e)))
+		return NULL;
+	if (!(p = expect(skip_ws(p + 1, end), end, ",", 1)) || !(p = expect(p, end, "\"shape\"", 7)) ||
 	    !(p = expect(p, end, ":", 1)) || p >= end || *p != '[' ||
-	    !(p = plain_array(p, end, e->shape, FG_ST_MAX_RANK, &e->rank)) || !(p = expect(p, end, ",", 1)) ||
+	    !(p = plain_array(p, end, e->shape, FG_ST_MAX_RANK, &e->rank, false)) || !(p = expect(p, end, ",", 1)) ||
 	    !(p = expect(p, end, "\"data_offsets\"", 14)) || !(p = expect(p, end, ":", 1)) || p >= end || *p != '[' ||
-	    !(p = plain_array(p, end, e->offs, 2, &e->n_offs)) || e->n_offs != 2 || p >= end || *p != '}')
+	    !(p = plain_array(p, end, e->offs, 2, &e->n_offs, false)) || e->n_offs != 2 || p >= end || *p != '}')
+		return NULL;
+	return p + 1;
+}
+
+static const char *fast_entry(const char *p, const char *end, struct entry *e)
+{
+	const char *after = compact_entry(p, end, e);
+
+	if (!after && !(after = spaced_entry(p, end, e)))
 		return NULL;
 	e->dtype_kind = FG_JL_STRING;
 	e->shape_kind = FG_JL_ARRAY;
 	e->offsets_kind = FG_JL_ARRAY;
-	return p + 1;
+	return after;
 }
 
 /* The last dtype string parsed and what it names: a checkpoint's tensors share a few. */
@@ -965,7 +1068,7 @@ static int read_table(void *ctx, struct fg_err *err)
 	struct fg_st_slab *slab = job->opts ? job->opts->slab : NULL;
 	struct dtype_cache dc = { "", 0, FG_DT_F32 };
 	size_t bad, tcap, mcap = 0;
-	bool first = true, seen_meta = false, is_object;
+	bool first = true, seen_meta = false, is_object, escaped = false;
 	int rc;
 
 	bad = utf8_bad_at((const uint8_t *)hdr, (size_t)hlen);
@@ -1009,6 +1112,7 @@ static int read_table(void *ctx, struct fg_err *err)
 
 		if (!fg_jl_key(&l, &key))
 			goto syntax;
+		escaped |= key.escaped;
 		nlen = fg_jl_decode(&key, name);
 		if (nlen == 12 && memcmp(name, "__metadata__", 12) == 0) {
 			if (seen_meta) {
@@ -1061,6 +1165,7 @@ static int read_table(void *ctx, struct fg_err *err)
 		goto syntax;
 	/* The names keep their room too (shrinking it would cost a pass over the table to rebase every name). */
 	f->names_len = a.pos;
+	f->plain_names = !escaped;
 	if (slab) {
 		slab_take(&slab->names, a.pos);
 		slab_take(&slab->tables, f->n_tensors * sizeof(*f->tensors));

@@ -103,6 +103,7 @@ struct fg_st_file {
 	size_t names_len;           /* bytes of strings they take */
 	char *meta_text;            /* the metadata strings */
 	int in_slab;                /* tensors and strings belong to a fg_st_slab */
+	int plain_names;            /* no tensor key of the header had an escape */
 	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
 	size_t n_slots;
 };

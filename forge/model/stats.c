@@ -14,6 +14,7 @@
 #include "forge/model/stats.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define CHUNK 1024
@@ -24,12 +25,52 @@ struct acc {
 	double mean, m2;     /* their mean and sum of squared deviations */
 };
 
+/*
+ * The sum, extremes and count of ones of len floats, assuming every one is
+ * finite: *ok is false when the sum says otherwise (a NaN or an infinity
+ * makes it non-finite; floats cannot overflow a double's sum), and the
+ * caller takes the careful path.
+ */
+static double sum_floats(const float *f, size_t len, double *lo, double *hi, uint64_t *ones, bool *ok)
+{
+	double sum = 0.0, l = (double)f[0], h = (double)f[0];
+	uint64_t o = 0;
+
+	for (size_t k = 0; k < len; k++) {
+		double v = (double)f[k];
+
+		sum += v;
+		l = v < l ? v : l;
+		h = v > h ? v : h;
+		o += v == 1.0;
+	}
+	*lo = l;
+	*hi = h;
+	*ones = o;
+	*ok = isfinite(sum);
+	return sum;
+}
+
 /* Fold len elements (floats f, or doubles d) into s and a. */
 static void add_chunk(struct fg_tstats *s, struct acc *a, const float *f, const double *d, size_t len)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, ones;
 	double sum = 0.0, mean, m2 = 0.0, delta, lo = 0.0, hi = 0.0;
+	bool plain = false;
 
+	if (f && len) {
+		/* The common case (a norm: finite floats) without a test per element. */
+		sum = sum_floats(f, len, &lo, &hi, &ones, &plain);
+		if (plain) {
+			n = len;
+			s->n_one += ones;
+			mean = sum / (double)n;
+			for (size_t k = 0; k < len; k++)
+				m2 += ((double)f[k] - mean) * ((double)f[k] - mean);
+			goto merge;
+		}
+		sum = 0.0;
+	}
 	for (size_t k = 0; k < len; k++) {
 		double v = f ? (double)f[k] : d[k];
 
@@ -54,6 +95,7 @@ static void add_chunk(struct fg_tstats *s, struct acc *a, const float *f, const 
 		if (isfinite(v))
 			m2 += (v - mean) * (v - mean);
 	}
+merge:
 	if (!a->n || lo < s->min)
 		s->min = lo;
 	if (!a->n || hi > s->max)

@@ -678,6 +678,39 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 		const struct fg_tensor *t;
 		size_t klen, vlen;
 
+		/*
+		 * The entry as a converter writes it: the next name of the file
+		 * the entry before named, and the same file name.  Both are
+		 * compared as they stand in the text (the header's names came
+		 * from keys without escapes, so equal bytes are equal strings);
+		 * anything else is read from the same place below.
+		 */
+		if ((mode & SCAN_COUNT) && last_raw && last != NO_FILE && last < s->n_found && (st = c->files[last].st) &&
+		    st->plain_names) {
+			const char *p = l->p, *q;
+
+			cur = s->cursor[last] ? s->cursor[last] : st->strings;
+			klen = cur < st->strings + st->names_len ? strlen(cur) : 0;
+			if (klen && (size_t)(l->end - p) > klen + 1 && p[0] == '"' && p[1 + klen] == '"' &&
+			    memcmp(p + 1, cur, klen) == 0) {
+				q = p + 2 + klen;
+				while (q < l->end && (unsigned char)*q <= 32)
+					q++;
+				if (q < l->end && *q == ':') {
+					for (q++; q < l->end && (unsigned char)*q <= 32; q++)
+						;
+					if ((size_t)(l->end - q) > last_len + 1 && q[0] == '"' && q[1 + last_len] == '"' &&
+					    memcmp(q + 1, last_raw, last_len) == 0) {
+						l->p = l->tok_end = q + 2 + last_len;
+						fg_jl_ws(l);
+						s->n_entries++;
+						s->found[last]++;
+						s->cursor[last] = cur + klen + 1;
+						continue;
+					}
+				}
+			}
+		}
 		if (!fg_jl_key(l, &key)) {
 			rc = index_syntax(ix, err);
 			goto out;
