@@ -345,7 +345,7 @@ check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
-	$(UNIT_SUPPORT:.o=.d) $(FUZZ_OBJ:.o=.d)
+	$(UNIT_SUPPORT:.o=.d) $(FUZZ_OBJ:.o=.d) $(FUZZ_DIR)/obj/tests/fuzz/ref_st_header.d
 
 # ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR

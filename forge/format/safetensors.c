@@ -12,9 +12,10 @@
  * from a converter bug.
  *
  * The header is read in one pass by the cJSON-dialect reader of jsonlex.h
- * into a compact tensor table (no tree); duplicate keys are kept as cJSON
- * kept them, and duplicate names are caught with the same hash table that
- * later serves name lookups.
+ * into a compact tensor table (no tree), entries in the writers' own
+ * spelling by a fast path that gives the same entry (fast_entry);
+ * duplicate keys are kept as cJSON kept them, and duplicate names are
+ * caught with the same hash table that later serves name lookups.
  */
 #include "forge/format/safetensors.h"
 

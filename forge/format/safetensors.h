@@ -8,11 +8,12 @@
  * reader checks every length, count and offset before trusting it and names
  * the file, the tensor and the reason in every rejection.
  *
- * The reader reads the header with pread() into a compact tensor table (no
- * JSON tree: forge/format/jsonlex.h) and maps nothing: fg_st_open_fd parses
- * the header of an open file, and the data is read later, either by pread
- * of the few ranges an inspection needs (forge/source/checkpoint.c) or
- * through fg_st_map, which a forge uses to stream whole tensors (advised
+ * The reader maps the header (no copy; pread when the file cannot be
+ * mapped), parses it into a compact tensor table (no JSON tree:
+ * forge/format/jsonlex.h) under fg_st_guard, and unmaps it: fg_st_open_fd
+ * parses the header of an open file, and the data is read later, either by
+ * pread of the few ranges an inspection needs (forge/source/checkpoint.c)
+ * or through fg_st_map, which a forge uses to stream whole tensors (advised
  * sequential, since it reads them front to back).  fg_st_open (the
  * `forged tensors` command and tests) opens, parses and maps in one call.
  *

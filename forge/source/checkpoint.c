@@ -11,10 +11,12 @@
  * (fg_fs_open_beneath: no symbolic links unless the caller allows them
  * within given roots, O_NONBLOCK so a FIFO cannot wedge the open, regular
  * files only) from a descriptor of the folder kept for the checkpoint's
- * life.  Nothing is mapped while opening: headers are read with pread and
- * parsed into compact tables on a pool of threads, the index is scanned
- * once (jsonlex.h, no tree) and checked against those tables as it goes,
- * and tensor bytes are read later, on request (fg_ckpt_fetch, fg_ckpt_map).
+ * life.  No tensor data is read while opening: headers are mapped, parsed
+ * into compact tables (packed into one slab per parsing thread) on a pool
+ * of threads and unmapped, the index is scanned once (jsonlex.h, no tree)
+ * and checked against those tables as it goes, each entry compared first
+ * with the next name of its file's header, and tensor bytes are read
+ * later, on request (fg_ckpt_fetch, fg_ckpt_map).
  */
 #include "forge/source/checkpoint.h"
 
