@@ -949,18 +949,21 @@ static int read_metadata(struct fg_st_file *f, struct fg_jl *l, size_t *cap, con
  *
  * A 100,000-tensor checkpoint keeps ~17 MB of tables and names; taken from
  * malloc a page at a time that was ~4,300 page faults, a fifth of the
- * inspection's CPU.  A slab hands out the same bytes from a few 64 MiB
- * mappings advised MADV_HUGEPAGE (one fault per 2 MiB where the kernel has
+ * inspection's CPU.  A slab hands out the same bytes from a few mappings
+ * (32 MiB, then 64 MiB: a region of a 400,000-tensor checkpoint fits in its
+ * first, whose used part ends in one partly used huge page) advised MADV_HUGEPAGE (one fault per 2 MiB where the kernel has
  * huge pages to give), packed: a file reserves the most its header can
  * need, and the next file starts where its table and names really end.
  * One slab per parsing thread; freed in one call with everything in it.
  */
-#define SLAB_CHUNK ((size_t)64 << 20)
+#define SLAB_FIRST ((size_t)32 << 20) /* a region's first mapping; each next one twice the last, up to */
+#define SLAB_MAX ((size_t)64 << 20)
 #define SLAB_HUGE ((size_t)2 << 20)
 
 struct slab_region {
 	char *base;
 	size_t cap, used;
+	size_t next;          /* the size of its next mapping */
 };
 
 struct slab_map {
@@ -997,7 +1000,11 @@ static void *slab_reserve(struct fg_st_slab *s, struct slab_region *r, size_t si
 
 	if (r->base && r->cap - r->used >= size)
 		return r->base + r->used;
-	len = size > SLAB_CHUNK ? (size + SLAB_HUGE - 1) & ~(SLAB_HUGE - 1) : SLAB_CHUNK;
+	if (!r->next)
+		r->next = SLAB_FIRST;
+	len = size > r->next ? (size + SLAB_HUGE - 1) & ~(SLAB_HUGE - 1) : r->next;
+	if (r->next < SLAB_MAX)
+		r->next *= 2;
 	if (FG_GROW(s->maps, s->n_maps + 1, s->cap_maps))
 		return NULL;
 	m = mmap(NULL, len + SLAB_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
