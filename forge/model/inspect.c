@@ -112,20 +112,19 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
  */
 static unsigned expert_layout_bit(const struct fg_tensor *t, const struct fg_expert_dims *d)
 {
-	const char *p = strstr(t->name, "experts."), *rest;
 	uint64_t a, b, h;
 
-	if (!p) {
-		p = strstr(t->name, "switch_mlp.");
-		return p && (p == t->name || p[-1] == '.') ? FG_XL_SWITCH_MLP : 0;
-	}
-	if (p != t->name && p[-1] != '.')
-		return 0;
-	rest = p + 8;
-	if (isdigit((unsigned char)*rest))
+	/* What the name says is a parse-time fact (names.h): no name is searched again. */
+	switch (fg_name_expert_kind(t)) {
+	case FG_EXPERT_NUMBERED:
 		return FG_XL_NUMBERED;
-	if (strncmp(rest, "gate_up_proj", 12) != 0 || (rest[12] && strcmp(rest + 12, ".weight") != 0))
+	case FG_EXPERT_SWITCH_MLP:
+		return FG_XL_SWITCH_MLP;
+	case FG_EXPERT_GATE_UP:
+		break;
+	default:
 		return 0;
+	}
 	if (t->rank != 3 || d->hidden <= 0)
 		return 0;
 	a = t->shape[1];

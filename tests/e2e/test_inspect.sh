@@ -241,4 +241,14 @@ check "hostile single file: exit 2" [ "$rc" -eq 2 ]
 rc=0; FORGED_CACHE_DIR="$TMP/not_a_folder/cache" "$FORGED" inspect http://127.0.0.1:9/m/ >/dev/null 2>"$TMP/err" || rc=$?
 check "a cache folder that cannot be made: exit 3 (got $rc)" [ "$rc" -eq 3 ]
 check "a cache folder that cannot be made: named" grep -q "cache folder '$TMP/not_a_folder/cache" "$TMP/err"
+# Libraries a local inspection does not need are not loaded (forge/core/lazylib.h): the
+# dynamic loader's own log says which it initialised.
+LD_DEBUG=libs "$FORGED" inspect "$FIXTURES/qwen35_mlx_embedded" --json >/dev/null 2>"$TMP/ld.txt" || true
+check "local inspect: the loader ran" grep -q "calling init: .*libc.so" "$TMP/ld.txt"
+check "local inspect: no libcurl, libmicrohttpd, libcrypto or GnuTLS loaded" \
+	sh -c '! grep -qE "calling init: .*lib(curl|microhttpd|crypto|gnutls)" "$0"' "$TMP/ld.txt"
+LD_DEBUG=libs "$FORGED" version >"$TMP/version.txt" 2>"$TMP/ld.txt" || true
+check "version: libcurl, libmicrohttpd and libcrypto loaded on first use" \
+	sh -c 'grep -q "calling init: .*libcurl" "$0" && grep -q "calling init: .*libmicrohttpd" "$0" && grep -q "calling init: .*libcrypto" "$0"' "$TMP/ld.txt"
+check "version: the loaded libraries report their versions" grep -qE "curl +[0-9]+[.][0-9]+" "$TMP/version.txt"
 finish
