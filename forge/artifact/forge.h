@@ -58,6 +58,7 @@ struct fg_forge_opts {
 	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
+	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
 	/*
 	 * 1: every component of out's parent folder is opened without following
 	 * a symbolic link (the caller resolved and confined it: a folder swapped

@@ -329,31 +329,45 @@ static int note_relayout(struct forge *f, const struct fg_plan_entry *e, struct 
 }
 
 /* Bytes the provenance stage moves: copies compressed, or source files hashed (not remembered). */
+/* Count t's bytes once: a copy's, or its source file's when its hash is not remembered. */
+static void count_original(struct forge *f, const struct fg_tensor *t, cJSON *seen, uint64_t *total)
+{
+	const struct fg_ckpt_file *cf = t ? fg_art_file_of(f->src, t) : NULL;
+	char hex[FG_SHA256_HEX];
+	uint64_t size;
+
+	if (!t)
+		return;
+	if (copy_originals(f)) {
+		*total += fg_tensor_bytes(t);
+	} else if (cf && !cJSON_GetObjectItemCaseSensitive(seen, cf->path)) {
+		cJSON_AddTrueToObject(seen, cf->path);
+		if (!fg_filehash_cached(f->cache_dir, cf->path, hex, &size))
+			*total += size;
+	}
+}
+
 static uint64_t originals_bytes(struct forge *f)
 {
 	cJSON *seen = cJSON_CreateObject();
-	char hex[FG_SHA256_HEX];
-	uint64_t total = 0, size;
+	uint64_t total = 0;
 
 	for (size_t i = 0; seen && i < f->plan.n; i++) {
 		const struct fg_plan_entry *e = &f->plan.t[i];
-		const struct fg_tensor *ts[2] = { e->src, e->scale_inv };
 
 		if (!e->changed)
 			continue;
-		for (size_t k = 0; k < 2 + 2 * e->n_srcs; k++) {
-			const struct fg_tensor *t = k < 2 ? ts[k] : k % 2 ? e->scale_invs[(k - 2) / 2] : e->srcs[(k - 2) / 2];
-			const struct fg_ckpt_file *cf = t ? fg_art_file_of(f->src, t) : NULL;
+		count_original(f, e->src, seen, &total);
+		count_original(f, e->scale_inv, seen, &total);
+		for (size_t k = 0; k < e->n_srcs; k++) {
+			count_original(f, e->srcs[k], seen, &total);
+			count_original(f, e->scale_invs ? e->scale_invs[k] : NULL, seen, &total);
+		}
+		for (size_t k = 0; k <= e->n_srcs; k++) {
+			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
 
-			if (!t)
-				continue;
-			if (copy_originals(f)) {
-				total += fg_tensor_bytes(t);
-			} else if (cf && !cJSON_GetObjectItemCaseSensitive(seen, cf->path)) {
-				cJSON_AddTrueToObject(seen, cf->path);
-				if (!fg_filehash_cached(f->cache_dir, cf->path, hex, &size))
-					total += size;
-			}
+			for (int r = 0; q && r < FG_QR_COUNT; r++)
+				count_original(f, q->m.t[r], seen, &total);
 		}
 	}
 	cJSON_Delete(seen);
@@ -382,8 +396,16 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 			rc = keep_original(f, e->scale_inv, &done, err);
 		for (size_t k = 0; !rc && k < e->n_srcs; k++) {
 			rc = keep_original(f, e->srcs[k], &done, err);
-			if (!rc && e->scale_invs[k])
+			if (!rc && e->scale_invs && e->scale_invs[k])
 				rc = keep_original(f, e->scale_invs[k], &done, err);
+		}
+		/* a dequantized module's other tensors (scales, zero points, g_idx, ...) are its originals too */
+		for (size_t k = 0; !rc && k <= e->n_srcs; k++) {
+			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+
+			for (int r = 0; !rc && q && r < FG_QR_COUNT; r++)
+				if (q->m.t[r])
+					rc = keep_original(f, q->m.t[r], &done, err);
 		}
 	}
 	fg_art_stage_done(f, done);

@@ -99,8 +99,14 @@ void fg_plan_release(struct fg_plan *plan)
 		free(plan->t[i].name);
 		free(plan->t[i].srcs);
 		free(plan->t[i].scale_invs);
+		free(plan->t[i].qsrcs);
+	}
+	for (size_t i = 0; plan && i < plan->n_mods; i++) {
+		free(plan->mods[i].source);
+		free(plan->mods[i].out);
 	}
 	if (plan) {
+		free(plan->mods);
 		qcache_free(plan->qcache);
 		free(plan->t);
 		memset(plan, 0, sizeof(*plan));
@@ -134,6 +140,110 @@ static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char
 		if (strcmp(set->tensors[i]->name, name) == 0)
 			return set->tensors[i];
 	return NULL;
+}
+
+/* ---- quantized head modules (issue 12) ---- */
+
+struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out)
+{
+	for (size_t i = 0; i < plan->n_mods; i++)
+		if (strcmp(plan->mods[i].out, out) == 0)
+			return &plan->mods[i];
+	return NULL;
+}
+
+/* Record a quantized module of the head (once per output module); 0 or FG_ENOMEM. */
+static int note_module(struct fg_plan *plan, const char *source, const char *out, const struct fg_qmod *q,
+		       size_t experts, enum fg_plan_qhow how, struct fg_err *err)
+{
+	struct fg_plan_module *m;
+
+	if (fg_plan_module_find(plan, out))
+		return 0;
+	if (FG_GROW(plan->mods, plan->n_mods + 1, plan->cap_mods))
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	m = &plan->mods[plan->n_mods];
+	memset(m, 0, sizeof(*m));
+	m->source = strdup(source);
+	m->out = strdup(out);
+	if (!m->source || !m->out) {
+		free(m->source);
+		free(m->out);
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	}
+	m->q = q;
+	m->experts = experts;
+	m->how = how;
+	plan->n_mods++;
+	return 0;
+}
+
+/* Record a DeepSeek FP8 module (quant/fp8.c's path) dequantized to BF16 as weight out ("....weight"). */
+static int note_fp8(struct fg_plan *plan, const struct fg_qmod *q, const char *out, size_t experts, struct fg_err *err)
+{
+	char *mod = strndup(out, strlen(out) - strlen(".weight"));
+	int rc = mod ? note_module(plan, q->name, mod, q, experts, FG_PQ_DEQUANT, err)
+		     : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+
+	free(mod);
+	return rc;
+}
+
+/* A head module forged cannot read: refused by its format's name (never copied), or malformed. */
+static int refuse_module(const struct fg_qmod *q, struct fg_err *err)
+{
+	char name[FG_ERR_MSG_MAX];
+
+	if (q->unsupported)
+		return fg_err_verdict(err, FG_V_UNSUPPORTED_QUANTIZATION_FORMAT, "head module '%s' is %s; nothing was copied",
+				      q->name, fg_qmod_name(q, name, sizeof(name)));
+	return fg_err_set(err, FG_EINPUT, "head module '%s' is quantized in no format forged reads: %s", q->name, q->why);
+}
+
+/*
+ * The existing FP8 path (E4M3 with DeepSeek's 128x128 weight_scale_inv, quant/fp8.c) handles a module
+ * itself; every other quantized module goes through dequant.h.
+ */
+static int generic_module(const struct fg_qmod *q)
+{
+	return fg_qmod_quantized(q) &&
+	       !(q->rc == 0 && q->f.kind == FG_QF_FP8 && q->m.t[FG_QR_WEIGHT_SCALE_INV] && q->f.block[0] == FG_FP8_BLOCK &&
+		 q->f.block[1] == FG_FP8_BLOCK);
+}
+
+/* The tensor of a module that carries its codes: weight, qweight or weight_packed. */
+static const struct fg_tensor *carrier(const struct fg_qmod *q)
+{
+	return q->m.t[FG_QR_WEIGHT] ? q->m.t[FG_QR_WEIGHT]
+	       : q->m.t[FG_QR_QWEIGHT] ? q->m.t[FG_QR_QWEIGHT]
+				       : q->m.t[FG_QR_WEIGHT_PACKED];
+}
+
+/* The FG_WF_* bit of an MLX format (0 for any other), to ask whether a target reads it as stored. */
+static unsigned mlx_format_bit(enum fg_qformat_kind k)
+{
+	switch (k) {
+	case FG_QF_MLX_AFFINE:
+		return FG_WF_MLX_AFFINE;
+	case FG_QF_MLX_MXFP4:
+		return FG_WF_MLX_MXFP4;
+	case FG_QF_MLX_MXFP8:
+		return FG_WF_MLX_MXFP8;
+	case FG_QF_MLX_NVFP4:
+		return FG_WF_MLX_NVFP4;
+	default:
+		return 0;
+	}
+}
+
+/* Kept as stored: an MLX format the target reads, with a quantization block to resolve it, nothing forcing. */
+static int keep_module(const struct fg_qmod *q, const char *target, const struct fg_plan_opts *opts)
+{
+	const struct fg_runtime *rt = fg_runtime_find(target);
+	unsigned bit = mlx_format_bit(q->f.kind);
+
+	return bit && rt && (rt->formats & bit) && opts && !opts->dequant_all &&
+	       cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(opts->config, "quantization"));
 }
 
 /* The *_scale_inv companion of an FP8 tensor; FG_EINPUT when missing or malformed. */
@@ -201,53 +311,100 @@ static struct fg_plan_entry *add_switch(const struct fg_inspect *r, const struct
 	return o;
 }
 
-static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
+static int plan_numbered(const struct fg_inspect *r, const struct fg_set_report *head,
 			 const struct fg_expert_block *b, struct fg_plan *plan, struct fg_err *err)
 {
 	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+	const struct fg_tset *set = &head->set;
 	uint64_t experts = b->max_index + 1;
 
 	for (size_t p = 0; p < 3; p++) {
 		struct fg_plan_entry *o = add_switch(r, b, projs[p], plan, err);
+		size_t quantized = 0;
 
 		if (!o)
 			return FG_ENOMEM;
 		o->op = FG_OP_STACK;
 		o->srcs = calloc(experts, sizeof(*o->srcs));
 		o->scale_invs = calloc(experts, sizeof(*o->scale_invs));
-		if (!o->srcs || !o->scale_invs)
+		o->qsrcs = calloc(experts, sizeof(*o->qsrcs));
+		if (!o->srcs || !o->scale_invs || !o->qsrcs)
 			return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
 		o->n_srcs = experts;
 		for (uint64_t e = 0; e < experts; e++) {
-			char *src_name = str_fmt("%s%llu.%s.weight", b->prefix, (unsigned long long)e, projs[p]);
+			char *mod = str_fmt("%s%llu.%s", b->prefix, (unsigned long long)e, projs[p]);
+			char *src_name = mod ? str_fmt("%s.weight", mod) : NULL;
+			const struct fg_qmod *qm = mod ? fg_qmods_module(&head->qmods, mod) : NULL;
 			const struct fg_tensor *t = src_name ? find_in_set(set, src_name) : NULL;
 			int rc = 0;
 
-			if (!src_name)
+			if (!src_name) {
+				free(mod);
 				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
-			if (!t)
+			}
+			if (qm && generic_module(qm)) {
+				/* A quantized expert (GPTQ, AWQ, compressed-tensors, NVFP4, MLX ...): dequantized to BF16. */
+				if (qm->rc)
+					rc = refuse_module(qm, err);
+				else if (!qm->checked || fg_qmod_stacked(qm))
+					rc = fg_err_set(err, FG_EINPUT, "expert '%s': a quantized expert must be one 2-D module", mod);
+				else if (e && (!o->qsrcs[0] || qm->dims.out != o->qsrcs[0]->dims.out ||
+					       qm->dims.in != o->qsrcs[0]->dims.in))
+					rc = fg_err_set(err, FG_EINPUT, "expert '%s' differs in shape or format from expert 0", mod);
+				t = carrier(qm);
+				o->qsrcs[e] = qm;
+				quantized++;
+			} else if (!t) {
 				rc = fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
 						    "'%s' is missing (experts are never dropped)", src_name);
-			else if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
-							t->shape[1] != o->srcs[0]->shape[1] ||
-							t->dtype != o->srcs[0]->dtype)))
+			} else if (quantized || (e && o->qsrcs[0])) {
+				rc = fg_err_set(err, FG_EINPUT, "expert '%s' is dense but expert 0 is quantized", src_name);
+			} else if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
+							   t->shape[1] != o->srcs[0]->shape[1] ||
+							   t->dtype != o->srcs[0]->dtype))) {
 				rc = fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
 						src_name);
-			else if (t->dtype == FG_DT_F8_E5M2)
+			} else if (t->dtype == FG_DT_F8_E5M2) {
 				rc = fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
-			else if (t->dtype == FG_DT_F8_E4M3)
+			} else if (t->dtype == FG_DT_F8_E4M3) {
 				rc = fp8_scales(set, t, &o->scale_invs[e], err);
+			}
 			free(src_name);
+			free(mod);
 			if (rc)
 				return rc;
 			o->srcs[e] = t;
 		}
-		o->dtype = widened(o->srcs[0]->dtype);
 		o->rank = 3;
 		o->shape[0] = experts;
-		o->shape[1] = o->srcs[0]->shape[0];
-		o->shape[2] = o->srcs[0]->shape[1];
-		o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+		if (quantized) {
+			char *out_mod = strndup(o->name, strlen(o->name) - strlen(".weight"));
+
+			o->dtype = FG_DT_BF16;
+			o->shape[1] = o->qsrcs[0]->dims.out;
+			o->shape[2] = o->qsrcs[0]->dims.in;
+			o->changed = 1;
+			if (!out_mod || note_module(plan, o->qsrcs[0]->name, out_mod, o->qsrcs[0], (size_t)experts,
+						    FG_PQ_DEQUANT, err)) {
+				free(out_mod);
+				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
+			}
+			free(out_mod);
+		} else {
+			free(o->qsrcs);
+			o->qsrcs = NULL;
+			o->dtype = widened(o->srcs[0]->dtype);
+			o->shape[1] = o->srcs[0]->shape[0];
+			o->shape[2] = o->srcs[0]->shape[1];
+			o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+			if (o->changed) {
+				const struct fg_qmod *q0 = fg_qmods_find(&head->qmods, o->srcs[0]->name, NULL);
+				int rc = q0 ? note_fp8(plan, q0, o->name, (size_t)experts, err) : 0;
+
+				if (rc)
+					return rc;
+			}
+		}
 		o->relayout = 1;
 	}
 	return 0;
@@ -348,10 +505,16 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
 				  t->name);
 	if (t->dtype == FG_DT_F8_E4M3) {
+		const struct fg_qmod *q = fg_qmods_find(&fg_inspect_head(r)->qmods, t->name, NULL);
+		int rc;
+
 		o->op = FG_OP_FP8;
 		o->dtype = FG_DT_BF16;
 		o->changed = 1;
-		return fp8_scales(set, t, &o->scale_inv, err);
+		rc = fp8_scales(set, t, &o->scale_inv, err);
+		if (!rc && q)
+			rc = note_fp8(plan, q, o->name, 0, err);
+		return rc;
 	}
 	if (shift) {
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))
@@ -365,8 +528,84 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 	return 0;
 }
 
+/*
+ * A tensor of a quantized head module (qmods.h).  Kept modules go on as
+ * plain tensors (1: not handled here).  A dequantized module becomes one
+ * BF16 `.weight` entry where its code-carrying tensor appears, its linear
+ * bias is copied, and its other tensors (zero points, scales, g_idx, shapes,
+ * activation scales) are consumed.  0 when handled, or an error.
+ */
+static int plan_qtensor(const struct fg_inspect *r, const struct fg_set_report *head, const struct fg_tensor *t,
+			const char *target, const struct fg_plan_opts *opts, struct fg_plan *plan, struct fg_err *err)
+{
+	enum fg_qrole role;
+	const struct fg_qmod *q = fg_qmods_find(&head->qmods, t->name, &role);
+	struct fg_plan_entry *o;
+	char *src = NULL;
+	const char *out;
+	uint64_t stacked;
+	int rc;
+
+	if (!q || !generic_module(q))
+		return 1;
+	if (q->rc)
+		return refuse_module(q, err);
+	if (keep_module(q, target, opts)) {
+		/* Its tensors go on as they are (renamed); the record is the weight's module under the naming rule. */
+		char *mod = NULL;
+
+		if (role != FG_QR_WEIGHT)
+			return 1;
+		src = str_fmt("%s.weight", q->name);
+		out = src ? out_name(r, src) : NULL;
+		mod = out ? strndup(out, strlen(out) - strlen(".weight")) : NULL;
+		rc = mod ? note_module(plan, q->name, mod, q, (size_t)fg_qmod_stacked(q), FG_PQ_KEPT, err)
+			 : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		free(mod);
+		free(src);
+		return rc ? rc : 1;
+	}
+	if (role == FG_QR_BIAS)
+		return 1; /* a linear bias: copied as it is */
+	if (t != carrier(q))
+		return 0; /* consumed by the module's entry */
+	if (!q->checked)
+		return fg_err_set(err, FG_EINTERNAL, "head module '%s' was not checked", q->name);
+	src = str_fmt("%s.weight", q->name);
+	if (!src)
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	o = fg_plan_add(plan, out_name(r, src), err);
+	free(src);
+	if (!o)
+		return FG_ENOMEM;
+	o->op = FG_OP_DEQUANT;
+	o->src = t;
+	o->qsrc = q;
+	o->dtype = FG_DT_BF16;
+	o->changed = 1;
+	stacked = fg_qmod_stacked(q);
+	o->rank = stacked ? 3 : 2;
+	o->shape[0] = stacked ? stacked : q->dims.out;
+	o->shape[stacked ? 1 : 0] = q->dims.out;
+	o->shape[stacked ? 2 : 1] = q->dims.in;
+	{
+		char *mod = strndup(o->name, strlen(o->name) - strlen(".weight"));
+
+		rc = mod ? note_module(plan, q->name, mod, q, 0, FG_PQ_DEQUANT, err)
+			 : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		free(mod);
+	}
+	return rc;
+}
+
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
+{
+	return fg_plan_build_opts(r, target, NULL, plan, err);
+}
+
+int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const struct fg_plan_opts *opts,
+		       struct fg_plan *plan, struct fg_err *err)
 {
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
 	const struct fg_set_report *head = fg_inspect_head(r);
@@ -411,10 +650,10 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 			size_t k = (size_t)(b - blocks);
 
 			if (!planned[k])
-				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, set, b, plan, err)
+				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, head, b, plan, err)
 								      : plan_fused(r, b, plan, err);
 			planned[k] = 1;
-		} else {
+		} else if ((rc = plan_qtensor(r, head, t, target, opts, plan, err)) == 1) {
 			rc = plan_tensor(r, set, t, plan, err);
 		}
 		if (rc)
@@ -555,6 +794,43 @@ static int fp8_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row
 	return rc;
 }
 
+/*
+ * BF16 rows of a quantized module dequantized (dequant.h, F32 arithmetic):
+ * rows [row0, row0 + n) of W [out, in]; a stacked MLX module's row g is
+ * expert g / out's row g % out.  ctx is the module.
+ */
+static int dequant_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+			struct fg_err *err)
+{
+	const struct fg_qmod *q = ctx;
+	uint64_t experts = fg_qmod_stacked(q), out = q->dims.out, row_bytes = q->dims.in * 2;
+	int rc = 0;
+
+	(void)o;
+	if (!experts)
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &q->m, (size_t)row0, (size_t)n, (uint16_t *)(void *)dst, err);
+	for (uint64_t g = row0; !rc && experts && g < row0 + n;) {
+		uint64_t e = g / out, r = g % out, k = min_u64(out - r, row0 + n - g);
+		struct fg_tensor views[FG_QR_COUNT];
+		struct fg_qmodule slice;
+
+		fg_qmod_slice(q, e, views, &slice);
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &slice, (size_t)r, (size_t)k,
+						  (uint16_t *)(void *)(dst + (g - row0) * row_bytes), err);
+		g += k;
+	}
+	if (rc)
+		fg_err_prefix(err, rc, "dequantizing '%s': ", q->name);
+	return rc;
+}
+
+/* Bytes [offset, offset + len) of quantized module q dequantized to BF16. */
+static int dequant_range(const struct fg_plan_entry *o, const struct fg_qmod *q, uint64_t offset, uint64_t len,
+			 uint8_t *buf, struct fg_err *err)
+{
+	return by_rows(o, q, q->dims.in * 2, offset, len, buf, dequant_rows, err);
+}
+
 /* Bytes [offset, offset + len) of the BF16 form of an FP8 weight. */
 static int fp8_range(const struct fg_plan_entry *o, const struct fg_tensor *t, const struct fg_tensor *scale_inv,
 		     uint64_t offset, uint64_t len, uint8_t *buf, struct fg_err *err)
@@ -625,8 +901,9 @@ const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t o
 		break;
 	case FG_OP_STACK:
 		piece = o->shape[1] * o->shape[2] * es;
-		if (!piece || offset / piece >= o->n_srcs || o->scale_invs[offset / piece])
-			return NULL;
+		if (!piece || offset / piece >= o->n_srcs || o->scale_invs[offset / piece] ||
+		    (o->qsrcs && o->qsrcs[offset / piece]))
+			return NULL; /* FP8 or quantized experts are computed */
 		t = o->srcs[offset / piece];
 		at = offset % piece;
 		room = piece - at;
@@ -694,6 +971,8 @@ int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_e
 				fg_art_will_read_run(o->srcs, o->n_srcs, (size_t)e);
 			if (o->op == FG_OP_SPLIT)
 				copy_source(o->src, (e * 2 + (uint64_t)o->half) * piece + at, n, buf + (pos - offset));
+			else if (o->qsrcs && o->qsrcs[e]) /* a quantized expert (GPTQ, AWQ, ...): dequantized */
+				rc = dequant_range(o, o->qsrcs[e], at, n, buf + (pos - offset), err);
 			else if (!o->scale_invs[e])
 				copy_source(o->srcs[e], at, n, buf + (pos - offset));
 			else
@@ -708,6 +987,8 @@ int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_e
 		return by_rows(o, NULL, o->src->shape[1] * es, offset, len, buf, transpose_rows, err);
 	case FG_OP_QUANT:
 		return materialize_quant(plan, o, offset, len, buf, err);
+	case FG_OP_DEQUANT:
+		return dequant_range(o, o->qsrc, offset, len, buf, err);
 	}
 	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
 }

@@ -371,7 +371,7 @@ static const char *encoding_name(enum fg_convention c)
 
 int fg_art_write_config(struct forge *f, struct fg_err *err)
 {
-	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra, *q;
+	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra;
 	char path[PATH_MAX];
 	const char *enc = encoding_name(f->plan.target_conv);
 	char *text = NULL;
@@ -388,13 +388,11 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(extra, "mtp_file", "mtp.safetensors");
 	if (enc)
 		cJSON_AddStringToObject(cfg, "mtp_norm_encoding", enc);
-	q = cJSON_AddObjectToObject(cfg, "mtp_quantization");
-	if (q) {
-		cJSON_AddStringToObject(q, "policy", f->res->policy);
-		cJSON_AddItemToObject(q, "modules", cJSON_Duplicate(f->quant_record, 1));
-	}
-	text = cJSON_Print(cfg);
+	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
+	text = rc ? NULL : cJSON_Print(cfg);
 	cJSON_Delete(cfg);
+	if (rc)
+		return rc;
 	if (!text)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);

@@ -6,7 +6,8 @@
  * table in order, from 0 to 1, never backwards, with byte counts within
  * stages; any byte range of any plan entry materializes to the bytes of the
  * whole entry (fg_plan_materialize_range against fg_plan_materialize, for
- * every operation, quantized ones in any order).
+ * every operation, quantized ones in any order, dequantized modules and
+ * experts of GPTQ, compressed-tensors and MLX heads too).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,7 +183,10 @@ static void ranges_equal_whole(const char *name, const char *target, const char 
 	if (!fixture_path(src, sizeof(src), name))
 		fail_msg("%s: no such fixture", name);
 	if (fg_inspect_run(&r, src, &rt, 1, &err) || fg_plan_build(r, target, &plan, &err) ||
-	    fg_policy_parse(policy, &pol, &err) || fg_policy_apply(&plan, &pol, r, NULL, &err))
+	    fg_policy_parse(policy, &pol, &err))
+		fail_msg("%s: %s", name, err.msg);
+	pol.allow_requantize = 1; /* a quantized head quantized again */
+	if (fg_policy_apply(&plan, &pol, r, NULL, &err))
 		fail_msg("%s: %s", name, err.msg);
 	/* The reader maps nothing; a forge maps the files it streams (fg_ckpt_map). */
 	for (size_t i = 0; i < r->ckpt->n_files; i++)
@@ -241,6 +245,10 @@ static void test_materialize_range(void **state)
 	ranges_equal_whole("qwen35_moe_hf_numbered", "mtplx-2.12", "affine:3:32"); /* quantized stacks */
 	ranges_equal_whole("qwen35_moe_hf_fused_linear", "mtplx-2.12", "keep");  /* splits */
 	ranges_equal_whole("qwen35_moe_hf_fused_bmm", "mtplx-2.12", "keep");     /* transposes */
+	ranges_equal_whole("q_gptq_head", "hf", "keep");                         /* dequantized modules */
+	ranges_equal_whole("q_ct_moe_head", "hf", "keep");                       /* dequantized numbered experts */
+	ranges_equal_whole("q_mlx_lm_head", "hf", "keep");                       /* a stacked MLX module, dequantized */
+	ranges_equal_whole("q_gptq_head", "hf", "affine:4:64");                  /* dequantized, then quantized */
 }
 
 int main(void)
