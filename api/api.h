@@ -64,6 +64,7 @@ struct fg_api_config {
 	int queue_cap;                 /* jobs queued at most (503 past it) */
 	double collapse_threshold;     /* verification verdicts; 0: FG_VERIFY_COLLAPSE_DEFAULT */
 	unsigned inspect_seconds;      /* an inspection's deadline; 0: FG_API_INSPECT_SECONDS_DEFAULT */
+	const char *forge_target;      /* the target list of jobs naming none; NULL: FG_FORGE_DEFAULT_TARGET */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 	/* Wakes the workers after an enqueue. */

@@ -113,6 +113,43 @@ int fg_client_check_runtime(const char *option, const char *id)
 				   "(mlx-lm-0.33, mtplx-2.11.3)", option, id, list);
 }
 
+int fg_client_check_targets(const char *option, const char *list)
+{
+	const char *p = list;
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char id[96];
+		int rc;
+
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (!len || len >= sizeof(id))
+			return fg_client_bad_value("%s '%s': every entry of the list must be a runtime id", option, list);
+		snprintf(id, sizeof(id), "%.*s", (int)len, p);
+		if ((rc = fg_client_check_runtime(option, id)) != 0)
+			return rc;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int fg_client_add_target(char *buf, size_t len, const char *value)
+{
+	size_t used = strlen(buf);
+
+	if (used + (used ? 1 : 0) + strlen(value) >= len)
+		return fg_client_bad_value("--target: the list is longer than %zu characters", len - 1);
+	snprintf(buf + used, len - used, "%s%s", used ? "," : "", value);
+	return 0;
+}
+
 int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc, char **argv,
 		    const char *shortopts, const struct option *longopts,
 		    int (*handle)(void *ctx, int val, const char *arg), void *ctx)

@@ -94,6 +94,16 @@ int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc
 /* 0 when id is a runtime of forge/model/runtimes.h, else fg_client_bad_value() listing them all. */
 int fg_client_check_runtime(const char *option, const char *id);
 
+/* The same for a comma-separated list of runtime ids (--target a,b): every entry checked. */
+int fg_client_check_targets(const char *option, const char *list);
+
+/*
+ * Append a --target value to buf (len bytes) as a list entry: repeated
+ * options add up ("--target a --target b" is "a,b").  -1 (a bad value,
+ * as fg_client_bad_value) when it does not fit.
+ */
+int fg_client_add_target(char *buf, size_t len, const char *value);
+
 /* Record the first bad option value (printf-style message) for fg_client_parse; returns -1. */
 int fg_client_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -19,15 +19,21 @@ static int run_forge(int argc, char **argv);
 
 const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
-	.summary = "extract an MTP sidecar in the target's convention into a new artifact",
-	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME]\n"
+	.summary = "extract an MTP head where and how the targets load it into a new artifact",
+	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]]\n"
 		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
-		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
-		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
-		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
-		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
+		 "head tensors removed from its shards, and the head where, and in the\n"
+		 "convention, names, expert layout and precision, every TARGET loads it: a\n"
+		 "sidecar (mtp.safetensors for MTPLX, mtp/weights.safetensors for vllm-mlx)\n"
+		 "or a shard of its own in the index (vLLM, SGLang, Ollama, llama.cpp), with\n"
+		 "the declarations they read, a patched config.json and forged.json\n"
+		 "provenance.  --target takes a comma-separated list (repeatable; default\n"
+		 FG_FORGE_DEFAULT_TARGET ", runtimes below): one layout serving every target is\n"
+		 "chosen, or the forge is refused with layout_conflict naming the targets\n"
+		 "and why.  DIR appears only when complete and clean for every target;\n"
+		 "--force replaces an existing DIR.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
@@ -73,6 +79,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
 static int run_forge(int argc, char **argv)
 {
 	struct fg_forge_opts o = { .version = FG_VERSION };
+	char targets[FG_FORGE_TARGET_MAX] = "";
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
@@ -81,7 +88,8 @@ static int run_forge(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		static const char *const names[] = { "--out", "--backbone", "--target", "--quant" };
-		const char **slots[] = { &o.out, &o.backbone, &o.target, &o.quant };
+		const char *target = NULL;
+		const char **slots[] = { &o.out, &o.backbone, &target, &o.quant };
 		int matched = 0, missing = 0;
 
 		if (fg_cli_is_help(argv[i])) {
@@ -98,6 +106,16 @@ static int run_forge(int argc, char **argv)
 				*slots[k] = v;
 				matched = 1;
 			}
+		}
+		/* --target a,b and --target a --target b name the same list. */
+		if (target) {
+			size_t used = strlen(targets);
+
+			if (used + 1 + strlen(target) >= sizeof(targets))
+				return fg_cli_usage_error(&fg_cmd_forge, "--target: the list is longer than %zu characters",
+							  sizeof(targets) - 1);
+			snprintf(targets + used, sizeof(targets) - used, "%s%s", used ? "," : "", target);
+			o.target = targets;
 		}
 		if (matched)
 			continue;
@@ -148,8 +166,8 @@ static int run_forge(int argc, char **argv)
 		cJSON_Delete(doc);
 	} else if (!rc) {
 		printf("%s\n  fingerprint %s\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
-		       "%zu norms shifted\n", res.artifact, res.fingerprint, res.target, res.policy, res.head_tensors,
-		       res.n_removed, res.n_shifted);
+		       "%zu norms shifted\n  head in %s\n", res.artifact, res.fingerprint, res.target, res.policy,
+		       res.head_tensors, res.n_removed, res.n_shifted, res.head_file);
 	}
 	fg_forge_result_release(&res);
 	return rc ? FG_EXIT_VERDICT : FG_EXIT_OK;

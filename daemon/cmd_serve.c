@@ -232,6 +232,7 @@ static int run_serve(int argc, char **argv)
 	acfg.queue_cap = cfg.queue_cap;
 	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.inspect_seconds = cfg.inspect_seconds;
+	acfg.forge_target = cfg.forge_target[0] ? cfg.forge_target : NULL;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;

@@ -5,8 +5,9 @@
  * build the artifact in `.NAME.forged-tmp-PID-SEQ` beside the destination:
  * shards without head tensors, the sidecar, the originals of changed tensors
  * (zstd), config.json (write.c), the fingerprint and forged.json
- * (provenance.c); inspect the folder for the target; fsync and rename it into
- * place.  Any failure removes the temporary folder, so the destination holds
+ * (provenance.c); inspect the folder for every target; fsync and rename it into
+ * place.  Where the head goes is decided first, for all the targets at once
+ * (layout.c).  Any failure removes the temporary folder, so the destination holds
  * either nothing new or a complete artifact.
  */
 #include "forge/artifact/forge.h"
@@ -123,13 +124,13 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 
 /* ---- stages ---- */
 
-/* The fingerprint, and mtp.safetensors' hash from the same pass. */
+/* The fingerprint, and the head file's hash from the same pass. */
 static int fingerprint(struct forge *f, struct fg_err *err)
 {
 	char hex[FG_SHA256_HEX];
-	int rc = fg_provenance_fingerprint(f->tmp, f->res->fingerprint, hex, err);
+	int rc = fg_provenance_fingerprint(f->tmp, f->layout.file, f->res->fingerprint, hex, err);
 
-	if (!rc && !cJSON_AddStringToObject(f->files, "mtp.safetensors", hex))
+	if (!rc && !cJSON_AddStringToObject(f->files, f->layout.file, hex))
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 	return rc;
 }
@@ -160,6 +161,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.relayouts = f->relayouts,
 		.files = f->files,
 		.fingerprint = f->res->fingerprint,
+		.layout = f->res->layout,
 	};
 	char path[PATH_MAX];
 	cJSON *doc = fg_provenance_json(&p);
@@ -227,9 +229,41 @@ static int check_backbone(const struct fg_inspect *src, const struct fg_inspect 
 	return 0;
 }
 
+/*
+ * Every target loads what the layout promised: an error verdict refuses the
+ * artifact (the first names the refusal), and so does a target that, with
+ * no error verdict, decodes plain or loads the head wrong (layout_conflict).
+ */
+static int check_targets(struct forge *f, struct fg_err *err)
+{
+	const struct fg_inspect *check = f->res->check;
+	const struct fg_verdict *first = fg_verdicts_first_error(&check->verdicts);
+
+	f->res->ok = check->ok;
+	if (!f->res->ok)
+		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
+				      "the artifact would not inspect clean for %s%s%s", f->res->target,
+				      first ? ": " : "", first ? first->detail : "");
+	for (size_t t = 0; t < f->layout.n_targets; t++)
+		for (size_t i = 0; i < check->n_runtimes; i++) {
+			const struct fg_runtime_result *r = &check->runtimes[i];
+			char why[256];
+
+			/* As the layout judged it (layout.c fit_of): not modelled is no excuse for a bad outcome. */
+			if (r->rt != f->layout.targets[t] || r->outcome == FG_OUTCOME_OK)
+				continue;
+			fg_layout_describe(r, why, sizeof(why));
+			f->res->ok = 0;
+			f->res->n_refusal_runtimes = 1;
+			f->res->refusal_runtimes[0] = r->rt->id;
+			return fg_err_verdict(err, FG_V_LAYOUT_CONFLICT, "the artifact as written: %s %s (%s in %s)",
+					      r->rt->id, why, fg_runtime_outcome_name(r->outcome), f->layout.file);
+		}
+	return 0;
+}
+
 static int finish(struct forge *f, const char *parent, struct fg_err *err)
 {
-	const char *target = f->res->target;
 	struct stat st;
 	char old[PATH_MAX];
 	int rc;
@@ -237,18 +271,11 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	fg_art_progress(f, FG_ART_CHECK);
 	if ((rc = fg_art_stop_requested(f, err)) != 0)
 		return rc;
-	rc = fg_inspect_run(&f->res->check, f->tmp, &target, 1, err);
+	rc = fg_inspect_run(&f->res->check, f->tmp, f->res->targets, f->res->n_targets, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "inspecting the new artifact: ");
-	f->res->ok = f->res->check->ok;
-	if (!f->res->ok) {
-		/* Not ok means an error verdict: the first one names the refusal. */
-		const struct fg_verdict *first = fg_verdicts_first_error(&f->res->check->verdicts);
-
-		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
-				      "the artifact would not inspect clean for %s%s%s", target,
-				      first ? ": " : "", first ? first->detail : "");
-	}
+	if ((rc = check_targets(f, err)) != 0)
+		return rc;
 	if ((rc = fg_fs_fsync_dir(f->tmp)) != 0)
 		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
@@ -291,6 +318,27 @@ static const struct {
 	{ 0, FG_ART_PROVENANCE, write_provenance },
 };
 
+/* The target list: its rows (f->layout.targets), their ids and the text as given without blanks (f->res). */
+static int parse_targets(const char *text, struct forge *f, struct fg_err *err)
+{
+	const char *given = text && *text ? text : FG_FORGE_DEFAULT_TARGET;
+	size_t k = 0;
+	int rc = fg_layout_targets(given, f->targets, &f->n_targets, err);
+
+	if (rc)
+		return rc;
+	if (strlen(given) >= sizeof(f->res->target))
+		return fg_err_set(err, FG_EUSAGE, "the target list is longer than %d characters", FG_FORGE_TARGET_MAX - 1);
+	for (const char *p = given; *p; p++)
+		if (*p != ' ' && *p != '\t')
+			f->res->target[k++] = *p;
+	f->res->target[k] = '\0';
+	f->res->n_targets = f->n_targets;
+	for (size_t i = 0; i < f->n_targets; i++)
+		f->res->targets[i] = f->targets[i]->id;
+	return 0;
+}
+
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err)
 {
 	struct forge f;
@@ -302,11 +350,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
-	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
-	if (!fg_runtime_find(res->target)) {
-		rc = fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
+	if ((rc = parse_targets(o->target, &f, err)))
 		goto out;
-	}
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
 		goto out;
 	snprintf(res->policy, sizeof(res->policy), "%s", f.policy.text);
@@ -341,9 +386,18 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 			goto out;
 		}
 	}
-	rc = fg_plan_build(f.src, res->target, &f.plan, err);
+	rc = fg_layout_decide(f.src, f.bb, f.targets, f.n_targets, &f.layout, &f.plan, err);
+	res->n_refusal_runtimes = f.layout.n_conflict;
+	for (size_t i = 0; i < f.layout.n_conflict; i++)
+		res->refusal_runtimes[i] = f.layout.conflict[i];
 	if (rc)
 		goto out;
+	f.plan.target = res->target;
+	snprintf(res->head_file, sizeof(res->head_file), "%s", f.layout.file);
+	if (!(res->layout = fg_layout_json(&f.layout))) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
 	f.quant_record = cJSON_CreateObject();
 	if (!f.quant_record) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -412,11 +466,22 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->shifted);
 	fg_inspect_free(res->check);
 	cJSON_Delete(res->provenance);
+	cJSON_Delete(res->layout);
 	memset(res, 0, sizeof(*res));
 }
 
-/* {code, severity, detail} of a refusal. */
-static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+/* The runtimes a refusal names (a layout conflict's targets), as a JSON array. */
+static cJSON *refusal_runtimes(const struct fg_forge_result *res)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < res->n_refusal_runtimes; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(res->refusal_runtimes[i]));
+	return a;
+}
+
+/* {code, severity, detail, runtimes} of a refusal. */
+static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_forge_result *res)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -424,13 +489,15 @@ static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err
 		return NULL;
 	cJSON_AddStringToObject(o, "code", row->name);
 	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
-	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	cJSON_AddStringToObject(o, "detail", res->refusal.msg);
+	cJSON_AddItemToObject(o, "runtimes", refusal_runtimes(res));
 	return o;
 }
 
 /* A refusal in the verdict shape of the inspect report (forged.inspect.v1 verdicts[]). */
-static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_forge_result *res)
 {
+	const struct fg_err *refusal = &res->refusal;
 	cJSON *o = cJSON_CreateObject();
 
 	if (!o)
@@ -438,7 +505,7 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 	cJSON_AddStringToObject(o, "code", row->name);
 	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
 	cJSON_AddNullToObject(o, "set");
-	cJSON_AddArrayToObject(o, "runtimes");
+	cJSON_AddItemToObject(o, "runtimes", refusal_runtimes(res));
 	cJSON_AddArrayToObject(o, "tensors");
 	cJSON_AddNumberToObject(o, "tensor_count", 0);
 	cJSON_AddStringToObject(o, "detail", refusal->msg);
@@ -447,7 +514,7 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 
 cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 {
-	cJSON *o = cJSON_CreateObject(), *report;
+	cJSON *o = cJSON_CreateObject(), *report, *targets;
 	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
 
 	if (!o)
@@ -462,6 +529,13 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 	else
 		cJSON_AddNullToObject(o, "fingerprint");
 	cJSON_AddStringToObject(o, "target", res->target);
+	targets = cJSON_AddArrayToObject(o, "targets");
+	for (size_t i = 0; targets && i < res->n_targets; i++)
+		cJSON_AddItemToArray(targets, cJSON_CreateString(res->targets[i]));
+	if (res->layout)
+		cJSON_AddItemToObject(o, "layout", cJSON_Duplicate(res->layout, 1));
+	else
+		cJSON_AddNullToObject(o, "layout");
 	cJSON_AddStringToObject(o, "policy", res->policy);
 	cJSON_AddNumberToObject(o, "head_tensors", (double)res->head_tensors);
 	cJSON_AddItemToObject(o, "removed_from_backbone", fg_art_string_array(res->removed, res->n_removed));
@@ -475,10 +549,10 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 
 		/* Refused before there was an artifact to inspect: the refusal is the verdict. */
 		if (list && refusal)
-			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, &res->refusal));
+			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, res));
 	}
 	if (refusal)
-		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, &res->refusal));
+		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, res));
 	else
 		cJSON_AddNullToObject(o, "refusal");
 	cJSON_AddBoolToObject(o, "ok", res->ok);

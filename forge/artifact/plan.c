@@ -271,11 +271,18 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 }
 
 /* The convention the target loads norms in, for the family's style. */
-static enum fg_convention target_convention(const struct fg_inspect *r, const char *target)
+static enum fg_convention target_convention(const struct fg_inspect *r, enum fg_convention wanted)
 {
 	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
 		return FG_CONV_PLAIN;
-	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+	return wanted == FG_CONV_ABSOLUTE ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+}
+
+void fg_plan_spec_for(const char *target, struct fg_plan_spec *out)
+{
+	out->conv = fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+	out->restack = fg_target_is_mlx(target);
+	out->target = target;
 }
 
 /*
@@ -347,6 +354,15 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
 {
+	struct fg_plan_spec spec;
+
+	fg_plan_spec_for(target, &spec);
+	return fg_plan_build_spec(r, &spec, plan, err);
+}
+
+int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *spec, struct fg_plan *plan,
+		       struct fg_err *err)
+{
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
 	const struct fg_set_report *head = fg_inspect_head(r);
 	const struct fg_expert_block *blocks;
@@ -355,7 +371,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 	int restack, rc = 0;
 
 	memset(plan, 0, sizeof(*plan));
-	plan->target = target;
+	plan->target = spec->target;
 	plan->qcache = calloc(1, sizeof(*plan->qcache));
 	if (!plan->qcache)
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
@@ -365,7 +381,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 				  r->ckpt->source);
 	set = &head->set;
 	plan->source_conv = head->decision.conv;
-	plan->target_conv = target_convention(r, target);
+	plan->target_conv = target_convention(r, spec->conv);
 	if ((rc = refuse_by_verdict(r, head, err)))
 		return rc;
 	/* The layouts inspect decided; an ambiguous one was refused above. */
@@ -378,7 +394,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
 			 fg_expert_layout_name(blocks[i].layout));
 	}
-	restack = fg_target_is_mlx(target) && n_blocks;
+	restack = spec->restack && n_blocks;
 	for (size_t i = 0; i < set->n_tensors; i++) {
 		const struct fg_tensor *t = set->tensors[i];
 		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;

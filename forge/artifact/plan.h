@@ -88,6 +88,23 @@ struct fg_plan {
 int fg_target_is_mlx(const char *runtime);
 
 /*
+ * What a sidecar is made as (the artifact layout decides it, layout.h):
+ * the norm convention of its zero-centred norms (absolute or delta; a
+ * plain family's norms are never shifted whatever this says), and whether
+ * expert blocks are restacked into MLX switch_mlp tensors or kept in the
+ * source's own layout.  target names the runtimes it is for, for the
+ * record (plan->target).
+ */
+struct fg_plan_spec {
+	enum fg_convention conv;
+	int restack;
+	const char *target;
+};
+
+/* The spec fg_plan_build uses for one runtime id: its row's .mlx says absolute and restacked. */
+void fg_plan_spec_for(const char *target, struct fg_plan_spec *out);
+
+/*
  * Plan the sidecar of the inspected source's head for target.  Refuses with
  * FG_EVERDICT and the verdict code in err->verdict (fg_err_verdict; the
  * message is the detail) a head whose convention cannot be decided or is
@@ -100,6 +117,10 @@ int fg_target_is_mlx(const char *runtime);
  */
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err);
+
+/* The same, made as spec says (fg_plan_build is this with fg_plan_spec_for's spec). */
+int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *spec, struct fg_plan *plan,
+		       struct fg_err *err);
 
 void fg_plan_release(struct fg_plan *plan);
 

@@ -86,6 +86,7 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(doc, "source", src);
 	bad |= put_str(doc, "backbone", p->backbone);
 	bad |= put_str(doc, "target", p->target);
+	bad |= put(doc, "layout", p->layout ? cJSON_Duplicate(p->layout, 1) : cJSON_CreateNull());
 	bad |= put_str(doc, "policy", p->policy);
 	bad |= put_str(dec, "source_convention", fg_conv_name(p->source_convention));
 	bad |= put_str(dec, "target_convention", fg_conv_name(p->target_convention));
@@ -105,7 +106,7 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	return doc;
 }
 
-int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
+int fg_provenance_fingerprint(const char *dir, const char *head_file, char fingerprint[FG_SHA256_HEX],
 			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err)
 {
 	struct fg_sha256 *fp = fg_sha256_new(), *file = fg_sha256_new();
@@ -118,7 +119,7 @@ int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
 		goto out;
 	}
 	for (int part = 0; !rc && part < 2; part++) {
-		if ((rc = fg_fs_join(path, sizeof(path), dir, part ? "mtp.safetensors" : "config.json", err)))
+		if ((rc = fg_fs_join(path, sizeof(path), dir, part ? head_file : "config.json", err)))
 			break;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {

@@ -9,8 +9,10 @@
  * SHA-256 of every file.  It is built from struct fg_provenance in one
  * place, so its keys and their order are written once.
  *
- * The fingerprint is SHA-256 over config.json then mtp.safetensors: the
- * artifact's identity (the store dedupes artifacts by it).
+ * The fingerprint is SHA-256 over config.json then the head's file
+ * (mtp.safetensors for MTPLX, mtp/weights.safetensors for vllm-mlx, the
+ * head's shard for runtimes reading embedded keys): the artifact's identity
+ * (the store dedupes artifacts by it).
  */
 #ifndef FG_PROVENANCE_H
 #define FG_PROVENANCE_H
@@ -36,7 +38,7 @@ struct fg_provenance {
 	const char *revision;               /* an hf:// source's revision as named, else NULL */
 	const char *resolved_commit;        /* the commit it resolved to, else NULL */
 	const char *backbone;               /* the backbone's folder */
-	const char *target;                 /* runtime id */
+	const char *target;                 /* the target list (runtime ids, commas) */
 	const char *policy;                 /* quantization policy text */
 	enum fg_convention source_convention;
 	enum fg_convention target_convention;
@@ -49,6 +51,7 @@ struct fg_provenance {
 	const cJSON *relayouts;             /* array of relayout records */
 	const cJSON *files;                 /* object: artifact file name -> SHA-256 */
 	const char *fingerprint;            /* fg_provenance_fingerprint's */
+	const cJSON *layout;                /* fg_layout_json's (layout.h), or NULL */
 };
 
 /*
@@ -58,12 +61,13 @@ struct fg_provenance {
 cJSON *fg_provenance_json(const struct fg_provenance *p);
 
 /*
- * The fingerprint of the artifact folder dir, and mtp.safetensors' own
- * SHA-256 (sidecar_sha256) from the same single pass over it, so a multi-GB
- * head is read once.  0, or FG_EIO (a file cannot be read) / FG_EUSAGE (a
- * path too long) / FG_ENOMEM with err set; the outputs are untouched then.
+ * The fingerprint of the artifact folder dir whose head is in head_file
+ * (relative to dir), and head_file's own SHA-256 (sidecar_sha256) from the
+ * same single pass over it, so a multi-GB head is read once.  0, or FG_EIO
+ * (a file cannot be read) / FG_EUSAGE (a path too long) / FG_ENOMEM with err
+ * set; the outputs are untouched then.
  */
-int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
+int fg_provenance_fingerprint(const char *dir, const char *head_file, char fingerprint[FG_SHA256_HEX],
 			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err);
 
 #endif

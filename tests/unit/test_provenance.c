@@ -87,11 +87,11 @@ static void test_fingerprint(void **state)
 	write_text(dir, "config.json", "{\"a\":1}");
 	/* Missing sidecar: named, outputs untouched. */
 	snprintf(fp, sizeof(fp), "untouched");
-	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), FG_EIO);
+	assert_int_equal(fg_provenance_fingerprint(dir, "mtp.safetensors", fp, side, &err), FG_EIO);
 	assert_non_null(strstr(err.msg, "mtp.safetensors"));
 	assert_string_equal(fp, "untouched");
 	write_text(dir, "mtp.safetensors", "sidecar bytes");
-	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), 0);
+	assert_int_equal(fg_provenance_fingerprint(dir, "mtp.safetensors", fp, side, &err), 0);
 	fg_sha256_buf("{\"a\":1}sidecar bytes", 20, want_fp);
 	fg_sha256_buf("sidecar bytes", 13, want_side);
 	assert_string_equal(fp, want_fp);
