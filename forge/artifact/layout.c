@@ -198,7 +198,7 @@ out:
 static int trial_build(struct trial *t, const struct fg_inspect *src, const struct fg_plan_spec *spec,
 		       struct fg_err *err)
 {
-	const struct fg_set_report *head = fg_inspect_head(src);
+	struct fg_expert_dims dims;
 	int rc;
 
 	t->spec = *spec;
@@ -241,8 +241,10 @@ static int trial_build(struct trial *t, const struct fg_inspect *src, const stru
 	if ((rc = fg_tset_measure(&t->set, err)))
 		return rc;
 	fg_conv_decide(&t->set, src->family->norm_style, &t->dec);
-	t->experts = head && head->n_experts ? (spec->restack ? FG_XL_SWITCH_MLP : src->heads_in[src->primary_head].experts)
-					     : 0;
+	/* The layouts inspect will see in the written head, tensor by tensor. */
+	fg_experts_dims(src->ckpt->config, &dims);
+	for (size_t i = 0; i < t->plan.n; i++)
+		t->experts |= fg_inspect_expert_layout(&t->tensors[i], &dims);
 	return trial_header(t, err);
 }
 
@@ -265,7 +267,6 @@ struct base {
 	int index;                      /* an index is written even without an embedded head */
 	int absolute_trunk;
 	int norm_convention;            /* a target reads norm_convention */
-	int experts;                    /* the head has routed experts */
 	cJSON *index_doc;               /* a stand-in: the simulation asks only whether there is one */
 };
 
@@ -343,9 +344,9 @@ static void cand_layout(const struct base *b, const struct cand *cd, const struc
 	l->pointer = cd->trial >= 0 && cd->place == FG_PLACE_SIDECAR;
 	l->index = b->index || (cd->trial >= 0 && cd->place == FG_PLACE_EMBEDDED);
 	l->norm_convention = b->norm_convention && b->absolute_trunk;
-	l->experts = b->experts;
 	if (!tr)
 		return;
+	l->experts = tr->experts != 0;
 	l->spec = tr->spec;
 	if (tr->plan.target_conv == FG_CONV_ABSOLUTE || tr->plan.target_conv == FG_CONV_DELTA)
 		l->encoding = conv_word(tr->plan.target_conv);
@@ -461,14 +462,13 @@ struct verdict_cell {
 
 void fg_layout_describe(const struct fg_runtime_result *r, char *buf, size_t len)
 {
-	if (!r->modelled) {
-		snprintf(buf, len, "is not modelled (%s)", r->unmodelled);
-	} else if (r->load_cause != FG_LOAD_OK) {
-		snprintf(buf, len, "refuses it (%s: %.120s%s)", fg_runtime_load_cause_name(r->load_cause), r->load_error,
-			 strlen(r->load_error) > 120 ? "..." : "");
-	} else if (r->breakage) {
-		size_t at = (size_t)snprintf(buf, len, "loads it wrong (");
+	size_t at = 0;
 
+	if (r->load_cause != FG_LOAD_OK) {
+		at = (size_t)snprintf(buf, len, "refuses it (%s: %.120s%s)", fg_runtime_load_cause_name(r->load_cause),
+				      r->load_error, strlen(r->load_error) > 120 ? "..." : "");
+	} else if (r->breakage) {
+		at = (size_t)snprintf(buf, len, "loads it wrong (");
 		for (unsigned bit = 1, first = 1; bit < (1u << FG_BREAK_COUNT); bit <<= 1) {
 			if (!(r->breakage & bit) || at >= len)
 				continue;
@@ -476,14 +476,17 @@ void fg_layout_describe(const struct fg_runtime_result *r, char *buf, size_t len
 			first = 0;
 		}
 		if (at < len)
-			snprintf(buf + at, len - at, ")");
+			at += (size_t)snprintf(buf + at, len - at, ")");
 	} else if (r->outcome == FG_OUTCOME_DEGRADED) {
-		snprintf(buf, len, "decodes plain (head %s)", fg_runtime_head_name(r->head));
+		at = (size_t)snprintf(buf, len, "decodes plain (head %s)", fg_runtime_head_name(r->head));
 	} else if (r->outcome != FG_OUTCOME_OK) {
-		snprintf(buf, len, "%s it (trunk %s)", fg_runtime_outcome_name(r->outcome), fg_runtime_trunk_name(r->trunk));
+		at = (size_t)snprintf(buf, len, "%s it (trunk %s)", fg_runtime_outcome_name(r->outcome),
+				      fg_runtime_trunk_name(r->trunk));
 	} else {
-		snprintf(buf, len, "loads it");
+		at = (size_t)snprintf(buf, len, "loads it");
 	}
+	if (!r->modelled && at < len)
+		snprintf(buf + at, len - at, ", as far as modelled (%s)", r->unmodelled);
 }
 
 /*
@@ -501,8 +504,6 @@ static enum fg_layout_fit fit_of(const struct fg_runtime_result *r)
 /* With no head at all: does the row refuse or break the trunk itself? */
 static int trunk_blocked(const struct fg_runtime_result *r)
 {
-	if (!r->modelled)
-		return 0;
 	if (r->load_cause != FG_LOAD_OK)
 		return r->load_cause != FG_LOAD_HEAD_MISSING;
 	return r->outcome == FG_OUTCOME_BROKEN;
@@ -698,7 +699,6 @@ int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
 	}
 	if ((rc = base_build(&b, bb, targets, n, err)))
 		goto out;
-	b.experts = experts;
 	first = primary(&b, targets, n);
 	convs[nc++] = first->forge.convention == FG_CONV_DELTA ? FG_CONV_DELTA : FG_CONV_ABSOLUTE;
 	if (src->family->norm_style == FG_STYLE_ZERO_CENTRED)
