@@ -326,7 +326,7 @@ static int parse_targets(const char *text, struct forge *f, struct fg_err *err)
 	int rc = fg_layout_targets(given, f->targets, &f->n_targets, err);
 
 	if (rc)
-		return rc;
+		return fg_err_prefix(err, rc, "--target: ");
 	if (strlen(given) >= sizeof(f->res->target))
 		return fg_err_set(err, FG_EUSAGE, "the target list is longer than %d characters", FG_FORGE_TARGET_MAX - 1);
 	for (const char *p = given; *p; p++)

@@ -58,7 +58,7 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
 		id[len] = '\0';
 		rt = fg_runtime_find(id);
 		if (!rt)
-			return fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", id);
+			return fg_err_set(err, FG_EUSAGE, "'%s' is not a runtime id", id);
 		for (size_t i = 0; i < *n; i++)
 			seen |= rows[i] == rt;
 		if (!seen) {

@@ -54,7 +54,7 @@ int fg_forge_request_from_json(struct fg_forge_request *out, const cJSON *doc,
 		return refuse(fault, FG_FREQ_INVALID_FIELD,
 			      fg_err_set(err, FG_EINPUT, "\"source\" must be a string"));
 	if (rq.target && fg_layout_targets(rq.target, rows, &n_rows, &terr) != 0)
-		return refuse(fault, FG_FREQ_UNKNOWN_RUNTIME, fg_err_set(err, FG_EINPUT, "\"target\": %s", terr.msg));
+		return refuse(fault, FG_FREQ_UNKNOWN_RUNTIME, fg_err_set(err, FG_EINPUT, "\"target\" %s", terr.msg));
 	if (rq.quant && fg_policy_parse(rq.quant, &policy, NULL) != 0)
 		return refuse(fault, FG_FREQ_INVALID_FIELD,
 			      fg_err_set(err, FG_EINPUT, "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP"));

@@ -157,14 +157,14 @@ check "mtplx-2.12,vllm with fused experts: layout_conflict" [ "$(field .refusal.
 for n in 1 2 3 4; do check "conflict $n: nothing written" [ ! -e "$TMP/c$n" ]; done
 forge qwen35_hf bad1 --target vllm,nope
 check "an unknown entry: exit 2" [ "$RC" -eq 2 ]
-check "an unknown entry: named" grep -q "unknown target runtime 'nope'" "$TMP/bad1.err"
+check "an unknown entry: named" grep -q "'nope' is not a runtime id" "$TMP/bad1.err"
 forge qwen35_hf bad2 --target "vllm,,sglang"
 check "an empty entry: exit 2" [ "$RC" -eq 2 ]
 
 # ---- jobs: the list, and serve's forge_target ----
 RC=0; "$FORGED" serve --forge-target "vllm,nope" --state-dir "$TMP/badstate" >"$TMP/badserve.log" 2>&1 || RC=$?
 check "forge_target with an unknown id: serve exits 2" [ "$RC" -eq 2 ]
-check "forge_target with an unknown id: named" grep -q "forge_target: unknown target runtime 'nope'" "$TMP/badserve.log"
+check "forge_target with an unknown id: named" grep -q "forge_target: 'nope' is not a runtime id" "$TMP/badserve.log"
 start_server targets --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" --workers 1 \
 	--forge-target "vllm" || { finish; exit 1; }
 post() { # post BODY -> CODE, body in $TMP/post.json

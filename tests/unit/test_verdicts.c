@@ -62,6 +62,7 @@ static void test_severities(void **state)
 		{ "raw_zero_centred_head", FG_SEV_INFO },
 		{ "convention_structure_mismatch", FG_SEV_ERROR },
 		{ "trunk_double_shift_at_load", FG_SEV_ERROR },
+		{ "layout_conflict", FG_SEV_ERROR }, /* issue 10 section 4: a forge refusal */
 	};
 	const size_t n_rows = sizeof(rows) / sizeof(rows[0]);
 	size_t n = 0;
@@ -119,7 +120,7 @@ static void test_table(void **state)
 	size_t n_verification = 0;
 
 	(void)state;
-	assert_int_equal(FG_VERDICT_COUNT, 31); /* 26 static, 1 fleet, 4 verification */
+	assert_int_equal(FG_VERDICT_COUNT, 32); /* 27 static, 1 fleet, 4 verification */
 	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
 		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
 
