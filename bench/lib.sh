@@ -50,7 +50,7 @@ bench_ok() { bl set "$FRAG" . ok=true; }
 
 # The sparse >1 TB checkpoint of bench_inspect.sh and bench/pull/ (its
 # GEN_ARGS: full size, or 4 layers x 16 experts under BENCH_QUICK=1).
-SPARSE_DIR=$BENCH_DIR/sparse_moe
+SPARSE_DIR=${SPARSE_DIR:-$BENCH_DIR/sparse_moe}
 SPARSE_GEN_ARGS=${GEN_ARGS:-$(quick "" "--layers 4 --experts 16")}
 # bench_sparse [--force]: generate SPARSE_DIR unless it is there (or --force)
 bench_sparse() {

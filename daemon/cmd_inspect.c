@@ -22,12 +22,14 @@ static int run_inspect(int argc, char **argv);
 const struct fg_cmd fg_cmd_inspect = {
 	.name = "inspect",
 	.summary = "decide norm conventions, predict every runtime, give verdicts",
-	.usage = "forged inspect SOURCE [--json] [--runtime ID]...\n\n"
+	.usage = "forged inspect SOURCE [--json] [--runtime ID]... [--follow-symlinks]\n\n"
 		 "SOURCE is a checkpoint folder or one .safetensors file.  Reads the headers\n"
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(listed below); by default the layout's own.  Files inside the folder are\n"
+		 "opened without following symbolic links; --follow-symlinks follows them (a\n"
+		 "Hugging Face cache snapshot links into ../../blobs).  Exit 0 ok, 1 error verdicts\n"
 		 "(do not ship), 2 unreadable or malformed input, 3 a failure of forged's own\n"
 		 "state (the pull cache) or an internal error.\n",
 	.run = run_inspect,
@@ -137,7 +139,8 @@ static int run_inspect(int argc, char **argv)
 	struct fg_err err = { 0 };
 	const char *source = NULL;
 	size_t n_runtimes = 0;
-	int json = 0, rc;
+	struct fg_inspect_opts io;
+	int json = 0, follow = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
@@ -147,6 +150,8 @@ static int run_inspect(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--follow-symlinks") == 0) {
+			follow = 1;
 		} else if (strcmp(argv[i], "--runtime") == 0 || strncmp(argv[i], "--runtime=", 10) == 0) {
 			const char *id = argv[i][9] == '=' ? argv[i] + 10 : (i + 1 < argc ? argv[++i] : NULL);
 
@@ -167,7 +172,10 @@ static int run_inspect(int argc, char **argv)
 	if (!source)
 		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
-	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
+	memset(&io, 0, sizeof(io));
+	io.pull = &pull;
+	io.links.follow = follow; /* the caller's own files: a link may point anywhere */
+	rc = fg_inspect_run_with(&r, source, runtimes, n_runtimes, &io, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);
 	if (rc == FG_EUSAGE)

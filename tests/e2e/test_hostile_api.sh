@@ -97,6 +97,15 @@ expect_pointers "nul: the problem names /out" /out
 http GET "/v1/%ff%fe" "${R[@]}"
 expect_problem "utf-8: a URL path of raw bytes is 404" 404 no-such-route
 check "utf-8: the 404 echoing the path is UTF-8" valid_utf8 "$TMP/body"
+# A raw control character inside a string (found by fuzz_api: cJSON takes it,
+# SQLite's JSON does not, and the artifact answered 500 from then on): 400.
+printf '{"schema": "forged.verification.v1", "hardware": "a\tb", "rows": [{"depth": 0, "tok_s": 1}]}' >"$TMP/rawtab.json"
+raw_post "/v1/artifacts/$AID/verifications" "$TMP/rawtab.json"
+expect_problem "control: a raw tab inside a string is 400" 400 malformed-json
+expect_pointers "control: the problem names /hardware" /hardware
+get "/v1/artifacts/$AID"
+expect "control: the artifact still answers 200" 200
+check "control: nothing was stored ($(jb '.verifications | length'))" [ "$(jb '.verifications | length')" = 0 ]
 # A file name that is not UTF-8: the report shows U+FFFD, and every answer decodes.
 BADDIR=$TMP/roots/badname
 cp -r "$FIXTURES/qwen35_mlx_sidecar" "$BADDIR"

@@ -54,6 +54,7 @@ static void test_severities(void **state)
 		{ "trunk_experts_not_loaded", FG_SEV_ERROR },
 		{ "head_contract_mismatch", FG_SEV_ERROR },
 		{ "malformed_checkpoint", FG_SEV_ERROR },
+		{ "unreadable_shard", FG_SEV_ERROR },
 		{ "stray_shard", FG_SEV_WARNING },
 		{ "index_mismatch", FG_SEV_WARNING },
 		{ "bf16_shift_precision_loss", FG_SEV_WARNING },
