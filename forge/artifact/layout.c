@@ -23,7 +23,7 @@
 
 #define MAX_PLACES 8
 #define MAX_TRIALS 4
-#define REASON_MAX 200
+#define REASON_MAX FG_LAYOUT_REASON_MAX
 
 static const char *const sidecar_universe[] = {
 	"mtp.safetensors", "mtp/weights.safetensors", "model-mtp.safetensors",
@@ -457,6 +457,7 @@ static int model_build(struct model *m, struct base *b, const struct cand *cd, c
 
 struct verdict_cell {
 	enum fg_layout_fit fit;
+	int reached;          /* the row found the head there (loaded it, or refused it for what it is) */
 	char reason[REASON_MAX];
 };
 
@@ -524,6 +525,8 @@ static int judge(struct base *b, const struct cand *cd, const struct trial *tr, 
 	for (size_t t = 0; !rc && t < n; t++) {
 		fg_runtime_simulate(targets[t], &m.in, r);
 		cells[t].fit = cd->trial < 0 ? (trunk_blocked(r) ? FG_FIT_TRUNK : FG_FIT_OK) : fit_of(r);
+		cells[t].reached = r->head_set != NULL || r->load_cause == FG_LOAD_HEAD_KEYS ||
+				   r->load_cause == FG_LOAD_HEAD_EXPERTS || r->load_cause == FG_LOAD_EXTRA_KEYS;
 		fg_layout_describe(r, cells[t].reason, sizeof(cells[t].reason));
 	}
 	model_release(&m);
@@ -627,12 +630,25 @@ static int conflict(const struct search *s, const struct trial *trials, int expe
 				first_common = c;
 		}
 		if (first_own == s->n_cands) {
-			/* No candidate serves this target: its reasons under the first sidecar and the shards. */
-			size_t emb = 0;
+			/*
+			 * No candidate serves this target: its reasons under the first candidate and under
+			 * the first other place where it reaches the head (else the first other place).
+			 */
+			size_t emb = s->n_cands, other_place = s->n_cands;
 			const struct cand *c0 = &s->cands[0];
 
-			while (emb < s->n_cands && s->cands[emb].place == c0->place)
-				emb++;
+			for (size_t c = 1; c < s->n_cands; c++) {
+				int moved = s->cands[c].place != c0->place || strcmp(s->cands[c].file, c0->file) != 0;
+
+				if (moved && other_place == s->n_cands)
+					other_place = c;
+				if (moved && s->cells[c * FG_LAYOUT_MAX_TARGETS + t].reached) {
+					emb = c;
+					break;
+				}
+			}
+			if (emb == s->n_cands)
+				emb = other_place;
 			cand_name(c0, &trials[c0->trial], experts, a, sizeof(a));
 			out->n_conflict = 1;
 			out->conflict[0] = targets[t]->id;
@@ -782,6 +798,40 @@ out:
 	if (s)
 		free(s->cells);
 	free(s);
+	return rc;
+}
+
+int fg_layout_judge(const struct fg_inspect *src, const struct fg_inspect *bb,
+		    const struct fg_runtime *const *targets, size_t n, const struct fg_layout *l,
+		    enum fg_layout_fit *fits, char (*reasons)[FG_LAYOUT_REASON_MAX], struct fg_err *err)
+{
+	struct verdict_cell *cells = calloc(n ? n : 1, sizeof(*cells));
+	struct trial tr;
+	struct base b;
+	struct cand cd = { .place = l->place, .file = l->file, .trial = 0 };
+	int rc;
+
+	memset(&tr, 0, sizeof(tr));
+	memset(&b, 0, sizeof(b));
+	if (!cells)
+		return fg_err_set(err, FG_ENOMEM, "out of memory judging layouts");
+	rc = base_build(&b, bb, targets, n, err);
+	if (!rc)
+		rc = trial_build(&tr, src, &l->spec, err);
+	if (!rc && tr.rc) {
+		rc = tr.rc;
+		if (err)
+			*err = tr.err;
+	}
+	if (!rc)
+		rc = judge(&b, &cd, &tr, targets, n, cells, err);
+	for (size_t t = 0; !rc && t < n; t++) {
+		fits[t] = cells[t].fit;
+		snprintf(reasons[t], FG_LAYOUT_REASON_MAX, "%s", cells[t].reason);
+	}
+	trial_release(&tr);
+	base_release(&b);
+	free(cells);
 	return rc;
 }
 

@@ -102,6 +102,19 @@ int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
 		     struct fg_plan *plan, struct fg_err *err);
 
 /*
+ * Judge one candidate as fg_layout_decide judges each: l's place, file,
+ * pointer and spec (the declarations follow from them as decide sets them),
+ * src's head on bb's trunk, every target's row simulated on the artifact it
+ * would make.  fits[t] and reasons[t] (FG_LAYOUT_REASON_MAX bytes each, the
+ * simulation's words) get each target's.  For tests, and for anyone asking
+ * "what if the head went there".  Errors: the plan's, FG_ENOMEM.
+ */
+#define FG_LAYOUT_REASON_MAX 200
+int fg_layout_judge(const struct fg_inspect *src, const struct fg_inspect *bb,
+		    const struct fg_runtime *const *targets, size_t n, const struct fg_layout *l,
+		    enum fg_layout_fit *fits, char (*reasons)[FG_LAYOUT_REASON_MAX], struct fg_err *err);
+
+/*
  * config.json as the layout wants it (cfg, a copy of the backbone's): the
  * pointer, mtp_norm_encoding and norm_convention written, stale ones of the
  * backbone removed (mtplx_mtp_norm_encoding too).  0 or FG_ENOMEM.

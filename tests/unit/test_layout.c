@@ -376,6 +376,50 @@ static void test_trunk_only_target(void **state)
 	release(&d);
 }
 
+/*
+ * model-mtp.safetensors matches mlx-lm's model*.safetensors glob (mlx_lm/utils.py@ed1fca4cef15:L316):
+ * over an MLX trunk, mlx-lm 0.31 (and LM Studio's pin, before PR 1623) adds +1 to the whole trunk
+ * once a loaded key holds "mtp." (qwen3_5.py@ed1fca4cef15:L307-331; @2c008fd0252b:L348-372), and
+ * MTPLX, loading its trunk so, refuses the double-shifted trunk (runtime.py@0943c6cb ~c46300);
+ * 0.32 gates the shift on a raw conv1d only and drops mtp.* (qwen3_5.py@d78bf58e217c:L348-370).
+ * mtp.safetensors is globbed by none of them.
+ */
+static void test_globbed_sidecar_judged(void **state)
+{
+	static const char *const ids[] = { "mlx-lm-0.31", "lmstudio-mlx", "mtplx-2.12", "mlx-lm-0.32" };
+	const struct fg_runtime *rows[4];
+	enum fg_layout_fit fits[4];
+	char reasons[4][FG_LAYOUT_REASON_MAX];
+	char src[PATH_MAX];
+	struct fg_inspect *r = NULL;
+	struct fg_layout l;
+	struct fg_err err = { 0 };
+
+	(void)state;
+	if (!fixture_path(src, sizeof(src), "qwen35_mlx_sidecar"))
+		skip();
+	assert_int_equal(fg_inspect_run(&r, src, NULL, 0, &err), 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_non_null(rows[i] = fg_runtime_find(ids[i]));
+	memset(&l, 0, sizeof(l));
+	l.place = FG_PLACE_SIDECAR;
+	l.spec = (struct fg_plan_spec){ .conv = FG_CONV_ABSOLUTE, .restack = 1 };
+	snprintf(l.file, sizeof(l.file), "model-mtp.safetensors");
+	assert_int_equal(fg_layout_judge(r, r, rows, 4, &l, fits, reasons, &err), 0);
+	assert_int_equal(fits[0], FG_FIT_FAILS);
+	assert_non_null(strstr(reasons[0], "trunk_double_shifted"));
+	assert_int_equal(fits[1], FG_FIT_FAILS);
+	assert_non_null(strstr(reasons[1], "trunk_double_shifted"));
+	assert_int_equal(fits[2], FG_FIT_FAILS);
+	assert_non_null(strstr(reasons[2], "guard"));
+	assert_int_equal(fits[3], FG_FIT_OK);
+	snprintf(l.file, sizeof(l.file), "mtp.safetensors");
+	assert_int_equal(fg_layout_judge(r, r, rows, 4, &l, fits, reasons, &err), 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(fits[i], FG_FIT_OK);
+	fg_inspect_free(r);
+}
+
 /* A head inspect refuses is refused the same (the plan quotes inspect's verdict). */
 static void test_refused_head(void **state)
 {
@@ -404,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_experts_conflict),
 		cmocka_unit_test(test_plain_family),
 		cmocka_unit_test(test_trunk_only_target),
+		cmocka_unit_test(test_globbed_sidecar_judged),
 		cmocka_unit_test(test_refused_head),
 	};
 
