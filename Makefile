@@ -152,7 +152,7 @@ UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
-$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o $(BUILD)/daemon/args.o
 $(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
@@ -240,7 +240,7 @@ FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. $(FUZZ_SAN)
-FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c
+FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c daemon/args.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_GEN_OBJ := $(FUZZ_DIR)/obj/gen/openapi.o $(FUZZ_DIR)/obj/gen/web.o
 FUZZ_LIBS := $(FUZZ_DIR)/libapi.a $(FUZZ_DIR)/libstore.a $(FUZZ_DIR)/libforge.a
@@ -265,9 +265,10 @@ $(FUZZ_DIR)/libapi.a: $(filter $(FUZZ_DIR)/obj/api/%,$(FUZZ_OBJ)) $(FUZZ_GEN_OBJ
 	@rm -f $@
 	ar rcs $@ $^
 
-# fuzz_config links the daemon's config reader, the one daemon object it needs;
+# fuzz_config links the daemon's config reader and the option parser it reads
+# its flags with, the daemon objects it needs;
 # fuzz_jsonlex_diff its tree-based reference reader of safetensors headers.
-$(FUZZ_DIR)/fuzz_config: $(FUZZ_DIR)/obj/daemon/config.o
+$(FUZZ_DIR)/fuzz_config: $(FUZZ_DIR)/obj/daemon/config.o $(FUZZ_DIR)/obj/daemon/args.o
 $(FUZZ_DIR)/fuzz_jsonlex_diff: $(FUZZ_DIR)/obj/tests/fuzz/ref_st_header.o tests/fuzz/ref_st_header.h
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIBS)

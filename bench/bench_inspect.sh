@@ -62,7 +62,9 @@
 # stays at 18 shards of 25 GB) and ends with one table of the ratios, so a
 # ratio that falls with size shows.  INSPECT_SIZES="100k" (any of 10k, 100k,
 # 400k) picks sizes; each size's figures go to results fragment
-# inspect_SIZE.  BENCH_QUICK=1 runs the one small checkpoint as before.
+# inspect_SIZE, and its case is copied into fragment inspect as case
+# inspect_SIZE (what `make bench` collects).  BENCH_QUICK=1 runs the one
+# small checkpoint as before, its case named inspect.
 #
 #   make && bash bench/bench_inspect.sh        (run from anywhere)
 #   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3 RUNTIME=ollama-mlx
@@ -89,13 +91,16 @@ TARGET_MIB=64
 # (qwen3_5_moe.py@d78bf58e217c:L23-52): since issue 10 inspect's default targets report that load
 # error.  ollama --experimental stacks per-expert tensors at load (x/models/qwen3_5/qwen3_5.go@fb3076099687:
 # L599-767), so the run targets it and still asserts ok=true; every row is simulated either way.
-RUNTIME=${RUNTIME:-ollama-mlx}
+RUNTIME=${RUNTIME:-$SPARSE_RUNTIME}
 
 [ -x "$FORGED" ] || { echo "bench_inspect: $FORGED missing: run make first" >&2; exit 2; }
 # The driver: one run of this script per size, then the table of ratios.
 if [ -z "${INSPECT_ONE:-}" ] && [ "$BENCH_QUICK" = 0 ]; then
 	sizes=${INSPECT_SIZES:-10k 100k 400k}
 	table=""
+	# The fragment bench/run_all.sh collects: one case per size, inspect_SIZE,
+	# copied from that size's own fragment once it is complete.
+	bench_init inspect sizes="\"$sizes\""
 	for size in $sizes; do
 		case $size in
 		10k) gen="--layers 64 --experts 48" ;;
@@ -106,6 +111,9 @@ if [ -z "${INSPECT_ONE:-}" ] && [ "$BENCH_QUICK" = 0 ]; then
 		echo "==== bench_inspect $size ($gen) ===="
 		INSPECT_ONE=$size SPARSE_DIR=$BENCH_DIR/sparse_$size GEN_ARGS=$gen bash "$0" || exit $?
 		f=$BENCH_RESULTS/inspect_$size.json
+		jq --arg s "$size" --slurpfile p "$f" '.cases["inspect_" + $s] = $p[0].cases.inspect
+			| .cases["inspect_" + $s].extra.checkpoint = $p[0].params.checkpoint' "$FRAG" >"$FRAG.tmp" &&
+			mv "$FRAG.tmp" "$FRAG"
 		table+=$(jq -r --arg s "$size" '.cases.inspect as $c | $c.extra as $x |
 			"\($s)\t\($x.tensors)\t\($c.forged.cpu.best)\t\($c.reference.cpu.best)\t\($c.forged.wall.best)\t\($c.reference.wall.best)\t\($c.forged.maxrss_kib)"' "$f" 2>/dev/null || echo "$size")
 		table+=$'\n'
@@ -119,6 +127,7 @@ if [ -z "${INSPECT_ONE:-}" ] && [ "$BENCH_QUICK" = 0 ]; then
 			"$(awk -v a="$pc" -v b="$fc" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$fw" "$pw" \
 			"$(awk -v a="$pw" -v b="$fw" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$rss"
 	done <<< "$table"
+	bench_ok
 	exit 0
 fi
 command -v jq > /dev/null || { echo "bench_inspect: jq missing (make deps)" >&2; exit 2; }

@@ -38,7 +38,7 @@ const struct fg_cmd fg_cmd_serve = {
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
 		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
-		 "             [--inspect-seconds N]\n\n"
+		 "             [--inspect-seconds N] [--forge-target RUNTIME[,RUNTIME...]]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
 		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
@@ -48,6 +48,7 @@ const struct fg_cmd fg_cmd_serve = {
 		 "queues jobs without running any.\n"
 		 "Routes and keys: GET /openapi.json, forged.conf(5), docs/interfaces.md.\n",
 	.run = run_serve,
+	.options = fg_config_longopts,
 };
 
 static void make_instance_id(char *buf, size_t len)
@@ -137,9 +138,13 @@ static int run_serve(int argc, char **argv)
 	long tick_ms = 5000;
 	int requeued = 0, failed = 0, rc = FG_EXIT_OK, pinged = 0, healthy = 1;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_serve.usage, stdout);
+	{
+		/* --help before anything is read: the options themselves are fg_config_load's. */
+		struct fg_args a;
+
+		fg_args_parse(&a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, fg_config_longopts(), NULL, NULL);
+		if (a.help) {
+			fg_cli_print_help(&fg_cmd_serve, stdout);
 			return FG_EXIT_OK;
 		}
 	}
@@ -247,7 +252,8 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		fg_workers_stop(workers, 0);
 		fg_store_close(store);
-		return FG_EXIT_USAGE;
+		/* 2 for an address it cannot resolve or listen on, or a bad tokens file; 3 when memory or a thread fails. */
+		return fg_err_exit_code(err.code);
 	}
 	fg_workers_set_api(workers, api);
 	if (!acfg.tokens_file)

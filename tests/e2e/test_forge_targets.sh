@@ -157,7 +157,7 @@ check "mtplx-2.12,vllm with fused experts: layout_conflict" [ "$(field .refusal.
 for n in 1 2 3 4; do check "conflict $n: nothing written" [ ! -e "$TMP/c$n" ]; done
 forge qwen35_hf bad1 --target vllm,nope
 check "an unknown entry: exit 2" [ "$RC" -eq 2 ]
-check "an unknown entry: named" grep -q "'nope' is not a runtime id" "$TMP/bad1.err"
+check "an unknown entry: named" grep -q "'nope' is not a runtime" "$TMP/bad1.err"
 forge qwen35_hf bad2 --target "vllm,,sglang"
 check "an empty entry: exit 2" [ "$RC" -eq 2 ]
 
