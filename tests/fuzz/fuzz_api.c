@@ -297,7 +297,8 @@ static int exchange(const struct buf *req, struct buf *resp, int head_request, s
 
 static int documented_status(unsigned s)
 {
-	static const unsigned ok[] = { 200, 201, 202, 304, 400, 401, 403, 404, 405, 413, 415, 422, 503, 507 };
+	/* 409: job-finished, out-exists, idempotency-key-in-use (docs/interfaces.md section 6). */
+	static const unsigned ok[] = { 200, 201, 202, 304, 400, 401, 403, 404, 405, 409, 413, 415, 422, 503, 507 };
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (ok[i] == s)
