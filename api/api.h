@@ -63,6 +63,7 @@ struct fg_api_config {
 	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
 	double collapse_threshold;     /* verification verdicts; 0: FG_VERIFY_COLLAPSE_DEFAULT */
+	const char *artifacts_dir;     /* where a job without an out writes (the job object names it); NULL: unknown */
 	unsigned inspect_seconds;      /* an inspection's deadline; 0: FG_API_INSPECT_SECONDS_DEFAULT */
 	const char *forge_target;      /* the target list of jobs naming none; NULL: FG_FORGE_DEFAULT_TARGET */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */

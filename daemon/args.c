@@ -148,6 +148,17 @@ int fg_args_add_target(char *buf, size_t len, const char *value)
 	return 0;
 }
 
+int fg_args_check_reported_runtime(const char *option, const char *id)
+{
+	char list[1024];
+
+	if (fg_runtime_find_reported(id, NULL))
+		return 0;
+	fg_runtime_ids_text(list, sizeof(list));
+	return fg_args_bad("%s '%s' is not a runtime: one of %s, or a version string a row covers "
+			   "('mlx-lm 0.31.3', 'mtplx==2.12.0')", option, id, list);
+}
+
 int fg_args_check_policy(const char *option, const char *text)
 {
 	struct fg_policy policy;

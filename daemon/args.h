@@ -128,6 +128,12 @@ int fg_args_check_targets(const char *option, const char *list);
  */
 int fg_args_add_target(char *buf, size_t len, const char *value);
 
+/*
+ * The same for a runtime as a serving host names it (a fleet report): also
+ * a version string (fg_runtime_find_reported: "mlx-lm 0.33.1").
+ */
+int fg_args_check_reported_runtime(const char *option, const char *id);
+
 /* 0 when text is a quantization policy, else fg_args_bad() listing the policies. */
 int fg_args_check_policy(const char *option, const char *text);
 

@@ -22,7 +22,7 @@ const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
 	.summary = "extract an MTP head where and how the targets load it into a new artifact",
 	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]]\n"
-		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--json] [--force]\n\n"
+		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, and the head where, and in the\n"
@@ -33,8 +33,12 @@ const struct fg_cmd fg_cmd_forge = {
 		 "provenance.  --target takes a comma-separated list (repeatable; default\n"
 		 FG_FORGE_DEFAULT_TARGET ", runtimes below): one layout serving every target is\n"
 		 "chosen, or the forge is refused with layout_conflict naming the targets\n"
-		 "and why.  DIR appears only when complete and clean for every target;\n"
-		 "--force replaces an existing DIR.\n"
+		 "and why.  A quantized head is read in its format (GPTQ, AWQ,\n"
+		 "compressed-tensors, FP8, NVFP4, MLX) and kept in an MLX format every target\n"
+		 "reads, else dequantized to BF16; a format forged cannot read is refused by\n"
+		 "name.  Quantizing such a head again (--quant other than keep) needs\n"
+		 "--allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
+		 "complete and clean for every target; --force replaces an existing DIR.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
@@ -61,7 +65,7 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	return 0;
 }
 
-enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE };
+enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE, OPT_ALLOW_REQUANTIZE };
 
 static const struct option forge_options[] = {
 	FG_ARGS_GLOBAL_LONGOPTS,
@@ -71,6 +75,7 @@ static const struct option forge_options[] = {
 	{ "quant", required_argument, NULL, OPT_QUANT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "allow-requantize", no_argument, NULL, OPT_ALLOW_REQUANTIZE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -109,6 +114,9 @@ static int forge_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_FORCE:
 		f->o->force = 1;
+		return 0;
+	case OPT_ALLOW_REQUANTIZE:
+		f->o->allow_requantize = 1;
 		return 0;
 	default:
 		return fg_args_bad("unknown option");
@@ -152,7 +160,7 @@ static int run_forge(int argc, char **argv)
 		fprintf(stderr, "forged: refused: %s%s%s\n", row ? row->name : "", row ? ": " : "", err.msg);
 	}
 	if (json) {
-		cJSON *doc = fg_forge_result_json(&res);
+		cJSON *doc = fg_forge_result_json(&res, &o);
 		int prc;
 
 		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
@@ -167,8 +175,10 @@ static int run_forge(int argc, char **argv)
 			return prc;
 		}
 	} else if (!rc) {
-		printf("%s\n  fingerprint %s\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
-		       "%zu norms shifted\n  head in %s\n", res.artifact, res.fingerprint, res.target, res.policy,
+		printf("%s\n  head fingerprint %s\n  digest %s\n  fingerprint %s (legacy framing)\n  target %s, policy %s, "
+		       "%zu head tensors, %zu removed from the backbone, %zu norms shifted\n  head in %s\n", res.artifact,
+		       res.head_fingerprint[0] ? res.head_fingerprint : "(none: no mtp file)", res.digest,
+		       res.fingerprint[0] ? res.fingerprint : "(none: no mtp.safetensors)", res.target, res.policy,
 		       res.head_tensors, res.n_removed, res.n_shifted, res.head_file);
 	}
 	fg_forge_result_release(&res);

@@ -24,7 +24,7 @@ static const struct option *jobs_longopts(void);
 
 static const struct fg_subcmd jobs_subs[] = {
 	{ "submit", "SOURCE [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]] [--quant keep|match|affine:BITS:GROUP|mxfp4] "
-		    "[--out DIR] [-w|--wait] [--timeout S]",
+		    "[--allow-requantize] [--out DIR] [-w|--wait] [--timeout S]",
 	  "queue a forge job of SOURCE; with --wait, wait for its end" },
 	{ "list", "[--state queued|running|succeeded|failed|cancelled] [--limit N] [--cursor ID]",
 	  "list jobs by id (one page; the next --cursor is printed)" },
@@ -62,13 +62,14 @@ const struct fg_cmd fg_cmd_jobs = {
 };
 
 enum { OPT_WAIT = 'w', OPT_BACKBONE = 2000, OPT_TARGET, OPT_QUANT, OPT_OUT, OPT_TIMEOUT, OPT_STATE, OPT_LIMIT,
-       OPT_CURSOR };
+       OPT_CURSOR, OPT_ALLOW_REQUANTIZE };
 
 static const struct option jobs_options[] = {
 	FG_CLIENT_LONGOPTS,
 	{ "backbone", required_argument, NULL, OPT_BACKBONE },
 	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "quant", required_argument, NULL, OPT_QUANT },
+	{ "allow-requantize", no_argument, NULL, OPT_ALLOW_REQUANTIZE },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -86,7 +87,7 @@ static const struct option *jobs_longopts(void)
 struct jobs_opts {
 	const char *backbone, *target, *quant, *out, *state;
 	char targets[512];   /* --target values, joined (FG_FORGE_TARGET_MAX) */
-	int wait;
+	int wait, allow_requantize;
 	double timeout;
 	long long limit, cursor;
 };
@@ -119,6 +120,9 @@ static int jobs_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_WAIT:
 		o->wait = 1;
+		return 0;
+	case OPT_ALLOW_REQUANTIZE:
+		o->allow_requantize = 1;
 		return 0;
 	case OPT_TARGET:
 		if (fg_args_check_targets("--target", arg) || fg_args_add_target(o->targets, sizeof(o->targets), arg))
@@ -194,10 +198,21 @@ static void print_job(const cJSON *job)
 	struct fg_client_palette p = fg_client_palette();
 	const char *state = fg_json_get_str(job, "state");
 	const cJSON *ref = cJSON_GetObjectItemCaseSensitive(job, "refusal");
+	const cJSON *rq = cJSON_GetObjectItemCaseSensitive(job, "request");
 
 	printf("%sjob %lld%s  %s%s%s\n", p.bold, (long long)fg_json_get_num(job, "id", 0), p.reset,
 	       state_colour(&p, state), state ? state : "?", p.reset);
 	printf("  kind      %s\n", str_or_dash(job, "kind"));
+	if (cJSON_IsObject(rq)) {
+		/* What was asked (issue 13): the source as named, and where it resolved to. */
+		const char *named = fg_json_get_str(rq, "source"), *resolved = fg_json_get_str(rq, "source_resolved");
+
+		printf("  source    %s", named ? named : "-");
+		if (resolved && (!named || strcmp(named, resolved) != 0))
+			printf(" (%s)", resolved);
+		printf("\n  target    %s, quant %s\n", str_or_dash(rq, "target"), str_or_dash(rq, "quant"));
+		printf("  out       %s\n", str_or_dash(rq, "out"));
+	}
 	printf("  stage     %s\n", str_or_dash(job, "stage"));
 	printf("  progress  %.0f%%\n", fg_json_get_num(job, "progress", 0) * 100.0);
 	printf("  artifact  ");
@@ -360,6 +375,8 @@ static int do_submit(struct fg_client *c, const struct fg_client_args *a, const 
 		cJSON_AddStringToObject(body, "quant", o->quant);
 	if (o->out)
 		cJSON_AddStringToObject(body, "out", o->out);
+	if (o->allow_requantize)
+		cJSON_AddBoolToObject(body, "allow_requantize", 1);
 	text = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	if (!text) {

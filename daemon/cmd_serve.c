@@ -236,6 +236,7 @@ static int run_serve(int argc, char **argv)
 	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
 	acfg.collapse_threshold = cfg.collapse_threshold;
+	acfg.artifacts_dir = cfg.artifacts_dir;
 	acfg.inspect_seconds = cfg.inspect_seconds;
 	acfg.forge_target = cfg.forge_target[0] ? cfg.forge_target : NULL;
 	acfg.log = fg_log;

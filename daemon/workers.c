@@ -127,15 +127,20 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
 }
 
-/* Store the forged artifact; returns its id or 0 with err set. */
+/*
+ * Store the forged artifact; returns its id or 0 with err set.  The same
+ * bytes forged before (the same digest) are that artifact: *existed says so.
+ */
 static int64_t store_artifact(struct worker *w, const char *source, const struct fg_forge_result *res,
-			      struct fg_err *err)
+			      int *existed, struct fg_err *err)
 {
 	const struct fg_inspect *r = res->check;
 	cJSON *report;
 	int64_t id = 0;
 	struct fg_inspect_summary sum;
-	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint };
+	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint,
+				    .head_fingerprint = res->head_fingerprint, .digest = res->digest,
+				    .mtplx_runtime = res->mtplx_runtime };
 
 	fg_inspect_summarize(r, &sum);
 	a.family = sum.family;
@@ -158,7 +163,7 @@ static int64_t store_artifact(struct worker *w, const char *source, const struct
 	fg_json_utf8_fix(report);
 	fg_json_utf8_fix(res->provenance);
 	a.report = report;
-	if (fg_store_artifact_put(w->store, &a, &id, err) != 0)
+	if (fg_store_artifact_put(w->store, &a, &id, existed, err) != 0)
 		id = 0;
 	cJSON_Delete(report);
 	return id;
@@ -238,15 +243,20 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_store_job_finish(w->store, job->id, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: cancelled", (long long)job->id);
 	} else if (rc) {
-		/* The cause is kept whole: a refusal's verdict code is stored as data. */
+		/* The cause is kept whole: a refusal's verdict code is stored as data, with the verdicts. */
 		struct fg_err cause = err;
 		const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&cause));
+		cJSON *doc = fg_forge_result_json(&res, &o);
 
-		fg_store_job_fail(w->store, job->id, &cause, &err);
+		if (doc)
+			fg_json_utf8_fix(doc);
+		fg_store_job_fail(w->store, job->id, &cause, cJSON_GetObjectItemCaseSensitive(doc, "verdicts"), &err);
+		cJSON_Delete(doc);
 		fg_log(FG_LOG_WARNING, "job %lld: %s: %s%s%s", (long long)job->id, refusal ? "refused" : "failed",
 		       refusal ? refusal->name : "", refusal ? ": " : "", cause.msg);
 	} else {
-		int64_t aid = store_artifact(w, o.source, &res, &err);
+		int existed = 0;
+		int64_t aid = store_artifact(w, o.source, &res, &existed, &err);
 
 		if (aid) {
 			pthread_mutex_lock(&p->lock);
@@ -255,8 +265,9 @@ static void run_job(struct worker *w, struct fg_job *job)
 			fg_api_data_changed(api);
 			fg_api_count_forge_written(api, bytes_written(res.artifact, 0));
 			fg_store_job_finish(w->store, job->id, FG_JOB_SUCCEEDED, NULL, aid, &err);
-			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
-			       (long long)aid, res.fingerprint);
+			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld%s digest %s head fingerprint %s",
+			       (long long)job->id, (long long)aid, existed ? " (the same bytes were stored before)" : "",
+			       res.digest, res.head_fingerprint);
 		} else {
 			char msg[FG_ERR_MSG_MAX + 32];
 

@@ -13,12 +13,15 @@
  */
 #include "store/internal.h"
 
+#include "forge/model/mtplx.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FILE_MAX 4096       /* fingerprinted file name bytes */
 #define SHA_MAX 128         /* digest text bytes */
+#define FG_DIGEST_MAX_TEXT (SHA_MAX + 1)
 #define RUNTIME_MAX 64      /* runtime id bytes kept with a probe */
 
 /* ---- the unhealthy flag ---- */
@@ -184,15 +187,70 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 }
 
 static const char sql_artifact_insert[] =
-	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ")";
+	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, digest,"
+	" head_fingerprint, created_at)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " FG_SQL_NOW ")";
 static const char sql_doc_insert[] =
-	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
+	"INSERT INTO artifact_docs (artifact_id, report, provenance, mtplx_runtime) VALUES (?1, ?2, ?3, ?4)";
 
-int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+/*
+ * The same bytes again (issue 13: one identity per artifact): the row with
+ * this digest, filled in where it lacks what the new copy knows.
+ */
+static const char sql_by_digest[] = "SELECT id FROM artifacts WHERE digest = ?1";
+static const char sql_fill_head[] =
+	"UPDATE artifacts SET head_fingerprint = ?2 WHERE id = ?1 AND head_fingerprint IS NULL";
+static const char sql_fill_runtime[] =
+	"UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1 AND mtplx_runtime IS NULL";
+
+/* 1 with *id when an artifact has digest (filled in as above), 0 when none, or FG_E*. */
+static int find_same(struct fg_store *s, const struct fg_artifact_in *a, const char *runtime, int64_t *id,
+		     struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t found;
+	int rc = fg_sql_get(s, sql_by_digest, &st, err);
+
+	if (rc)
+		return rc;
+	fg_sql_bind_text(st, 1, a->digest);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		fg_sql_put(st);
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_sql_fail(s, rc, err, "finding an artifact by digest");
+		fg_sql_put(st);
+		return rc;
+	}
+	found = sqlite3_column_int64(st, 0);
+	fg_sql_put(st);
+	if (a->head_fingerprint && *a->head_fingerprint) {
+		if ((rc = fg_sql_get(s, sql_fill_head, &st, err)))
+			return rc;
+		sqlite3_bind_int64(st, 1, found);
+		fg_sql_bind_text(st, 2, a->head_fingerprint);
+		if ((rc = fg_sql_exec(s, st, err, "filling in a head fingerprint")))
+			return rc;
+	}
+	if (runtime) {
+		if ((rc = fg_sql_get(s, sql_fill_runtime, &st, err)))
+			return rc;
+		sqlite3_bind_int64(st, 1, found);
+		fg_sql_bind_text(st, 2, runtime);
+		if ((rc = fg_sql_exec(s, st, err, "filling in a runtime document")))
+			return rc;
+	}
+	*id = found;
+	return 1;
+}
+
+int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, int *existed,
+			  struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	char *report = NULL, *provenance = NULL;
+	char *report = NULL, *provenance = NULL, *runtime = NULL;
 	const cJSON *v;
 	int64_t new_id = 0;
 	int rc;
@@ -211,9 +269,18 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 		rc = each_file(s, 0, a->provenance, NULL, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+	if (a->mtplx_runtime && !cJSON_IsObject(a->mtplx_runtime))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the mtplx_runtime.json is not a JSON object",
+				  a->source);
+	if ((a->digest && strlen(a->digest) > SHA_MAX) || (a->head_fingerprint && strlen(a->head_fingerprint) > SHA_MAX))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': a digest or fingerprint over %d bytes",
+				  a->source, SHA_MAX);
+	if (existed)
+		*existed = 0;
 	report = cJSON_PrintUnformatted(a->report);
 	provenance = a->provenance ? cJSON_PrintUnformatted(a->provenance) : NULL;
-	if (!report || (a->provenance && !provenance)) {
+	runtime = a->mtplx_runtime ? cJSON_PrintUnformatted(a->mtplx_runtime) : NULL;
+	if (!report || (a->provenance && !provenance) || (a->mtplx_runtime && !runtime)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -221,6 +288,21 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 	rc = fg_sql_begin(s, err);
 	if (rc)
 		goto out;
+	/* Inside the write lock: two stores of the same bytes serialise, the second finds the first. */
+	if (a->digest && *a->digest) {
+		rc = find_same(s, a, runtime, &new_id, err);
+		if (rc == 1) {
+			rc = fg_sql_commit(s, err);
+			if (!rc) {
+				*id = new_id;
+				if (existed)
+					*existed = 1;
+			}
+			goto out;
+		}
+		if (rc)
+			goto out;
+	}
 	rc = fg_sql_get(s, sql_artifact_insert, &st, err);
 	if (rc)
 		goto out;
@@ -235,6 +317,8 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 	else
 		sqlite3_bind_null(st, 6);
 	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	fg_sql_bind_text(st, 8, a->digest && *a->digest ? a->digest : NULL);
+	fg_sql_bind_text(st, 9, a->head_fingerprint && *a->head_fingerprint ? a->head_fingerprint : NULL);
 	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
 	rc = fg_sql_exec(s, st, err, "inserting an artifact");
 	st = NULL;
@@ -247,6 +331,7 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 	sqlite3_bind_int64(st, 1, new_id);
 	fg_sql_bind_text(st, 2, report);
 	fg_sql_bind_text(st, 3, provenance);
+	fg_sql_bind_text(st, 4, runtime);
 	rc = fg_sql_exec(s, st, err, "storing the report");
 	st = NULL;
 	if (rc)
@@ -277,14 +362,20 @@ out:
 	}
 	cJSON_free(report);
 	cJSON_free(provenance);
+	cJSON_free(runtime);
 	return rc;
 }
 
 /* ---- reading one artifact ---- */
 
 static const char sql_artifact_doc[] =
-	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance"
+	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance,"
+	" a.digest, a.head_fingerprint, d.mtplx_runtime"
 	" FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id WHERE a.id = ?1";
+/* What the fleet says of it: every standing report, with what the host observed. */
+static const char sql_artifact_fleet[] =
+	"SELECT host, runtime, runtime_reported, observed, reported_at FROM fleet_reports"
+	" WHERE artifact_id = ?1 ORDER BY host, runtime";
 static const char sql_artifact_verdicts[] =
 	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_verifications[] =
@@ -365,6 +456,19 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 	return add_json(item, "rows", st, 4, err);
 }
 
+static int fleet_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
+{
+	int rc;
+
+	if (!add_text(item, "host", st, 0) || !add_text(item, "runtime", st, 1) ||
+	    !add_text(item, "runtime_reported", st, 2))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = add_json(item, "observed", st, 3, err);
+	if (rc)
+		return rc;
+	return add_text(item, "reported_at", st, 4) ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
+}
+
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
 {
 	static const struct {
@@ -376,7 +480,7 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 		{ "verifications", sql_artifact_verifications, verification_row },
 	};
 	sqlite3_stmt *st = NULL;
-	cJSON *doc = NULL, *prints;
+	cJSON *doc = NULL, *prints, *runtime_doc = NULL;
 	int rc;
 
 	if (!s || !out)
@@ -403,7 +507,8 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 	}
 	if (!cJSON_AddNumberToObject(doc, "id", (double)sqlite3_column_int64(st, 0)) ||
 	    !add_text(doc, "source", st, 1) || !add_text(doc, "path", st, 2) || !add_text(doc, "family", st, 3) ||
-	    !add_text(doc, "fingerprint", st, 4) || !cJSON_AddBoolToObject(doc, "ok", sqlite3_column_int(st, 5)) ||
+	    !add_text(doc, "fingerprint", st, 4) || !add_text(doc, "digest", st, 9) ||
+	    !add_text(doc, "head_fingerprint", st, 10) || !cJSON_AddBoolToObject(doc, "ok", sqlite3_column_int(st, 5)) ||
 	    !add_text(doc, "created_at", st, 6)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
@@ -411,8 +516,12 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 	rc = add_json(doc, "report", st, 7, err);
 	if (!rc)
 		rc = add_json(doc, "provenance", st, 8, err);
+	if (!rc)
+		rc = add_json(doc, "mtplx_runtime", st, 11, err);
 	if (rc)
 		goto out;
+	/* mtplx_runtime goes last with fleet, after the documented v1 keys. */
+	runtime_doc = cJSON_DetachItemFromObjectCaseSensitive(doc, "mtplx_runtime");
 	fg_sql_put(st);
 	st = NULL;
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
@@ -449,6 +558,20 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 	}
 	fg_sql_put(st);
 	st = NULL;
+	if (!cJSON_AddItemToObject(doc, "mtplx_runtime", runtime_doc ? runtime_doc : cJSON_CreateNull())) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	runtime_doc = NULL;
+	rc = fg_sql_get(s, sql_artifact_fleet, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	rc = add_rows(s, doc, "fleet", st, fleet_row, err);
+	if (rc)
+		goto out;
+	fg_sql_put(st);
+	st = NULL;
 	rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
@@ -461,12 +584,13 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "reading artifact %lld: ", (long long)id);
 	}
+	cJSON_Delete(runtime_doc);
 	cJSON_Delete(doc);
 	return rc;
 }
 
 static const char sql_artifact_by_fingerprint[] =
-	"SELECT id FROM artifacts WHERE fingerprint = ?1 ORDER BY id DESC LIMIT 1";
+	"SELECT max(id) FROM artifacts WHERE head_fingerprint = ?1 OR fingerprint = ?1";
 
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
 {
@@ -480,15 +604,198 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 		return rc;
 	fg_sql_bind_text(st, 1, fingerprint);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
 		*id = sqlite3_column_int64(st, 0);
 		rc = 0;
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == SQLITE_ROW) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has fingerprint '%s'", fingerprint);
 	} else {
 		rc = fg_sql_fail(s, rc, err, "finding an artifact by fingerprint");
 	}
 	fg_sql_put(st);
+	return rc;
+}
+
+/* ---- resolving what a fleet report names ---- */
+
+static const char *const match_names[] = {
+	[FG_MATCH_ID] = "id",
+	[FG_MATCH_DIGEST] = "digest",
+	[FG_MATCH_HEAD_FINGERPRINT] = "head_fingerprint",
+	[FG_MATCH_LEGACY_FINGERPRINT] = "fingerprint",
+};
+
+const char *fg_artifact_match_name(enum fg_artifact_match m)
+{
+	return (unsigned)m < sizeof(match_names) / sizeof(match_names[0]) ? match_names[m] : "unknown";
+}
+
+#define CANDIDATES_MAX 50   /* candidates a 409 lists */
+
+/*
+ * Every artifact key names, by each identity in turn (column 7 says which:
+ * 1 digest, 2 head fingerprint, 3 legacy fingerprint), or the one want_id
+ * names (column 7 = 0).  Each arm walks its own index.
+ */
+static const char sql_resolve[] =
+	"SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 1 FROM artifacts WHERE digest = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 2 FROM artifacts"
+	"  WHERE head_fingerprint = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 3 FROM artifacts"
+	"  WHERE fingerprint = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 0 FROM artifacts"
+	"  WHERE id = ?2"
+	" LIMIT 200";
+
+struct found {
+	int64_t id;
+	int by;              /* 0 id, 1 digest, 2 head, 3 legacy */
+	char digest[FG_DIGEST_MAX_TEXT];
+};
+
+static int candidate_json(cJSON *arr, sqlite3_stmt *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return 0;
+	}
+	return cJSON_AddNumberToObject(o, "artifact_id", (double)sqlite3_column_int64(st, 0)) &&
+	       add_text(o, "digest", st, 1) && add_text(o, "head_fingerprint", st, 2) &&
+	       add_text(o, "fingerprint", st, 3) && add_text(o, "source", st, 4) && add_text(o, "path", st, 5) &&
+	       add_text(o, "created_at", st, 6);
+}
+
+int fg_store_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
+			      int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			      struct fg_err *err)
+{
+	struct found by_id = { 0 }, by_digest = { 0 }, *fp = NULL;
+	size_t n_fp = 0, cap = 0;
+	cJSON *list = NULL;
+	sqlite3_stmt *st;
+	int64_t pick = 0;
+	int rc, conflict = 0, amb = 0;
+
+	if (!s || !id || !how || (!key && want_id <= 0))
+		return fg_err_set(err, FG_EINPUT, "resolving an artifact: no store, key or output");
+	if (key && (!*key || strlen(key) > SHA_MAX))
+		return fg_err_set(err, FG_EINPUT, "resolving an artifact: the key is empty or over %d bytes", SHA_MAX);
+	if (ambiguous)
+		*ambiguous = 0;
+	if (candidates)
+		*candidates = NULL;
+	list = cJSON_CreateArray();
+	if (!list)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	/* One snapshot: the candidates listed are the ones the decision saw. */
+	rc = fg_sql_begin_read(s, err);
+	if (rc)
+		goto out;
+	rc = fg_sql_get(s, sql_resolve, &st, err);
+	if (rc)
+		goto out;
+	fg_sql_bind_text(st, 1, key ? key : "");
+	sqlite3_bind_int64(st, 2, want_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct found f = { .id = sqlite3_column_int64(st, 0), .by = sqlite3_column_int(st, 7) };
+		int seen = 0;
+
+		fg_sql_column_copy(st, 1, f.digest, sizeof(f.digest));
+		if (f.by == 0) {
+			by_id = f;
+			continue;
+		}
+		if (f.by == 1) {
+			by_digest = f;
+			continue;
+		}
+		for (size_t i = 0; i < n_fp; i++)
+			seen |= fp[i].id == f.id;
+		if (seen)
+			continue;
+		if (n_fp == cap) {
+			struct found *g = realloc(fp, (cap ? cap * 2 : 8) * sizeof(*fp));
+
+			if (!g) {
+				fg_sql_put(st);
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+				goto out;
+			}
+			fp = g;
+			cap = cap ? cap * 2 : 8;
+		}
+		fp[n_fp++] = f;
+		if (cJSON_GetArraySize(list) < CANDIDATES_MAX && !candidate_json(list, st)) {
+			fg_sql_put(st);
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	fg_sql_put(st);
+	if (rc != SQLITE_DONE) {
+		rc = fg_sql_fail(s, rc, err, "resolving an artifact");
+		goto out;
+	}
+	rc = 0;
+	if (want_id > 0 && !by_id.id) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact %lld", (long long)want_id);
+		goto out;
+	}
+	if (!key) {
+		/* By id; a digest beside it must be that artifact's. */
+		pick = by_id.id;
+		*how = FG_MATCH_ID;
+		conflict = digest && strcmp(by_id.digest, digest) != 0;
+	} else if (by_digest.id) {
+		/* A digest names one artifact: what else the report says must agree with it. */
+		pick = by_digest.id;
+		*how = FG_MATCH_DIGEST;
+		conflict = (want_id > 0 && want_id != pick) || (digest && strcmp(digest, key) != 0);
+	} else if (n_fp == 0) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has digest or fingerprint '%s'", key);
+		goto out;
+	} else if (!digest && want_id <= 0) {
+		if (n_fp > 1) {
+			conflict = amb = 1;
+			rc = fg_err_set(err, FG_ECONFLICT,
+					"fingerprint '%s' is shared by %zu artifacts: name the artifact's digest or id too",
+					key, n_fp);
+			goto out;
+		}
+		pick = fp[0].id;
+		*how = fp[0].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
+	} else {
+		/* Narrowed by the digest and/or the id: a digest or an id is one artifact at most. */
+		for (size_t i = 0; i < n_fp; i++) {
+			if ((digest && strcmp(fp[i].digest, digest) != 0) || (want_id > 0 && fp[i].id != want_id))
+				continue;
+			pick = fp[i].id;
+			*how = fp[i].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
+		}
+		conflict = !pick;
+	}
+	if (conflict) {
+		rc = fg_err_set(err, FG_ECONFLICT, "the report names different artifacts: %s%s%s%s%s%s%lld",
+				key ? "'" : "", key ? key : "", key ? "'" : "", digest ? ", digest " : "",
+				digest ? digest : "", want_id > 0 ? ", id " : ", artifact ",
+				(long long)(want_id > 0 ? want_id : pick));
+		goto out;
+	}
+	*id = pick;
+out:
+	if (rc == FG_ECONFLICT && conflict) {
+		if (ambiguous)
+			*ambiguous = amb;
+		if (candidates) {
+			*candidates = list;
+			list = NULL;
+		}
+	}
+	fg_sql_rollback(s);
+	cJSON_Delete(list);
+	free(fp);
 	return rc;
 }
 
@@ -502,7 +809,8 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 #define ITEM_COLS                                                                     \
 	"a.id, a.source, a.family, a.fingerprint, a.ok, a.created_at,"                \
 	" (SELECT json_group_array(code) FROM"                                        \
-	" (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id))"
+	" (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id)),"         \
+	" a.digest, a.head_fingerprint"
 
 static const char sql_list_all[] =
 	"SELECT " ITEM_COLS " FROM artifacts a WHERE a.id < ?1 ORDER BY a.id DESC LIMIT ?2";
@@ -526,7 +834,8 @@ static int list_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
 	}
 	if (!cJSON_AddNumberToObject(item, "id", (double)sqlite3_column_int64(st, 0)) ||
 	    !add_text(item, "source", st, 1) || !add_text(item, "family", st, 2) ||
-	    !add_text(item, "fingerprint", st, 3) || !cJSON_AddBoolToObject(item, "ok", sqlite3_column_int(st, 4)))
+	    !add_text(item, "fingerprint", st, 3) || !add_text(item, "digest", st, 7) ||
+	    !add_text(item, "head_fingerprint", st, 8) || !cJSON_AddBoolToObject(item, "ok", sqlite3_column_int(st, 4)))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	rc = add_json(item, "verdicts", st, 6, err);
 	if (rc)
@@ -567,6 +876,61 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 }
 
 /* ---- verifications ---- */
+
+static const char sql_runtime_doc[] =
+	"SELECT d.mtplx_runtime, v.created_at FROM artifact_docs d, verifications v"
+	" WHERE d.artifact_id = ?1 AND v.id = ?2";
+static const char sql_runtime_update[] = "UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1";
+
+/*
+ * The runtime document forged wrote for an MTPLX target (its
+ * forge_provenance names forged_version) takes the verification, as MTPLX's
+ * own stamp does after its verify (mtplx.h).  A document read from an
+ * inspected MTPLX pack is that pack's, and left as read.
+ */
+static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t verification, const cJSON *result,
+			   struct fg_err *err)
+{
+	char when[32];
+	sqlite3_stmt *st;
+	cJSON *doc = NULL;
+	char *text = NULL;
+	int rc = fg_sql_get(s, sql_runtime_doc, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, artifact_id);
+	sqlite3_bind_int64(st, 2, verification);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading the runtime document");
+		fg_sql_put(st);
+		return rc;
+	}
+	fg_sql_column_copy(st, 1, when, sizeof(when));
+	rc = fg_sql_column_json(st, 0, &doc, err, "the artifact's mtplx_runtime.json");
+	fg_sql_put(st);
+	if (rc)
+		return rc;
+	if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "forge_provenance"),
+					      "forged_version")) {
+		cJSON_Delete(doc);
+		return 0;
+	}
+	rc = fg_mtplx_runtime_stamp(doc, result, when, err);
+	if (!rc && !(text = cJSON_PrintUnformatted(doc)))
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+	cJSON_Delete(doc);
+	if (!rc)
+		rc = fg_sql_get(s, sql_runtime_update, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, artifact_id);
+		fg_sql_bind_text(st, 2, text);
+		rc = fg_sql_exec(s, st, err, "restamping the runtime document");
+	}
+	cJSON_free(text);
+	return rc;
+}
 
 static const char sql_verification_insert[] =
 	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
@@ -640,6 +1004,8 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 		rc = add_verdict(s, artifact_id, verdict, fg_severity_name(row->severity), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
+	if (!rc)
+		rc = restamp_runtime(s, artifact_id, new_id, result, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc && id)

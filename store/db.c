@@ -260,10 +260,40 @@ static const char schema_v3[] =
 	" WHERE json_type(r.value, '$.runtime') = 'text'"
 	"  AND json_type(r.value, '$.trunk_probe_after') IN ('real', 'integer');";
 
+/*
+ * Version 4 (issue 13): one identity per artifact, and what a fleet and a
+ * job say in their own words.
+ * - artifacts.digest: the artifact digest (forge/model/mtplx.h: over every
+ *   file forged.json lists; an inspection's over its report), unique, so
+ *   storing the same bytes again finds the row instead of adding one.
+ * - artifacts.head_fingerprint: MTPLX's framing of the head fingerprint,
+ *   which several artifacts may share (the same head on another trunk).
+ *   artifacts.fingerprint keeps forged's older framing.  Rows stored before
+ *   this version keep NULL in both: neither can be computed from what was
+ *   stored (the head fingerprint needs the files' bytes, and digests of old
+ *   re-forges would collide on the unique index).
+ * - artifact_docs.mtplx_runtime: the mtplx_runtime.json forged wrote (an
+ *   MTPLX target) or read (an inspected pack), restamped by verifications.
+ * - fleet_reports.runtime_reported: the runtime as the host named it (a
+ *   version string), beside the table row it maps to (runtime).
+ * - jobs.verdicts: the failed forge's verdicts[] (JSON); jobs.asked: the
+ *   request as the client spelled it (params holds it confined).
+ */
+static const char schema_v4[] =
+	"ALTER TABLE artifacts ADD COLUMN digest TEXT;"
+	"ALTER TABLE artifacts ADD COLUMN head_fingerprint TEXT;"
+	"CREATE UNIQUE INDEX artifacts_digest ON artifacts(digest) WHERE digest IS NOT NULL;"
+	"CREATE INDEX artifacts_head_fingerprint ON artifacts(head_fingerprint) WHERE head_fingerprint IS NOT NULL;"
+	"ALTER TABLE artifact_docs ADD COLUMN mtplx_runtime TEXT;"
+	"ALTER TABLE fleet_reports ADD COLUMN runtime_reported TEXT;"
+	"ALTER TABLE jobs ADD COLUMN verdicts TEXT;"
+	"ALTER TABLE jobs ADD COLUMN asked TEXT;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
+	schema_v4,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,

@@ -20,6 +20,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "forge/model/family.h"
+
 #define DIST_LO 0.0
 #define DIST_WIDTH 0.05
 #define DIST_BINS 80             /* [0, 4); below 0 goes to the first bin, 4 and above to the last */
@@ -101,7 +103,8 @@ static cJSON *family_bins(cJSON *by_family, const char *family)
 static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 {
 	cJSON *sec = cJSON_AddObjectToObject(doc, "probe_after_load");
-	cJSON *band, *by_family, *counted, *left;
+	cJSON *band, *by_family, *counted, *left, *bands;
+	const cJSON *fam;
 	sqlite3_stmt *st;
 	int64_t matched = 0, reports = 0;
 	int rc;
@@ -141,6 +144,27 @@ static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	fg_sql_put(st);
 	if (rc)
 		return rc;
+	/* Issue 13: each family's own band (null: none published), beside the shared healthy_band. */
+	bands = cJSON_AddObjectToObject(sec, "bands");
+	if (!bands)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(fam, by_family) {
+		const struct fg_probe_band *b = fg_family_probe_band(fam->string);
+		cJSON *o = b ? cJSON_CreateObject() : cJSON_CreateNull(), *h = NULL, *p = NULL;
+
+		if (b && o) {
+			h = cJSON_AddArrayToObject(o, "healthy");
+			p = cJSON_AddArrayToObject(o, "plausible");
+		}
+		if (!o || (b && (!h || !p || !cJSON_AddItemToArray(h, cJSON_CreateNumber(b->healthy_lo)) ||
+				 !cJSON_AddItemToArray(h, cJSON_CreateNumber(b->healthy_hi)) ||
+				 !cJSON_AddItemToArray(p, cJSON_CreateNumber(b->plausible_lo)) ||
+				 !cJSON_AddItemToArray(p, cJSON_CreateNumber(b->plausible_hi)))) ||
+		    !cJSON_AddItemToObject(bands, fam->string, o)) {
+			cJSON_Delete(o);
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		}
+	}
 	rc = fg_sql_get(s, sql_report_count, &st, err);
 	if (rc)
 		return rc;

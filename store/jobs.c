@@ -13,6 +13,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/artifact/forge.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
-	"created_at, updated_at, refusal"
+	"created_at, updated_at, refusal, verdicts, asked"
 
 #define KEY_MAX 255        /* idempotency key bytes */
 #define HASH_MAX 128       /* body digest bytes (hex SHA-256 is 64) */
@@ -63,7 +65,9 @@ void fg_job_release(struct fg_job *job)
 	if (!job)
 		return;
 	free(job->params);
-	job->params = NULL;
+	free(job->verdicts);
+	free(job->asked);
+	job->params = job->verdicts = job->asked = NULL;
 }
 
 /* {code, severity, detail} of the refusal that failed job, or JSON null; NULL when out of memory. */
@@ -98,9 +102,59 @@ static int add_error(cJSON *o, const struct fg_job *job)
 	return cJSON_AddStringToObject(o, "error", text) != NULL;
 }
 
+/* Parsed JSON text, or a fresh copy of fallback's kind when the text is absent or not JSON. */
+static cJSON *parse_or(const char *text, int array)
+{
+	cJSON *j = text ? cJSON_Parse(text) : NULL;
+
+	if (j && (array ? cJSON_IsArray(j) : cJSON_IsObject(j)))
+		return j;
+	cJSON_Delete(j);
+	return array ? cJSON_CreateArray() : cJSON_CreateObject();
+}
+
+static int add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+	return (s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+/*
+ * What was asked: the client's spelling (asked) beside what the queue
+ * holds (params: paths confined), defaults filled in (allow_requantize
+ * false unless asked).  A job stored before
+ * issue 13 has no asked: its source as named is then the stored one.
+ */
+static cJSON *request_json(const struct fg_job *job)
+{
+	cJSON *params = parse_or(job->params, 0), *asked = parse_or(job->asked, 0), *o = cJSON_CreateObject();
+	const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "source"));
+	const char *bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "backbone"));
+	const char *named = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "source"));
+	const char *named_bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "backbone"));
+	const char *target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "target"));
+	const char *quant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "quant"));
+	int ok = params && asked && o;
+
+	ok = ok && add_str_or_null(o, "source", named ? named : src) && add_str_or_null(o, "source_resolved", src) &&
+	     add_str_or_null(o, "backbone", named_bb ? named_bb : bb) && add_str_or_null(o, "backbone_resolved", bb) &&
+	     cJSON_AddStringToObject(o, "target", target ? target : FG_FORGE_DEFAULT_TARGET) &&
+	     cJSON_AddStringToObject(o, "quant", quant ? quant : "keep") &&
+	     add_str_or_null(o, "out", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "out"))) &&
+	     cJSON_AddBoolToObject(o, "allow_requantize",
+				   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "allow_requantize")));
+	cJSON_Delete(params);
+	cJSON_Delete(asked);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 cJSON *fg_job_json(const struct fg_job *job)
 {
-	cJSON *o, *refusal;
+	cJSON *o, *refusal, *item;
+	char url[48];
 
 	if (!job)
 		return NULL;
@@ -123,6 +177,20 @@ cJSON *fg_job_json(const struct fg_job *job)
 	    !cJSON_AddStringToObject(o, "created_at", job->created_at) ||
 	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at))
 		goto fail;
+	/* Issue 13, new fields: the verdicts as data, the artifact's link, what was asked. */
+	item = parse_or(job->verdicts, 1);
+	if (!item || !cJSON_AddItemToObject(o, "verdicts", item)) {
+		cJSON_Delete(item);
+		goto fail;
+	}
+	snprintf(url, sizeof(url), "/v1/artifacts/%lld", (long long)job->artifact_id);
+	if (!add_str_or_null(o, "artifact_url", job->artifact_id > 0 ? url : NULL))
+		goto fail;
+	item = request_json(job);
+	if (!item || !cJSON_AddItemToObject(o, "request", item)) {
+		cJSON_Delete(item);
+		goto fail;
+	}
 	return o;
 fail:
 	cJSON_Delete(o);
@@ -156,6 +224,13 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	fg_sql_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
 	/* A code this forged does not know (a newer one wrote it) reads as no refusal. */
 	j.refusal = fg_verdict_code_find((const char *)sqlite3_column_text(st, first + 12));
+	if ((sqlite3_column_type(st, first + 13) != SQLITE_NULL &&
+	     !(j.verdicts = strdup((const char *)sqlite3_column_text(st, first + 13)))) ||
+	    (sqlite3_column_type(st, first + 14) != SQLITE_NULL &&
+	     !(j.asked = strdup((const char *)sqlite3_column_text(st, first + 14))))) {
+		fg_job_release(&j);
+		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
+	}
 	*out = j;
 	return 0;
 }
@@ -223,8 +298,8 @@ static int check_text(const char *text, size_t max, int required, const char *na
 static const char sql_job_by_key[] = "SELECT body_sha256, " JOB_COLS " FROM jobs WHERE idem_key = ?1";
 static const char sql_count_queued[] = "SELECT count(*) FROM jobs WHERE state = 'queued'";
 static const char sql_job_insert[] =
-	"INSERT INTO jobs (kind, params, idem_key, body_sha256, created_at, updated_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ", " FG_SQL_NOW ") RETURNING " JOB_COLS;
+	"INSERT INTO jobs (kind, params, idem_key, body_sha256, asked, created_at, updated_at)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, " FG_SQL_NOW ", " FG_SQL_NOW ") RETURNING " JOB_COLS;
 
 /*
  * The job already holding idem_key, if any: 1 with *out filled (same body),
@@ -264,8 +339,8 @@ out:
 	return rc;
 }
 
-int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-			 const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			 const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
 			 struct fg_err *err)
 {
 	struct fg_job j;
@@ -291,6 +366,12 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 	parsed = cJSON_Parse(params_json);
 	if (!parsed)
 		return fg_err_set(err, FG_EINPUT, "job parameters are not JSON");
+	cJSON_Delete(parsed);
+	parsed = asked_json ? cJSON_Parse(asked_json) : NULL;
+	if (asked_json && !cJSON_IsObject(parsed)) {
+		cJSON_Delete(parsed);
+		return fg_err_set(err, FG_EINPUT, "the job's request as asked is not a JSON object");
+	}
 	cJSON_Delete(parsed);
 
 	rc = fg_sql_begin(s, err);
@@ -338,6 +419,7 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 	fg_sql_bind_text(st, 2, params_json);
 	fg_sql_bind_text(st, 3, idem_key);
 	fg_sql_bind_text(st, 4, idem_key ? body_sha256 : NULL);
+	fg_sql_bind_text(st, 5, asked_json);
 	rc = step_job(s, st, &j, err, "inserting a job");
 	if (rc == 0)
 		rc = fg_err_set(err, FG_EINTERNAL, "inserting a job returned no row");
@@ -438,13 +520,14 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 }
 
 static const char sql_job_finish[] =
-	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5,"
+	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5, verdicts = ?6,"
 	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
 
 /* fg_store_job_finish and fg_store_job_fail: refusal is a table row or NULL. */
 static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
-		      const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err)
+		      const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+		      struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -468,6 +551,7 @@ static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, c
 	else
 		sqlite3_bind_null(st, 4);
 	fg_sql_bind_text(st, 5, refusal ? refusal->name : NULL);
+	fg_sql_bind_text(st, 6, verdicts);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
@@ -489,20 +573,30 @@ static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, c
 int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
 			int64_t artifact_id, struct fg_err *err)
 {
-	return finish_job(s, id, state, error, NULL, artifact_id, err);
+	return finish_job(s, id, state, error, NULL, NULL, artifact_id, err);
 }
 
-int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, struct fg_err *err)
+int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, const cJSON *verdicts,
+		      struct fg_err *err)
 {
 	int verdict = fg_err_refusal(cause);
 	const struct fg_verdict_row *row = fg_verdict_row(verdict);
+	char *text;
+	int rc;
 
 	if (!cause)
 		return fg_err_set(err, FG_EINPUT, "failing job %lld: no cause", (long long)id);
 	if (verdict != FG_ERR_NO_VERDICT && !row)
 		return fg_err_set(err, FG_EINPUT, "failing job %lld: %d is not a verdict code", (long long)id,
 				  verdict);
-	return finish_job(s, id, FG_JOB_FAILED, cause->msg, row, 0, err);
+	if (verdicts && !cJSON_IsArray(verdicts))
+		return fg_err_set(err, FG_EINPUT, "failing job %lld: the verdicts are not an array", (long long)id);
+	text = verdicts ? cJSON_PrintUnformatted(verdicts) : NULL;
+	if (verdicts && !text)
+		return fg_err_set(err, FG_ENOMEM, "failing job %lld: out of memory", (long long)id);
+	rc = finish_job(s, id, FG_JOB_FAILED, cause->msg, row, text, 0, err);
+	cJSON_free(text);
+	return rc;
 }
 
 /*

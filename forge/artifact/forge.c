@@ -124,23 +124,110 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 
 /* ---- stages ---- */
 
-/* The fingerprint, and the head file's hash from the same pass. */
+/*
+ * The head fingerprints and the head file's hash, then the artifact digest
+ * over every file written so far (all of them: forged.json and
+ * mtplx_runtime.json, written after, describe the artifact and are not in
+ * its file list).  A sidecar is the mtp file MTPLX's framing covers (the
+ * config points at it); an embedded head has none (MTPLX fingerprints no
+ * such artifact: head_fingerprint stays empty, as does the legacy
+ * fingerprint without an mtp.safetensors), and its shard is hashed here.
+ */
 static int fingerprint(struct forge *f, struct fg_err *err)
 {
-	char hex[FG_SHA256_HEX];
-	int rc = fg_provenance_fingerprint(f->tmp, f->layout.file, f->res->fingerprint, hex, err);
+	struct fg_head_fingerprints fp;
+	char path[PATH_MAX], hex[FG_SHA256_HEX];
+	int rc;
 
-	if (!rc && !cJSON_AddStringToObject(f->files, f->layout.file, hex))
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-	return rc;
+	if (f->layout.place == FG_PLACE_EMBEDDED) {
+		if ((rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err)) ||
+		    (rc = fg_sha256_file(path, hex, err)))
+			return rc;
+		if (!cJSON_AddStringToObject(f->files, f->layout.file, hex))
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		return fg_artifact_digest(f->files, f->res->digest, err);
+	}
+	if ((rc = fg_mtplx_head_fingerprint(f->tmp, &fp, err)))
+		return rc;
+	snprintf(f->res->fingerprint, sizeof(f->res->fingerprint), "%s", fp.legacy);
+	snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "%s", fp.mtplx);
+	if (!cJSON_AddStringToObject(f->files, fp.mtp_file, fp.sidecar))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return fg_artifact_digest(f->files, f->res->digest, err);
+}
+static void rfc3339(time_t t, char out[32])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/*
+ * An MTPLX target gets MTPLX's own runtime file, unverified until a
+ * verification is posted: the first MTPLX row of the target list, when the
+ * layout gives MTPLX an mtp file to fingerprint (an embedded head has none,
+ * and the file's artifact_fingerprint would have nothing to name).
+ */
+static const struct fg_runtime *mtplx_target(const struct forge *f)
+{
+	if (!f->res->head_fingerprint[0])
+		return NULL;
+	for (size_t i = 0; i < f->n_targets; i++)
+		if (f->targets[i]->product && strcmp(f->targets[i]->product, "mtplx") == 0)
+			return f->targets[i];
+	return NULL;
+}
+
+static int write_runtime(struct forge *f, struct fg_err *err)
+{
+	const struct fg_runtime *rt = mtplx_target(f);
+	char when[32], path[PATH_MAX];
+	const char *mt = fg_ckpt_model_type(f->bb->ckpt);
+	struct fg_mtplx_pack pack = {
+		.target = rt ? rt->id : NULL,
+		.target_version = rt ? rt->version_min : NULL,
+		.family = f->src->family->id,
+		.model_type = mt,
+		.head_layers = f->src->declared_mtp,
+		.source = f->src->ckpt->source,
+		.source_commit = f->src->ckpt->pull ? fg_pull_resolved_commit(f->src->ckpt->pull) : NULL,
+		.source_layout = f->src->layout,
+		.backbone = f->bb->ckpt->source,
+		.policy = f->res->policy,
+		.forged_version = f->o->version ? f->o->version : "unknown",
+		.forged_at = when,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+		.mtp_file = f->layout.file,
+	};
+	cJSON *doc;
+	int rc;
+
+	if (!rt)
+		return 0;
+	rfc3339(f->created_at, when);
+	doc = fg_mtplx_runtime_new(&pack);
+	if (!doc)
+		return fg_err_set(err, FG_ENOMEM, "out of memory building %s", FG_MTPLX_RUNTIME_FILE);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, FG_MTPLX_RUNTIME_FILE, err);
+	if (!rc)
+		rc = fg_art_write_json(path, doc, err);
+	if (rc) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	f->res->mtplx_runtime = doc;
+	return 0;
 }
 
 /* forged.json, kept in the result as written. */
 static int write_provenance(struct forge *f, struct fg_err *err)
 {
+	cJSON *quantization = fg_policy_record_json(&f->plan, &f->policy, f->quant_record);
 	const struct fg_provenance p = {
 		.forged_version = f->o->version,
-		.created_at = time(NULL),
+		.created_at = f->created_at,
 		.source = f->src->ckpt->source,
 		.family = f->src->family->id,
 		.head_set = fg_inspect_head(f->src)->set.name,
@@ -155,6 +242,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.shifted = f->res->shifted,
 		.n_shifted = f->res->n_shifted,
 		.expert_layout = f->plan.expert_layout,
+		.quantization = quantization,
 		.removed = f->res->removed,
 		.n_removed = f->res->n_removed,
 		.originals = f->originals,
@@ -162,11 +250,15 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.files = f->files,
 		.fingerprint = f->res->fingerprint,
 		.layout = f->res->layout,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+		.mtplx_runtime = mtplx_target(f) ? FG_MTPLX_RUNTIME_FILE : NULL,
 	};
 	char path[PATH_MAX];
-	cJSON *doc = fg_provenance_json(&p);
+	cJSON *doc = quantization ? fg_provenance_json(&p) : NULL;
 	int rc;
 
+	cJSON_Delete(quantization);
 	if (!doc)
 		return fg_err_set(err, FG_ENOMEM, "out of memory building forged.json");
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "forged.json", err);
@@ -191,7 +283,7 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 	int rc;
 
 	for (size_t i = 0; i < f->plan.n; i++)
-		cap += 2 + 2 * f->plan.t[i].n_srcs;
+		cap += 2 + 2 * f->plan.t[i].n_srcs + FG_QR_COUNT * (1 + f->plan.t[i].n_srcs);
 	want = calloc(cap ? cap : 1, sizeof(*want));
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -204,8 +296,16 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 			want[n++] = e->scale_inv;
 		for (size_t k = 0; k < e->n_srcs; k++) {
 			want[n++] = e->srcs[k];
-			if (e->scale_invs[k])
+			if (e->scale_invs && e->scale_invs[k])
 				want[n++] = e->scale_invs[k];
+		}
+		/* a dequantized module reads every tensor of its format (scales, zero points, g_idx, ...) */
+		for (size_t k = 0; k <= e->n_srcs; k++) {
+			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+
+			for (int r = 0; q && r < FG_QR_COUNT; r++)
+				if (q->m.t[r])
+					want[n++] = q->m.t[r];
 		}
 	}
 	if (f->src->ckpt->pull)
@@ -318,6 +418,7 @@ static const struct {
 	{ 0, FG_ART_PROVENANCE, fg_art_write_config },
 	{ 0, FG_ART_PROVENANCE, fingerprint },
 	{ 0, FG_ART_PROVENANCE, write_provenance },
+	{ 0, FG_ART_PROVENANCE, write_runtime },
 };
 
 /* The target list: its rows (f->layout.targets), their ids and the text as given without blanks (f->res). */
@@ -364,10 +465,12 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
+	f.created_at = time(NULL);
 	if ((rc = parse_targets(o->target, &f, err)))
 		goto out;
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
 		goto out;
+	f.policy.allow_requantize = o->allow_requantize != 0;
 	snprintf(res->policy, sizeof(res->policy), "%s", f.policy.text);
 	if (!o->out || !*o->out) {
 		rc = fg_err_set(err, FG_EUSAGE, "--out DIR is required");
@@ -400,7 +503,12 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 			goto out;
 		}
 	}
-	rc = fg_layout_decide(f.src, f.bb, f.targets, f.n_targets, &f.layout, &f.plan, err);
+	{
+		const struct fg_plan_opts popts = { .config = f.bb->ckpt->config_raw,
+						    .dequant_all = fg_policy_dequantizes_all(&f.policy) };
+
+		rc = fg_layout_decide(f.src, f.bb, f.targets, f.n_targets, &popts, &f.layout, &f.plan, err);
+	}
 	res->n_refusal_runtimes = f.layout.n_conflict;
 	for (size_t i = 0; i < f.layout.n_conflict; i++)
 		res->refusal_runtimes[i] = f.layout.conflict[i];
@@ -484,6 +592,7 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	fg_inspect_free(res->check);
 	cJSON_Delete(res->provenance);
 	cJSON_Delete(res->layout);
+	cJSON_Delete(res->mtplx_runtime);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -529,7 +638,15 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 	return o;
 }
 
-cJSON *fg_forge_result_json(const struct fg_forge_result *res)
+static void add_or_null(cJSON *o, const char *key, const char *s)
+{
+	if (s)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *opts)
 {
 	cJSON *o = cJSON_CreateObject(), *report, *targets;
 	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
@@ -545,6 +662,12 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 		cJSON_AddStringToObject(o, "fingerprint", res->fingerprint);
 	else
 		cJSON_AddNullToObject(o, "fingerprint");
+	/* Issue 13, new fields: both identities, MTPLX's runtime file, what was asked. */
+	add_or_null(o, "head_fingerprint", res->ok && res->head_fingerprint[0] ? res->head_fingerprint : NULL);
+	add_or_null(o, "digest", res->ok && res->digest[0] ? res->digest : NULL);
+	add_or_null(o, "mtplx_runtime", res->ok && res->mtplx_runtime ? FG_MTPLX_RUNTIME_FILE : NULL);
+	add_or_null(o, "source", opts ? opts->source : NULL);
+	add_or_null(o, "out", opts ? opts->out : NULL);
 	cJSON_AddStringToObject(o, "target", res->target);
 	targets = cJSON_AddArrayToObject(o, "targets");
 	for (size_t i = 0; targets && i < res->n_targets; i++)

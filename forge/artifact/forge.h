@@ -25,6 +25,7 @@
 #include "forge/core/error.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
 /*
  * The target list when none is named: the one place the default is written
@@ -45,6 +46,7 @@ struct fg_forge_opts {
 	const char *target;     /* a runtime id or a comma-separated list; NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
+	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
 	const char *version;    /* forged's version, for provenance */
 	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
 	/*
@@ -58,7 +60,9 @@ struct fg_forge_opts {
 
 struct fg_forge_result {
 	char artifact[PATH_MAX];
-	char fingerprint[FG_SHA256_HEX];
+	char fingerprint[FG_SHA256_HEX];        /* the legacy framing (config.json then mtp.safetensors) */
+	char head_fingerprint[FG_DIGEST_MAX];   /* MTPLX's framing (forge/model/mtplx.h) */
+	char digest[FG_DIGEST_MAX];             /* over every file forged.json lists */
 	char policy[48];
 	char target[FG_FORGE_TARGET_MAX]; /* the list as given, blanks removed */
 	size_t n_targets;
@@ -73,6 +77,7 @@ struct fg_forge_result {
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
 	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a
 				   * caller storing the artifact never reads the file back */
+	cJSON *mtplx_runtime;     /* mtplx_runtime.json as written for an MTPLX target (owned), else NULL */
 	int ok;
 	struct fg_err refusal;    /* FG_EVERDICT with its verdict when refused, else code 0 */
 	size_t n_refusal_runtimes;
@@ -106,8 +111,10 @@ double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
  * ids), layout (or null), policy, head_tensors, removed_from_backbone,
  * shifted_tensors, verdicts (the new artifact's, or the refusal alone when
  * it was refused before one existed), refusal ({code, severity, detail,
- * runtimes} or null) and ok.
+ * runtimes} or null) and ok; since issue 13 also head_fingerprint, digest
+ * and mtplx_runtime (the file's name, or null) (null when refused), and
+ * source and out as asked (o, may be NULL: null).
  */
-cJSON *fg_forge_result_json(const struct fg_forge_result *res);
+cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *o);
 
 #endif

@@ -196,13 +196,13 @@ out:
 
 /* The head as this spec plans it, seen as inspect would see its file: the set, its decision, its layouts. */
 static int trial_build(struct trial *t, const struct fg_inspect *src, const struct fg_plan_spec *spec,
-		       struct fg_err *err)
+		       const struct fg_plan_opts *opts, struct fg_err *err)
 {
 	struct fg_expert_dims dims;
 	int rc;
 
 	t->spec = *spec;
-	t->rc = fg_plan_build_spec(src, spec, &t->plan, &t->err);
+	t->rc = fg_plan_build_spec(src, spec, opts, &t->plan, &t->err);
 	if (t->rc)
 		return 0;
 	t->tensors = calloc(t->plan.n ? t->plan.n : 1, sizeof(*t->tensors));
@@ -688,8 +688,8 @@ next:;
 }
 
 int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
-		     const struct fg_runtime *const *targets, size_t n, struct fg_layout *out,
-		     struct fg_plan *plan, struct fg_err *err)
+		     const struct fg_runtime *const *targets, size_t n, const struct fg_plan_opts *opts,
+		     struct fg_layout *out, struct fg_plan *plan, struct fg_err *err)
 {
 	const struct fg_runtime *first;
 	const struct fg_set_report *head = fg_inspect_head(src);
@@ -724,9 +724,10 @@ int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
 		restacks[nr++] = !restacks[0];
 	for (size_t ci = 0; ci < nc; ci++)
 		for (size_t ri = 0; ri < nr; ri++) {
-			struct fg_plan_spec spec = { .conv = convs[ci], .restack = restacks[ri], .target = NULL };
+			struct fg_plan_spec spec = { .conv = convs[ci], .restack = restacks[ri], .target = NULL,
+						     .rows = targets, .n_rows = n };
 
-			if ((rc = trial_build(&trials[n_trials++], src, &spec, err)))
+			if ((rc = trial_build(&trials[n_trials++], src, &spec, opts, err)))
 				goto out;
 		}
 	/* The most preferred plan refuses the head (a verdict of inspect's, bad input): so does the forge. */
@@ -802,22 +803,26 @@ out:
 }
 
 int fg_layout_judge(const struct fg_inspect *src, const struct fg_inspect *bb,
-		    const struct fg_runtime *const *targets, size_t n, const struct fg_layout *l,
+		    const struct fg_runtime *const *targets, size_t n, const struct fg_plan_opts *opts,
+		    const struct fg_layout *l,
 		    enum fg_layout_fit *fits, char (*reasons)[FG_LAYOUT_REASON_MAX], struct fg_err *err)
 {
 	struct verdict_cell *cells = calloc(n ? n : 1, sizeof(*cells));
 	struct trial tr;
 	struct base b;
 	struct cand cd = { .place = l->place, .file = l->file, .trial = 0 };
+	struct fg_plan_spec spec = l->spec;
 	int rc;
 
 	memset(&tr, 0, sizeof(tr));
 	memset(&b, 0, sizeof(b));
 	if (!cells)
 		return fg_err_set(err, FG_ENOMEM, "out of memory judging layouts");
+	spec.rows = targets;
+	spec.n_rows = n;
 	rc = base_build(&b, bb, targets, n, err);
 	if (!rc)
-		rc = trial_build(&tr, src, &l->spec, err);
+		rc = trial_build(&tr, src, &spec, opts, err);
 	if (!rc && tr.rc) {
 		rc = tr.rc;
 		if (err)

@@ -90,16 +90,17 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
 
 /*
  * Decide the layout of src's primary head on bb's trunk for the n targets,
- * and plan the head for it (*plan, the caller's to release, also on
- * failure).  Errors: those of fg_plan_build_spec (a head that cannot be
+ * and plan the head for it with opts (fg_plan_build_spec; may be NULL; an
+ * MLX-quantized module stays quantized only when every target reads its
+ * format) (*plan, the caller's to release, also on failure).  Errors: those of fg_plan_build_spec (a head that cannot be
  * forged: FG_EVERDICT, FG_EINPUT); FG_EVERDICT with FG_V_LAYOUT_CONFLICT
  * when no candidate serves every target (out->conflict names the target no
  * layout serves, or two targets no one layout serves together, and err the
  * reason in the simulation's words); FG_ENOMEM.
  */
 int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
-		     const struct fg_runtime *const *targets, size_t n, struct fg_layout *out,
-		     struct fg_plan *plan, struct fg_err *err);
+		     const struct fg_runtime *const *targets, size_t n, const struct fg_plan_opts *opts,
+		     struct fg_layout *out, struct fg_plan *plan, struct fg_err *err);
 
 /*
  * Judge one candidate as fg_layout_decide judges each: l's place, file,
@@ -111,7 +112,8 @@ int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
  */
 #define FG_LAYOUT_REASON_MAX 200
 int fg_layout_judge(const struct fg_inspect *src, const struct fg_inspect *bb,
-		    const struct fg_runtime *const *targets, size_t n, const struct fg_layout *l,
+		    const struct fg_runtime *const *targets, size_t n, const struct fg_plan_opts *opts,
+		    const struct fg_layout *l,
 		    enum fg_layout_fit *fits, char (*reasons)[FG_LAYOUT_REASON_MAX], struct fg_err *err);
 
 /*

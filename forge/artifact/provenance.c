@@ -1,6 +1,5 @@
 /*
- * provenance.c: forged.json from struct fg_provenance, and the fingerprint
- * (provenance.h).
+ * provenance.c: forged.json from struct fg_provenance (provenance.h).
  *
  * The document is built whole or not at all: any allocation that fails
  * makes the build return NULL, so a half-written provenance never reaches
@@ -19,8 +18,6 @@
 
 #include "forge/artifact/internal.h"
 #include "forge/core/fs.h"
-
-#define READ_CHUNK (4u << 20)
 
 cJSON *fg_art_string_array(char *const *items, size_t n)
 {
@@ -93,62 +90,21 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(dec, "shifted_tensors", fg_art_string_array(p->shifted, p->n_shifted));
 	bad |= put_str(dec, "expert_layout", p->expert_layout);
 	bad |= put_str(dec, "shift_precision", "f32"); /* FG_OP_SHIFT computes and stores in F32 */
+	if (p->quantization)
+		bad |= put(dec, "quantization", cJSON_Duplicate(p->quantization, 1));
 	bad |= put(doc, "decisions", dec);
 	bad |= put(doc, "removed_from_backbone", fg_art_string_array(p->removed, p->n_removed));
 	bad |= put(doc, "originals", copy_or_empty(p->originals, 0));
 	bad |= put(doc, "relayouts", copy_or_empty(p->relayouts, 0));
 	bad |= put(doc, "files", copy_or_empty(p->files, 1));
 	bad |= put_str(doc, "fingerprint", p->fingerprint);
+	/* Issue 13: new fields only. */
+	bad |= put_str_or_null(doc, "head_fingerprint", p->head_fingerprint);
+	bad |= put_str_or_null(doc, "digest", p->digest);
+	bad |= put_str_or_null(doc, "mtplx_runtime", p->mtplx_runtime);
 	if (bad) {
 		cJSON_Delete(doc); /* src and dec are in it, or were freed by put() */
 		return NULL;
 	}
 	return doc;
-}
-
-int fg_provenance_fingerprint(const char *dir, const char *head_file, char fingerprint[FG_SHA256_HEX],
-			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err)
-{
-	struct fg_sha256 *fp = fg_sha256_new(), *file = fg_sha256_new();
-	uint8_t *buf = malloc(READ_CHUNK);
-	char path[PATH_MAX];
-	int rc = 0, fd = -1;
-
-	if (!fp || !file || !buf) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int part = 0; !rc && part < 2; part++) {
-		if ((rc = fg_fs_join(path, sizeof(path), dir, part ? head_file : "config.json", err)))
-			break;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-			break;
-		}
-		for (;;) {
-			ssize_t got = read(fd, buf, READ_CHUNK);
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				if (got < 0)
-					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-				break;
-			}
-			fg_sha256_update(fp, buf, (size_t)got);
-			if (part)
-				fg_sha256_update(file, buf, (size_t)got);
-		}
-		close(fd);
-	}
-	if (!rc) {
-		fg_sha256_final_hex(fp, fingerprint);
-		fg_sha256_final_hex(file, sidecar_sha256);
-	}
-out:
-	fg_sha256_free(fp);
-	fg_sha256_free(file);
-	free(buf);
-	return rc;
 }

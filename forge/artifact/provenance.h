@@ -9,10 +9,14 @@
  * SHA-256 of every file.  It is built from struct fg_provenance in one
  * place, so its keys and their order are written once.
  *
- * The fingerprint is SHA-256 over config.json then the head's file
- * (mtp.safetensors for MTPLX, mtp/weights.safetensors for vllm-mlx, the
- * head's shard for runtimes reading embedded keys): the artifact's identity
- * (the store dedupes artifacts by it).
+ * Two digests identify the artifact (forge/model/mtplx.h computes them):
+ * the head fingerprint, in MTPLX's framing over config.json and the mtp
+ * file, which an MTPLX host computes for itself (a layout with the head in
+ * the shards has no mtp file, so none); and the artifact digest, over every
+ * file the `files` object lists, which the store dedupes artifacts by (a
+ * trunk change changes it).  `fingerprint` keeps forged's older framing
+ * (SHA-256 over config.json then mtp.safetensors; empty without one).
+ * `layout` is where and how the head went (forge/artifact/layout.h).
  */
 #ifndef FG_PROVENANCE_H
 #define FG_PROVENANCE_H
@@ -24,6 +28,7 @@
 
 #include "forge/core/error.h"
 #include "forge/core/sha256.h"
+#include "forge/model/mtplx.h"
 #include "forge/model/convention.h"
 
 #define FG_PROVENANCE_SCHEMA "forged.provenance.v1"
@@ -45,12 +50,17 @@ struct fg_provenance {
 	char *const *shifted;               /* output names of the norms forge shifted */
 	size_t n_shifted;
 	const char *expert_layout;          /* "numbered", "fused_linear", ... or "" */
+	const cJSON *quantization;          /* config.json's mtp_quantization (policy, allow_requantize,
+					     * modules, requantized), or NULL */
 	char *const *removed;               /* head tensors removed from the backbone's shards */
 	size_t n_removed;
 	const cJSON *originals;             /* array of original-tensor records */
 	const cJSON *relayouts;             /* array of relayout records */
 	const cJSON *files;                 /* object: artifact file name -> SHA-256 */
-	const char *fingerprint;            /* fg_provenance_fingerprint's */
+	const char *fingerprint;            /* the legacy framing (fg_head_fingerprints.legacy) */
+	const char *head_fingerprint;       /* MTPLX's framing */
+	const char *digest;                 /* fg_artifact_digest of files */
+	const char *mtplx_runtime;          /* "mtplx_runtime.json" when one is written, else NULL */
 	const cJSON *layout;                /* fg_layout_json's (layout.h), or NULL */
 };
 
@@ -59,15 +69,5 @@ struct fg_provenance {
  * its own).  The caller frees it with cJSON_Delete.  NULL on ENOMEM.
  */
 cJSON *fg_provenance_json(const struct fg_provenance *p);
-
-/*
- * The fingerprint of the artifact folder dir whose head is in head_file
- * (relative to dir), and head_file's own SHA-256 (sidecar_sha256) from the
- * same single pass over it, so a multi-GB head is read once.  0, or FG_EIO
- * (a file cannot be read) / FG_EUSAGE (a path too long) / FG_ENOMEM with err
- * set; the outputs are untouched then.
- */
-int fg_provenance_fingerprint(const char *dir, const char *head_file, char fingerprint[FG_SHA256_HEX],
-			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err);
 
 #endif

@@ -53,8 +53,18 @@ check "hf -> vllm: no pointer, delta declared" [ "$(jq -c '[.mlx_lm_extra_tensor
 check "hf -> vllm: the head's shard is in the index" \
 	[ "$(jq -r '.weight_map["mtp.fc.weight"]' "$TMP/hf_vllm/model.safetensors.index.json")" = model-head.safetensors ]
 check "hf -> vllm: no mtp.safetensors" [ ! -e "$TMP/hf_vllm/mtp.safetensors" ]
-check "hf -> vllm: fingerprint over config.json and the head's shard" \
-	[ "$(cat "$TMP/hf_vllm/config.json" "$TMP/hf_vllm/model-head.safetensors" | sha256sum | cut -d' ' -f1)" = "$(field .fingerprint hf_vllm)" ]
+# MTPLX's fingerprint covers its expected_mtp_file (mtplx/artifacts.py@6d0a869a): a head in the shards has
+# none, so neither framing of the head fingerprint exists; the digest still names the artifact.
+check "hf -> vllm: no head fingerprint, no legacy one" \
+	[ "$(field '[.head_fingerprint, .fingerprint] | map(tostring) | join(" ")' hf_vllm)" = "null null" ]
+check "hf -> vllm: the head's shard is in forged.json's files with its SHA-256" \
+	[ "$(jq -r '.files["model-head.safetensors"]' "$TMP/hf_vllm/forged.json")" = \
+	  "$(sha256sum "$TMP/hf_vllm/model-head.safetensors" | cut -d' ' -f1)" ]
+check "hf -> vllm: a digest" [ "$(field '.digest | startswith("sha256:")' hf_vllm)" = true ]
+check "hf -> vllm-mlx: MTPLX's framing covers mtp/weights.safetensors too (the pointer names it)" \
+	[ "$(field '.head_fingerprint | startswith("sha256:")' hf_vllm-mlx)" = true ]
+check "mtplx-2.12: mtplx_runtime.json" [ -f "$TMP/hf_mtplx-2.12/mtplx_runtime.json" ]
+check "vllm: no mtplx_runtime.json" [ ! -e "$TMP/hf_vllm/mtplx_runtime.json" ]
 check "hf -> vllm-mlx: the manifest vllm-mlx reads (schema 1, mlx_gamma)" \
 	[ "$(jq -c '[.artifact_schema_version, .rmsnorm_weight_format]' "$TMP/hf_vllm-mlx/mtp/manifest.json")" = '[1,"mlx_gamma"]' ]
 check "hf -> vllm-mlx: the pointer names the file" \
@@ -115,6 +125,8 @@ loads "mtplx-2.12,vllm-mlx" vllm-mlx qwen35_hf both_mlx delta
 check "mtplx-2.12,vllm-mlx: both load the head, ok" \
 	[ "$(jq -r '[.runtimes[] | select(.targeted) | .runtime + ":" + .outcome + ":" + .head] | join(" ")' "$TMP/both_mlx_insp.json")" = \
 	  "mtplx-2.12:ok:ok vllm-mlx:ok:ok" ]
+check "mtplx-2.12,vllm-mlx: mtplx_runtime.json for the MTPLX target of the list" \
+	[ "$(field .mtplx_runtime both_mlx)" = mtplx_runtime.json ] && [ -f "$TMP/both_mlx/mtplx_runtime.json" ]
 check "mtplx-2.12,vllm-mlx: provenance records the list and the layout" \
 	[ "$(jq -r '.target + " " + .layout.file' "$TMP/both_mlx/forged.json")" = "mtplx-2.12,vllm-mlx mtp/weights.safetensors" ]
 # Repeated --target options name the same list.
@@ -128,6 +140,8 @@ check "mtplx-2.12,vllm: exit 0 ($(head -c 300 "$TMP/both_hf.err"))" [ "$RC" -eq 
 check "mtplx-2.12,vllm: blanks dropped" [ "$(field .target both_hf)" = "mtplx-2.12,vllm" ]
 loads "mtplx-2.12,vllm" mtplx-2.12 qwen35_hf both_hf delta
 loads "mtplx-2.12,vllm" vllm qwen35_hf both_hf delta
+check "mtplx-2.12,vllm: a head in the shards, no mtplx_runtime.json (nothing for it to fingerprint)" \
+	[ "$(field .mtplx_runtime both_hf)" = null ]
 forge qwen35_moe_hf_numbered both_moe --target mtplx-2.11,sglang --backbone "$FIXTURES/qwen35_moe_hf_numbered"
 # (mtplx's mlx-lm refuses the numbered HF trunk: the check names it, whatever the head)
 check "numbered MoE trunk for mtplx: runtime_load_error (trunk experts)" \

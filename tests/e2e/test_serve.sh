@@ -149,7 +149,9 @@ http POST /v1/inspections "${W[@]}" --data-binary '{"source": "qwen35_hf"}' -H '
 expect_problem "no content type: 415" 415 unsupported-media-type
 http POST /v1/inspections "${W[@]}" -H 'Content-Type: application/json; charset=utf-8' \
 	--data-binary '{"source": "qwen35_mlx_sidecar"}'
-expect "application/json; charset=utf-8 is JSON" 201
+# The same source revision again is the same report, so the same artifact (issue 13): 200, not a new one.
+expect "application/json; charset=utf-8 is JSON (the same inspection again: 200)" 200
+check "the same inspection again: existing, the same digest" [ "$(jb '[.existing, (.digest | startswith("sha256:"))] | map(tostring) | join(" ")')" = "true true" ]
 post /v1/inspections '{"source": "qwen35_hf",'
 expect_problem "malformed JSON: 400" 400 malformed-json
 post /v1/inspections '["qwen35_hf"]'
@@ -178,7 +180,7 @@ expect_problem "symlink out of a root: 403" 403 path-forbidden
 post /v1/inspections "{\"source\": \"$TMP/escape/ssl\"}"
 expect_problem "path through a symlink out of a root: 403" 403 path-forbidden
 post /v1/inspections "{\"source\": \"$TMP/inside/link_ok\"}"
-expect "symlink between two roots: allowed" 201
+expect "symlink between two roots: allowed (the folder it resolves to, inspected before: 200)" 200
 post /v1/inspections '{"source": "no_such_fixture"}'
 expect_problem "missing source: 422" 422 path-missing
 post /v1/inspections '{"source": "https://example.com/model"}'
@@ -199,7 +201,10 @@ for name in $(jq -r '.fixtures | keys[]' "$FIXTURES/manifest.json"); do
 	[ "$name" = tensors_zoo ] && continue
 	"$FORGED" inspect "$FIXTURES/$name" --json >"$TMP/cli_$name.json" 2>/dev/null
 	post /v1/inspections "{\"source\": \"$name\"}"
-	if [ "$CODE" != 201 ]; then bad "inspect $name: HTTP $CODE $(head -c 300 "$TMP/body")"; continue; fi
+	# qwen35_mlx_sidecar was inspected above: the same artifact again (200).
+	want=201
+	[ "$name" = qwen35_mlx_sidecar ] && want=200
+	if [ "$CODE" != "$want" ]; then bad "inspect $name: HTTP $CODE, want $want $(head -c 300 "$TMP/body")"; continue; fi
 	AID[$name]=$(jb .artifact_id)
 	check "inspect $name: Location" [ "$(header Location)" = "/v1/artifacts/${AID[$name]}" ]
 	check "inspect $name: the report is forged.inspect.v1" [ "$(jb .report.schema)" = forged.inspect.v1 ]
@@ -262,7 +267,7 @@ expect "forge job: 202" 202
 JOB=$(jb .id)
 check "forge job: Location" [ "$(header Location)" = "/v1/jobs/$JOB" ]
 check "forge job: the job object's fields" \
-	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,created_at,error,id,kind,progress,refusal,stage,state,updated_at" ]
+	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,artifact_url,created_at,error,id,kind,progress,refusal,request,stage,state,updated_at,verdicts" ]
 check "forge job: kind forge, not finished" grep -Eq '^forge (queued|running)$' <<<"$(jb '.kind + " " + .state')"
 if poll_job "$JOB" succeeded 300; then ok; else bad "forge job $JOB: $(head -c 300 "$TMP/body")"; fi
 check "forge job: progress 1, no error" [ "$(jb '[.progress, .error] | map(tostring) | join(" ")')" = "1 null" ]
@@ -288,6 +293,26 @@ post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "target": "vllm-9"}'
 expect_problem "job with an unknown target: 422" 422 unknown-runtime
 post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "quant": "affine:7:64"}'
 expect_problem "job with a bad quant policy: 422" 422 invalid-field
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64", "allow_requantize": "yes"}'
+expect_problem "job with allow_requantize not a boolean: 422" 422 invalid-field
+check "allow_requantize not a boolean: errors[] names it" \
+	[ "$(jb -c '.errors')" = '[{"pointer":"/allow_requantize","detail":"must be a boolean"}]' ]
+# Re-quantizing an already quantized head (issue 12) needs allow_requantize, as the CLI's --allow-requantize.
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64"}'
+expect "requantize job without the flag: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" failed 300; then ok; else bad "job $RQJOB should fail: $(head -c 300 "$TMP/body")"; fi
+check "requantize job without the flag: the error names allow-requantize" grep -q -- "--allow-requantize" <<<"$(jb .error)"
+check "requantize job without the flag: the request echo says allow_requantize false" \
+	[ "$(jb '.request.allow_requantize')" = false ]
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"q_mlx_lm_head\", \"quant\": \"affine:4:64\", \"allow_requantize\": true, \"out\": \"$TMP/out_rq\"}"
+expect "requantize job with allow_requantize: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" succeeded 300; then ok; else bad "job $RQJOB with allow_requantize: $(head -c 300 "$TMP/body")"; fi
+get "/v1/jobs/$RQJOB"
+check "requantize job: the request echo says allow_requantize" [ "$(jb '.request.allow_requantize')" = true ]
+check "requantize job: the artifact's config records it" \
+	[ "$(jq -c '.mtp_quantization | [.allow_requantize, (.requantized | length)]' "$TMP/out_rq/config.json")" = '[true,7]' ]
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"glm45\", \"out\": \"$TMP/out_glm\"}"
 expect "job with out inside a root" 202
 OUTJOB=$(jb .id)
@@ -473,7 +498,8 @@ http GET /metrics
 expect "/metrics without a token" 200
 check "/metrics is Prometheus text 0.0.4" grep -q '^text/plain; version=0.0.4' <<<"$(header Content-Type)"
 check "/metrics: succeeded jobs" grep -Eq '^forged_jobs\{state="succeeded"\} [1-9][0-9]*$' "$TMP/body"
-check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 1$' "$TMP/body"
+# failed: the refused source and the re-quantizing job without allow_requantize
+check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 2$' "$TMP/body"
 check "/metrics: HTTP 200s counted" grep -Eq '^forged_http_requests_total\{code="200"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: HTTP 401s counted" grep -Eq '^forged_http_requests_total\{code="401"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: job durations" grep -Eq '^forged_job_duration_seconds_count [1-9][0-9]*$' "$TMP/body"

@@ -186,7 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t n_rows;
 
 			if (fg_layout_targets("mtplx-2.12,vllm,vllm-mlx", rows, &n_rows, &err) == 0) {
-				fg_layout_decide(r, r, rows, n_rows, &l, &plan, &err);
+				fg_layout_decide(r, r, rows, n_rows, NULL, &l, &plan, &err);
 				fg_plan_release(&plan);
 			}
 		}

@@ -45,7 +45,7 @@ static int decide(struct decided *d, const char *source, const char *backbone, c
 	if (backbone)
 		assert_int_equal(fg_inspect_run(&d->bb, bb, NULL, 0, &d->err), 0);
 	assert_int_equal(fg_layout_targets(list, rows, &n, &d->err), 0);
-	d->rc = fg_layout_decide(d->src, backbone ? d->bb : d->src, rows, n, &d->l, &d->plan, &d->err);
+	d->rc = fg_layout_decide(d->src, backbone ? d->bb : d->src, rows, n, NULL, &d->l, &d->plan, &d->err);
 	return 1;
 }
 
@@ -405,7 +405,7 @@ static void test_globbed_sidecar_judged(void **state)
 	l.place = FG_PLACE_SIDECAR;
 	l.spec = (struct fg_plan_spec){ .conv = FG_CONV_ABSOLUTE, .restack = 1 };
 	snprintf(l.file, sizeof(l.file), "model-mtp.safetensors");
-	assert_int_equal(fg_layout_judge(r, r, rows, 4, &l, fits, reasons, &err), 0);
+	assert_int_equal(fg_layout_judge(r, r, rows, 4, NULL, &l, fits, reasons, &err), 0);
 	assert_int_equal(fits[0], FG_FIT_FAILS);
 	assert_non_null(strstr(reasons[0], "trunk_double_shifted"));
 	assert_int_equal(fits[1], FG_FIT_FAILS);
@@ -414,7 +414,7 @@ static void test_globbed_sidecar_judged(void **state)
 	assert_non_null(strstr(reasons[2], "guard"));
 	assert_int_equal(fits[3], FG_FIT_OK);
 	snprintf(l.file, sizeof(l.file), "mtp.safetensors");
-	assert_int_equal(fg_layout_judge(r, r, rows, 4, &l, fits, reasons, &err), 0);
+	assert_int_equal(fg_layout_judge(r, r, rows, 4, NULL, &l, fits, reasons, &err), 0);
 	for (size_t i = 0; i < 4; i++)
 		assert_int_equal(fits[i], FG_FIT_OK);
 	fg_inspect_free(r);
