@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/artifact/forge.h"
+#include "forge/artifact/layout.h"
 #include "forge/artifact/plan.h"
 #include "forge/artifact/policy.h"
 #include "forge/core/error.h"
@@ -38,6 +39,9 @@ struct forge {
 	struct fg_inspect *src;
 	struct fg_inspect *bb;          /* == src when the backbone is the source */
 	struct fg_plan plan;
+	const struct fg_runtime *targets[FG_LAYOUT_MAX_TARGETS]; /* the rows forged for */
+	size_t n_targets;
+	struct fg_layout layout;        /* where and how the head goes (layout.h) */
 	struct fg_policy policy;
 	cJSON *quant_record;            /* module -> what was done */
 	char tmp[PATH_MAX];             /* the artifact being built, renamed into place at the end */
@@ -112,7 +116,7 @@ int fg_art_meter(void *ctx, uint64_t done, uint64_t total);
  */
 int fg_art_write_backbone(struct forge *f, struct fg_err *err);  /* shards, index, extras */
 int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json, the head fingerprints begun */
-int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors, the head fingerprints */
+int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* the head's file (f->layout), its fingerprints, the manifest */
 /* doc as JSON text at path, atomically; hex (may be NULL) gets the text's SHA-256. */
 int fg_art_write_json(const char *path, const cJSON *doc, char hex[FG_SHA256_HEX], struct fg_err *err);
 /* The folders of a relative name inside root (root exists), as mkdir -p makes them. */

@@ -2,18 +2,22 @@
  * write.c: the files of an artifact, written into the forge's temporary
  * folder (internal.h): the backbone's shards (hard-linked when they hold no
  * head tensor, else rewritten without them), the regenerated index, the
- * other backbone files a runtime needs (linked), config.json, and the
- * sidecar, streamed chunk by chunk from the plan.
+ * other backbone files a runtime needs (linked), config.json patched for
+ * the layout, the head's file where the layout puts it (a sidecar, or a
+ * shard of its own added to the index), streamed chunk by chunk from the
+ * plan, and the manifest beside it.
  *
  * Every file gets its SHA-256 in f->files without being read back: what
  * forged writes is hashed as it is written (the writer's hash threads, or
  * the text in memory), what it links is hashed once per file version
  * through the file-hash cache, so a rerun on an unchanged backbone reads
- * none of its shards.  The sidecar is hashed three ways as it is written,
- * each on a hash thread beside the writer: its own SHA-256, and the two head
- * fingerprints over config.json then the sidecar (forge/model/mtplx.h:
- * MTPLX's framing, and forged's older `fingerprint`), begun over
- * config.json's text when that is written; nothing is read back.
+ * none of its shards.  A sidecar is hashed up to three ways as it is
+ * written, each on a hash thread beside the writer: its own SHA-256, MTPLX's
+ * head fingerprint over config.json then the sidecar (forge/model/mtplx.h),
+ * and forged's older `fingerprint` when the sidecar is mtp.safetensors, both
+ * begun over config.json's text when that is written; a head in a shard of
+ * its own is fingerprinted by neither (MTPLX fingerprints no such
+ * artifact).  Nothing is read back.
  */
 #include "forge/artifact/internal.h"
 #include "forge/model/mtplx.h"
@@ -357,37 +361,29 @@ int fg_art_write_backbone(struct forge *f, struct fg_err *err)
 		if (!rc)
 			rc = fg_art_stop_requested(f, err);
 	}
-	if (!rc && (c->index || f->n_shards_written > 1))
+	/* An embedded head adds its shard to the index: written with it (fg_art_write_sidecar). */
+	if (!rc && f->layout.place != FG_PLACE_EMBEDDED && (c->index || f->n_shards_written > 1))
 		rc = write_index(f, err);
 	if (!rc)
 		rc = link_extras(f, &done, err);
 	return rc;
 }
 
-static const char *encoding_name(enum fg_convention c)
-{
-	return c == FG_CONV_ABSOLUTE ? "absolute" : c == FG_CONV_DELTA ? "delta" : NULL;
-}
-
 int fg_art_write_config(struct forge *f, struct fg_err *err)
 {
-	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra;
+	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1);
 	char path[PATH_MAX];
-	const char *enc = encoding_name(f->plan.target_conv);
 	char *text = NULL;
 	int rc;
 
 	if (!cfg)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mlx_lm_extra_tensors");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_norm_encoding");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtplx_mtp_norm_encoding");
+	/* The pointer, mtp_norm_encoding and norm_convention are the layout's (layout.c). */
+	if ((rc = fg_layout_patch_config(&f->layout, cfg, err))) {
+		cJSON_Delete(cfg);
+		return rc;
+	}
 	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_quantization");
-	extra = cJSON_AddObjectToObject(cfg, "mlx_lm_extra_tensors");
-	if (extra)
-		cJSON_AddStringToObject(extra, "mtp_file", "mtp.safetensors");
-	if (enc)
-		cJSON_AddStringToObject(cfg, "mtp_norm_encoding", enc);
 	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
 	text = rc ? NULL : cJSON_Print(cfg);
 	cJSON_Delete(cfg);
@@ -404,22 +400,29 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 
 		/*
 		 * MTPLX's framing: "config.json" NUL <config.json> NUL "mtp" NUL
-		 * <the mtp file> NUL, the mtp file being the one config.json names
-		 * (mlx_lm_extra_tensors.mtp_file, set above: mtp.safetensors); the
-		 * older one: <config.json> <mtp.safetensors>.
+		 * <the mtp file> NUL, the mtp file being the sidecar config.json
+		 * points at (the layout's file); the older one: <config.json>
+		 * <mtp.safetensors>.  Begun for a sidecar only; the older one only
+		 * when the sidecar is mtp.safetensors (fg_mtplx_head_fingerprint
+		 * computes neither otherwise).
 		 */
 		fg_sha256_buf(text, strlen(text), hex);
 		rc = add_hash(f, "config.json", hex, err);
-		if (!rc && (!(f->framed = fg_sha256_new()) || !(f->legacy = fg_sha256_new())))
-			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		if (!rc) {
-			fg_sha256_update(f->framed, "config.json", strlen("config.json"));
-			fg_sha256_update(f->framed, &nul, 1);
-			fg_sha256_update(f->framed, text, strlen(text));
-			fg_sha256_update(f->framed, &nul, 1);
-			fg_sha256_update(f->framed, "mtp", strlen("mtp"));
-			fg_sha256_update(f->framed, &nul, 1);
-			fg_sha256_update(f->legacy, text, strlen(text));
+		if (!rc && f->layout.place != FG_PLACE_EMBEDDED) {
+			int legacy = strcmp(f->layout.file, "mtp.safetensors") == 0;
+
+			if (!(f->framed = fg_sha256_new()) || (legacy && !(f->legacy = fg_sha256_new())))
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			if (!rc) {
+				fg_sha256_update(f->framed, "config.json", strlen("config.json"));
+				fg_sha256_update(f->framed, &nul, 1);
+				fg_sha256_update(f->framed, text, strlen(text));
+				fg_sha256_update(f->framed, &nul, 1);
+				fg_sha256_update(f->framed, "mtp", strlen("mtp"));
+				fg_sha256_update(f->framed, &nul, 1);
+				if (legacy)
+					fg_sha256_update(f->legacy, text, strlen(text));
+			}
 		}
 	}
 	free(text);
@@ -454,23 +457,70 @@ static int produce_entry(void *ctx, uint8_t *buf, uint64_t offset, size_t len, s
 	return fg_plan_materialize_range(&p->f->plan, p->entry, offset, len, buf, err);
 }
 
+/* The head's metadata: a sidecar is MLX's ({"format": "mlx"}, norm_convention "mlx" when absolute);
+ * a head shard says what the backbone's shards say (format "pt" without). */
+static size_t head_meta(const struct forge *f, struct fg_st_meta md[2])
+{
+	const char *fmt = NULL;
+
+	if (f->layout.place == FG_PLACE_EMBEDDED) {
+		for (size_t i = 0; !fmt && i < f->bb->ckpt->n_files; i++)
+			if (is_backbone_shard(&f->bb->ckpt->files[i]))
+				fmt = fg_st_meta(f->bb->ckpt->files[i].st, "format");
+		md[0] = (struct fg_st_meta){ "format", fmt ? fmt : "pt" };
+		return 1;
+	}
+	md[0] = (struct fg_st_meta){ "format", "mlx" };
+	if (f->plan.target_conv != FG_CONV_ABSOLUTE)
+		return 1;
+	md[1] = (struct fg_st_meta){ "norm_convention", "mlx" };
+	return 2;
+}
+
+/* vllm-mlx's manifest.json beside the head, when the layout has one. */
+static int write_manifest(struct forge *f, struct fg_err *err)
+{
+	char rel[96], path[PATH_MAX], hex[FG_SHA256_HEX];
+	cJSON *doc;
+	int rc;
+
+	if (!fg_layout_manifest_path(&f->layout, rel, sizeof(rel)))
+		return 0;
+	if (!(doc = fg_layout_manifest(&f->layout, &f->plan)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err);
+	if (!rc)
+		rc = fg_art_write_json(path, doc, hex, err);
+	cJSON_Delete(doc);
+	if (!rc)
+		rc = add_hash(f, rel, hex, err);
+	return rc;
+}
+
 int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 {
 	const struct fg_plan *plan = &f->plan;
 	struct fg_st_out *outs = calloc(plan->n ? plan->n : 1, sizeof(*outs));
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
-	struct fg_st_meta md = { "format", "mlx" };
+	struct fg_st_meta md[2];
+	size_t n_md = head_meta(f, md), n_hashes = 1;
+	int embedded = f->layout.place == FG_PLACE_EMBEDDED;
 	struct fg_sha256 *file = fg_sha256_new();
-	struct fg_sha256 *hashes[3] = { file, f->framed, f->legacy };
+	struct fg_sha256 *hashes[3] = { file, NULL, NULL };
 	struct fg_art_meter m = { f, 0 };
-	const struct fg_st_write_opts wo = { .hashes = hashes, .n_hashes = 3, .progress = fg_art_meter,
-					     .progress_ctx = &m };
+	struct fg_st_write_opts wo = { .hashes = hashes, .progress = fg_art_meter, .progress_ctx = &m };
 	char path[PATH_MAX], hex[FG_SHA256_HEX];
 	uint64_t total = 0;
 	size_t n = 0;
 	int rc;
 
-	if (!outs || !prod || !file || !f->framed || !f->legacy) {
+	/* A sidecar's head fingerprints were begun over config.json (fg_art_write_config). */
+	if (f->framed)
+		hashes[n_hashes++] = f->framed;
+	if (f->legacy)
+		hashes[n_hashes++] = f->legacy;
+	wo.n_hashes = n_hashes;
+	if (!outs || !prod || !file || (!embedded && !f->framed)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -483,6 +533,13 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 		outs[n].dtype = e->dtype;
 		outs[n].rank = e->rank;
 		memcpy(outs[n].shape, e->shape, sizeof(e->shape));
+		if (embedded) {
+			if (!cJSON_AddStringToObject(f->weight_map, e->name, f->layout.file)) {
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+				goto out;
+			}
+			f->total_size += fg_plan_entry_bytes(e);
+		}
 		prod[n].f = f;
 		prod[n].entry = e;
 		outs[n].span = span_entry;
@@ -493,20 +550,30 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	}
 	f->res->head_tensors = n;
 	fg_art_stage_total(f, total);
-	rc = fg_fs_join(path, sizeof(path), f->tmp, "mtp.safetensors", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err);
 	if (!rc)
-		rc = fg_st_write_with(path, outs, n, &md, 1, &wo, err);
+		rc = fg_art_make_parents(f->tmp, f->layout.file, err);
+	if (!rc)
+		rc = fg_st_write_with(path, outs, n, md, n_md, &wo, err);
 	if (!rc) {
 		static const uint8_t nul = 0;
 		char framed[FG_SHA256_HEX];
 
-		fg_sha256_update(f->framed, &nul, 1); /* the framing's last NUL */
-		fg_sha256_final_hex(f->framed, framed);
-		snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "sha256:%s", framed);
-		fg_sha256_final_hex(f->legacy, f->res->fingerprint);
+		if (f->framed) {
+			fg_sha256_update(f->framed, &nul, 1); /* the framing's last NUL */
+			fg_sha256_final_hex(f->framed, framed);
+			snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "sha256:%s", framed);
+		}
+		if (f->legacy)
+			fg_sha256_final_hex(f->legacy, f->res->fingerprint);
 		fg_sha256_final_hex(file, hex);
-		rc = add_hash(f, "mtp.safetensors", hex, err);
+		rc = add_hash(f, f->layout.file, hex, err);
 	}
+	/* An embedded head adds its shard to the index: written after it. */
+	if (!rc && embedded)
+		rc = write_index(f, err);
+	if (!rc)
+		rc = write_manifest(f, err);
 out:
 	fg_sha256_free(file);
 	free(prod);

@@ -65,7 +65,7 @@ PY
 }
 
 # ---- off a TTY: a line every FORGED_PROGRESS_SECONDS ----
-first=$(FORGED_PROGRESS_SECONDS=0.3 rchar_of "$TMP/first" forge "$SRC" --out "$TMP/art1" --quant affine:4:64)
+first=$(FORGED_PROGRESS_SECONDS=0.1 rchar_of "$TMP/first" forge "$SRC" --out "$TMP/art1" --quant affine:4:64)
 check "first forge: exit 0 ($(head -c 300 "$TMP/first.err"))" [ "$(cat "$TMP/first.rc")" = 0 ]
 lines=$(grep -c '^forge: [a-z]* *[0-9]*%  [0-9.]* [kMG]*B/[0-9.]* [kMG]*B  [0-9.]* [kMG]*B/s  eta [0-9]* s$' "$TMP/first.err")
 check "off a TTY: progress lines with bytes, rate and ETA ($lines; $(head -n 2 "$TMP/first.err" | tr '\n' '|'))" \
