@@ -22,7 +22,8 @@ CC      ?= cc
 PYTHON  ?= python3
 DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
 	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
-	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh
+	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh \
+	libpq-dev postgresql
 # What `make deb` and `make check-deb` need on top (not installed by `make test`).
 DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
 # The dashboard's browser tests (tests/browser, README "Dashboard"): Debian's
@@ -41,13 +42,15 @@ endif
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -Wconversion -Werror
 CFLAGS  ?= -O2 -g
+# libpq's header lives in its own folder (Debian's libpq-dev: /usr/include/postgresql).
+PQ_INC  := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CPPFLAGS) $(CFLAGS) $(WARN) \
-	$(SANFLAGS) -I. -MMD -MP
-LDLIBS  := -lmicrohttpd -lsqlite3 -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
+	$(SANFLAGS) -I. -isystem $(PQ_INC) -MMD -MP
+LDLIBS  := -lmicrohttpd -lsqlite3 -lpq -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*/*.c forge/*/*/*.c)
-STORE_SRC  := $(wildcard store/*.c)
+STORE_SRC  := $(wildcard store/*.c store/*/*.c)
 API_SRC    := $(wildcard api/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)

@@ -36,6 +36,7 @@ struct worker {
 	int busy;
 	struct fg_store *store;
 	int64_t job_id;
+	char name[96];                 /* "INSTANCE/N" */
 };
 
 struct fg_workers {
@@ -105,7 +106,7 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 		raise(SIGKILL); /* crash tests: die mid-job, like a power cut */
 	touch(j->w);
 	maybe_watchdog(j->w->pool);
-	fg_store_job_progress(j->w->store, j->id, stage, fraction, &err);
+	fg_store_job_progress(j->w->store, j->id, j->w->name, stage, fraction, &err);
 	memset(&job, 0, sizeof(job));
 	if (fg_store_job_get(j->w->store, j->id, &job, &err) == 0 && job.cancel_requested)
 		j->cancelled = 1;
@@ -204,17 +205,17 @@ static void run_job(struct worker *w, struct fg_job *job)
 	if (!rc)
 		rc = fg_forge_run(&o, &res, &err);
 	if (rc == FG_ECANCELLED && ctx.aborted && !ctx.cancelled) {
-		fg_store_job_requeue(w->store, job->id, &err);
+		fg_store_job_requeue(w->store, job->id, w->name, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: stopped for shutdown, back in the queue", (long long)job->id);
 	} else if (rc == FG_ECANCELLED) {
-		fg_store_job_finish(w->store, job->id, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
+		fg_store_job_finish(w->store, job->id, w->name, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: cancelled", (long long)job->id);
 	} else if (rc) {
 		/* The cause is kept whole: a refusal's verdict code is stored as data. */
 		struct fg_err cause = err;
 		const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&cause));
 
-		fg_store_job_fail(w->store, job->id, &cause, &err);
+		fg_store_job_fail(w->store, job->id, w->name, &cause, &err);
 		fg_log(FG_LOG_WARNING, "job %lld: %s: %s%s%s", (long long)job->id, refusal ? "refused" : "failed",
 		       refusal ? refusal->name : "", refusal ? ": " : "", cause.msg);
 	} else {
@@ -225,14 +226,14 @@ static void run_job(struct worker *w, struct fg_job *job)
 			api = p->cfg.api;
 			pthread_mutex_unlock(&p->lock);
 			fg_api_data_changed(api);
-			fg_store_job_finish(w->store, job->id, FG_JOB_SUCCEEDED, NULL, aid, &err);
+			fg_store_job_finish(w->store, job->id, w->name, FG_JOB_SUCCEEDED, NULL, aid, &err);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
 		} else {
 			char msg[FG_ERR_MSG_MAX + 32];
 
 			snprintf(msg, sizeof(msg), "storing the artifact: %s", err.msg);
-			fg_store_job_finish(w->store, job->id, FG_JOB_FAILED, msg, 0, &err);
+			fg_store_job_finish(w->store, job->id, w->name, FG_JOB_FAILED, msg, 0, &err);
 			fg_log(FG_LOG_ERR, "job %lld: %s", (long long)job->id, msg);
 		}
 	}
@@ -248,10 +249,10 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct fg_workers *p = w->pool;
-	char name[96];
 	struct fg_err err = { 0 };
+	const char *name = w->name;
 
-	snprintf(name, sizeof(name), "%s/%u", p->cfg.instance_id, w->index);
+	snprintf(w->name, sizeof(w->name), "%s/%u", p->cfg.instance_id, w->index);
 	if (fg_store_open(&w->store, p->cfg.db_path, &err) != 0) {
 		fg_log(FG_LOG_ERR, "worker %u: %s", w->index, err.msg);
 		return NULL;

@@ -1,5 +1,5 @@
 /*
- * artifacts.c: artifacts and what hangs off them: the stored inspect report
+ * artifacts.c: artifacts on SQLite, and what hangs off them: the stored inspect report
  * and provenance, one verdict row per code (origin 'static' from the report,
  * 'verification' from the latest verification), the file fingerprints of
  * forged artifacts, and verification runs.
@@ -16,10 +16,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FILE_MAX 4096       /* fingerprinted file name bytes */
-#define SHA_MAX 128         /* digest text bytes */
-#define RUNTIME_MAX 64      /* runtime id bytes kept with a probe */
 
 /* ---- the unhealthy flag ---- */
 
@@ -49,99 +45,28 @@ static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 
 /* ---- storing an artifact ---- */
 
-/*
- * The report's verdicts, checked against the verdict table before anything
- * is written: a known code that a report may carry (not a verification code),
- * at the severity the table gives it.  No verdicts key: none.  Only table
- * names reach the verdicts table, which keeps listings and metrics label-safe.
- */
-static int check_verdicts(const cJSON *report, struct fg_err *err)
-{
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(report, "verdicts");
-	const cJSON *v;
-	int i = 0;
-
-	if (!list || cJSON_IsNull(list))
-		return 0;
-	if (!cJSON_IsArray(list))
-		return fg_err_set(err, FG_EINPUT, "report.verdicts is not an array");
-	cJSON_ArrayForEach(v, list) {
-		const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code"));
-		const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity"));
-		const struct fg_verdict_row *row = fg_verdict_code_find(code);
-		enum fg_severity parsed;
-
-		if (!row || row->kind == FG_VK_VERIFICATION)
-			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].code is missing or not a verdict code", i);
-		if (!fg_severity_parse(sev, &parsed))
-			return fg_err_set(err, FG_EINPUT,
-					  "report.verdicts[%d].severity is not info, warning or error", i);
-		if (parsed != row->severity)
-			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].severity is %s, but %s is raised at %s",
-					  i, sev, row->name, fg_severity_name(row->severity));
-		i++;
-	}
-	return 0;
-}
-
-/*
- * provenance.files as forge writes it ({"name": "sha256hex", ...}), or as an
- * array of {"name" or "file", "sha256"}.  Calls add(name, sha) for each when
- * add is non-NULL; with add NULL only checks.
- */
-typedef int (*file_fn)(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err);
-
-static int each_file(struct fg_store *s, int64_t id, const cJSON *provenance, file_fn add, struct fg_err *err)
-{
-	const cJSON *files = cJSON_GetObjectItemCaseSensitive(provenance, "files");
-	const cJSON *f;
-	int i = 0, rc;
-
-	if (!files || cJSON_IsNull(files))
-		return 0;
-	if (!cJSON_IsObject(files) && !cJSON_IsArray(files))
-		return fg_err_set(err, FG_EINPUT, "provenance.files is neither an object nor an array");
-	cJSON_ArrayForEach(f, files) {
-		const char *name, *sha;
-
-		if (cJSON_IsObject(files)) {
-			name = f->string;
-			sha = cJSON_GetStringValue(f);
-		} else {
-			name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
-			if (!name)
-				name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file"));
-			sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "sha256"));
-		}
-		if (!name || !*name || strlen(name) > FILE_MAX)
-			return fg_err_set(err, FG_EINPUT, "provenance.files[%d] has no usable file name", i);
-		if (!sha || !*sha || strlen(sha) > SHA_MAX)
-			return fg_err_set(err, FG_EINPUT, "provenance.files['%s'] has no usable sha256", name);
-		if (add) {
-			rc = add(s, id, name, sha, err);
-			if (rc)
-				return rc;
-		}
-		i++;
-	}
-	return 0;
-}
+/* The artifact a fingerprint row belongs to (fg_store_each_file's ctx). */
+struct file_ctx {
+	struct fg_store *s;
+	int64_t id;
+};
 
 static const char sql_fingerprint_insert[] =
 	"INSERT INTO fingerprints (artifact_id, file, sha256) VALUES (?1, ?2, ?3)"
 	" ON CONFLICT (artifact_id, file) DO UPDATE SET sha256 = excluded.sha256";
 
-static int add_fingerprint(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err)
+static int add_fingerprint(void *ctx, const char *file, const char *sha, struct fg_err *err)
 {
+	const struct file_ctx *c = ctx;
 	sqlite3_stmt *st;
-	int rc = fg_sql_get(s, sql_fingerprint_insert, &st, err);
+	int rc = fg_sql_get(c->s, sql_fingerprint_insert, &st, err);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 1, c->id);
 	fg_sql_bind_text(st, 2, file);
 	fg_sql_bind_text(st, 3, sha);
-	return fg_sql_exec(s, st, err, "storing a file fingerprint");
+	return fg_sql_exec(c->s, st, err, "storing a file fingerprint");
 }
 
 /* A code raised for two tensor sets is one row; the first severity stays (the table fixes it per code). */
@@ -178,7 +103,7 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 		sqlite3_stmt *st;
 		int rc;
 
-		if (!rt || !*rt || strlen(rt) > RUNTIME_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
+		if (!rt || !*rt || strlen(rt) > FG_STORE_RUNTIME_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
 			continue;
 		rc = fg_sql_get(s, sql_probe_insert, &st, err);
 		if (rc)
@@ -194,46 +119,23 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 }
 
 static const char sql_artifact_insert[] =
-	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ")";
+	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at, job_id)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ", ?8)";
 static const char sql_doc_insert[] =
 	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
 
-int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+/* The rows of a (checked, report and provenance printed) inside the open transaction. */
+static int insert_rows(struct fg_store *s, const struct fg_artifact_in *a, const char *report,
+		       const char *provenance, int64_t job, int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	char *report = NULL, *provenance = NULL;
+	struct file_ctx files;
 	const cJSON *v;
-	int64_t new_id = 0;
-	int rc;
+	int64_t new_id;
+	int rc = fg_sql_get(s, sql_artifact_insert, &st, err);
 
-	if (!s || !a || !id)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
-	if (!a->source || !*a->source)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no source");
-	if (!cJSON_IsObject(a->report))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the report is not a JSON object", a->source);
-	if (a->provenance && !cJSON_IsObject(a->provenance))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the provenance is not a JSON object",
-				  a->source);
-	rc = check_verdicts(a->report, err);
-	if (!rc && a->provenance)
-		rc = each_file(s, 0, a->provenance, NULL, err);
 	if (rc)
-		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
-	report = cJSON_PrintUnformatted(a->report);
-	provenance = a->provenance ? cJSON_PrintUnformatted(a->provenance) : NULL;
-	if (!report || (a->provenance && !provenance)) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-
-	rc = fg_sql_begin(s, err);
-	if (rc)
-		goto out;
-	rc = fg_sql_get(s, sql_artifact_insert, &st, err);
-	if (rc)
-		goto out;
+		return rc;
 	fg_sql_bind_text(st, 1, a->source);
 	fg_sql_bind_text(st, 2, a->path);
 	fg_sql_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
@@ -245,42 +147,77 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
 	else
 		sqlite3_bind_null(st, 6);
 	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	if (job > 0)
+		sqlite3_bind_int64(st, 8, job);
 	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
 	rc = fg_sql_exec(s, st, err, "inserting an artifact");
-	st = NULL;
 	if (rc)
-		goto out;
+		return rc;
 	new_id = sqlite3_last_insert_rowid(s->db);
 	rc = fg_sql_get(s, sql_doc_insert, &st, err);
 	if (rc)
-		goto out;
+		return rc;
 	sqlite3_bind_int64(st, 1, new_id);
 	fg_sql_bind_text(st, 2, report);
 	fg_sql_bind_text(st, 3, provenance);
 	rc = fg_sql_exec(s, st, err, "storing the report");
-	st = NULL;
 	if (rc)
-		goto out;
+		return rc;
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a->report, "verdicts")) {
 		rc = add_verdict(s, new_id, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code")),
 				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity")), "static", err);
 		if (rc)
-			goto out;
+			return rc;
 	}
 	if (a->provenance) {
-		rc = each_file(s, new_id, a->provenance, add_fingerprint, err);
+		files.s = s;
+		files.id = new_id;
+		rc = fg_store_each_file(a->provenance, add_fingerprint, &files, err);
 		if (rc)
-			goto out;
+			return rc;
 	}
 	rc = add_probes(s, new_id, a->report, err);
 	if (!rc)
 		rc = refresh_health(s, new_id, err);
 	if (!rc)
+		*id = new_id;
+	return rc;
+}
+
+int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
+			      struct fg_err *err)
+{
+	char *report = NULL, *provenance = NULL;
+	int rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+
+	if (rc)
+		return rc;
+	rc = insert_rows(s, a, report, provenance, job, id, err);
+	if (rc)
+		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+	cJSON_free(report);
+	cJSON_free(provenance);
+	return rc;
+}
+
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+{
+	char *report = NULL, *provenance = NULL;
+	int64_t new_id = 0;
+	int rc;
+
+	if (!s || !a || !id)
+		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
+	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+	if (rc)
+		return rc;
+	rc = fg_sql_begin(s, err);
+	if (!rc)
+		rc = insert_rows(s, a, report, provenance, 0, &new_id, err);
+	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc)
 		*id = new_id;
-out:
-	fg_sql_put(st);
 	if (rc) {
 		fg_sql_rollback(s);
 		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
@@ -375,7 +312,7 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 	return add_json(item, "rows", st, 4, err);
 }
 
-int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
 {
 	static const struct {
 		const char *key;
@@ -478,7 +415,7 @@ out:
 static const char sql_artifact_by_fingerprint[] =
 	"SELECT id FROM artifacts WHERE fingerprint = ?1 ORDER BY id DESC LIMIT 1";
 
-int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
+int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -546,7 +483,7 @@ static int list_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
 	return 0;
 }
 
-int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
+int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			   cJSON **out, int64_t *next, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -584,40 +521,22 @@ static const char sql_verification_insert[] =
 static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
-int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
+int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char *result_text = NULL;
-	const struct fg_verdict_row *row;
-	const char *verdict, *sev;
-	enum fg_severity parsed;
-	cJSON *rows;
+	const struct fg_verdict_row *row = NULL;
+	const char *verdict;
 	int64_t new_id = 0;
 	int rc;
 
-	if (!s || !rows_json || !result)
+	if (!s)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rows = cJSON_Parse(rows_json);
-	if (!rows)
-		return fg_err_set(err, FG_EINPUT, "storing a verification of artifact %lld: the rows are not JSON",
-				  (long long)artifact_id);
-	cJSON_Delete(rows);
-	row = fg_verdict_code_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict")));
-	if (!row || row->kind != FG_VK_VERIFICATION)
-		return fg_err_set(err, FG_EINPUT,
-				  "storing a verification of artifact %lld: result.verdict is missing or not a verification code",
-				  (long long)artifact_id);
-	/* The severity is the table's; a result that says otherwise is refused. */
-	sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "severity"));
-	if (sev && (!fg_severity_parse(sev, &parsed) || parsed != row->severity))
-		return fg_err_set(err, FG_EINPUT,
-				  "storing a verification of artifact %lld: result.severity '%.20s' is not %s's %s",
-				  (long long)artifact_id, sev, row->name, fg_severity_name(row->severity));
+	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &row, &result_text, err);
+	if (rc)
+		return rc;
 	verdict = row->name;
-	result_text = cJSON_PrintUnformatted(result);
-	if (!result_text)
-		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
 
 	rc = fg_sql_begin(s, err);
 	if (rc)

@@ -1,5 +1,5 @@
 /*
- * fleet.c: what serving hosts say they run, and the fleet health document
+ * fleet.c: on SQLite, what serving hosts say they run, and the fleet health document
  * built from it and from the artifacts' verdicts.
  *
  * A host reports (host, runtime, artifact); only the latest report per
@@ -17,9 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define HOST_MAX 253        /* a DNS name */
-#define RUNTIME_MAX 64
-#define UNHEALTHY_MAX 500   /* artifacts listed under "unhealthy" */
+#define UNHEALTHY_MAX FG_STORE_UNHEALTHY_MAX
 
 /* ---- reports ---- */
 
@@ -29,8 +27,8 @@ static const char sql_fleet_upsert[] =
 	" ON CONFLICT (host, runtime) DO UPDATE SET artifact_id = excluded.artifact_id,"
 	" observed = excluded.observed, reported_at = excluded.reported_at";
 
-int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			  const cJSON *observed, struct fg_err *err)
+int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
+			   const cJSON *observed, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char *text = NULL;
@@ -38,16 +36,9 @@ int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "storing a fleet report: no store");
-	if (!host || !*host || strlen(host) > HOST_MAX)
-		return fg_err_set(err, FG_EINPUT, "storing a fleet report: the host is missing or over %d bytes",
-				  HOST_MAX);
-	if (!runtime || !*runtime || strlen(runtime) > RUNTIME_MAX)
-		return fg_err_set(err, FG_EINPUT,
-				  "storing a fleet report from '%s': the runtime is missing or over %d bytes", host,
-				  RUNTIME_MAX);
-	text = observed ? cJSON_PrintUnformatted(observed) : NULL;
-	if (observed && !text)
-		return fg_err_set(err, FG_ENOMEM, "storing a fleet report from '%s': out of memory", host);
+	rc = fg_store_prepare_report(host, runtime, observed, &text, err);
+	if (rc)
+		return rc;
 	rc = fg_sql_get(s, sql_fleet_upsert, &st, err);
 	if (rc)
 		goto out;
@@ -70,17 +61,6 @@ out:
 }
 
 /* ---- health ---- */
-
-/*
- * The numeric ranges of the probe buckets (internal.h): [0, 1.25),
- * [1.25, 1.74), [1.74, 1.83] (the healthy band), (1.83, 2.4], (2.4, inf).
- * The first also takes anything below 0.  Which bucket a value falls in is
- * decided by the schema's probe_bucket column; these only label them.
- */
-const struct fg_sql_probe_range fg_sql_probe_ranges[FG_SQL_PROBE_BUCKETS] = {
-	{ 0.0, FG_QK_ABSOLUTE_MIN }, { FG_QK_ABSOLUTE_MIN, FG_QK_BAND_MIN }, { FG_QK_BAND_MIN, FG_QK_BAND_MAX },
-	{ FG_QK_BAND_MAX, FG_QK_DOUBLE_ABOVE }, { FG_QK_DOUBLE_ABOVE, -1.0 },
-};
 
 #define UNHEALTHY_COLS                                                                          \
 	"a.id, a.source, a.family, a.fingerprint,"                                              \
@@ -178,74 +158,13 @@ out:
 	return rc;
 }
 
-static cJSON *range_json(size_t i)
-{
-	cJSON *r = cJSON_CreateArray();
-	cJSON *lo = cJSON_CreateNumber(fg_sql_probe_ranges[i].lo);
-	cJSON *hi = fg_sql_probe_ranges[i].hi < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(fg_sql_probe_ranges[i].hi);
-
-	if (!r || !lo || !hi || !cJSON_AddItemToArray(r, lo)) {
-		cJSON_Delete(r);
-		cJSON_Delete(lo);
-		cJSON_Delete(hi);
-		return NULL;
-	}
-	if (!cJSON_AddItemToArray(r, hi)) {
-		cJSON_Delete(r);
-		cJSON_Delete(hi);
-		return NULL;
-	}
-	return r;
-}
-
-static int probe_section(cJSON *doc, const struct fg_sql_stats *stats, struct fg_err *err)
-{
-	cJSON *sec = cJSON_AddObjectToObject(doc, "probe_qnorm");
-	cJSON *band, *list;
-	int64_t outside = 0;
-
-	if (!sec)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	band = range_json(FG_SQL_PROBE_BAND);
-	if (!band || !cJSON_AddItemToObject(sec, "healthy_band", band)) {
-		cJSON_Delete(band);
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	}
-	list = cJSON_AddArrayToObject(sec, "buckets");
-	if (!list)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	for (size_t i = 0; i < FG_SQL_PROBE_BUCKETS; i++) {
-		cJSON *b = cJSON_CreateObject();
-		cJSON *range = range_json(i);
-
-		/* b joins the list last, so until then both are ours to free. */
-		if (!b || !range || !cJSON_AddItemToObject(b, "range", range)) {
-			cJSON_Delete(b);
-			cJSON_Delete(range);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-		if (!cJSON_AddNumberToObject(b, "count", (double)stats->probe[i]) || !cJSON_AddItemToArray(list, b)) {
-			cJSON_Delete(b);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-		if (i != FG_SQL_PROBE_BAND)
-			outside += stats->probe[i];
-	}
-	if (!cJSON_AddNumberToObject(sec, "outside_band", (double)outside))
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	return 0;
-}
-
 /* mixed_head_conventions_in_fleet: hosts serve heads stored in both conventions. */
 static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 {
-	cJSON *list = cJSON_AddArrayToObject(doc, "warnings");
 	int64_t artifacts[2] = { 0, 0 }, reports[2] = { 0, 0 };
 	sqlite3_stmt *st;
 	int rc;
 
-	if (!list)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	rc = fg_sql_get(s, sql_served_conventions, &st, err);
 	if (rc)
 		return rc;
@@ -259,28 +178,10 @@ static int warnings_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	fg_sql_put(st);
 	if (rc)
 		return rc;
-	if (artifacts[0] > 0 && artifacts[1] > 0) {
-		const struct fg_verdict_row *row = &fg_verdict_table[FG_V_MIXED_HEAD_CONVENTIONS_IN_FLEET];
-		char detail[256];
-		cJSON *w = cJSON_CreateObject();
-
-		snprintf(detail, sizeof(detail),
-			 "the fleet serves MTP heads in both conventions: %lld delta artifact(s) on %lld "
-			 "host report(s), %lld absolute artifact(s) on %lld host report(s)",
-			 (long long)artifacts[0], (long long)reports[0], (long long)artifacts[1],
-			 (long long)reports[1]);
-		/* Added to the list last, so a failure before that leaves w ours to free. */
-		if (!w || !cJSON_AddStringToObject(w, "code", row->name) ||
-		    !cJSON_AddStringToObject(w, "severity", fg_severity_name(row->severity)) ||
-		    !cJSON_AddStringToObject(w, "detail", detail) || !cJSON_AddItemToArray(list, w)) {
-			cJSON_Delete(w);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-	}
-	return 0;
+	return fg_store_warnings_section(doc, artifacts, reports, err);
 }
 
-int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
+int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 {
 	struct fg_sql_stats stats;
 	cJSON *doc = NULL, *unhealthy;
@@ -313,7 +214,7 @@ int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = probe_section(doc, &stats, err);
+	rc = fg_store_probe_section(doc, stats.probe, err);
 	if (!rc)
 		rc = warnings_section(s, doc, err);
 	if (!rc)
