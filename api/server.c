@@ -321,6 +321,11 @@ char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *coun
 	const cJSON *it;
 	unsigned long long cum = 0;
 
+	/* Every instance of a farm gives the same store figures: this line says which one answered. */
+	if (api->cfg.instance_id)
+		text_add(&t, "# HELP forged_instance_info The instance answering and its store's backend.\n"
+			     "# TYPE forged_instance_info gauge\nforged_instance_info{instance=\"%s\",store=\"%s\"} 1\n",
+			 api->cfg.instance_id, fg_store_is_postgres(api->cfg.db_path) ? "postgres" : "sqlite");
 	text_add(&t, "# HELP forged_jobs Jobs by state.\n# TYPE forged_jobs gauge\n");
 	for (int s = FG_JOB_QUEUED; s <= FG_JOB_CANCELLED; s++)
 		text_add(&t, "forged_jobs{state=\"%s\"} %lld\n", fg_job_state_name((enum fg_job_state)s),
@@ -689,6 +694,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	api->cfg = *cfg;
 	api->cfg.listen_addr = keep(api, &n_owned, cfg->listen_addr ? cfg->listen_addr : FG_API_LISTEN_DEFAULT);
 	api->cfg.db_path = keep(api, &n_owned, cfg->db_path);
+	api->cfg.instance_id = keep(api, &n_owned, cfg->instance_id);
 	api->cfg.state_dir = keep(api, &n_owned, cfg->state_dir);
 	api->cfg.tokens_file = keep(api, &n_owned, cfg->tokens_file);
 	for (size_t i = 0; i < cfg->n_allow_roots && i < FG_API_MAX_ROOTS; i++)

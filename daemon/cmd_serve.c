@@ -1,8 +1,11 @@
 /*
  * cmd_serve.c: `forged serve`: bind, migrate, recover jobs, start workers,
- * announce READY=1, then wait for signals: SIGHUP reloads tokens,
- * SIGTERM/SIGINT drain (STOPPING=1, finish or requeue running jobs within
- * drain_seconds) and exit.  STATUS= carries queue figures.
+ * listen for other instances' notifications (a PostgreSQL store: jobs
+ * enqueued elsewhere wake the workers, data written elsewhere drops the
+ * cached fleet health), announce READY=1, then wait for signals: SIGHUP
+ * reloads tokens, SIGTERM/SIGINT drain (STOPPING=1, finish or requeue
+ * running jobs within drain_seconds) and exit.  STATUS= carries queue
+ * figures.
  */
 #include "daemon/cli.h"
 
@@ -31,9 +34,12 @@ const struct fg_cmd fg_cmd_serve = {
 	.summary = "run the REST API and the forge workers",
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
-		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n\n"
+		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
+		 "             [--store URL] [--lease-seconds N]\n\n"
 		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
+		 "--store postgres://USER@HOST/DB puts the jobs, artifacts and fleet in\n"
+		 "PostgreSQL, shared by every instance of a farm (default sqlite://STATE/forged.db).\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
 		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
 		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
@@ -41,12 +47,37 @@ const struct fg_cmd fg_cmd_serve = {
 	.run = run_serve,
 };
 
+/* HOST-PID-TIME: unique in a farm, and it says where the instance runs. */
 static void make_instance_id(char *buf, size_t len)
 {
 	struct timespec ts;
+	char host[64] = "";
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(buf, len, "%lx-%lx", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	host[strcspn(host, ".")] = '\0';
+	/* Label- and name-safe: letters, digits and '-' only. */
+	for (char *p = host; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			*p = '-';
+	snprintf(buf, len, "%s%s%lx-%lx", host, *host ? "-" : "", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
+}
+
+struct listen_ctx {
+	struct fg_workers *workers;
+	struct fg_api *api;
+};
+
+/* Another instance enqueued (wake a worker) or wrote what fleet health shows (drop the cached copy). */
+static void on_store_event(void *arg, enum fg_store_event ev)
+{
+	struct listen_ctx *c = arg;
+
+	if (ev == FG_STORE_EV_JOB)
+		fg_workers_wake(c->workers);
+	else
+		fg_api_data_changed(c->api);
 }
 
 /* True when path is a folder now (made, or there already). */
@@ -78,8 +109,10 @@ static int run_serve(int argc, char **argv)
 	struct fg_api *api = NULL;
 	struct fg_api_config acfg;
 	struct fg_workers_config wcfg;
-	char db[PATH_MAX + 16], cache[PATH_MAX + 16], instance[64];
-	const char *hosts[FG_CONFIG_MAX_LIST];
+	char db[PATH_MAX + 80], cache[PATH_MAX + 16], instance[96], shown[PATH_MAX + 80];
+	const char *hosts[FG_CONFIG_MAX_LIST], *roots[FG_CONFIG_MAX_LIST];
+	struct fg_store_listener *listener = NULL;
+	struct listen_ctx lctx = { NULL, NULL };
 	sigset_t sigs;
 	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
 
@@ -103,10 +136,16 @@ static int run_serve(int argc, char **argv)
 		if (realpath(cfg.state_dir, abs))
 			snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", abs);
 	}
-	snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	if (cfg.store_url[0])
+		snprintf(db, sizeof(db), "%s", cfg.store_url);
+	else
+		snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	fg_store_describe(db, shown, sizeof(shown));
 	snprintf(cache, sizeof(cache), "%s/cache", cfg.state_dir);
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		hosts[i] = cfg.allow_hosts[i];
+	for (size_t i = 0; i < cfg.n_allow_roots; i++)
+		roots[i] = cfg.allow_roots[i];
 	make_instance_id(instance, sizeof(instance));
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
@@ -131,7 +170,11 @@ static int run_serve(int argc, char **argv)
 
 	memset(&wcfg, 0, sizeof(wcfg));
 	wcfg.n = cfg.workers;
-	wcfg.db_path = db;
+	wcfg.store = db;
+	wcfg.lease_seconds = cfg.lease_seconds;
+	wcfg.max_attempts = cfg.max_attempts;
+	wcfg.allow_roots = roots;
+	wcfg.n_allow_roots = cfg.n_allow_roots;
 	wcfg.state_dir = cfg.state_dir;
 	wcfg.instance_id = instance;
 	wcfg.watchdog_usec = fg_notify_watchdog_usec();
@@ -143,6 +186,7 @@ static int run_serve(int argc, char **argv)
 	acfg.listen_addr = cfg.listen_addr;
 	acfg.port = cfg.port;
 	acfg.db_path = db;
+	acfg.instance_id = instance;
 	acfg.state_dir = cfg.state_dir;
 	acfg.tokens_file = cfg.tokens_file[0] ? cfg.tokens_file : NULL;
 	for (size_t i = 0; i < cfg.n_allow_roots; i++)
@@ -170,11 +214,15 @@ static int run_serve(int argc, char **argv)
 		return FG_EXIT_USAGE;
 	}
 	fg_workers_set_api(workers, api);
+	lctx.workers = workers;
+	lctx.api = api;
+	if (fg_store_listen(&listener, db, on_store_event, &lctx, &err) != 0)
+		fg_log(FG_LOG_WARNING, "no notifications from other instances (%s): workers poll every second", err.msg);
 	if (!acfg.tokens_file)
 		fg_log(FG_LOG_WARNING, "no tokens_file: the API accepts requests without a token");
 	/* Tests start the server on port 0 and read the port from this line. */
-	fg_log(FG_LOG_NOTICE, "listening on %s port %u, state %s, %u workers, instance %s", cfg.listen_addr,
-	       fg_api_port(api), cfg.state_dir, cfg.workers, instance);
+	fg_log(FG_LOG_NOTICE, "listening on %s port %u, state %s, %u workers, instance %s, store %s", cfg.listen_addr,
+	       fg_api_port(api), cfg.state_dir, cfg.workers, instance, shown);
 	fg_notify("READY=1");
 	status_line(store, workers);
 	for (;;) {
@@ -197,6 +245,7 @@ static int run_serve(int argc, char **argv)
 		}
 		status_line(store, workers);
 	}
+	fg_store_listener_stop(listener);
 	fg_api_stop(api);
 	fg_workers_stop(workers, cfg.drain_seconds);
 	fg_store_close(store);

@@ -13,8 +13,9 @@
 
 #include "api/api.h"
 #include "forge/source/checkpoint.h"
+#include "store/store.h"
 
-enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS };
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_STORE };
 
 struct setting {
 	const char *key;
@@ -34,6 +35,8 @@ static const struct setting settings[] = {
 	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
 	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+	{ "store_url", K_STORE, offsetof(struct fg_config, store_url), 0, 0 },
+	{ "lease_seconds", K_INT, offsetof(struct fg_config, lease_seconds), 3, 3600 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -56,6 +59,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
+	cfg->lease_seconds = 60;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -117,6 +121,14 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		return add_list(cfg->allow_roots, &cfg->n_allow_roots, PATH_MAX, text, st->key, err);
 	case K_HOSTS:
 		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
+	case K_STORE:
+		if (is_num || !*text || strlen(text) >= sizeof(cfg->store_url))
+			return fg_err_set(err, FG_EUSAGE, "%s must be sqlite:///PATH or postgres://USER@HOST/DB", st->key);
+		if (!fg_store_is_postgres(text) && strncmp(text, "sqlite://", 9) != 0)
+			return fg_err_set(err, FG_EUSAGE, "%s '%s': not sqlite:///PATH or postgres://USER@HOST/DB",
+					  st->key, text);
+		snprintf(cfg->store_url, sizeof(cfg->store_url), "%s", text);
+		return 0;
 	default:
 		break;
 	}
@@ -216,6 +228,9 @@ int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *
 		for (char *p = name; *p; p++)
 			if (*p == '-')
 				*p = '_';
+		/* --store is the store_url key. */
+		if (strcmp(name, "store") == 0)
+			snprintf(name, sizeof(name), "store_url");
 		if (strcmp(name, "config") == 0) {
 			if (!arg[2 + n])
 				i++;

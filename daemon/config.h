@@ -8,7 +8,10 @@
  * no authentication), allow_roots (the current folder when run by hand),
  * allow_hosts (for URL sources, unused until they are supported),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3).
+ * max_attempts (3), store_url (flag --store; "": sqlite://STATE/forged.db;
+ * or postgres://USER@HOST/DB for a farm, store.h), lease_seconds (60: how
+ * long a claimed job stays this instance's without a heartbeat; the
+ * heartbeat renews it every third of that).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -35,6 +38,8 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	char store_url[PATH_MAX + 64];     /* "" when the default */
+	int lease_seconds;
 };
 
 /*

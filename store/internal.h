@@ -128,6 +128,8 @@ struct fg_store_ops {
 	int (*jobs_renew)(struct fg_store *s, const char *instance_id, int lease_seconds, int *renewed,
 			  struct fg_err *err);
 	int (*jobs_reap)(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
+	/* a read: running jobs past their lease (so an idle reaper writes nothing) */
+	int (*jobs_expired)(struct fg_store *s, int64_t *n, struct fg_err *err);
 	int (*artifact_put)(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
 	int (*artifact_get)(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 	int (*artifact_by_fingerprint)(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
@@ -396,6 +398,7 @@ int fg_sqlite_jobs_recover(struct fg_store *s, const char *instance_id, int stal
 int fg_sqlite_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seconds, int *renewed,
 			 struct fg_err *err);
 int fg_sqlite_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
+int fg_sqlite_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
 int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
 /* Store a's rows for job (0: none) in the open transaction; *id the new artifact. */
 int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,

@@ -492,13 +492,17 @@ static int reap_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 int fg_store_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err)
 {
 	struct recover_args a = { NULL, 0, max_attempts, 0, 0, 0, 0 };
+	int64_t expired = 0;
 	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "taking over jobs: no store");
 	if (max_attempts < 1)
 		return fg_err_set(err, FG_EINPUT, "taking over jobs: max attempts %d is below 1", max_attempts);
-	rc = fg_store_write(s, reap_fn, &a, err);
+	/* A read first, on this connection: a reaper with nothing to take writes nothing. */
+	rc = s->ops->jobs_expired(s, &expired, err);
+	if (!rc && expired)
+		rc = fg_store_write(s, reap_fn, &a, err);
 	if (rc)
 		return rc;
 	if (requeued)

@@ -80,6 +80,7 @@ pg_cluster_stop() {
 # pg_createdb NAME: a fresh database on FORGED_TEST_PG's cluster; prints its URL.
 pg_createdb() {
 	local name=$1
-	psql -q -X "$FORGED_TEST_PG" -c "DROP DATABASE IF EXISTS \"$name\"" -c "CREATE DATABASE \"$name\"" >/dev/null || return 1
+	PGOPTIONS='-c client_min_messages=warning' psql -q -X "$FORGED_TEST_PG" -c "DROP DATABASE IF EXISTS \"$name\"" \
+		-c "CREATE DATABASE \"$name\"" >/dev/null || return 1
 	echo "postgresql:///$name?host=$FORGED_TEST_PG_SOCKET&user=forged"
 }

@@ -818,6 +818,8 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	if (cJSON_AddItemToObject(doc, "files", f->files))
 		f->files = NULL;
 	cJSON_AddStringToObject(doc, "fingerprint", f->res->fingerprint);
+	if (f->o->job)
+		cJSON_AddItemToObject(doc, "job", cJSON_Duplicate(f->o->job, 1));
 	rc = join(path, sizeof(path), f->tmp, "forged.json", err);
 	if (!rc)
 		rc = write_json(path, doc, err);

@@ -866,6 +866,7 @@ const struct fg_store_ops fg_pg_ops = {
 	.jobs_recover = fg_pg_jobs_recover,
 	.jobs_renew = fg_pg_jobs_renew,
 	.jobs_reap = fg_pg_jobs_reap,
+	.jobs_expired = fg_pg_jobs_expired,
 	.artifact_put = fg_pg_artifact_put,
 	.artifact_get = fg_pg_artifact_get,
 	.artifact_by_fingerprint = fg_pg_artifact_by_fingerprint,

@@ -626,3 +626,16 @@ int fg_pg_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seco
 	PQclear(res);
 	return 0;
 }
+
+int fg_pg_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err)
+{
+	PGresult *res = NULL;
+	int rc = fg_pg_query(s, "SELECT count(*) FROM jobs WHERE state = 'running' AND lease_until < now()", NULL, &res,
+			     err, "looking for expired leases");
+
+	if (rc)
+		return rc;
+	*n = fg_pg_int(res, 0, 0);
+	PQclear(res);
+	return 0;
+}

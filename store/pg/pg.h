@@ -124,6 +124,7 @@ int fg_pg_jobs_recover(struct fg_store *s, const char *instance_id, int stale_se
 int fg_pg_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seconds, int *renewed,
 		     struct fg_err *err);
 int fg_pg_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
+int fg_pg_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
 int fg_pg_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
 int fg_pg_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
 			  struct fg_err *err);

@@ -941,6 +941,7 @@ const struct fg_store_ops fg_sqlite_ops = {
 	.jobs_recover = fg_sqlite_jobs_recover,
 	.jobs_renew = fg_sqlite_jobs_renew,
 	.jobs_reap = fg_sqlite_jobs_reap,
+	.jobs_expired = fg_sqlite_jobs_expired,
 	.artifact_put = fg_sqlite_artifact_put,
 	.artifact_get = fg_sqlite_artifact_get,
 	.artifact_by_fingerprint = fg_sqlite_artifact_by_fingerprint,

@@ -699,3 +699,22 @@ int fg_sqlite_jobs_renew(struct fg_store *s, const char *instance_id, int lease_
 		*renewed = sqlite3_changes(s->db);
 	return rc;
 }
+
+int fg_sqlite_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_sql_get(s, "SELECT count(*) FROM jobs WHERE state = 'running' AND lease_until < " FG_SQL_NOW, &st,
+			    err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = fg_sql_fail(s, rc, err, "looking for expired leases");
+	}
+	fg_sql_put(st);
+	return rc;
+}
