@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ const struct fg_cmd fg_cmd_serve = {
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
-		 "             [--store URL] [--lease-seconds N]\n\n"
+		 "             [--store URL] [--lease-seconds N] [--http-threads N]\n\n"
 		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
 		 "--store postgres://USER@HOST/DB puts the jobs, artifacts and fleet in\n"
@@ -123,6 +124,12 @@ static int run_serve(int argc, char **argv)
 		}
 	}
 	fg_log_init();
+	/*
+	 * Request buffers come and go on many threads: without a fixed trim
+	 * threshold glibc hands their memory back to the kernel (madvise) and
+	 * takes it again (page faults) on almost every request.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
 	if (fg_config_load(&cfg, argc, argv, &err) != 0)
 		return err.code == FG_EUSAGE ? fg_cli_usage_error(&fg_cmd_serve, "%s", err.msg) : fg_cli_fail(&err);
 	if (!make_dir(cfg.state_dir)) {
@@ -195,8 +202,10 @@ static int run_serve(int argc, char **argv)
 		acfg.allow_hosts[acfg.n_allow_hosts++] = cfg.allow_hosts[i];
 	acfg.cache_dir = cache;
 	acfg.max_body_bytes = cfg.max_body_bytes;
-	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
+	/* connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
+	/* A write holds its handler thread until its group commit: more of them, bigger commits. */
+	acfg.threads = cfg.http_threads;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;

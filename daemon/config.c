@@ -37,6 +37,7 @@ static const struct setting settings[] = {
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
 	{ "store_url", K_STORE, offsetof(struct fg_config, store_url), 0, 0 },
 	{ "lease_seconds", K_INT, offsetof(struct fg_config, lease_seconds), 3, 3600 },
+	{ "http_threads", K_UINT, offsetof(struct fg_config, http_threads), 1, 256 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -60,6 +61,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
 	cfg->lease_seconds = 60;
+	cfg->http_threads = 16;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -122,9 +124,10 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 	case K_HOSTS:
 		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
 	case K_STORE:
-		if (is_num || !*text || strlen(text) >= sizeof(cfg->store_url))
+		/* "": the default, sqlite://STATE/forged.db. */
+		if (is_num || strlen(text) >= sizeof(cfg->store_url))
 			return fg_err_set(err, FG_EUSAGE, "%s must be sqlite:///PATH or postgres://USER@HOST/DB", st->key);
-		if (!fg_store_is_postgres(text) && strncmp(text, "sqlite://", 9) != 0)
+		if (*text && !fg_store_is_postgres(text) && strncmp(text, "sqlite://", 9) != 0)
 			return fg_err_set(err, FG_EUSAGE, "%s '%s': not sqlite:///PATH or postgres://USER@HOST/DB",
 					  st->key, text);
 		snprintf(cfg->store_url, sizeof(cfg->store_url), "%s", text);

@@ -11,7 +11,9 @@
  * max_attempts (3), store_url (flag --store; "": sqlite://STATE/forged.db;
  * or postgres://USER@HOST/DB for a farm, store.h), lease_seconds (60: how
  * long a claimed job stays this instance's without a heartbeat; the
- * heartbeat renews it every third of that).
+ * heartbeat renews it every third of that), http_threads (16: a POST waits
+ * in its handler thread for the group commit that holds its write, so the
+ * number of threads bounds how many writes share one commit).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -40,6 +42,7 @@ struct fg_config {
 	int max_attempts;
 	char store_url[PATH_MAX + 64];     /* "" when the default */
 	int lease_seconds;
+	unsigned http_threads;
 };
 
 /*

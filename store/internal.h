@@ -67,6 +67,17 @@ struct fg_store_ops;
 struct fg_writer;
 struct fg_pg;
 
+/*
+ * An artifact as the backends store it: checked and printed by store.c
+ * (fg_store_prepare_artifact) in the caller's thread, so the writer thread
+ * spends its time on SQL only.
+ */
+struct fg_store_artifact {
+	const struct fg_artifact_in *in;
+	const char *report;
+	const char *provenance;        /* NULL when in->provenance is */
+};
+
 struct fg_store {
 	const struct fg_store_ops *ops;
 	struct fg_writer *writer; /* the process's writer for this database; NULL on the writer's own connection */
@@ -116,7 +127,7 @@ struct fg_store_ops {
 			    int lease_seconds, struct fg_err *err);
 	int (*job_finish)(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 			  const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
-	int (*job_succeed)(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
+	int (*job_succeed)(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
 			   int64_t *artifact_id, struct fg_err *err);
 	int (*job_cancel)(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 	int (*job_requeue)(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
@@ -130,15 +141,17 @@ struct fg_store_ops {
 	int (*jobs_reap)(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 	/* a read: running jobs past their lease (so an idle reaper writes nothing) */
 	int (*jobs_expired)(struct fg_store *s, int64_t *n, struct fg_err *err);
-	int (*artifact_put)(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
+	int (*artifact_put)(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
 	int (*artifact_get)(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 	int (*artifact_by_fingerprint)(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
 	int (*artifact_list)(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			     cJSON **out, int64_t *next, struct fg_err *err);
-	int (*verification_put)(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-				int64_t *id, struct fg_err *err);
+	/* row: the result's verdict (checked), result_text: the result printed */
+	int (*verification_put)(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+				const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
+	/* observed: printed ("{}" when none) */
 	int (*fleet_report)(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			    const cJSON *observed, struct fg_err *err);
+			    const char *observed, struct fg_err *err);
 	int (*fleet_health)(struct fg_store *s, cJSON **out, struct fg_err *err);
 	int (*counts)(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err);
 	int (*check)(struct fg_store *s, struct fg_err *err);
@@ -386,7 +399,7 @@ int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, c
 			   int lease_seconds, struct fg_err *err);
 int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 			 const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
-int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
+int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
 			  int64_t *artifact_id, struct fg_err *err);
 int fg_sqlite_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 int fg_sqlite_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
@@ -399,18 +412,18 @@ int fg_sqlite_jobs_renew(struct fg_store *s, const char *instance_id, int lease_
 			 struct fg_err *err);
 int fg_sqlite_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 int fg_sqlite_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
-int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
 /* Store a's rows for job (0: none) in the open transaction; *id the new artifact. */
-int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
+int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
 			      struct fg_err *err);
 int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
 int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			    cJSON **out, int64_t *next, struct fg_err *err);
-int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			       int64_t *id, struct fg_err *err);
+int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			       const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			   const cJSON *observed, struct fg_err *err);
+			   const char *observed, struct fg_err *err);
 int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
 
 #endif

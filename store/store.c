@@ -323,7 +323,7 @@ int fg_store_job_fail(struct fg_store *s, int64_t id, const char *worker, const 
 struct succeed_args {
 	int64_t id;
 	const char *worker;
-	const struct fg_artifact_in *a;
+	struct fg_store_artifact a;
 	int64_t artifact_id;
 };
 
@@ -332,26 +332,28 @@ static int succeed_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 	struct succeed_args *a = arg;
 
 	a->artifact_id = 0;
-	return ws->ops->job_succeed(ws, a->id, a->worker, a->a, &a->artifact_id, err);
+	return ws->ops->job_succeed(ws, a->id, a->worker, &a->a, &a->artifact_id, err);
 }
 
 int fg_store_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
 			 int64_t *artifact_id, struct fg_err *err)
 {
-	struct succeed_args args = { id, worker, a, 0 };
+	struct succeed_args args = { id, worker, { a, NULL, NULL }, 0 };
 	char *report = NULL, *provenance = NULL;
 	int rc;
 
 	if (!s || !a || !artifact_id)
 		return fg_err_set(err, FG_EINPUT, "finishing a job: no store, artifact or output");
-	/* Checked here so a refused artifact never holds up the writer. */
+	/* Checked and printed here: the writer thread spends its time on SQL only. */
 	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
-	cJSON_free(report);
-	cJSON_free(provenance);
+	args.a.report = report;
+	args.a.provenance = provenance;
 	if (!rc)
 		rc = fg_store_write(s, succeed_fn, &args, err);
 	if (!rc)
 		*artifact_id = args.artifact_id;
+	cJSON_free(report);
+	cJSON_free(provenance);
 	return rc;
 }
 
@@ -515,7 +517,7 @@ int fg_store_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int 
 /* ---- artifacts ---- */
 
 struct put_args {
-	const struct fg_artifact_in *a;
+	struct fg_store_artifact a;
 	int64_t id;
 };
 
@@ -523,24 +525,26 @@ static int put_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	struct put_args *a = arg;
 
-	return ws->ops->artifact_put(ws, a->a, &a->id, err);
+	return ws->ops->artifact_put(ws, &a->a, &a->id, err);
 }
 
 int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
 {
-	struct put_args args = { a, 0 };
+	struct put_args args = { { a, NULL, NULL }, 0 };
 	char *report = NULL, *provenance = NULL;
 	int rc;
 
 	if (!s || !a || !id)
 		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
 	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
-	cJSON_free(report);
-	cJSON_free(provenance);
+	args.a.report = report;
+	args.a.provenance = provenance;
 	if (!rc)
 		rc = fg_store_write(s, put_fn, &args, err);
 	if (!rc)
 		*id = args.id;
+	cJSON_free(report);
+	cJSON_free(provenance);
 	return rc;
 }
 
@@ -569,7 +573,8 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 struct verification_args {
 	int64_t artifact;
 	const char *rows;
-	const cJSON *result;
+	const struct fg_verdict_row *row;
+	const char *result;
 	int64_t id;
 };
 
@@ -577,25 +582,25 @@ static int verification_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	struct verification_args *a = arg;
 
-	return ws->ops->verification_put(ws, a->artifact, a->rows, a->result, &a->id, err);
+	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, &a->id, err);
 }
 
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, struct fg_err *err)
 {
-	struct verification_args a = { artifact_id, rows_json, result, 0 };
-	const struct fg_verdict_row *row = NULL;
+	struct verification_args a = { artifact_id, rows_json, NULL, NULL, 0 };
 	char *text = NULL;
 	int rc;
 
 	if (!s || !rows_json || !result)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &row, &text, err);
-	cJSON_free(text);
+	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, err);
+	a.result = text;
 	if (!rc)
 		rc = fg_store_write(s, verification_fn, &a, err);
 	if (!rc && id)
 		*id = a.id;
+	cJSON_free(text);
 	return rc;
 }
 
@@ -604,7 +609,7 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 struct report_args {
 	const char *host, *runtime;
 	int64_t artifact;
-	const cJSON *observed;
+	const char *observed;
 };
 
 static int report_fn(struct fg_store *ws, void *arg, struct fg_err *err)
@@ -617,15 +622,18 @@ static int report_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 			  const cJSON *observed, struct fg_err *err)
 {
-	struct report_args a = { host, runtime, artifact_id, observed };
+	struct report_args a = { host, runtime, artifact_id, NULL };
 	char *text = NULL;
 	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "storing a fleet report: no store");
 	rc = fg_store_prepare_report(host, runtime, observed, &text, err);
+	a.observed = text ? text : "{}";
+	if (!rc)
+		rc = fg_store_write(s, report_fn, &a, err);
 	cJSON_free(text);
-	return rc ? rc : fg_store_write(s, report_fn, &a, err);
+	return rc;
 }
 
 int fg_store_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)

@@ -93,9 +93,10 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 	return 0;
 }
 
-static int insert_rows(struct fg_store *s, const struct fg_artifact_in *in, const char *report,
-		       const char *provenance, int64_t job, int64_t *id, struct fg_err *err)
+static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, int64_t job, int64_t *id,
+		       struct fg_err *err)
 {
+	const struct fg_artifact_in *in = d->in;
 	struct fg_pg_args a = { 0 };
 	struct file_ctx files;
 	PGresult *res = NULL;
@@ -125,8 +126,8 @@ static int insert_rows(struct fg_store *s, const struct fg_artifact_in *in, cons
 	PQclear(res);
 	a.n = 0;
 	fg_pg_arg_int(&a, new_id);
-	fg_pg_arg_text(&a, report);
-	fg_pg_arg_text(&a, provenance);
+	fg_pg_arg_text(&a, d->report);
+	fg_pg_arg_text(&a, d->provenance);
 	rc = fg_pg_query(s, "INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES ($1, $2, $3)", &a,
 			 NULL, err, "storing the report");
 	if (rc)
@@ -154,33 +155,23 @@ static int insert_rows(struct fg_store *s, const struct fg_artifact_in *in, cons
 	return rc;
 }
 
-int fg_pg_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
+int fg_pg_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
 			  struct fg_err *err)
 {
-	char *report = NULL, *provenance = NULL;
-	int rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+	int rc = insert_rows(s, a, job, id, err);
 
-	if (rc)
-		return rc;
-	rc = insert_rows(s, a, report, provenance, job, id, err);
-	if (rc)
-		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
-	cJSON_free(report);
-	cJSON_free(provenance);
-	return rc;
+	return rc ? fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source) : 0;
 }
 
-int fg_pg_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err)
 {
 	int64_t new_id = 0;
-	int rc;
+	int rc = fg_pg_begin(s, err);
 
-	if (!s || !a || !id)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
-	rc = fg_pg_begin(s, err);
-	if (rc)
-		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source ? a->source : "?");
-	rc = fg_pg_artifact_insert(s, a, 0, &new_id, err);
+	if (!rc)
+		rc = fg_pg_artifact_insert(s, a, 0, &new_id, err);
+	else
+		fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source);
 	if (!rc)
 		rc = fg_pg_commit(s, err);
 	if (rc) {
@@ -465,21 +456,14 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
 
 /* ---- verifications ---- */
 
-int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			   int64_t *id, struct fg_err *err)
+int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			   const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err)
 {
-	const struct fg_verdict_row *row = NULL;
 	struct fg_pg_args a = { 0 };
-	char *result_text = NULL;
 	PGresult *res = NULL;
 	int64_t new_id = 0;
 	int rc;
 
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &row, &result_text, err);
-	if (rc)
-		return rc;
 	rc = fg_pg_begin(s, err);
 	if (rc)
 		goto out;
@@ -518,6 +502,5 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "storing a verification of artifact %lld: ", (long long)artifact_id);
 	}
-	cJSON_free(result_text);
 	return rc;
 }

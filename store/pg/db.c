@@ -352,6 +352,10 @@ static int pg_fail(struct fg_store *s, const PGresult *res, struct fg_err *err, 
 	if (!msg || !*msg)
 		msg = PQerrorMessage(s->pg->conn);
 	snprintf(text, sizeof(text), "%s", msg && *msg ? msg : "the connection failed");
+	/* libpq's messages run over several lines: one line for logs and problem details. */
+	for (char *p = text; *p; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
 	n = strlen(text);
 	while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
 		text[--n] = '\0';
@@ -377,7 +381,10 @@ static void quiet(void *arg, const char *message)
 
 static int session_setup(struct fg_store *s, struct fg_err *err);
 
-/* A dropped connection comes back (outside a transaction) with its statements forgotten. */
+/*
+ * A dropped connection comes back (outside a writer's batch: the writer sees
+ * the batch lost and runs each write again) with its statements forgotten.
+ */
 static int ensure_connected(struct fg_store *s, struct fg_err *err)
 {
 	struct fg_pg *pg = s->pg;
@@ -406,7 +413,7 @@ static int pg_run(struct fg_store *s, const char *sql, struct fg_err *err, const
 	PGresult *res;
 	int rc = 0;
 
-	if (PQtransactionStatus(s->pg->conn) == PQTRANS_IDLE && (rc = ensure_connected(s, err)) != 0)
+	if (!s->in_batch && (rc = ensure_connected(s, err)) != 0)
 		return rc;
 	res = PQexec(s->pg->conn, sql);
 	if (!res || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK))
@@ -419,14 +426,17 @@ int fg_pg_query(struct fg_store *s, const char *sql, const struct fg_pg_args *ar
 		struct fg_err *err, const char *what)
 {
 	struct fg_pg *pg = s->pg;
-	struct fg_pg_slot *slot = NULL;
+	struct fg_pg_slot *slot;
 	uint64_t h = sql_hash(sql);
 	PGresult *res;
-	int rc;
+	int rc, idle, retried = 0;
 
 	if (out)
 		*out = NULL;
-	if (PQtransactionStatus(pg->conn) == PQTRANS_IDLE && (rc = ensure_connected(s, err)) != 0)
+again:
+	slot = NULL;
+	/* Never inside a writer's batch: a new session there would commit the rest of it piecemeal. */
+	if (!s->in_batch && (rc = ensure_connected(s, err)) != 0)
 		return rc;
 	for (size_t i = 0; i < pg->n_slots; i++) {
 		if (pg->slots[i].hash == h && strcmp(pg->slots[i].sql, sql) == 0) {
@@ -453,7 +463,14 @@ int fg_pg_query(struct fg_store *s, const char *sql, const struct fg_pg_args *ar
 		slot->sql = sql;
 		pg->n_slots++;
 	}
+	idle = PQtransactionStatus(pg->conn) == PQTRANS_IDLE;
 	res = PQexecPrepared(pg->conn, slot->name, args ? args->n : 0, args ? args->v : NULL, NULL, NULL, 0);
+	if (idle && !s->in_batch && PQstatus(pg->conn) != CONNECTION_OK && !retried) {
+		/* The server went away since the last call (a restart, a failover): once more on a new session. */
+		PQclear(res);
+		retried = 1;
+		goto again;
+	}
 	if (!res || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)) {
 		rc = pg_fail(s, res, err, what);
 		PQclear(res);
@@ -531,6 +548,10 @@ void fg_pg_rollback(struct fg_store *s)
 static int pg_tx_begin(struct fg_store *s, struct fg_err *err)
 {
 	int rc = pg_run(s, "BEGIN", err, "starting a write transaction");
+
+	/* The server went away since the last batch: once more on a new session. */
+	if (rc && PQstatus(s->pg->conn) != CONNECTION_OK)
+		rc = pg_run(s, "BEGIN", err, "starting a write transaction");
 
 	/* The batch's lock-wait budget (writer.c), when it is not the session's. */
 	if (!rc && s->busy_ms != s->pg->lock_ms) {

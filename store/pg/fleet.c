@@ -14,22 +14,15 @@
 #include <string.h>
 
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-		       const cJSON *observed, struct fg_err *err)
+		       const char *text, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
-	char *text = NULL;
-	int rc;
+	int rc = fg_pg_begin(s, err);
 
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "storing a fleet report: no store");
-	rc = fg_store_prepare_report(host, runtime, observed, &text, err);
-	if (rc)
-		return rc;
-	rc = fg_pg_begin(s, err);
 	fg_pg_arg_text(&a, host);
 	fg_pg_arg_text(&a, runtime);
 	fg_pg_arg_int(&a, artifact_id);
-	fg_pg_arg_text(&a, text ? text : "{}");
+	fg_pg_arg_text(&a, text);
 	if (!rc)
 		rc = fg_pg_query(s,
 				 "INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at)"
@@ -46,7 +39,6 @@ int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id
 		rc = fg_pg_commit(s, err);
 	if (rc)
 		fg_pg_rollback(s);
-	cJSON_free(text);
 	return rc;
 }
 

@@ -146,11 +146,9 @@ int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_j
 	int rc;
 
 	memset(&j, 0, sizeof(j));
-	if (!s || !out)
-		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store or no output");
-	rc = fg_store_check_enqueue(kind, &params_json, idem_key, body_sha256, err);
-	if (rc)
-		return rc;
+	/* Checked by store.c before it queued (fg_store_check_enqueue). */
+	if (!s || !out || !kind || !params_json)
+		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store, kind, parameters or output");
 	rc = fg_pg_begin(s, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "enqueueing a job: ");
@@ -321,7 +319,7 @@ int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg
 	return n ? 0 : not_running(s, id, worker, "finishing", err);
 }
 
-int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *in,
+int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *in,
 		      int64_t *artifact_id, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };

@@ -112,7 +112,7 @@ int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const
 		       int lease_seconds, struct fg_err *err);
 int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 		     const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
-int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
+int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
 		      int64_t *artifact_id, struct fg_err *err);
 int fg_pg_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 int fg_pg_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
@@ -125,17 +125,17 @@ int fg_pg_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seco
 		     struct fg_err *err);
 int fg_pg_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 int fg_pg_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
-int fg_pg_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err);
-int fg_pg_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
+int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
+int fg_pg_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
 			  struct fg_err *err);
 int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 int fg_pg_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
 int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			cJSON **out, int64_t *next, struct fg_err *err);
-int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			   int64_t *id, struct fg_err *err);
+int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			   const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-		       const cJSON *observed, struct fg_err *err);
+		       const char *observed, struct fg_err *err);
 int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
 int fg_pg_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err);

@@ -25,11 +25,12 @@
  * from the verdict table).
  */
 static const char sql_refresh_health[] =
-	"UPDATE artifacts SET unhealthy ="
+	"UPDATE artifacts SET unhealthy = x.v FROM (SELECT"
 	" (EXISTS (SELECT 1 FROM verdicts WHERE artifact_id = ?1 AND origin = 'static' AND severity = 'error')"
 	"  OR coalesce((SELECT verdict FROM verifications WHERE artifact_id = ?1 ORDER BY id DESC LIMIT 1)"
-	"   = ?2, 0))"
-	" WHERE id = ?1";
+	"   = ?2, 0)) AS v) AS x"
+	/* An unchanged flag is not written: no page of the artifact's row rewritten for nothing. */
+	" WHERE id = ?1 AND unhealthy IS NOT x.v";
 
 static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 {
@@ -124,10 +125,11 @@ static const char sql_artifact_insert[] =
 static const char sql_doc_insert[] =
 	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
 
-/* The rows of a (checked, report and provenance printed) inside the open transaction. */
-static int insert_rows(struct fg_store *s, const struct fg_artifact_in *a, const char *report,
-		       const char *provenance, int64_t job, int64_t *id, struct fg_err *err)
+/* The rows of d (checked, report and provenance printed) inside the open transaction. */
+static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, int64_t job, int64_t *id,
+		       struct fg_err *err)
 {
+	const struct fg_artifact_in *a = d->in;
 	sqlite3_stmt *st = NULL;
 	struct file_ctx files;
 	const cJSON *v;
@@ -158,8 +160,8 @@ static int insert_rows(struct fg_store *s, const struct fg_artifact_in *a, const
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, new_id);
-	fg_sql_bind_text(st, 2, report);
-	fg_sql_bind_text(st, 3, provenance);
+	fg_sql_bind_text(st, 2, d->report);
+	fg_sql_bind_text(st, 3, d->provenance);
 	rc = fg_sql_exec(s, st, err, "storing the report");
 	if (rc)
 		return rc;
@@ -184,47 +186,29 @@ static int insert_rows(struct fg_store *s, const struct fg_artifact_in *a, const
 	return rc;
 }
 
-int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_artifact_in *a, int64_t job, int64_t *id,
+int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
 			      struct fg_err *err)
 {
-	char *report = NULL, *provenance = NULL;
-	int rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+	int rc = insert_rows(s, a, job, id, err);
 
-	if (rc)
-		return rc;
-	rc = insert_rows(s, a, report, provenance, job, id, err);
-	if (rc)
-		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
-	cJSON_free(report);
-	cJSON_free(provenance);
-	return rc;
+	return rc ? fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source) : 0;
 }
 
-int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err)
 {
-	char *report = NULL, *provenance = NULL;
 	int64_t new_id = 0;
-	int rc;
+	int rc = fg_sql_begin(s, err);
 
-	if (!s || !a || !id)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
-	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
-	if (rc)
-		return rc;
-	rc = fg_sql_begin(s, err);
 	if (!rc)
-		rc = insert_rows(s, a, report, provenance, 0, &new_id, err);
+		rc = insert_rows(s, a, 0, &new_id, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
-	if (!rc)
-		*id = new_id;
 	if (rc) {
 		fg_sql_rollback(s);
-		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source);
 	}
-	cJSON_free(report);
-	cJSON_free(provenance);
-	return rc;
+	*id = new_id;
+	return 0;
 }
 
 /* ---- reading one artifact ---- */
@@ -521,22 +505,13 @@ static const char sql_verification_insert[] =
 static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
-int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			      int64_t *id, struct fg_err *err)
+int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			       const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	char *result_text = NULL;
-	const struct fg_verdict_row *row = NULL;
-	const char *verdict;
+	const char *verdict = row->name;
 	int64_t new_id = 0;
 	int rc;
-
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &row, &result_text, err);
-	if (rc)
-		return rc;
-	verdict = row->name;
 
 	rc = fg_sql_begin(s, err);
 	if (rc)
@@ -580,6 +555,5 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "storing a verification of artifact %lld: ", (long long)artifact_id);
 	}
-	cJSON_free(result_text);
 	return rc;
 }

@@ -28,24 +28,17 @@ static const char sql_fleet_upsert[] =
 	" observed = excluded.observed, reported_at = excluded.reported_at";
 
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			   const cJSON *observed, struct fg_err *err)
+			   const char *observed, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	char *text = NULL;
-	int rc;
+	int rc = fg_sql_get(s, sql_fleet_upsert, &st, err);
 
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "storing a fleet report: no store");
-	rc = fg_store_prepare_report(host, runtime, observed, &text, err);
 	if (rc)
 		return rc;
-	rc = fg_sql_get(s, sql_fleet_upsert, &st, err);
-	if (rc)
-		goto out;
 	fg_sql_bind_text(st, 1, host);
 	fg_sql_bind_text(st, 2, runtime);
 	sqlite3_bind_int64(st, 3, artifact_id);
-	fg_sql_bind_text(st, 4, text ? text : "{}");
+	fg_sql_bind_text(st, 4, observed);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = fg_err_set(err, FG_ENOTFOUND, "fleet report from '%s': no artifact %lld", host,
@@ -54,9 +47,7 @@ int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifac
 		rc = fg_sql_fail(s, rc, err, "storing a fleet report");
 	else
 		rc = 0;
-out:
 	fg_sql_put(st);
-	cJSON_free(text);
 	return rc;
 }
 

@@ -169,11 +169,9 @@ int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *para
 	int rc;
 
 	memset(&j, 0, sizeof(j));
-	if (!s || !out)
-		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store or no output");
-	rc = fg_store_check_enqueue(kind, &params_json, idem_key, body_sha256, err);
-	if (rc)
-		return rc;
+	/* Checked by store.c before it queued (fg_store_check_enqueue). */
+	if (!s || !out || !kind || !params_json)
+		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store, kind, parameters or output");
 
 	rc = fg_sql_begin(s, err);
 	if (rc)
@@ -381,7 +379,7 @@ static const char sql_job_succeed[] =
 	"UPDATE jobs SET state = 'succeeded', error = '', artifact_id = ?2, refusal = NULL, progress = 1.0,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1";
 
-int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
+int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
 			  int64_t *artifact_id, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
