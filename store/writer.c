@@ -156,6 +156,11 @@ static void run_batch(struct fg_writer *w, struct request **all, size_t n_all)
 	size_t n = n_all;
 	int broken = 0, rc;
 
+	/* One write alone needs no savepoint: its transaction is its own. */
+	if (n_all == 1) {
+		run_alone(w, all[0]);
+		return;
+	}
 	memcpy(batch, all, n * sizeof(*batch));
 	for (;;) {
 		struct fg_err berr = { 0 };
