@@ -255,6 +255,8 @@ static int run_serve(int argc, char **argv)
 		status_line(store, workers);
 	}
 	fg_store_listener_stop(listener);
+	/* Draining workers finish jobs after the API is gone: they must not tell it. */
+	fg_workers_set_api(workers, NULL);
 	fg_api_stop(api);
 	fg_workers_stop(workers, cfg.drain_seconds);
 	fg_store_close(store);

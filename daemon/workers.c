@@ -148,14 +148,19 @@ static void touch(struct worker *w)
 	pthread_mutex_unlock(&w->pool->lock);
 }
 
-static struct fg_api *pool_api(struct fg_workers *p)
+/*
+ * Tell the API (when it still runs: fg_workers_set_api(NULL) before it
+ * stops) that data changed and/or a job took seconds (< 0: none).  Under
+ * the pool's lock, so the API cannot be freed meanwhile.
+ */
+static void tell_api(struct fg_workers *p, int data_changed, double seconds)
 {
-	struct fg_api *api;
-
 	pthread_mutex_lock(&p->lock);
-	api = p->cfg.api;
+	if (p->cfg.api && data_changed)
+		fg_api_data_changed(p->cfg.api);
+	if (p->cfg.api && seconds >= 0)
+		fg_api_job_finished(p->cfg.api, seconds);
 	pthread_mutex_unlock(&p->lock);
-	return api;
 }
 
 struct job_ctx {
@@ -406,7 +411,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 		rc = store_artifact(w, job->id, o.source, &res, &aid, &err);
 		if (!rc) {
 			fault_point("stored");
-			fg_api_data_changed(pool_api(p));
+			tell_api(p, 1, -1.0);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
 		} else if (rc == FG_ECONFLICT || rc == FG_ENOTFOUND) {
@@ -426,7 +431,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			fg_log(FG_LOG_ERR, "job %lld: %s", (long long)job->id, msg);
 		}
 	}
-	fg_api_job_finished(pool_api(p), since(&t0));
+	tell_api(p, 0, since(&t0));
 	fg_forge_result_release(&res);
 	cJSON_Delete(params);
 	cJSON_Delete(stamp);

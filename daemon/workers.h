@@ -60,7 +60,7 @@ struct fg_workers_config {
 
 int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cfg, struct fg_err *err);
 
-/* Give the workers the API once it runs, for job-duration metrics. */
+/* Give the workers the API once it runs, for job-duration metrics; NULL before it stops. */
 void fg_workers_set_api(struct fg_workers *w, struct fg_api *api);
 
 /* Wake an idle worker (a job was enqueued). */
