@@ -272,6 +272,40 @@ else
 fi
 check "no sanitizer report in the instances' logs" [ -z "$(grep -l 'Sanitizer\|runtime error:' "$TMP"/i*.log)" ]
 
+# An instance that cannot write a job's out refuses it, saying so: the others stop, one instance
+# accepts the job (the shared folder is in its roots) and runs nothing, another runs it without
+# the shared folder in its roots.
+if [ "$N" -gt 1 ]; then
+	for i in $(seq 1 "$N"); do kill -TERM "${IPID[$i]}" 2>/dev/null; wait "${IPID[$i]}" 2>/dev/null; done
+	"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/s5" "${STORE_ARGS[@]}" --allow-roots "$FIXTURES" \
+		--allow-roots "$SHARED" --tokens-file "$TMP/tokens" --workers 0 >"$TMP/i5.log" 2>&1 &
+	IPID[5]=$!
+	PIDS="$PIDS ${IPID[5]}"
+	mkdir -p "$TMP/elsewhere"
+	"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/s4" "${STORE_ARGS[@]}" --allow-roots "$FIXTURES" \
+		--allow-roots "$TMP/elsewhere" --tokens-file "$TMP/tokens" --workers 1 >"$TMP/i4.log" 2>&1 &
+	IPID[4]=$!
+	PIDS="$PIDS ${IPID[4]}"
+	for k in $(seq 1 200); do
+		PORT[5]=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\), state .*/\1/p' "$TMP/i5.log")
+		[ -n "${PORT[5]}" ] && grep -q "listening on" "$TMP/i4.log" && break
+		sleep 0.05
+	done
+	api 5 POST /v1/jobs -H "Content-Type: application/json" \
+		--data-binary "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$SHARED/out/refused\"}"
+	check "a job with out on the shared folder is accepted by an instance that has it" [ "$CODE" = 202 ]
+	RJOB=$(jb .id)
+	for k in $(seq 1 200); do
+		[ "$(q "SELECT state FROM jobs WHERE id = $RJOB")" = failed ] && break
+		sleep 0.05
+	done
+	INST4=$(sed -n 's/.*, instance \([^,]*\), store .*/\1/p' "$TMP/i4.log")
+	err=$(q "SELECT error FROM jobs WHERE id = $RJOB")
+	check "the instance without the shared folder in its roots refuses the job, saying so ($err)" \
+		grep -q "instance $INST4 cannot write out '$SHARED/out/refused'" <<<"$err"
+	check "the refused job left nothing at its out" [ ! -e "$SHARED/out/refused" ]
+fi
+
 WALL=$(awk -v a="$T0" -v b="$T_END" 'BEGIN { printf "%.1f", b - a }')
 echo "farm figures ($STORE): $JOBS jobs through $N instance(s) with 2 workers each, $RESUBMITS resubmissions" \
 	"and $RETRIES retries of unanswered submissions, $KILLS SIGKILL mid-job (holding $HELD running job(s))," \
