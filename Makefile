@@ -1,29 +1,44 @@
 # forged: build, test, sanitize, fuzz.
 #
 #   make            build build/forged
-#   make deps       install the Debian packages of design.md section 3, Debian's chromium
-#                   and node for the dashboard's browser tests, and their node package
-#                   (npm ci in tests/browser); idempotent, offline once all is there
+#   make deps-run   install what building and running forged needs (RUN_PKGS) and no more
+#   make deps       that, what the tests need (TEST_PKGS), Debian's chromium and node for
+#                   the dashboard's browser tests, and their node package (npm ci in
+#                   tests/browser); idempotent, offline once all is there; a system
+#                   nginx it installs is left stopped and disabled (tests/tools/apt_install.sh)
 #   make test       build and run every test (unit, e2e, the dashboard in Chromium:
 #                   skipped, saying why, without Chromium or tests/browser/node_modules);
 #                   installs deps if missing; ends with "tests: N passed, N failed";
 #                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
+#   make tsan-test  ThreadSanitizer (in build/tsan) on the store's unit test and the
+#                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
+#                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
+#   make check-docs refuse docs/interfaces.md tables that differ from the code
 #   make deb        build the Debian package (dpkg-buildpackage) in a copy of the tree
 #   make check-deb  build it and run lintian on it (tests/e2e/deb_check.sh)
 #   make bench      every benchmark, ratios in build/bench/results.json (BENCH_QUICK=1: small, minutes)
 
 CC      ?= cc
 PYTHON  ?= python3
-DEPS_PKGS := libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev \
-	libcurl4-openssl-dev libssl-dev libxxhash-dev libcmocka-dev curl jq clang \
-	python3-numpy libclang-rt-14-dev zstd nginx groff-base man-db zsh \
-	libpq-dev postgresql
+# What building and running forged needs (`make run`, `make demo`, `make deb`): the
+# compiler, python3 (tests/embed.py, the fixture generator), the libraries it links,
+# the CA certificates of https:// sources (the Hugging Face Hub by default), and
+# libpq (a PostgreSQL store_url).
+RUN_PKGS := gcc libc6-dev python3 ca-certificates libmicrohttpd-dev libsqlite3-dev \
+	libcjson-dev libzstd-dev libcurl4-openssl-dev libssl-dev libpq-dev
+# What the tests need on top (`make test`, `make fuzz`): cmocka, curl and jq, numpy
+# for the goldens, nginx as the test hub (run by the tests on loopback only), the
+# man page and completion checks, strace (test_forge_files.sh), clang for the fuzzer,
+# PostgreSQL for the store tests' second backend (a throwaway cluster the tests start
+# as an unprivileged user: tests/pg_cluster.sh; the package's own cluster is left stopped).
+TEST_PKGS := libcmocka-dev curl jq python3-numpy zstd nginx groff-base man-db zsh strace \
+	clang libclang-rt-14-dev postgresql
 # What `make deb` and `make check-deb` need on top (not installed by `make test`).
 DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
 # The dashboard's browser tests (tests/browser, README "Dashboard"): Debian's
@@ -34,6 +49,10 @@ BROWSER_PKGS := chromium fonts-dejavu-core
 ifeq ($(SANITIZE),)
 BUILD   := build
 SANFLAGS :=
+else ifeq ($(SANITIZE),thread)
+# ThreadSanitizer cannot share objects with ASan: its own folder.
+BUILD   := build/tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
 BUILD   := build/san
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -71,7 +90,7 @@ FIXTURES   := $(BUILD)/fixtures
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-deb browser-deps test test-build run demo fuzz check-src check-layers clean deb check-deb FORCE
+.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -126,22 +145,26 @@ $(BUILD)/completion/_forged: $(FORGED)
 	@mkdir -p $(dir $@)
 	$(FORGED) completion zsh >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBS)
+# Every unit test links tests/unit/support.c (support.h), and the daemon/
+# objects its rule below names (daemon/ is not a library).
+UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.
-deps deps-deb:
-	@missing=""; for p in $(if $(filter deps-deb,$@),$(DEB_PKGS),$(DEPS_PKGS) $(BROWSER_PKGS)); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
-	done; \
-	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
-	fi
+deps-run:
+	@bash tests/tools/apt_install.sh $(RUN_PKGS)
+
+deps-deb:
+	@bash tests/tools/apt_install.sh $(DEB_PKGS)
+
+deps:
+	@bash tests/tools/apt_install.sh $(RUN_PKGS) $(TEST_PKGS) $(BROWSER_PKGS) \
+		$$(command -v npm >/dev/null 2>&1 || echo nodejs npm)
 	@$(MAKE) --no-print-directory browser-deps
 
 # playwright-core, pinned in tests/browser/package-lock.json (node_modules is not
@@ -168,22 +191,32 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 	/usr/bin/python3 tests/fixtures/dequant_golden.py $(DEQUANT_GOLDEN)
 
 test: deps
-	@$(MAKE) --no-print-directory check-src check-layers test-build
+	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
 	$(DEQUANT_GOLDEN)/index.json
 
+# ThreadSanitizer on the store and the server: build/tsan, then test_store and the
+# serve scripts with a TSan-built forged.  A report makes the process exit 66 and
+# the run fail; tests/tsan.supp names what is suppressed and why.
+TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh
+tsan-test: deps
+	@$(MAKE) --no-print-directory SANITIZE=thread build/tsan/forged build/tsan/tests/test_store \
+		build/tsan/fixtures/manifest.json
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		PYTHON=$(PYTHON) bash tests/run_all.sh build/tsan --only "tests/test_store $(TSAN_TESTS)"
+
 # The service on 127.0.0.1:8470 with the generated fixtures as its allowed root.
-run: deps
+run: deps-run
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
 	@echo "forged serve on 127.0.0.1:8470; in another terminal, for example:"
 	@echo "  $(FORGED) jobs submit qwen35_hf --wait"
 	@echo "  $(FORGED) artifacts list"
 	$(FORGED) serve --allow-roots $(CURDIR)/$(FIXTURES) --allow-roots $(CURDIR)
 
-demo: deps
+demo: deps-run
 	@$(MAKE) --no-print-directory $(FORGED) $(FIXTURES)/manifest.json
 	$(FORGED) version
 	$(FORGED) inspect $(FIXTURES)/qwen35_mlx_sidecar
@@ -212,6 +245,11 @@ bench: $(FORGED) $(LIBS)
 check-layers:
 	@bash tests/tools/check_layers.sh
 
+# The checked tables of docs/interfaces.md (verdicts, error and exit codes,
+# routes, problem types, config keys, environment, commands) against the code.
+check-docs:
+	@$(PYTHON) tests/tools/check_docs.py
+
 # Also: no bare `return -1;` in forge/ (a -1 reads as FG_EUSAGE: failures
 # return an FG_E* code, predicates bool, lookups NULL or a named "not found"),
 # and no error message searched to decide what to do (the code decides).
@@ -231,27 +269,31 @@ clean:
 
 # The Debian package (debian/), built by dpkg-buildpackage in a copy of the
 # tree under build/deb (so the work tree's build/ is left alone), then lintian.
-deb: deps deps-deb
+deb: deps-run deps-deb
 	@bash tests/e2e/deb_check.sh --no-lintian
 
 check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
--include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d)
+-include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
+	$(UNIT_SUPPORT:.o=.d)
 
-# ---- install: binary, systemd unit, example config (design.md section 10) ----
+# ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR
 # move things and the unit's paths follow.  An existing config.json or tokens
 # file is never overwritten.  Man pages go to MANDIR, completions to
-# BASHCOMPDIR and ZSHCOMPDIR.  SERVICE_USER=NAME runs the unit as that
-# (static) user instead of a DynamicUser= one (the Debian package does).
+# BASHCOMPDIR and ZSHCOMPDIR.  The unit runs as the system user and group
+# SERVICE_USER (forged), which the sysusers.d file in SYSUSERSDIR declares;
+# installing into the running system (no DESTDIR) creates them with
+# systemd-sysusers when it is there (the Debian package's postinst uses adduser).
 PREFIX      ?= /usr/local
 UNITDIR     ?= /lib/systemd/system
 SYSCONFDIR  ?= /etc
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
-SERVICE_USER ?=
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+SERVICE_USER ?= forged
 .PHONY: install
 install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0755 $(FORGED) $(DESTDIR)$(PREFIX)/bin/forged
@@ -261,11 +303,15 @@ install: $(FORGED) $(COMPLETIONS)
 	install -D -m 0644 $(BUILD)/completion/forged.bash $(DESTDIR)$(BASHCOMPDIR)/forged
 	install -D -m 0644 $(BUILD)/completion/_forged $(DESTDIR)$(ZSHCOMPDIR)/_forged
 	sed -e 's|/usr/local/|$(PREFIX)/|g' -e 's|/etc/forged/|$(SYSCONFDIR)/forged/|g' \
-		$(if $(SERVICE_USER),-e 's|^DynamicUser=yes$$|User=$(SERVICE_USER)\nGroup=$(SERVICE_USER)|' \
-			-e 's|(owned by a dynamic user)|(owned by the user $(SERVICE_USER))|') \
+		-e 's|^User=forged$$|User=$(SERVICE_USER)|' -e 's|^Group=forged$$|Group=$(SERVICE_USER)|' \
 		systemd/forged.service >$(DESTDIR)$(UNITDIR)/forged.service && chmod 0644 $(DESTDIR)$(UNITDIR)/forged.service
-	install -m 0644 README.md systemd/config.example.json $(DESTDIR)$(PREFIX)/share/doc/forged/
+	install -d -m 0755 $(DESTDIR)$(SYSUSERSDIR)
+	sed 's|^u forged |u $(SERVICE_USER) |' systemd/forged.sysusers >$(DESTDIR)$(SYSUSERSDIR)/forged.conf && \
+		chmod 0644 $(DESTDIR)$(SYSUSERSDIR)/forged.conf
+	install -m 0644 README.md systemd/config.example.json systemd/environment.example \
+		$(DESTDIR)$(PREFIX)/share/doc/forged/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/config.json ] || \
 		sed 's|"/etc/forged/|"$(SYSCONFDIR)/forged/|' systemd/config.example.json >$(DESTDIR)$(SYSCONFDIR)/forged/config.json
 	[ -e $(DESTDIR)$(SYSCONFDIR)/forged/tokens ] || \
 		install -m 0644 systemd/tokens.example $(DESTDIR)$(SYSCONFDIR)/forged/tokens
+	$(if $(DESTDIR),,! command -v systemd-sysusers >/dev/null 2>&1 || systemd-sysusers $(SYSUSERSDIR)/forged.conf)

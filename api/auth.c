@@ -9,25 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hex_nibble(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "forge/core/str.h"
 
 static int parse_hex32(const char *hex, unsigned char out[32])
 {
 	if (strlen(hex) != 64)
 		return -1;
 	for (int i = 0; i < 32; i++) {
-		int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
+		int hi = fg_hex_nibble(hex[2 * i]), lo = fg_hex_nibble(hex[2 * i + 1]);
 
-		if (hi < 0 || lo < 0)
+		if (hi == FG_HEX_NONE || lo == FG_HEX_NONE)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);
 	}
@@ -57,7 +48,9 @@ int fg_tokens_load(struct fg_tokens *out, const char *path, struct fg_err *err)
 {
 	FILE *fp = fopen(path, "r");
 	struct fg_tokens t = { 0, NULL };
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
 	int lineno = 0, rc = 0;
 
 	if (!fp)
@@ -67,13 +60,27 @@ int fg_tokens_load(struct fg_tokens *out, const char *path, struct fg_err *err)
 		fclose(fp);
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	}
-	while (fgets(line, sizeof(line), fp)) {
+	/* Whole lines (getline): a line is never split, so no tail of one is read as a token. */
+	while ((len = getline(&line, &cap, fp)) >= 0) {
 		char *p = line;
 
 		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = '\0';
+		if ((size_t)len > FG_TOKENS_LINE_MAX) {
+			rc = fg_err_set(err, FG_EINPUT, "%s:%d: the line is longer than %d bytes", path, lineno,
+					FG_TOKENS_LINE_MAX);
+			break;
+		}
+		if (memchr(line, '\0', (size_t)len)) {
+			rc = fg_err_set(err, FG_EINPUT, "%s:%d: the line holds a NUL byte", path, lineno);
+			break;
+		}
 		while (*p == ' ' || *p == '\t')
 			p++;
-		if (*p == '#' || *p == '\n' || *p == '\0')
+		if (*p == '#' || *p == '\0')
 			continue;
 		if (t.n == FG_TOKENS_MAX) {
 			rc = fg_err_set(err, FG_EINPUT, "%s: more than %d tokens", path, FG_TOKENS_MAX);
@@ -84,7 +91,10 @@ int fg_tokens_load(struct fg_tokens *out, const char *path, struct fg_err *err)
 			break;
 		t.n++;
 	}
+	if (!rc && ferror(fp))
+		rc = fg_err_set(err, FG_EIO, "%s: cannot read the tokens file", path);
 	fclose(fp);
+	free(line);
 	if (rc) {
 		fg_tokens_release(&t);
 		return rc;

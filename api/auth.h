@@ -2,7 +2,9 @@
  * auth.h: bearer tokens from a tokens file.
  *
  * One `ROLE NAME SHA256HEX` line per token (role `read` or `write`; the hash
- * of the token text; `#` starts a comment).  A presented token is hashed and
+ * of the token text; `#` starts a comment).  Lines are read whole; one
+ * longer than FG_TOKENS_LINE_MAX bytes (comments too) refuses the file,
+ * naming the line.  A presented token is hashed and
  * compared with every entry in constant time, so timing tells nothing about
  * which entry came close.
  */
@@ -20,6 +22,7 @@ enum fg_role {
 };
 
 #define FG_TOKENS_MAX 1024
+#define FG_TOKENS_LINE_MAX 511   /* bytes of one line, without its newline */
 
 struct fg_token {
 	enum fg_role role;

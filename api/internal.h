@@ -10,20 +10,25 @@
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/conns.h"
 #include "store/store.h"
 
 #define FG_API_JSON_DEPTH 32
 #define FG_API_STATUS_SLOTS 16
 #define FG_API_DURATION_BUCKETS 8
+#define FG_API_REQ_BUCKETS 11
+#define FG_API_ROUTES_MAX 64
 
 struct fg_api {
 	struct fg_api_config cfg;
 	char *owned[2 * FG_API_MAX_ROOTS + 8]; /* copies of the config strings */
 	struct MHD_Daemon *mhd;
 	uint16_t port;
+	struct sockaddr_storage bound;       /* the listening address (port in `port`) */
 	pthread_key_t store_key;             /* per-thread store connection */
 	pthread_rwlock_t tokens_lock;
 	struct fg_tokens tokens;
@@ -35,6 +40,12 @@ struct fg_api {
 	unsigned long long dur_bucket[FG_API_DURATION_BUCKETS + 1];
 	double dur_sum;
 	unsigned long long dur_count;
+	/* Request durations per route (index into fg_routes; fg_n_routes: no route). */
+	unsigned long long req_bucket[FG_API_ROUTES_MAX + 1][FG_API_REQ_BUCKETS + 1];
+	double req_sum[FG_API_ROUTES_MAX + 1];
+	unsigned long long req_count[FG_API_ROUTES_MAX + 1];
+	/* Remote reads (inspections and jobs) and what forge jobs wrote. */
+	unsigned long long pull_fetched, pull_from_cache, forge_written;
 	/*
 	 * GET /v1/fleet/health is answered from the last document built while
 	 * nothing was written since (generation unchanged) and for at most
@@ -46,11 +57,35 @@ struct fg_api {
 	unsigned long long generation;       /* bumped after each write that can change health */
 	unsigned long long health_gen;       /* the generation health was built at */
 	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
-	struct fg_shared_body *health;       /* one reference; NULL: none */
+	struct fg_health_snap *health;       /* one reference; NULL: none (health.c) */
 	int health_rebuilding;               /* a request is rebuilding an expired copy */
+	/*
+	 * The drain (fg_api_drain): from then on requests are answered 503
+	 * draining (/livez still 200), and fg_api_drain returns once no handler
+	 * is running any more, so nothing calls into the workers after it.
+	 */
+	pthread_mutex_t drain_lock;
+	pthread_cond_t drain_cond;
+	int draining;
+	unsigned handlers_running;
+	/* Inspections off the HTTP threads (inspect_task.c). */
+	pthread_mutex_t inspect_lock;
+	unsigned inspect_waiting;            /* HTTP threads waiting for an inspection */
+	unsigned long long inspect_timeouts; /* inspections given up at their deadline */
+	unsigned long long inspect_busy;     /* refused for want of a slot */
+	/* Absolute deadlines per connection (conns.h). */
+	struct fg_conns conns;
+	int conns_started;
 };
 
 #define FG_API_HEALTH_MAX_AGE_MS 1000
+
+/* Fleet health pages: unhealthy artifacts per page by default and at most (health.c). */
+#define FG_API_HEALTH_PAGE_DEFAULT 50
+#define FG_API_HEALTH_PAGE_MAX 500
+
+struct fg_health_snap;
+void fg_health_snap_unref(struct fg_health_snap *h);   /* NULL allowed */
 
 /* An ETag: a quoted prefix of the body's SHA-256. */
 #define FG_API_ETAG_MAX 40
@@ -71,6 +106,8 @@ struct fg_shared_body *fg_shared_body_new(const char *text, size_t len);
 struct fg_shared_body *fg_shared_body_ref(struct fg_shared_body *b);
 void fg_shared_body_unref(void *b);         /* NULL allowed; an MHD free callback */
 
+struct fg_route;
+
 /* One request, from the first MHD callback to the completion callback. */
 struct fg_req {
 	struct fg_api *api;
@@ -81,6 +118,12 @@ struct fg_req {
 	char *body;
 	size_t body_len, body_cap;
 	int too_large;
+	struct timespec started;              /* CLOCK_MONOTONIC, the first callback (headers complete) */
+	const struct fg_route *route;         /* NULL: no route for method and path */
+	int path_found;                       /* some route has this path */
+	char allow[128];                      /* the methods routes of this path take */
+	unsigned long long declared_len;      /* Content-Length, 0 when none */
+	int answered;                         /* a response is queued */
 	int64_t id;                           /* {id} of the route, when it has one */
 	char asset[64];                       /* {asset} of the route, when it has one */
 	enum fg_role role;
@@ -106,10 +149,18 @@ struct fg_resp {
 	char location[128];                  /* Location header */
 	char allow[128];                     /* Allow header (405) */
 	unsigned retry_after;                /* Retry-After header in seconds (503), 0: none */
+	int close;                           /* Connection: close (the drain) */
+	int www_authenticate;                /* WWW-Authenticate: Bearer (every 401) */
+	int replayed;                        /* Idempotent-Replayed: true (a stored answer sent again) */
 };
 
-/* Retry-After of a 503 for a failure of forged's own state (FG_ESTATE). */
+/* Idempotency-Key: its length, and how long a reservation whose request died blocks its key. */
+#define FG_API_IDEM_KEY_MAX 200
+#define FG_API_IDEM_STALE_SECONDS 120
+
+/* Retry-After of a 503 (forged's own state failed, the queue is full, the drain); of a 202 (poll again). */
 #define FG_API_RETRY_AFTER_S 5
+#define FG_API_POLL_AFTER_S 1
 
 typedef void (*fg_handler)(struct fg_req *req, struct fg_resp *resp);
 
@@ -123,6 +174,9 @@ struct fg_route {
 
 extern const struct fg_route fg_routes[];
 extern const size_t fg_n_routes;
+
+/* GET /v1/fleet/health (health.c). */
+void fg_api_get_fleet_health(struct fg_req *req, struct fg_resp *resp);
 
 /* The dashboard's handlers (ui.c). */
 void fg_ui_root(struct fg_req *req, struct fg_resp *resp);
@@ -147,7 +201,19 @@ struct fg_store *fg_api_store(struct fg_api *api, struct fg_err *err);
 void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const char *slug,
 		const char *title, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Set resp to a JSON document (takes ownership of doc and frees it). */
+struct fg_vlist;
+
+/*
+ * Set resp to the problem listing v's faults (at least one): status 400
+ * when one is a fault of the text (invalid-utf8), else 422; the type the
+ * faults share, else invalid-field; errors: [{pointer | parameter, detail}].
+ */
+void fg_problem_v(struct fg_resp *resp, struct fg_req *req, const struct fg_vlist *v);
+
+/*
+ * Set resp to a JSON document (takes ownership of doc and frees it).  Bytes
+ * that are not UTF-8 in its strings become U+FFFD.
+ */
 void fg_json_reply(struct fg_resp *resp, unsigned status, cJSON *doc);
 
 /*
@@ -167,5 +233,27 @@ const char *fg_req_header(struct fg_req *req, const char *key);
 
 /* Prometheus text for /metrics (counts from the store added by the caller). */
 char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *counts, const cJSON *by_verdict);
+
+/* Inspection threads at most, abandoned ones (a FIFO for config.json) included. */
+#define FG_API_INSPECT_THREADS_MAX 8
+
+/* What fg_api_inspect returns besides 0 and the FG_E* codes of the inspection. */
+#define FG_API_INSPECT_BUSY 1       /* no slot: 503 inspections-busy */
+#define FG_API_INSPECT_TIMEOUT 2    /* not done within the deadline: 503 inspection-timeout */
+#define FG_API_INSPECT_DRAINING 3   /* the drain began while waiting: 503 draining */
+
+struct fg_inspect;
+
+/*
+ * Inspect source (a confined path or an allowed URL) for runtimes on a
+ * thread of its own, waiting at most the configured deadline
+ * (inspect_task.c).  0 with *out set (the caller frees it), an FG_E* code of
+ * the inspection with err set, or FG_API_INSPECT_*.
+ */
+int fg_api_inspect(struct fg_api *api, const char *source, const char *const *runtimes, size_t n_runtimes,
+		   struct fg_inspect **out, struct fg_err *err);
+
+/* Inspection threads alive in this process; *stuck (may be NULL): those past their deadline. */
+unsigned fg_api_inspections_running(unsigned *stuck);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * routes.c: the handlers of design.md section 8 and their table.
+ * routes.c: the handlers of the REST API (docs/interfaces.md section 5) and their table.
  *
  * Handlers validate the request, confine every path to the allowed roots,
  * call forge/ (inspect, verify) or the store, and answer JSON or a problem.
@@ -7,14 +7,20 @@
  */
 #include "api/internal.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/paths.h"
+#include "api/validate.h"
+#include "store/idem.h"
+#include "forge/artifact/policy.h"
 #include "forge/artifact/request.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
@@ -24,13 +30,11 @@
 #include "forge/verify/verify.h"
 
 #define LIST_LIMIT_DEFAULT 50
-
-static const char *json_str(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+/* The largest id a request may name: JSON numbers are doubles, exact to 2^53. */
+#define FG_API_ID_MAX 9007199254740992LL
+/* A fleet report's host (a DNS name, as the store keeps it) and its observed object as JSON. */
+#define FG_API_HOST_MAX 253
+#define FG_API_OBSERVED_MAX 16384
 
 static struct fg_store *store_or_problem(struct fg_req *req, struct fg_resp *resp)
 {
@@ -77,6 +81,7 @@ static int confine(struct fg_req *req, struct fg_resp *resp, const char *field, 
 static void pull_opts(const struct fg_api_config *cfg, struct fg_pull_opts *o)
 {
 	fg_ckpt_pull_opts(o, cfg->cache_dir, cfg->allow_hosts, cfg->n_allow_hosts);
+	o->cache_ttl_seconds = cfg->etag_ttl_seconds;
 }
 
 /*
@@ -127,17 +132,43 @@ static int confine_source(struct fg_req *req, struct fg_resp *resp, const char *
 	return confine(req, resp, field, source, 1, resolved);
 }
 
-/* A positive integer query parameter, or def; -1 when malformed. */
-static long long query_int(struct fg_req *req, const char *key, long long def)
+/*
+ * The integer query parameter key within min..max, or def when absent; a
+ * fault in v (and def) when it is not one: a cursor past the largest
+ * integer is refused, not saturated.
+ */
+static long long query_num(struct fg_req *req, struct fg_vlist *v, const char *key, long long def, long long min,
+			   long long max)
 {
-	const char *v = fg_req_query(req, key);
+	const char *text = fg_req_query(req, key);
 	char *end;
 	long long n;
 
-	if (!v || !*v)
+	if (!text || !*text)
 		return def;
-	n = strtoll(v, &end, 10);
-	return *end || n < 0 ? -1 : n;
+	errno = 0;
+	n = strtoll(text, &end, 10);
+	if (*end || end == text || (*text < '0' || *text > '9'))
+		fg_v_add_param(v, "invalid-query", key, "must be a decimal integer");
+	else if (errno == ERANGE)
+		fg_v_add_param(v, "invalid-query", key, "is past the largest integer (%lld)", LLONG_MAX);
+	else if (n < min || n > max)
+		fg_v_add_param(v, "invalid-query", key, "must be %lld to %lld", min, max);
+	else
+		return n;
+	return def;
+}
+
+/* The text query parameter key (NULL when absent), which must be UTF-8 (a fault in v otherwise). */
+static const char *query_text(struct fg_req *req, struct fg_vlist *v, const char *key)
+{
+	const char *text = fg_req_query(req, key);
+
+	if (text && !fg_utf8_valid(text, strlen(text))) {
+		fg_v_add_param(v, "invalid-utf8", key, "not valid UTF-8");
+		return NULL;
+	}
+	return text;
 }
 
 /* ---- probes, metrics, openapi ---- */
@@ -145,7 +176,11 @@ static long long query_int(struct fg_req *req, const char *key, long long def)
 static void get_livez(struct fg_req *req, struct fg_resp *resp)
 {
 	cJSON *doc = cJSON_CreateObject();
+	/* Tests of the watchdog: while this file exists /livez hangs (for 30 s at most), as a wedged API would. */
+	const char *stall = getenv("FORGED_FAULT_LIVEZ_STALL");
 
+	for (int i = 0; stall && *stall && i < 300 && access(stall, F_OK) == 0; i++)
+		usleep(100 * 1000);
 	(void)req;
 	cJSON_AddStringToObject(doc, "status", "alive");
 	fg_json_reply(resp, 200, doc);
@@ -160,6 +195,7 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 	cJSON *doc = cJSON_CreateObject();
 	char reason[FG_ERR_MSG_MAX + 64];
 	const char *why = NULL;
+	unsigned stuck = 0;
 
 	/* Ready means the store takes a write now, not only that it opens. */
 	if (!s || fg_store_probe_write(s, &err) != 0 || fg_store_counts(s, &counts, NULL, &err) != 0) {
@@ -167,6 +203,8 @@ static void get_readyz(struct fg_req *req, struct fg_resp *resp)
 		why = reason;
 	} else if (cfg->workers_alive && !cfg->workers_alive(cfg->ctx))
 		why = "a worker thread is not running";
+	else if (fg_api_inspections_running(&stuck), stuck >= FG_API_INSPECT_THREADS_MAX)
+		why = "every inspection thread is stuck past its deadline (a source that blocks)";
 	else if (cfg->queue_cap > 0 && counts.jobs[FG_JOB_QUEUED] >= cfg->queue_cap)
 		why = "the job queue is full";
 	cJSON_AddStringToObject(doc, "status", why ? "not_ready" : "ready");
@@ -194,12 +232,27 @@ static void get_metrics(struct fg_req *req, struct fg_resp *resp)
 	cJSON_Delete(by_verdict);
 }
 
+static char openapi_etag[FG_API_ETAG_MAX];
+static pthread_once_t openapi_once = PTHREAD_ONCE_INIT;
+
+static void openapi_etag_init(void)
+{
+	char hex[FG_SHA256_HEX];
+
+	fg_sha256_buf(fg_openapi_json, fg_openapi_json_len, hex);
+	snprintf(openapi_etag, sizeof(openapi_etag), "\"%.32s\"", hex);
+}
+
+/* The compiled-in document, sent as it is, its ETag made once. */
 static void get_openapi(struct fg_req *req, struct fg_resp *resp)
 {
 	(void)req;
+	pthread_once(&openapi_once, openapi_etag_init);
 	resp->status = 200;
 	resp->content_type = "application/json";
-	resp->body = strndup(fg_openapi_json, fg_openapi_json_len);
+	resp->fixed = (const unsigned char *)fg_openapi_json;
+	resp->fixed_len = fg_openapi_json_len;
+	memcpy(resp->etag, openapi_etag, sizeof(resp->etag));
 }
 
 /* ---- inspections ---- */
@@ -208,7 +261,6 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 {
 	const char *runtimes[FG_INSPECT_MAX_RUNTIMES];
 	char resolved[PATH_MAX];
-	struct fg_pull_opts popts;
 	struct fg_err err = { 0 };
 	struct fg_inspect *r = NULL;
 	struct fg_store *s;
@@ -220,30 +272,59 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 
 	if (!body)
 		return;
-	source = json_str(body, "source");
-	rts = cJSON_GetObjectItemCaseSensitive(body, "runtimes");
-	if (!source) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"source\" must be a string");
-		goto out;
-	}
-	if (rts && !cJSON_IsArray(rts)) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"runtimes\" must be an array of ids");
-		goto out;
-	}
-	cJSON_ArrayForEach(it, rts) {
-		if (!cJSON_IsString(it) || !fg_runtime_find(it->valuestring) || n_rt == FG_INSPECT_MAX_RUNTIMES) {
-			fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime",
-				   "\"runtimes\" holds %s", cJSON_IsString(it) ? it->valuestring : "a non-string");
+	{
+		static const char *const fields[] = { "source", "runtimes", NULL };
+		struct fg_vlist v = { .n = 0 };
+		long i = 0;
+
+		fg_v_known(&v, body, "", fields);
+		source = fg_v_str(&v, body, "", "source", true, 1, PATH_MAX - 2);
+		rts = cJSON_GetObjectItemCaseSensitive(body, "runtimes");
+		if (rts && !cJSON_IsArray(rts))
+			fg_v_add(&v, "invalid-field", "/runtimes", "must be an array of runtime ids");
+		const cJSON *list = cJSON_IsArray(rts) ? rts : NULL;
+
+		cJSON_ArrayForEach(it, list) {
+			char ptr[32];
+
+			snprintf(ptr, sizeof(ptr), "/runtimes/%ld", i++);
+			if (!cJSON_IsString(it))
+				fg_v_add(&v, "invalid-field", ptr, "must be a runtime id (a string)");
+			else if (!fg_runtime_find(it->valuestring))
+				fg_v_add(&v, "unknown-runtime", ptr, "'%s' is not a runtime id", it->valuestring);
+			else if (n_rt == FG_INSPECT_MAX_RUNTIMES)
+				fg_v_add(&v, "invalid-field", ptr, "more than %d runtimes", FG_INSPECT_MAX_RUNTIMES);
+			else
+				runtimes[n_rt++] = it->valuestring;
+		}
+		if (v.n) {
+			fg_problem_v(resp, req, &v);
 			goto out;
 		}
-		runtimes[n_rt++] = it->valuestring;
 	}
 	if (confine_source(req, resp, "source", source, resolved))
 		goto out;
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	pull_opts(&req->api->cfg, &popts);
-	if (fg_inspect_run_opts(&r, resolved, runtimes, n_rt, &popts, &err) != 0) {
+	switch (fg_api_inspect(req->api, resolved, runtimes, n_rt, &r, &err)) {
+	case 0:
+		break;
+	case FG_API_INSPECT_BUSY:
+		fg_problem(resp, req, 503, "inspections-busy", "Inspections busy",
+			   "every inspection slot is taken; try again later");
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		goto out;
+	case FG_API_INSPECT_TIMEOUT:
+		fg_problem(resp, req, 503, "inspection-timeout", "Inspection timed out", "%s", err.msg);
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		goto out;
+	case FG_API_INSPECT_DRAINING:
+		fg_problem(resp, req, 503, "draining", "Shutting down",
+			   "the server began draining before the inspection finished");
+		resp->retry_after = FG_API_RETRY_AFTER_S;
+		resp->close = 1;
+		goto out;
+	default:
 		/* The code decides: the client's checkpoint (422), a redirect off the allowed hosts (403), ours. */
 		if (err.code == FG_EINPUT || err.code == FG_EUSAGE)
 			fg_problem(resp, req, 422, "malformed-checkpoint", "Malformed checkpoint", "%s", err.msg);
@@ -257,6 +338,21 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 	if (!report) {
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		goto out;
+	}
+	fg_json_utf8_fix(report); /* file and tensor names are any bytes; the stored report is UTF-8 */
+	{
+		/* What a remote inspection read, for /metrics. */
+		const cJSON *rem = cJSON_GetObjectItemCaseSensitive(report, "remote");
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(rem, "bytes_fetched");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(rem, "bytes_from_cache");
+		int64_t nf = 0, nc = 0;
+
+		if (cJSON_IsNumber(f))
+			fg_json_to_int(f->valuedouble, 0, FG_API_ID_MAX, &nf);
+		if (cJSON_IsNumber(c))
+			fg_json_to_int(c->valuedouble, 0, FG_API_ID_MAX, &nc);
+		if (nf || nc)
+			fg_api_count_pull(req->api, (unsigned long long)nf, (unsigned long long)nc);
 	}
 	{
 		struct fg_inspect_summary sum;
@@ -304,6 +400,74 @@ static void request_problem(struct fg_req *req, struct fg_resp *resp, enum fg_fo
 	}
 }
 
+/*
+ * Every fault of a job body, listed with its pointer: unknown members, a
+ * member of the wrong type (optional ones were ignored before), the kind,
+ * the target and the policy.  Returns -1 with resp set when there is one.
+ */
+static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON *body)
+{
+	static const char *const fields[] = { "kind", "source", "backbone", "target", "quant", "out", NULL };
+	struct fg_vlist v = { .n = 0 };
+	struct fg_policy pol;
+	const char *kind, *target, *quant;
+
+	fg_v_known(&v, body, "", fields);
+	kind = fg_v_str(&v, body, "", "kind", true, 1, 64);
+	fg_v_str(&v, body, "", "source", true, 1, PATH_MAX - 2);
+	fg_v_str(&v, body, "", "backbone", false, 1, PATH_MAX - 2);
+	target = fg_v_str(&v, body, "", "target", false, 1, 64);
+	quant = fg_v_str(&v, body, "", "quant", false, 1, 64);
+	fg_v_str(&v, body, "", "out", false, 1, PATH_MAX - 2);
+	if (kind && strcmp(kind, "forge") != 0)
+		fg_v_add(&v, "invalid-field", "/kind", "must be \"forge\"");
+	if (target && !fg_runtime_find(target))
+		fg_v_add(&v, "unknown-runtime", "/target", "'%s' is not a runtime id", target);
+	if (quant && fg_policy_parse(quant, &pol, NULL) != 0)
+		fg_v_add(&v, "invalid-field", "/quant", "must be keep, match, mxfp4 or affine:BITS:GROUP");
+	if (!v.n)
+		return 0;
+	fg_problem_v(resp, req, &v);
+	return -1;
+}
+
+/*
+ * An out folder is refused at submission, not when the job runs: an allowed
+ * root itself (422 bad-path: the forge would replace the root), or anything
+ * that exists already (409 out-exists: a forge never writes over it), unless
+ * the request replays a job submitted with the same key and body (whose out
+ * that job may have made).  Returns -1 with resp set when refused.
+ */
+static int out_refused(struct fg_req *req, struct fg_resp *resp, struct fg_store *s, const char *out,
+		       const char *key, const char *body_sha256)
+{
+	const struct fg_api_config *cfg = &req->api->cfg;
+	struct fg_err err = { 0 };
+	struct stat st;
+	int known = 0;
+
+	for (size_t i = 0; i < cfg->n_allow_roots; i++) {
+		char root[PATH_MAX];
+
+		if (realpath(cfg->allow_roots[i], root) && strcmp(root, out) == 0) {
+			fg_problem(resp, req, 422, "bad-path", "Bad path", "out '%s' is an allowed root itself", out);
+			return -1;
+		}
+	}
+	if (lstat(out, &st) != 0)
+		return 0;
+	if (key && fg_store_job_key_known(s, key, body_sha256, &known, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		return -1;
+	}
+	if (known)
+		return 0;
+	fg_problem(resp, req, 409, "out-exists", "Output exists",
+		   "out '%s' exists already (%s): a forge never writes over it; name a new folder", out,
+		   S_ISDIR(st.st_mode) ? "a folder" : S_ISREG(st.st_mode) ? "a file" : "not a folder");
+	return -1;
+}
+
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
@@ -320,6 +484,8 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 	memset(&job, 0, sizeof(job));
 	if (!body)
 		return;
+	if (job_body_faults(req, resp, body))
+		goto out;
 	if (fg_forge_request_from_json(&rq, body, &fault, &err) != 0) {
 		request_problem(req, resp, fault, err.msg);
 		goto out;
@@ -345,6 +511,8 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	if (!(s = store_or_problem(req, resp)))
+		goto out;
+	if (rq.out && out_refused(req, resp, s, out, key, hex))
 		goto out;
 	if (fg_store_job_enqueue(s, "forge", params_text, key, hex, req->api->cfg.queue_cap, &job, &replayed,
 				 &err) != 0) {
@@ -393,20 +561,19 @@ static void list_reply(struct fg_resp *resp, cJSON *items, int64_t next)
 static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
+	struct fg_vlist v = { .n = 0 };
 	struct fg_store *s;
-	const char *state = fg_req_query(req, "state");
-	enum fg_job_state st;
-	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	const char *state = query_text(req, &v, "state");
+	enum fg_job_state st = FG_JOB_QUEUED;
+	long long cursor = query_num(req, &v, "cursor", 0, 0, LLONG_MAX);
+	long long limit = query_num(req, &v, "limit", LIST_LIMIT_DEFAULT, 1, FG_STORE_LIST_LIMIT_MAX);
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (state && fg_job_state_parse(state, &st) != 0) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "state '%s' is not a job state", state);
-		return;
-	}
-	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
-			   FG_STORE_LIST_LIMIT_MAX);
+	if (state && fg_job_state_parse(state, &st) != 0)
+		fg_v_add_param(&v, "invalid-query", "state", "'%s' is not a job state", state);
+	if (v.n) {
+		fg_problem_v(resp, req, &v);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
@@ -421,15 +588,33 @@ static void delete_job(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
 	struct fg_store *s = store_or_problem(req, resp);
+	enum fg_job_state was;
 	struct fg_job job;
 
 	memset(&job, 0, sizeof(job));
 	if (!s)
 		return;
-	if (fg_store_job_cancel(s, req->id, &job, &err) != 0)
+	/* A finished job cannot be cancelled: 409, naming its state (it was 200 with the job unchanged). */
+	if (fg_store_job_get(s, req->id, &job, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
-	else
-		fg_json_reply(resp, job.state == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+		goto out;
+	}
+	was = job.state;
+	fg_job_release(&job);
+	if (was == FG_JOB_QUEUED || was == FG_JOB_RUNNING) {
+		if (fg_store_job_cancel(s, req->id, &job, &err) != 0) {
+			fg_problem_from_err(resp, req, &err);
+			goto out;
+		}
+		was = job.state;
+		if (was == FG_JOB_RUNNING || (was == FG_JOB_CANCELLED)) {
+			fg_json_reply(resp, was == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+			goto out;
+		}
+	}
+	fg_problem(resp, req, 409, "job-finished", "Job finished", "job %lld is %s already: there is nothing to cancel",
+		   (long long)req->id, fg_job_state_name(was));
+out:
 	fg_job_release(&job);
 }
 
@@ -452,20 +637,21 @@ static void get_artifact(struct fg_req *req, struct fg_resp *resp)
 static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
+	struct fg_vlist v = { .n = 0 };
 	struct fg_store *s;
-	long long cursor = query_int(req, "cursor", 0), limit = query_int(req, "limit", LIST_LIMIT_DEFAULT);
+	long long cursor = query_num(req, &v, "cursor", 0, 0, LLONG_MAX);
+	long long limit = query_num(req, &v, "limit", LIST_LIMIT_DEFAULT, 1, FG_STORE_LIST_LIMIT_MAX);
+	const char *verdict = query_text(req, &v, "verdict"), *family = query_text(req, &v, "family");
 	cJSON *items = NULL;
 	int64_t next = 0;
 
-	if (cursor < 0 || limit < 1 || limit > FG_STORE_LIST_LIMIT_MAX) {
-		fg_problem(resp, req, 422, "invalid-query", "Invalid query", "cursor must be >= 0 and limit 1..%d",
-			   FG_STORE_LIST_LIMIT_MAX);
+	if (v.n) {
+		fg_problem_v(resp, req, &v);
 		return;
 	}
 	if (!(s = store_or_problem(req, resp)))
 		return;
-	if (fg_store_artifact_list(s, fg_req_query(req, "verdict"), fg_req_query(req, "family"), cursor, (int)limit,
-				   &items, &next, &err) != 0)
+	if (fg_store_artifact_list(s, verdict, family, cursor, (int)limit, &items, &next, &err) != 0)
 		fg_problem_from_err(resp, req, &err);
 	else
 		list_reply(resp, items, next);
@@ -484,7 +670,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	if (!body)
 		return;
 	if (fg_verify_parse(&in, body, &err) != 0 ||
-	    fg_verify_decide(&in, FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+	    fg_verify_decide(&in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
+								: FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
 		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
 		goto out;
 	}
@@ -506,6 +693,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)req->id);
 	cJSON_AddItemToObject(doc, "result", result);
 	result = NULL;
+	/* Verifications are read as the artifact's verifications[]. */
+	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
 	fg_json_reply(resp, 201, doc);
 out:
 	cJSON_Delete(result);
@@ -523,38 +712,69 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 	const cJSON *art, *observed;
 	const char *host, *runtime;
 	int64_t id = 0;
+	int same = 0;
 
 	if (!body)
 		return;
-	host = json_str(body, "host");
-	runtime = json_str(body, "runtime");
-	art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
-	observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
-	if (!host || !*host || strlen(host) > 255) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"host\" must be a string of 1-255 bytes");
-		goto out;
-	}
-	if (!runtime || !fg_runtime_find(runtime)) {
-		fg_problem(resp, req, 422, "unknown-runtime", "Unknown runtime", "\"runtime\" must be a runtime id");
-		goto out;
-	}
-	if (observed && !cJSON_IsObject(observed)) {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field", "\"observed\" must be an object");
-		goto out;
+	{
+		static const char *const fields[] = { "host", "artifact", "runtime", "observed", NULL };
+		struct fg_vlist v = { .n = 0 };
+		char *text;
+
+		fg_v_known(&v, body, "", fields);
+		host = fg_v_str(&v, body, "", "host", true, 1, FG_API_HOST_MAX);
+		runtime = fg_v_str(&v, body, "", "runtime", true, 1, 64);
+		if (runtime && !fg_runtime_find(runtime))
+			fg_v_add(&v, "unknown-runtime", "/runtime", "'%s' is not a runtime id", runtime);
+		art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
+		if (!art)
+			fg_v_add(&v, "invalid-field", "/artifact", "required: an artifact id or a fingerprint");
+		else if (cJSON_IsNumber(art) && fg_json_to_int(art->valuedouble, 1, FG_API_ID_MAX, &id) != 0)
+			fg_v_add(&v, "invalid-field", "/artifact", "an artifact id is an integer from 1 to %lld",
+				 (long long)FG_API_ID_MAX);
+		else if (cJSON_IsString(art) && (!*art->valuestring || strlen(art->valuestring) > 128))
+			fg_v_add(&v, "invalid-field", "/artifact", "a fingerprint is 1 to 128 bytes");
+		else if (!cJSON_IsNumber(art) && !cJSON_IsString(art))
+			fg_v_add(&v, "invalid-field", "/artifact", "must be an artifact id or a fingerprint");
+		observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
+		if (observed && !cJSON_IsObject(observed)) {
+			fg_v_add(&v, "invalid-field", "/observed", "must be an object");
+		} else if (observed) {
+			/* Free-form, but bounded: it is stored as given. */
+			text = cJSON_PrintUnformatted(observed);
+			if (!text || strlen(text) > FG_API_OBSERVED_MAX)
+				fg_v_add(&v, "invalid-field", "/observed", "must be at most %d bytes as JSON",
+					 FG_API_OBSERVED_MAX);
+			cJSON_free(text);
+		}
+		if (v.n) {
+			fg_problem_v(resp, req, &v);
+			goto out;
+		}
+		/* Kept as the row it names ("mlx-lm-0.33" -> mlx-lm-0.32, "hf" -> vllm): reports join on row ids. */
+		runtime = fg_runtime_find(runtime)->id;
 	}
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	if (cJSON_IsNumber(art) && art->valuedouble >= 1 && art->valuedouble == floor(art->valuedouble)) {
-		id = (int64_t)art->valuedouble;
-	} else if (cJSON_IsString(art)) {
-		if (fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
+	if (cJSON_IsString(art) && fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		goto out;
+	}
+	{
+		/* The same report again (a heartbeat) is 200: nothing new was created. */
+		char *text = observed ? cJSON_PrintUnformatted(observed) : NULL;
+
+		if (observed && !text) {
+			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+			goto out;
+		}
+		if (fg_store_fleet_report_same(s, host, runtime, id, text ? text : "{}", &same, &err) != 0 &&
+		    err.code != FG_ENOTFOUND) {
+			cJSON_free(text);
 			fg_problem_from_err(resp, req, &err);
 			goto out;
 		}
-	} else {
-		fg_problem(resp, req, 422, "invalid-field", "Invalid field",
-			   "\"artifact\" must be an artifact id or a fingerprint");
-		goto out;
+		cJSON_free(text);
 	}
 	if (fg_store_fleet_report(s, host, id, runtime, observed, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
@@ -565,103 +785,43 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddStringToObject(doc, "host", host);
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
 	cJSON_AddStringToObject(doc, "runtime", runtime);
-	fg_json_reply(resp, 201, doc);
+	/* Reports are read in fleet health; a report stands per (host, runtime). */
+	if (!same)
+		snprintf(resp->location, sizeof(resp->location), "/v1/fleet/health");
+	fg_json_reply(resp, same ? 200 : 201, doc);
 out:
 	cJSON_Delete(body);
 }
 
-static double ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
-/* Build the health document into resp; on success resp->shared holds it. */
-static void build_fleet_health(struct fg_req *req, struct fg_resp *resp)
-{
-	struct fg_err err = { 0 };
-	struct fg_shared_body *fresh;
-	struct fg_store *s;
-	cJSON *doc = NULL;
-
-	if (!(s = store_or_problem(req, resp)))
-		return;
-	if (fg_store_fleet_health(s, &doc, &err) != 0) {
-		fg_problem_from_err(resp, req, &err);
-		return;
-	}
-	fg_json_reply(resp, 200, doc);
-	if (resp->status != 200 || !(fresh = fg_shared_body_new(resp->body, strlen(resp->body))))
-		return;
-	/* Answer with the shared copy too, so the cache costs no second buffer. */
-	free(resp->body);
-	resp->body = NULL;
-	resp->shared = fresh;
-}
-
-/*
- * The cached document while no write happened since it was built (see
- * internal.h); else a fresh one, cached unless a write landed meanwhile.
- * The generation is read before the store is, so a write that races the
- * build leaves the cache marked stale rather than hiding the write.  When
- * the copy is only too old (writers outside this process), one request
- * rebuilds it while the others keep answering the copy: a rebuild reads the
- * whole fleet, and every handler thread doing it at once stalled them all.
- */
-static void get_fleet_health(struct fg_req *req, struct fg_resp *resp)
-{
-	struct fg_api *api = req->api;
-	struct fg_shared_body *old = NULL;
-	unsigned long long gen;
-	int rebuilding = 0;
-
-	pthread_mutex_lock(&api->health_lock);
-	gen = api->generation;
-	if (api->health && api->health_gen == gen) {
-		if (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_rebuilding)
-			resp->shared = fg_shared_body_ref(api->health);
-		else
-			rebuilding = api->health_rebuilding = 1;
-	}
-	pthread_mutex_unlock(&api->health_lock);
-	if (resp->shared) {
-		resp->status = 200;
-		resp->content_type = "application/json";
-		return;
-	}
-	build_fleet_health(req, resp);
-	pthread_mutex_lock(&api->health_lock);
-	if (rebuilding)
-		api->health_rebuilding = 0;
-	if (resp->shared && api->generation == gen) {
-		old = api->health;
-		api->health = fg_shared_body_ref(resp->shared);
-		api->health_gen = gen;
-		clock_gettime(CLOCK_MONOTONIC, &api->health_at);
-	}
-	pthread_mutex_unlock(&api->health_lock);
-	fg_shared_body_unref(old);
-}
-
+/* Every GET route answers HEAD too (RFC 9110 9.3.2): the same headers, no body. */
 const struct fg_route fg_routes[] = {
 	{ "GET", "/livez", FG_ROLE_NONE, 0, get_livez },
+	{ "HEAD", "/livez", FG_ROLE_NONE, 0, get_livez },
 	{ "GET", "/readyz", FG_ROLE_NONE, 0, get_readyz },
+	{ "HEAD", "/readyz", FG_ROLE_NONE, 0, get_readyz },
 	{ "GET", "/healthz", FG_ROLE_NONE, 0, get_readyz },
+	{ "HEAD", "/healthz", FG_ROLE_NONE, 0, get_readyz },
 	{ "GET", "/metrics", FG_ROLE_NONE, 0, get_metrics },
+	{ "HEAD", "/metrics", FG_ROLE_NONE, 0, get_metrics },
 	{ "GET", "/openapi.json", FG_ROLE_NONE, 0, get_openapi },
+	{ "HEAD", "/openapi.json", FG_ROLE_NONE, 0, get_openapi },
 	{ "POST", "/v1/inspections", FG_ROLE_WRITE, 1, post_inspections },
 	{ "POST", "/v1/jobs", FG_ROLE_WRITE, 1, post_jobs },
 	{ "GET", "/v1/jobs", FG_ROLE_READ, 0, get_jobs },
+	{ "HEAD", "/v1/jobs", FG_ROLE_READ, 0, get_jobs },
 	{ "GET", "/v1/jobs/{id}", FG_ROLE_READ, 0, get_job },
+	{ "HEAD", "/v1/jobs/{id}", FG_ROLE_READ, 0, get_job },
 	{ "DELETE", "/v1/jobs/{id}", FG_ROLE_WRITE, 0, delete_job },
 	{ "GET", "/v1/artifacts", FG_ROLE_READ, 0, get_artifacts },
+	{ "HEAD", "/v1/artifacts", FG_ROLE_READ, 0, get_artifacts },
 	{ "GET", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
+	{ "HEAD", "/v1/artifacts/{id}", FG_ROLE_READ, 0, get_artifact },
 	{ "POST", "/v1/artifacts/{id}/verifications", FG_ROLE_WRITE, 1, post_verifications },
 	{ "POST", "/v1/fleet/reports", FG_ROLE_WRITE, 1, post_fleet_reports },
-	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, get_fleet_health },
+	{ "GET", "/v1/fleet/health", FG_ROLE_READ, 0, fg_api_get_fleet_health },
+	{ "HEAD", "/v1/fleet/health", FG_ROLE_READ, 0, fg_api_get_fleet_health },
 	{ "GET", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
+	{ "HEAD", "/v1/whoami", FG_ROLE_NONE, 0, fg_ui_whoami },
 	/* The dashboard (ui.c): static and open; its data needs a token like any client. */
 	{ "GET", "/", FG_ROLE_NONE, 0, fg_ui_root },
 	{ "HEAD", "/", FG_ROLE_NONE, 0, fg_ui_root },

@@ -1,5 +1,5 @@
 /*
- * bench_dtype.c: throughput of forge/dtype.c bulk conversions, reference path
+ * bench_dtype.c: throughput of forge/format/dtype.c bulk conversions, reference path
  * against the dispatched (vectorized) path, with memcpy of the F32 bytes as
  * the ceiling a memory-bound conversion can approach.
  *

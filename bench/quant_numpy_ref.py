@@ -7,7 +7,7 @@ bands of rows, the way a Python converter would stream a large tensor, and
 checks its results against the first outputs forged dumped (so the two really
 compute the same thing).
 
-  affine  MLX affine 4-bit, group 64, in float32 numpy (domain.md section 5),
+  affine  MLX affine 4-bit, group 64, in float32 numpy (docs/domain.md section 5),
           nibbles packed into uint32 words, scales/biases rounded to BF16;
   fp8     E4M3 codes through a 256-entry table, times the 128 x 128 block
           scale, rounded to BF16.

@@ -9,7 +9,7 @@ header length and the JSON header with the json module; for every tensor whose
 name ends with "norm.weight" (or with `pre_fc_norm_{embedding,hidden}.weight`,
 the head's low-set norms, which the suffix misses), seek to its bytes, read
 them and compute the mean of its BF16 or F32 values (array module).  Then
-apply the two-signal rule of domain.md section 2 per tensor set (trunk = the
+apply the two-signal rule of docs/domain.md section 2 per tensor set (trunk = the
 shards, mtp = the sidecar):
 absolute when qk_max >= 1.25 or low_min >= 0.5, delta otherwise, no_evidence
 without q/k or low-set norms.

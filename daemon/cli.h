@@ -3,7 +3,7 @@
  *
  * Each subcommand is a row of the table in main.c: a name, a one-line summary,
  * its usage text and its entry point.  Entry points return the process exit
- * code of design.md section 4 (0 clean, 1 error verdicts, 2 bad usage or
+ * code of docs/interfaces.md section 2 (0 clean, 1 error verdicts, 2 bad usage or
  * input, 3 internal failure or a failure of forged's own state: FG_ESTATE,
  * FG_ENOSPC) and print errors on stderr themselves.
  */

@@ -109,7 +109,8 @@ int fg_client_check_runtime(const char *option, const char *id)
 	list[0] = '\0';
 	for (size_t i = 0; i < n && used < sizeof(list); i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", rt[i].id);
-	return fg_client_bad_value("%s '%s' is not a runtime: one of %s", option, id, list);
+	return fg_client_bad_value("%s '%s' is not a runtime: one of %s, hf (an alias), or a versioned id "
+				   "(mlx-lm-0.33, mtplx-2.11.3)", option, id, list);
 }
 
 int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc, char **argv,
@@ -583,7 +584,10 @@ double fg_json_get_num(const cJSON *o, const char *key, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	return cJSON_IsNumber(v) ? v->valuedouble : def;
+	/* Within +-2^53, so a caller converting it to an integer is never undefined (a server sending 1e300). */
+	return cJSON_IsNumber(v) && v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0
+		       ? v->valuedouble
+		       : def;
 }
 
 int fg_client_fail(struct fg_client *c, const struct fg_http *r, int rc)

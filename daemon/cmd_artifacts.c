@@ -20,7 +20,7 @@ static const struct fg_subcmd artifacts_subs[] = {
 	{ "list", "[--verdict CODE] [--family FAMILY] [--limit N] [--cursor ID]",
 	  "list stored artifacts by id (one page; the next --cursor is printed)" },
 	{ "get", "ID", "show one artifact: verdicts, verifications, fingerprints" },
-	{ "verify", "ID ROWS.json", "post verification rows (forged.verification.v1) and print the verdict" },
+	{ "verify", "ID ROWS.json", "post verification rows (forged.verification.v1 or MTPLX's) and print the verdict" },
 	{ NULL, NULL, NULL },
 };
 
@@ -30,7 +30,8 @@ const struct fg_cmd fg_cmd_artifacts = {
 	.usage = "Talks to `forged serve` as `forged jobs` does (--server, --token, -o: see\n"
 		 "'forged help jobs').  list filters by a verdict code (static or of the latest\n"
 		 "verification) and by family.  verify sends ROWS.json (\"-\": standard input),\n"
-		 "a forged.verification.v1 document, for the artifact ID; the server decides\n"
+		 "a forged.verification.v1 document or MTPLX's verify/tune output (see\n"
+		 "'forged help verdict'), for the artifact ID; the server decides\n"
 		 "the verdict as `forged verdict` does and keeps it with the artifact.\n"
 		 "-o json prints the API's documents.\n"
 		 "Exit 0 ok; 1 get: the artifact must not ship (an error verdict or a collapsed\n"
@@ -139,7 +140,7 @@ static void print_list(const cJSON *page)
 	if (!cJSON_GetArraySize(items))
 		printf("(no artifacts)\n");
 	if (cJSON_IsNumber(next))
-		printf("more: --cursor %lld\n", (long long)next->valuedouble);
+		printf("more: --cursor %.0f\n", next->valuedouble);
 }
 
 static int do_list(struct fg_client *c, const struct artifacts_opts *o)
@@ -285,6 +286,20 @@ static void print_verification(const cJSON *doc)
 		printf("  best first-position acceptance %.3f\n", it->valuedouble);
 	if (fg_json_get_str(res, "runtime") || fg_json_get_str(res, "hardware"))
 		printf("  runtime %s on %s\n", str_or_dash(res, "runtime"), str_or_dash(res, "hardware"));
+	it = cJSON_GetObjectItemCaseSensitive(res, "failure_reasons");
+	if (cJSON_GetArraySize(it) > 0) {
+		const cJSON *r;
+
+		printf("  failure reasons");
+		cJSON_ArrayForEach(r, it)
+			printf(" %s", cJSON_IsString(r) ? r->valuestring : "?");
+		printf("\n");
+	}
+	/* MTPLX's own verdict in the posted document, and whether forged agrees. */
+	it = cJSON_GetObjectItemCaseSensitive(res, "agrees");
+	if (cJSON_IsBool(it))
+		printf("  MTPLX's verdict %s: %s\n", str_or_dash(res, "mtplx_verdict"),
+		       cJSON_IsTrue(it) ? "agrees" : "DISAGREES");
 }
 
 static int do_verify(struct fg_client *c, const struct fg_client_args *a, long long id)
@@ -303,8 +318,8 @@ static int do_verify(struct fg_client *c, const struct fg_client_args *a, long l
 		return fg_client_usage(a, "%s holds a NUL byte", a->pos[1]);
 	}
 	snprintf(path, sizeof(path), "/v1/artifacts/%lld/verifications", id);
-	/* Each accepted POST adds a verification: retried only when surely not processed. */
-	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_UNSENT, &r);
+	/* The server replays a retried POST by its Idempotency-Key: one verification however often it is sent. */
+	rc = fg_client_call(c, "POST", path, rows, FG_RETRY_SAFE, &r);
 	free(rows);
 	if (rc) {
 		rc = fg_client_fail(c, &r, rc);

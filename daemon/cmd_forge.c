@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/validate.h"
 #include "forge/artifact/forge.h"
 
 static int run_forge(int argc, char **argv);
@@ -134,7 +135,12 @@ static int run_forge(int argc, char **argv)
 	}
 	if (json) {
 		cJSON *doc = fg_forge_result_json(&res);
-		char *text = doc ? cJSON_Print(doc) : NULL;
+		char *text;
+
+		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
+		if (doc)
+			fg_json_utf8_fix(doc);
+		text = doc ? cJSON_Print(doc) : NULL;
 
 		if (text)
 			puts(text);

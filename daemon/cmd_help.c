@@ -24,7 +24,8 @@ const struct fg_cmd fg_cmd_help = {
 	.summary = "describe forged or one of its commands",
 	.usage = "forged help [COMMAND]\n\n"
 		 "Prints the help of COMMAND (the same as 'forged COMMAND --help'), or without\n"
-		 "COMMAND the list of commands.  Exit 2 for an unknown command.\n",
+		 "COMMAND the list of commands.  Exit 2 for an unknown command.  Every command,\n"
+		 "exit code and document: forged(1), and docs/interfaces.md in the source tree.\n",
 	.run = run_help,
 };
 
@@ -99,10 +100,16 @@ static void value_kind(const char *name, const char *tok, size_t n, char *out, s
 	const struct fg_runtime *rt;
 
 	if (strcmp(name, "--target") == 0 || strcmp(name, "--runtime") == 0) {
+		const struct fg_runtime_alias *al;
+		size_t n_al;
+
 		rt = fg_runtime_all(&k);
 		out[0] = '\0';
 		for (size_t i = 0; i < k && used < len; i++)
 			used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", rt[i].id);
+		al = fg_runtime_aliases(&n_al);
+		for (size_t i = 0; i < n_al && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, " %s", al[i].alias);
 		return;
 	}
 	if (memchr(tok, '|', n)) {

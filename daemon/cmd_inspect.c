@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/validate.h"
 #include "forge/model/inspect.h"
 
 #define MAX_RUNTIME_ARGS 16
@@ -80,7 +81,7 @@ static void print_human(const struct fg_inspect *r)
 			printf("  probe %s %.4f", d->probe->t->name, d->probe->st.mean);
 		printf("\n");
 	}
-	printf("\nruntimes        trunk           head            outcome   probe after  shift\n");
+	printf("\nruntimes        trunk           head            outcome   probe after  shift          breakage\n");
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
 		const char *col = rt->outcome == FG_OUTCOME_OK ? "" :
@@ -93,9 +94,18 @@ static void print_human(const struct fg_inspect *r)
 			printf(" %11.4f", rt->trunk_probe_after);
 		else
 			printf(" %11s", "-");
-		printf("  %s\n", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
+		printf("  %-13s", rt->trunk_shift ? fg_runtime_shift_reason_name(rt->shift_reason) : "-");
+		if (rt->load_cause != FG_LOAD_OK)
+			printf("  load error: %s", fg_runtime_load_cause_name(rt->load_cause));
+		else if (rt->breakage)
+			for (unsigned b = 0; b < FG_BREAK_COUNT; b++)
+				if (rt->breakage & (1u << b))
+					printf("  %s", fg_runtime_breakage_name(1u << b));
+		if (!rt->modelled)
+			printf("  (not modelled)");
+		printf("\n");
 	}
-	printf("  (* targeted)\n\nverdicts\n");
+	printf("  (* targeted; \"not modelled\": the row's sources do not cover this case, docs/runtimes.md)\n\nverdicts\n");
 	if (!r->verdicts.n)
 		printf("  none\n");
 	for (size_t i = 0; i < r->verdicts.n; i++) {
@@ -166,7 +176,12 @@ static int run_inspect(int argc, char **argv)
 		return fg_cli_fail(&err);
 	if (json) {
 		cJSON *doc = fg_inspect_json(r);
-		char *text = doc ? cJSON_Print(doc) : NULL;
+		char *text;
+
+		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
+		if (doc)
+			fg_json_utf8_fix(doc);
+		text = doc ? cJSON_Print(doc) : NULL;
 
 		cJSON_Delete(doc);
 		if (!text) {

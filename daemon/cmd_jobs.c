@@ -169,7 +169,7 @@ static void print_num_or_dash(const cJSON *o, const char *key, int width)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	if (cJSON_IsNumber(v))
-		printf("%-*lld", width, (long long)v->valuedouble);
+		printf("%-*.0f", width, v->valuedouble); /* a server's number: printed, never cast */
 	else
 		printf("%-*s", width, "-");
 }
@@ -234,7 +234,7 @@ static void print_job_list(const cJSON *page)
 	if (!cJSON_GetArraySize(items))
 		printf("(no jobs)\n");
 	if (cJSON_IsNumber(next))
-		printf("more: --cursor %lld\n", (long long)next->valuedouble);
+		printf("more: --cursor %.0f\n", next->valuedouble);
 }
 
 /* ---- requests ---- */

@@ -5,11 +5,13 @@
  * cached fleet health), announce READY=1, then wait for signals: SIGHUP
  * reloads tokens, SIGTERM/SIGINT drain (STOPPING=1, finish or requeue
  * running jobs within drain_seconds) and exit.  STATUS= carries queue
- * figures.
+ * figures; WATCHDOG=1 is sent from this loop when the workers and the HTTP
+ * side are both healthy.
  */
 #include "daemon/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -30,21 +32,27 @@
 
 static int run_serve(int argc, char **argv);
 
+/* How long the drain waits for requests already being handled (an inspection is bounded too). */
+#define FG_SERVE_HANDLER_WAIT_SECONDS 10
+
 const struct fg_cmd fg_cmd_serve = {
 	.name = "serve",
 	.summary = "run the REST API and the forge workers",
 	.usage = "forged serve [--config FILE] [--listen ADDR:PORT] [--state-dir DIR] [--workers N]\n"
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
-		 "             [--store URL] [--lease-seconds N] [--http-threads N]\n\n"
-		 "Serves design.md's /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
-		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd.\n"
+		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
+		 "             [--inspect-seconds N] [--store URL] [--lease-seconds N] [--http-threads N]\n\n"
+		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
+		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
+		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
 		 "--store postgres://USER@HOST/DB puts the jobs, artifacts and fleet in\n"
 		 "PostgreSQL, shared by every instance of a farm (default sqlite://STATE/forged.db).\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
 		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
 		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
-		 "queues jobs without running any.\n",
+		 "queues jobs without running any.\n"
+		 "Routes and keys: GET /openapi.json, forged.conf(5), docs/interfaces.md.\n",
 	.run = run_serve,
 };
 
@@ -101,6 +109,49 @@ static void status_line(struct fg_store *s, struct fg_workers *w)
 	fg_notify(msg);
 }
 
+static double seconds_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/*
+ * WATCHDOG=1 only when both sides are healthy: every idle worker turns its
+ * loop, and the HTTP side answers GET /livez on a fresh connection (it was
+ * tied to the worker loop alone, so an API whose HTTP threads all hung kept
+ * being pinged and was never restarted).  A failure is logged when it begins
+ * and when it ends.
+ */
+static void watchdog(struct fg_workers *workers, struct fg_api *api, unsigned long long usec,
+		     struct timespec *last_ping, int *pinged, int *healthy)
+{
+	unsigned check_ms = (unsigned)(usec / 4000);
+	const char *why = "a worker is stuck";
+	int workers_ok, http_ok = 0;
+
+	if (check_ms > 2000)
+		check_ms = 2000;
+	if (check_ms < 100)
+		check_ms = 100;
+	workers_ok = fg_workers_healthy(workers);
+	if (workers_ok)
+		http_ok = fg_api_self_check(api, check_ms, &why) == 0;
+	if (workers_ok && http_ok) {
+		fg_notify("WATCHDOG=1");
+		clock_gettime(CLOCK_MONOTONIC, last_ping);
+		*pinged = 1;
+		if (!*healthy)
+			fg_log(FG_LOG_NOTICE, "watchdog: healthy again, WATCHDOG=1 resumed");
+		*healthy = 1;
+		return;
+	}
+	if (*healthy)
+		fg_log(FG_LOG_WARNING, "watchdog: %s; WATCHDOG=1 withheld", why);
+	*healthy = 0;
+}
+
 static int run_serve(int argc, char **argv)
 {
 	struct fg_config cfg;
@@ -115,7 +166,9 @@ static int run_serve(int argc, char **argv)
 	struct fg_store_listener *listener = NULL;
 	struct listen_ctx lctx = { NULL, NULL };
 	sigset_t sigs;
-	int requeued = 0, failed = 0, rc = FG_EXIT_OK;
+	struct timespec last_ping = { 0, 0 }, last_status;
+	long tick_ms = 5000;
+	int requeued = 0, failed = 0, rc = FG_EXIT_OK, pinged = 0, healthy = 1;
 
 	for (int i = 1; i < argc; i++) {
 		if (fg_cli_is_help(argv[i])) {
@@ -136,12 +189,18 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s: cannot create the state folder: %s", cfg.state_dir, strerror(errno));
 		return FG_EXIT_STATE;
 	}
+	if (!make_dir(cfg.artifacts_dir)) {
+		fg_log(FG_LOG_ERR, "%s: cannot create the artifacts folder: %s", cfg.artifacts_dir, strerror(errno));
+		return FG_EXIT_STATE;
+	}
 	{
 		/* Absolute from here on: artifact paths are stored and handed to clients. */
 		char abs[PATH_MAX];
 
 		if (realpath(cfg.state_dir, abs))
 			snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", abs);
+		if (realpath(cfg.artifacts_dir, abs))
+			snprintf(cfg.artifacts_dir, sizeof(cfg.artifacts_dir), "%s", abs);
 	}
 	if (cfg.store_url[0])
 		snprintf(db, sizeof(db), "%s", cfg.store_url);
@@ -154,6 +213,19 @@ static int run_serve(int argc, char **argv)
 	for (size_t i = 0; i < cfg.n_allow_roots; i++)
 		roots[i] = cfg.allow_roots[i];
 	make_instance_id(instance, sizeof(instance));
+	{
+		/*
+		 * The database stays the service's own (SQLite gives its -wal and
+		 * -shm files the database's mode), whatever the umask: under the
+		 * unit, UMask=0027 makes artifacts readable by the group forged,
+		 * which has no business in the job database.
+		 */
+		const char *file = fg_store_sqlite_path(db);
+		int fd = file ? open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+
+		if (fd >= 0)
+			close(fd);
+	}
 	if (fg_store_open(&store, db, &err) != 0) {
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		return fg_err_exit_code(err.code); /* 3 for our own database (FG_ESTATE, FG_ENOSPC) */
@@ -182,9 +254,13 @@ static int run_serve(int argc, char **argv)
 	wcfg.max_attempts = cfg.max_attempts;
 	wcfg.allow_roots = roots;
 	wcfg.n_allow_roots = cfg.n_allow_roots;
-	wcfg.state_dir = cfg.state_dir;
+	wcfg.artifacts_dir = cfg.artifacts_dir;
+	wcfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	wcfg.instance_id = instance;
 	wcfg.watchdog_usec = fg_notify_watchdog_usec();
+	/* The main loop turns at least three times per watchdog interval. */
+	if (wcfg.watchdog_usec && (long)(wcfg.watchdog_usec / 3000) < tick_ms)
+		tick_ms = wcfg.watchdog_usec / 3000 > 100 ? (long)(wcfg.watchdog_usec / 3000) : 100;
 	wcfg.cache_dir = cache;
 	wcfg.allow_hosts = hosts;
 	wcfg.n_allow_hosts = cfg.n_allow_hosts;
@@ -201,11 +277,14 @@ static int run_serve(int argc, char **argv)
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		acfg.allow_hosts[acfg.n_allow_hosts++] = cfg.allow_hosts[i];
 	acfg.cache_dir = cache;
+	acfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	acfg.max_body_bytes = cfg.max_body_bytes;
 	/* connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
 	/* A write holds its handler thread until its group commit: more of them, bigger commits. */
 	acfg.threads = cfg.http_threads;
+	acfg.collapse_threshold = cfg.collapse_threshold;
+	acfg.inspect_seconds = cfg.inspect_seconds;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;
@@ -234,8 +313,9 @@ static int run_serve(int argc, char **argv)
 	       fg_api_port(api), cfg.state_dir, cfg.workers, instance, shown);
 	fg_notify("READY=1");
 	status_line(store, workers);
+	clock_gettime(CLOCK_MONOTONIC, &last_status);
 	for (;;) {
-		struct timespec tick = { 5, 0 };
+		struct timespec tick = { tick_ms / 1000, (tick_ms % 1000) * 1000000L };
 		int sig = sigtimedwait(&sigs, NULL, &tick);
 
 		if (sig == SIGHUP) {
@@ -252,13 +332,22 @@ static int run_serve(int argc, char **argv)
 			fg_notify("STOPPING=1");
 			break;
 		}
-		status_line(store, workers);
+		if (wcfg.watchdog_usec && (!pinged || seconds_since(&last_ping) >= (double)wcfg.watchdog_usec / 3e6))
+			watchdog(workers, api, wcfg.watchdog_usec, &last_ping, &pinged, &healthy);
+		if (seconds_since(&last_status) >= 5.0) {
+			status_line(store, workers);
+			clock_gettime(CLOCK_MONOTONIC, &last_status);
+		}
 	}
 	fg_store_listener_stop(listener);
-	/* Draining workers finish jobs after the API is gone: they must not tell it. */
-	fg_workers_set_api(workers, NULL);
-	fg_api_stop(api);
+	/*
+	 * The API answers 503 draining while the workers finish or requeue their
+	 * jobs, and is freed only after they have stopped: a job ending in the
+	 * drain still calls fg_api_data_changed and fg_api_job_finished.
+	 */
+	fg_api_drain(api, FG_SERVE_HANDLER_WAIT_SECONDS);
 	fg_workers_stop(workers, cfg.drain_seconds);
+	fg_api_stop(api);
 	fg_store_close(store);
 	fg_log(FG_LOG_NOTICE, "stopped");
 	return rc;

@@ -1,8 +1,9 @@
 /*
  * cmd_verdict.c: `forged verdict ROWS.json [--json] [--collapse-threshold X]`:
- * the MTP verdict of a forged.verification.v1 document (design.md section 7).
+ * the MTP verdict of verification rows (docs/interfaces.md section 3): a
+ * forged.verification.v1 document or MTPLX's own verify/tune output.
  *
- * The rules live in forge/verify.c; this file reads the file, prints the
+ * The rules live in forge/verify/verify.c; this file reads the file, prints the
  * result and maps the verdict's severity to the exit code: an error verdict
  * (mtp_acceptance_collapsed: do not ship) exits 1, bad input or usage 2.
  */
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/source/checkpoint.h"
+#include "forge/core/json.h"
 #include "forge/verify/verify.h"
 
 /* Same cap as an API request body: a verification document is a few rows. */
@@ -26,14 +27,21 @@ const struct fg_cmd fg_cmd_verdict = {
 	.name = "verdict",
 	.summary = "decide the MTP verdict from verification rows",
 	.usage = "forged verdict ROWS.json [--json] [--collapse-threshold X]\n\n"
-		 "Reads a forged.verification.v1 document (tok/s, per-position acceptance and\n"
-		 "a quality flag per MTP depth, depth 0 being plain decode) and decides, in\n"
-		 "order: mtp_depth_wins (a depth > 0 beats plain decode, quality not failed;\n"
-		 "the fastest wins), no_quality_passed_mtp_depth_beat_ar (a faster depth failed\n"
-		 "quality), mtp_acceptance_collapsed (best first-position acceptance at most X,\n"
-		 "default 0.10; X must lie in (0, 1)), no_mtp_depth_beat_ar (otherwise).\n"
-		 "--json prints one forged.verdict.v1 document.  Exit 1 for\n"
-		 "mtp_acceptance_collapsed (do not ship), 2 for bad usage or input.\n",
+		 "Reads verification rows (tok/s, per-position acceptance and a quality flag per\n"
+		 "MTP depth, depth 0 being plain decode): a forged.verification.v1 document, or\n"
+		 "what MTPLX writes, as it writes it (verify.json, build_outcome.json,\n"
+		 "speed_evidence, mtplx_runtime.json, the mtplx tune payload; recognised by\n"
+		 "shape, or named by \"schema\": mtplx.verify, mtplx.build_outcome,\n"
+		 "mtplx.speed_evidence, mtplx.runtime, mtplx.tune).  Decides, in MTPLX's order:\n"
+		 "mtp_depth_wins (a depth > 0 beats plain decode, quality not failed; the\n"
+		 "fastest wins), no_quality_passed_mtp_depth_beat_ar (a faster depth failed\n"
+		 "quality), mtp_acceptance_collapsed (a depth's best acceptance is at most X,\n"
+		 "default 0.10; MTPLX's own threshold is 0.05; X must lie in (0, 1)),\n"
+		 "no_mtp_depth_beat_ar (otherwise), with MTPLX's failure_reasons.  When the\n"
+		 "document carries MTPLX's own verdict it is compared and a disagreement shown.\n"
+		 "An unknown field is an error naming it.  --json prints one forged.verdict.v1\n"
+		 "document.  Exit 1 for mtp_acceptance_collapsed (do not ship), 2 for bad usage\n"
+		 "or input.\n",
 	.run = run_verdict,
 };
 
@@ -67,12 +75,11 @@ static int print_json(const struct fg_verify_result *r)
 	return FG_EXIT_OK;
 }
 
-static void print_row(const struct fg_verify_row *row, double ar_tok_s)
+static void print_row(const struct fg_verify_row *row)
 {
 	static const char *const quality[] = { "-", "failed", "passed" };
 
-	printf("%5d  %9.2f  %8.3fx  %-7s ", row->depth, row->tok_s, row->tok_s / ar_tok_s,
-	       quality[row->quality + 1]);
+	printf("%5d  %9.2f  %8.3fx  %-7s ", row->depth, row->tok_s, row->multiplier, quality[row->quality + 1]);
 	if (row->n_accept == 0)
 		printf(" -");
 	for (size_t k = 0; k < row->n_accept; k++)
@@ -80,19 +87,45 @@ static void print_row(const struct fg_verify_row *row, double ar_tok_s)
 	printf("\n");
 }
 
-static int print_human(const char *path, const struct fg_verify_input *in,
-		       const struct fg_verify_result *r)
+/* "label: 1, 2, 3" for the depths of rows[idx[0..n)], or nothing when n is 0. */
+static void print_depths(const char *label, const struct fg_verify_result *r, const int *idx, size_t n)
 {
-	const struct fg_verify_row *by_depth[FG_VERIFY_MAX_DEPTH + 1] = { 0 };
+	if (!n)
+		return;
+	printf("%s:", label);
+	for (size_t i = 0; i < n; i++)
+		printf("%s %d", i ? "," : "", r->rows[idx[i]].depth);
+	printf("\n");
+}
+
+/* MTPLX's own verdict, when the document carried one, and whether it agrees. */
+static void print_mtplx(const struct fg_verify_result *r)
+{
+	if (!r->has_mtplx)
+		return;
+	printf("MTPLX's own verdict (%s): %s", r->mtplx_verdict_at ? r->mtplx_verdict_at : "",
+	       r->has_mtplx_verdict ? r->mtplx_verdict : "(none)");
+	if (r->has_mtplx_reasons) {
+		printf(" [");
+		for (size_t i = 0; i < r->n_mtplx_reasons; i++)
+			printf("%s%s", i ? ", " : "", r->mtplx_reasons[i]);
+		printf("]");
+	}
+	if (r->agrees)
+		printf(": agrees\n");
+	else
+		printf(": DISAGREES with %s at collapse threshold %g\n", r->verdict->row->name, r->collapse_threshold);
+}
+
+static void print_human(const char *path, const struct fg_verify_result *r)
+{
 	size_t n_rules = 0;
 
 	while (fg_verify_verdict_at(n_rules))
 		n_rules++;
-	for (size_t i = 0; i < in->n_rows; i++)
-		by_depth[in->rows[i].depth] = &in->rows[i];
-	printf("%s: %s (%s%s)\n", path, r->verdict->row->name,
-	       fg_severity_name(r->verdict->row->severity),
+	printf("%s: %s (%s%s)\n", path, r->verdict->row->name, fg_severity_name(r->verdict->row->severity),
 	       r->verdict->row->severity == FG_SEV_ERROR ? ": do not ship" : "");
+	printf("source: %s\n", fg_verify_format_name(r->format));
 	if (r->runtime[0] || r->hardware[0])
 		printf("runtime %s on %s\n", r->runtime[0] ? r->runtime : "(unnamed)",
 		       r->hardware[0] ? r->hardware : "(unnamed hardware)");
@@ -101,17 +134,33 @@ static int print_human(const char *path, const struct fg_verify_input *in,
 	else
 		printf("best depth: none\n");
 	printf("depth      tok/s   speed-up  quality  acceptance\n");
-	for (int d = 0; d <= FG_VERIFY_MAX_DEPTH; d++)
-		if (by_depth[d])
-			print_row(by_depth[d], r->ar_tok_s);
+	for (size_t i = 0; i < r->n_rows; i++)
+		print_row(&r->rows[i]);
 	if (r->best_accept_depth >= 0)
 		printf("best first-position acceptance: %.3f (depth %d), collapse threshold %g\n",
 		       r->best_first_acceptance, r->best_accept_depth, r->collapse_threshold);
 	else
 		printf("best first-position acceptance: none reported, collapse threshold %g\n",
 		       r->collapse_threshold);
+	print_depths("acceptance collapsed at depth", r, r->collapsed, r->n_collapsed);
+	print_depths("quality rejected at depth", r, r->rejected, r->n_rejected);
+	printf("failure reasons:");
+	for (size_t i = 0; i < r->n_reasons; i++)
+		printf("%s %s", i ? "," : "", r->reasons[i]);
+	printf("%s\n", r->n_reasons ? "" : " none");
 	printf("decided by rule %d of %zu: %s\n", r->verdict->rule, n_rules, r->verdict->row->meaning);
-	return FG_EXIT_OK;
+	print_mtplx(r);
+	if (r->n_unused) {
+		printf("MTPLX fields kept, not used:");
+		for (size_t i = 0; i < r->n_unused; i++)
+			printf("%s %s%s%s", i ? "," : "", r->unused[i].where, r->unused[i].where[0] ? "." : "",
+			       r->unused[i].name);
+		printf("\n");
+	}
+	for (size_t i = 0; i < r->n_skipped && i < FG_VERIFY_MAX_SKIPPED; i++)
+		printf("skipped, as MTPLX skips it: %s\n", r->skipped[i]);
+	if (r->n_skipped > FG_VERIFY_MAX_SKIPPED)
+		printf("skipped: %zu more rows\n", r->n_skipped - FG_VERIFY_MAX_SKIPPED);
 }
 
 static int run_verdict(int argc, char **argv)
@@ -169,7 +218,12 @@ static int run_verdict(int argc, char **argv)
 		rc = fg_cli_fail(&err);
 		goto out;
 	}
-	rc = json ? print_json(&r) : print_human(path, &in, &r);
+	if (json) {
+		rc = print_json(&r);
+	} else {
+		print_human(path, &r);
+		rc = FG_EXIT_OK;
+	}
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "forged: error: writing output failed\n");
 		rc = FG_EXIT_INTERNAL;

@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "forge/source/checkpoint.h"
+#include "api/validate.h"
+#include "forge/core/json.h"
+#include "forge/source/pull/pull.h"
+#include "forge/verify/verify.h"
 #include "store/store.h"
 
-enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_STORE };
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION, K_STORE };
 
 struct setting {
 	const char *key;
@@ -38,6 +41,11 @@ static const struct setting settings[] = {
 	{ "store_url", K_STORE, offsetof(struct fg_config, store_url), 0, 0 },
 	{ "lease_seconds", K_INT, offsetof(struct fg_config, lease_seconds), 3, 3600 },
 	{ "http_threads", K_UINT, offsetof(struct fg_config, http_threads), 1, 256 },
+	/* A number strictly inside (0, 1); min and max are unused. */
+	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
+	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
+	{ "etag_ttl_seconds", K_UINT, offsetof(struct fg_config, etag_ttl_seconds), 0, 31536000 },
+	{ "inspect_seconds", K_UINT, offsetof(struct fg_config, inspect_seconds), 1, 3600 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -46,6 +54,7 @@ static void defaults(struct fg_config *cfg)
 {
 	const char *sd = getenv("STATE_DIRECTORY");
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct fg_pull_opts pull;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
@@ -62,6 +71,11 @@ static void defaults(struct fg_config *cfg)
 	cfg->max_attempts = 3;
 	cfg->lease_seconds = 60;
 	cfg->http_threads = 16;
+	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;
+	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
+	fg_pull_opts_init(&pull);
+	cfg->etag_ttl_seconds = pull.cache_ttl_seconds;
+	cfg->inspect_seconds = FG_API_INSPECT_SECONDS_DEFAULT;
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT". */
@@ -132,13 +146,42 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 					  st->key, text);
 		snprintf(cfg->store_url, sizeof(cfg->store_url), "%s", text);
 		return 0;
+	case K_FRACTION: {
+		double x = num;
+
+		if (!is_num) {
+			x = strtod(text, &end);
+			if (!*text || *end)
+				return fg_err_set(err, FG_EUSAGE, "%s '%s' is not a number", st->key, text);
+		}
+		if (!(x > 0.0 && x < 1.0))
+			return fg_err_set(err, FG_EUSAGE, "%s %g is not inside (0, 1)", st->key, x);
+		*(double *)(void *)field = x;
+		return 0;
+	}
 	default:
 		break;
 	}
 	if (is_num) {
-		v = (long long)num;
-		if ((double)v != num)
-			return fg_err_set(err, FG_EUSAGE, "%s must be an integer", st->key);
+		int64_t n;
+
+		/* Range-checked as a double: converting 1e300 to an integer is undefined. */
+		if (fg_json_to_int(num, st->min, st->max, &n) != 0) {
+			char shown[32];
+			int prec;
+
+			/* The shortest text that reads back as the same double: 1e+300, 2.5. */
+			for (prec = 15; prec < 17; prec++) {
+				snprintf(shown, sizeof(shown), "%.*g", prec, num);
+				if (strtod(shown, NULL) == num)
+					break;
+			}
+			if (prec == 17)
+				snprintf(shown, sizeof(shown), "%.17g", num);
+			return fg_err_set(err, FG_EUSAGE, "%s %s is not an integer within %lld..%lld", st->key, shown,
+					  st->min, st->max);
+		}
+		v = n;
 	} else {
 		v = strtoll(text, &end, 10);
 		if (!*text || *end)
@@ -260,5 +303,11 @@ int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *
 	}
 	if (!cfg->n_allow_roots && getcwd(cfg->allow_roots[0], PATH_MAX))
 		cfg->n_allow_roots = 1;
+	if (!cfg->artifacts_dir[0]) {
+		if (strlen(cfg->state_dir) + sizeof("/artifacts") > sizeof(cfg->artifacts_dir))
+			return fg_err_set(err, FG_EUSAGE, "state_dir '%s' is too long", cfg->state_dir);
+		snprintf(cfg->artifacts_dir, sizeof(cfg->artifacts_dir), "%.*s/artifacts",
+			 (int)(sizeof(cfg->artifacts_dir) - sizeof("/artifacts")), cfg->state_dir);
+	}
 	return 0;
 }

@@ -1,19 +1,26 @@
 /*
  * config.h: `forged serve` settings: defaults, then a JSON config file, then
- * flags of the same names (design.md section 10).
+ * flags of the same names (docs/interfaces.md section 7).
  *
  * Keys: listen ("127.0.0.1:8470"), state_dir ($STATE_DIRECTORY under systemd,
  * else ./forged-state), workers (the number of cores; 0 queues jobs without
  * running them: an API-only instance for maintenance and tests), tokens_file (none:
  * no authentication), allow_roots (the current folder when run by hand),
- * allow_hosts (for URL sources, unused until they are supported),
+ * allow_hosts (the hosts, "host" or "host:port", that URL sources and their
+ * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
  * max_attempts (3), store_url (flag --store; "": sqlite://STATE/forged.db;
  * or postgres://USER@HOST/DB for a farm, store.h), lease_seconds (60: how
  * long a claimed job stays this instance's without a heartbeat; the
  * heartbeat renews it every third of that), http_threads (16: a POST waits
  * in its handler thread for the group commit that holds its write, so the
- * number of threads bounds how many writes share one commit).
+ * number of threads bounds how many writes share one commit),
+ * collapse_threshold (0.10: the verification verdict's
+ * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
+ * artifacts_dir (STATE/artifacts: where jobs without an out write their
+ * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
+ * file's ETag is trusted without asking the server), inspect_seconds (60: an
+ * API inspection's deadline).
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -43,6 +50,10 @@ struct fg_config {
 	char store_url[PATH_MAX + 64];     /* "" when the default */
 	int lease_seconds;
 	unsigned http_threads;
+	double collapse_threshold;
+	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
+	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
+	unsigned inspect_seconds;
 };
 
 /*

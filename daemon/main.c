@@ -161,9 +161,20 @@ void fg_cli_print_runtimes(FILE *out)
 	size_t n = 0;
 	const struct fg_runtime *all = fg_runtime_all(&n);
 
-	fprintf(out, "\nruntimes:\n");
+	const struct fg_runtime_alias *al;
+	size_t n_al;
+
+	fprintf(out, "\nruntimes (docs/runtimes.md: sources and unconfirmed facts):\n");
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "  %-13s %s\n", all[i].id, all[i].contract);
+		fprintf(out, "  %-13s %s%s\n", all[i].id, all[i].flags & FG_RT_OPT_IN ? "(opt-in) " : "", all[i].contract);
+	al = fg_runtime_aliases(&n_al);
+	for (size_t i = 0; i < n_al; i++) {
+		fprintf(out, "  %-13s alias:", al[i].alias);
+		for (size_t k = 0; al[i].ids[k]; k++)
+			fprintf(out, "%s%s", k ? ", " : " ", al[i].ids[k]);
+		fprintf(out, " (%s)\n", al[i].doc);
+	}
+	fprintf(out, "  versioned ids resolve by range: mlx-lm-0.33 -> mlx-lm-0.32, mtplx-2.11.3 -> mtplx-2.11\n");
 }
 
 int fg_cli_is_help(const char *arg)

@@ -1,8 +1,8 @@
 /*
  * workers.c: the worker pool (workers.h).
  *
- * A job's output folder defaults to STATE/artifacts/ID.  A forge that ends
- * well is stored as an artifact (its own inspection report, provenance and
+ * A job's output folder defaults to ARTIFACTS/ID (artifacts_dir, STATE/artifacts
+ * unless configured).  A forge that ends well is stored as an artifact (its own inspection report, provenance and
  * fingerprint) and the job marked succeeded in one transaction
  * (fg_store_job_succeed), so a crash leaves either a running job and no
  * artifact row, or a finished job with exactly one.  forged.json names the
@@ -34,6 +34,7 @@
 #include "daemon/workers.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -46,11 +47,12 @@
 
 #include "api/api.h"
 #include "api/paths.h"
+#include "api/validate.h"
 #include "daemon/cli.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "forge/artifact/forge.h"
 #include "forge/artifact/request.h"
+#include "forge/core/json.h"
 #include "forge/model/inspect.h"
 #include "store/store.h"
 
@@ -76,7 +78,6 @@ struct fg_workers {
 	int stopping;                  /* no new claims */
 	int abort_jobs;                /* stop running jobs at their next stage */
 	int wakeups;
-	struct timespec last_watchdog;
 	struct worker *w;
 	/* the keeper: heartbeats and take-overs */
 	pthread_t keeper;
@@ -120,25 +121,19 @@ static void fault_point(const char *point)
 
 /* ---- watchdog ---- */
 
-/* WATCHDOG=1 when every worker turned its loop (or reported progress) lately. */
-static void maybe_watchdog(struct fg_workers *p)
+int fg_workers_healthy(struct fg_workers *p)
 {
-	double interval = (double)p->cfg.watchdog_usec / 1e6, limit = interval / 2;
+	double limit = (double)p->cfg.watchdog_usec / 2e6 + IDLE_WAIT_MS / 1000.0;
 	int healthy = 1;
 
 	if (!p->cfg.watchdog_usec)
-		return;
+		limit = FG_WORKERS_IDLE_LIVENESS_SECONDS;
 	pthread_mutex_lock(&p->lock);
-	if (since(&p->last_watchdog) >= interval / 3) {
-		for (unsigned i = 0; i < p->cfg.n; i++)
-			if (!p->w[i].busy && since(&p->w[i].alive) > limit + IDLE_WAIT_MS / 1000.0)
-				healthy = 0;
-		if (healthy) {
-			clock_gettime(CLOCK_MONOTONIC, &p->last_watchdog);
-			fg_notify("WATCHDOG=1");
-		}
-	}
+	for (unsigned i = 0; i < p->cfg.n; i++)
+		if (!p->w[i].busy && since(&p->w[i].alive) > limit)
+			healthy = 0;
 	pthread_mutex_unlock(&p->lock);
+	return healthy;
 }
 
 static void touch(struct worker *w)
@@ -150,16 +145,23 @@ static void touch(struct worker *w)
 
 /*
  * Tell the API (when it still runs: fg_workers_set_api(NULL) before it
- * stops) that data changed and/or a job took seconds (< 0: none).  Under
- * the pool's lock, so the API cannot be freed meanwhile.
+ * stops) that data changed, with the bytes forge wrote for it, and/or that
+ * a job took seconds (>= 0) after fetching fetched bytes.  Under the pool's
+ * lock, so the API cannot be freed meanwhile.
  */
-static void tell_api(struct fg_workers *p, int data_changed, double seconds)
+static void tell_api(struct fg_workers *p, int data_changed, unsigned long long written, double seconds,
+		     uint64_t fetched)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->cfg.api && data_changed)
+	if (p->cfg.api && data_changed) {
 		fg_api_data_changed(p->cfg.api);
-	if (p->cfg.api && seconds >= 0)
+		fg_api_count_forge_written(p->cfg.api, written);
+	}
+	if (p->cfg.api && seconds >= 0) {
 		fg_api_job_finished(p->cfg.api, seconds);
+		if (fetched)
+			fg_api_count_pull(p->cfg.api, fetched, 0);
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -170,6 +172,7 @@ struct job_ctx {
 	int aborted;
 	int lost;                      /* another worker holds the job now (our lease expired) */
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
+	uint64_t fetched;              /* bytes the remote read fetched so far (for /metrics) */
 };
 
 /* Forge progress: record it (renewing the lease), and stop on cancel, shutdown or a lost lease. */
@@ -182,7 +185,6 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 
 	fault_point(stage);
 	touch(j->w);
-	maybe_watchdog(j->w->pool);
 	rc = fg_store_job_progress(j->w->store, j->id, j->w->name, stage, fraction, &err);
 	if (rc == FG_ECONFLICT || rc == FG_ENOTFOUND) {
 		if (!j->lost)
@@ -203,8 +205,11 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 {
 	struct job_ctx *j = ctx;
-	char stage[32];
+	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
 
+	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
+	if (done > j->fetched)
+		j->fetched = done;
 	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
 		return j->cancelled || j->aborted || j->lost;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
@@ -235,6 +240,9 @@ static int store_artifact(struct worker *w, int64_t job, const char *source, con
 	report = fg_inspect_json(r);
 	if (!report)
 		return fg_err_set(err, FG_ENOMEM, "out of memory building the report of %s", res->artifact);
+	/* File and tensor names are any bytes; what is stored (and served) is UTF-8. */
+	fg_json_utf8_fix(report);
+	fg_json_utf8_fix(res->provenance);
 	a.report = report;
 	rc = fg_store_job_succeed(w->store, job, w->name, &a, aid, err);
 	cJSON_Delete(report);
@@ -335,6 +343,32 @@ static int check_out(struct fg_workers *p, const char *out, int own, struct fg_e
 	return 0;
 }
 
+/* Bytes of the regular files under dir that forge wrote: hard-linked (unchanged) shards are not counted. */
+static unsigned long long bytes_written(const char *dir, int depth)
+{
+	unsigned long long n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (depth > 8 || !(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat st;
+
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) || lstat(path, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += bytes_written(path, depth + 1);
+		else if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+			n += (unsigned long long)st.st_size;
+	}
+	closedir(d);
+	return n;
+}
+
 static void run_job(struct worker *w, struct fg_job *job)
 {
 	struct fg_workers *p = w->pool;
@@ -352,6 +386,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&res, 0, sizeof(res));
 	fg_ckpt_pull_opts(&pull, p->cfg.cache_dir, p->cfg.allow_hosts, p->cfg.n_allow_hosts);
+	pull.cache_ttl_seconds = p->cfg.etag_ttl_seconds;
 	pull.progress = on_fetch;
 	pull.progress_ctx = &ctx;
 	o.pull = &pull;
@@ -363,7 +398,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	else
 		fg_forge_request_opts(&rq, &o);
 	if (!o.out) {
-		snprintf(out, sizeof(out), "%s/artifacts/%lld", p->cfg.state_dir, (long long)job->id);
+		snprintf(out, sizeof(out), "%s/%lld", p->cfg.artifacts_dir, (long long)job->id);
 		o.out = out;
 	}
 	if (!rc && !stamp)
@@ -411,7 +446,8 @@ static void run_job(struct worker *w, struct fg_job *job)
 		rc = store_artifact(w, job->id, o.source, &res, &aid, &err);
 		if (!rc) {
 			fault_point("stored");
-			tell_api(p, 1, -1.0);
+			/* An adopted folder was written by an earlier run: nothing new written now. */
+			tell_api(p, 1, adopted ? 0 : bytes_written(res.artifact, 0), -1.0, 0);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
 			       (long long)aid, res.fingerprint);
 		} else if (rc == FG_ECONFLICT || rc == FG_ENOTFOUND) {
@@ -431,7 +467,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 			fg_log(FG_LOG_ERR, "job %lld: %s", (long long)job->id, msg);
 		}
 	}
-	tell_api(p, 0, since(&t0));
+	tell_api(p, 0, 0, since(&t0), ctx.fetched);
 	fg_forge_result_release(&res);
 	cJSON_Delete(params);
 	cJSON_Delete(stamp);
@@ -456,7 +492,6 @@ static void *worker_main(void *arg)
 		int got;
 
 		touch(w);
-		maybe_watchdog(p);
 		pthread_mutex_lock(&p->lock);
 		if (p->stopping) {
 			pthread_mutex_unlock(&p->lock);
@@ -559,7 +594,7 @@ int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cf
 		p->cfg.lease_seconds = FG_STORE_LEASE_DEFAULT;
 	if (p->cfg.max_attempts < 1)
 		p->cfg.max_attempts = 3;
-	snprintf(dir, sizeof(dir), "%s/artifacts", cfg->state_dir);
+	snprintf(dir, sizeof(dir), "%s", cfg->artifacts_dir);
 	if (mkdir(dir, 0750) != 0 && access(dir, W_OK) != 0) {
 		free(p);
 		return fg_err_set(err, FG_ESTATE, "%s: cannot create the artifacts folder", dir);

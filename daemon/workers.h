@@ -49,11 +49,12 @@ struct fg_workers_config {
 	int max_attempts;              /* take-overs fail a job at this many attempts */
 	const char *const *allow_roots; /* a job's out must lie in these (this instance's roots) */
 	size_t n_allow_roots;
-	const char *state_dir;
+	const char *artifacts_dir;     /* a job without an out writes artifacts_dir/ID */
 	const char *instance_id;
 	struct fg_api *api;            /* for job-duration metrics; may be NULL */
 	unsigned long long watchdog_usec; /* 0: no watchdog */
 	const char *cache_dir;         /* remote sources: STATE/cache */
+	unsigned etag_ttl_seconds;     /* fg_pull_opts.cache_ttl_seconds */
 	const char *const *allow_hosts;
 	size_t n_allow_hosts;
 };
@@ -68,6 +69,14 @@ void fg_workers_wake(void *workers);
 
 /* 1 when every worker thread is running its loop. */
 int fg_workers_alive(void *workers);
+
+/*
+ * For the watchdog: 1 when every idle worker turned its loop within half
+ * the watchdog interval (plus its idle wait); busy workers count as healthy.
+ * `forged serve` sends WATCHDOG=1 only when this and the HTTP self-check
+ * (fg_api_self_check) both hold.
+ */
+int fg_workers_healthy(struct fg_workers *w);
 
 /* Jobs running now. */
 unsigned fg_workers_busy(struct fg_workers *w);

@@ -215,20 +215,11 @@ int fg_store_each_file(const cJSON *provenance, fg_store_file_fn add, void *ctx,
 
 	if (!files || cJSON_IsNull(files))
 		return 0;
-	if (!cJSON_IsObject(files) && !cJSON_IsArray(files))
-		return fg_err_set(err, FG_EINPUT, "provenance.files is neither an object nor an array");
+	if (!cJSON_IsObject(files))
+		return fg_err_set(err, FG_EINPUT, "provenance.files is not an object of file name -> sha256");
 	cJSON_ArrayForEach(f, files) {
-		const char *name, *sha;
+		const char *name = f->string, *sha = cJSON_GetStringValue(f);
 
-		if (cJSON_IsObject(files)) {
-			name = f->string;
-			sha = cJSON_GetStringValue(f);
-		} else {
-			name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
-			if (!name)
-				name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file"));
-			sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "sha256"));
-		}
 		if (!name || !*name || strlen(name) > FG_STORE_FILE_MAX)
 			return fg_err_set(err, FG_EINPUT, "provenance.files[%d] has no usable file name", i);
 		if (!sha || !*sha || strlen(sha) > FG_STORE_SHA_MAX)

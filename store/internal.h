@@ -32,6 +32,7 @@
 
 #include "forge/core/error.h"
 #include "forge/model/convention.h"
+#include "store/idem.h"
 #include "store/store.h"
 
 /*
@@ -156,6 +157,16 @@ struct fg_store_ops {
 	int (*counts)(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err);
 	int (*check)(struct fg_store *s, struct fg_err *err);
 	int (*probe_write)(struct fg_store *s, struct fg_err *err);
+	/* idem.h: POST replays (writes), a job's key and a repeated fleet report (reads) */
+	int (*idem_claim)(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
+			  int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer, struct fg_err *err);
+	int (*idem_finish)(struct fg_store *s, const char *route, const char *key, int status, const char *location,
+			   const char *body, struct fg_err *err);
+	int (*idem_release)(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
+	int (*job_key_known)(struct fg_store *s, const char *key, const char *body_sha256, int *known,
+			     struct fg_err *err);
+	int (*fleet_report_same)(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
+				 const char *observed_json, int *same, struct fg_err *err);
 };
 
 extern const struct fg_store_ops fg_sqlite_ops;
@@ -222,9 +233,9 @@ int fg_store_check_enqueue(const char *kind, const char **params_json, const cha
 int fg_store_check_verdicts(const cJSON *report, struct fg_err *err);
 
 /*
- * provenance.files as forge writes it ({"name": "sha256hex", ...}) or an
- * array of {"name" or "file", "sha256"}: add(ctx, name, sha, err) for each
- * when add is non-NULL; with add NULL only checks.
+ * provenance.files as forge writes it ({"name": "sha256hex", ...}):
+ * add(ctx, name, sha, err) for each when add is non-NULL; with add NULL
+ * only checks.
  */
 typedef int (*fg_store_file_fn)(void *ctx, const char *file, const char *sha, struct fg_err *err);
 int fg_store_each_file(const cJSON *provenance, fg_store_file_fn add, void *ctx, struct fg_err *err);
@@ -425,5 +436,18 @@ int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const ch
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 			   const char *observed, struct fg_err *err);
 int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
+int fg_sqlite_idem_claim(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
+			 int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer, struct fg_err *err);
+int fg_sqlite_idem_finish(struct fg_store *s, const char *route, const char *key, int status, const char *location,
+			  const char *body, struct fg_err *err);
+int fg_sqlite_idem_release(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
+int fg_sqlite_job_key_known(struct fg_store *s, const char *key, const char *body_sha256, int *known,
+			    struct fg_err *err);
+int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
+				const char *observed_json, int *same, struct fg_err *err);
+
+/* The route and key of an idempotent request: present, within their byte limits (idem.c's checks). */
+#define FG_STORE_ROUTE_MAX 300
+int fg_store_check_idem(const char *route, const char *key, struct fg_err *err);
 
 #endif

@@ -30,6 +30,15 @@ int fg_store_is_postgres(const char *target)
 	return target && (has_prefix(target, "postgres://") || has_prefix(target, "postgresql://"));
 }
 
+const char *fg_store_sqlite_path(const char *target)
+{
+	if (!target || !*target || fg_store_is_postgres(target))
+		return NULL;
+	if (has_prefix(target, "sqlite://"))
+		return *(target + strlen("sqlite://")) ? target + strlen("sqlite://") : NULL;
+	return strstr(target, "://") ? NULL : target;
+}
+
 /* The backend of target and what it opens (a path, or the URL itself). */
 static int parse_target(const char *target, const struct fg_store_ops **ops, const char **what, struct fg_err *err)
 {

@@ -38,9 +38,9 @@
 #include "forge/model/verdicts.h"
 
 /* The SQLite schema version (PRAGMA user_version). */
-#define FG_STORE_SCHEMA_VERSION 4
+#define FG_STORE_SCHEMA_VERSION 5
 /* The PostgreSQL schema version (the highest row of schema_migrations). */
-#define FG_STORE_PG_SCHEMA_VERSION 1
+#define FG_STORE_PG_SCHEMA_VERSION 2
 
 /* The lease a claim takes unless fg_store_set_lease says otherwise (seconds). */
 #define FG_STORE_LEASE_DEFAULT 60
@@ -69,6 +69,9 @@ const char *fg_store_backend(const struct fg_store *s);
 /* 1 when target names a PostgreSQL store (postgres:// or postgresql://). */
 int fg_store_is_postgres(const char *target);
 
+/* The database file a SQLite target names (a path, or the PATH of sqlite://PATH); NULL for PostgreSQL. */
+const char *fg_store_sqlite_path(const char *target);
+
 /*
  * target as a log may show it: a postgres URL without its password
  * (user:secret@ becomes user@), a sqlite:// prefix dropped.
@@ -95,11 +98,18 @@ _Static_assert(FG_JOB_CANCELLED + 1 == FG_JOB_STATES, "FG_JOB_STATES counts enum
 const char *fg_job_state_name(enum fg_job_state s);
 int fg_job_state_parse(const char *name, enum fg_job_state *out);
 
+/*
+ * The longest job stage stored; a longer one is refused (FG_EINPUT), never
+ * cut.  Sized from what workers write: a forge stage word, or "fetch
+ * DONE/TOTAL" with two 20-digit byte counts (47 bytes).
+ */
+#define FG_JOB_STAGE_MAX 63
+
 struct fg_job {
 	int64_t id;
 	char kind[16];                 /* "forge" */
 	enum fg_job_state state;
-	char stage[32];
+	char stage[FG_JOB_STAGE_MAX + 1];
 	double progress;               /* 0..1 */
 	char error[512];               /* empty when none */
 	int64_t artifact_id;           /* 0 when none */
@@ -116,7 +126,7 @@ struct fg_job {
 void fg_job_release(struct fg_job *job);
 
 /*
- * The design.md section 8 job object: id, kind, state, stage, progress,
+ * The job object of docs/interfaces.md section 3: id, kind, state, stage, progress,
  * error, refusal, artifact_id, created_at, updated_at.  refusal is
  * {code, severity, detail} (severity from the verdict table) when a verdict
  * refused the job, else null; error is then "code: detail", for people.

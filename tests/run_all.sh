@@ -3,9 +3,15 @@
 # the build in BUILD, then prints one closing line "tests: N passed, N failed".
 # Each unit binary is a cmocka program; each e2e script ends with its own
 # "NAME: N passed, N failed" line, which is summed here.
+# run_all.sh BUILD --only "LIST": only the unit binaries (tests/NAME) and
+# scripts (tests/e2e/NAME.sh) LIST names (make tsan-test).
 set -u
-build=${1:?usage: run_all.sh BUILD}
+build=${1:?usage: run_all.sh BUILD [--only LIST]}
+only=""
+[ "${2:-}" = --only ] && only=" ${3:-} "
 build=$(cd "$build" && pwd)
+# wanted NAME: whether NAME (tests/test_x or tests/e2e/test_y.sh) is to run.
+wanted() { [ -z "$only" ] || [[ "$only" == *" $1 "* ]]; }
 export FORGED=$build/forged FIXTURES=$build/fixtures PYTHON=${PYTHON:-python3}
 passed=0
 failed=0
@@ -35,6 +41,7 @@ tally() { # tally STATUS: add the counts found in $log
 
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
+	wanted "tests/$(basename "$t")" || continue
 	echo "== $t"
 	timeout 600 "$t" >"$log" 2>&1
 	st=$?
@@ -42,6 +49,7 @@ for t in "$build"/tests/test_*; do
 	tally "$st"
 done
 for t in tests/e2e/test_*.sh; do
+	wanted "$t" || continue
 	echo "== $t"
 	timeout 900 bash "$t" >"$log" 2>&1
 	st=$?

@@ -212,7 +212,7 @@ export function mount(root, ctx) {
   }
 
   async function refresh() {
-    const [a, f] = await Promise.allSettled([get(`/v1/artifacts/${encodeURIComponent(id)}`), get('/v1/fleet/health')]);
+    const [a, f] = await Promise.allSettled([get(`/v1/artifacts/${encodeURIComponent(id)}`), get('/v1/fleet/health?unhealthy_limit=500')]);
     if (a.status === 'rejected') throw a.reason;
     let changed = a.value.changed || !art;
     art = a.value.data;

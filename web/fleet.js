@@ -1,8 +1,9 @@
 // fleet.js: the fleet page: what is broken, where, and why.
 //
-// Reads GET /v1/fleet/health (artifacts, unhealthy[] with hosts, warnings,
-// verdict_matrix, probe_after_load, probe_qnorm; hosts and next_cursor when
-// the server has them) and GET /v1/artifacts/{id} of the served unhealthy
+// Reads GET /v1/fleet/health?unhealthy_limit=500 (artifacts, unhealthy[] with
+// hosts, warnings, verdict_matrix, probe_after_load, probe_qnorm; next_cursor
+// when the server has more; the default page holds 50) and GET
+// /v1/artifacts/{id} of the served unhealthy
 // artifacts, for the runtime rows and verdict details that say why.
 
 import { h, clear, table, tag, kindOf, num } from './dom.js';
@@ -284,7 +285,7 @@ export function mount(root, ctx) {
   }
 
   async function refresh() {
-    const r = await get('/v1/fleet/health');
+    const r = await get('/v1/fleet/health?unhealthy_limit=500');
     let changed = r.changed;
     health = r.data;
     const served = arr(health.unhealthy).filter((u) => arr(u.hosts).length > 0).slice(0, DETAILS_MAX);

@@ -1,5 +1,5 @@
 -- post_verification.lua: wrk script for bench/api/run.sh.  Each request posts
--- the healthy control's verification rows (design.md section 7; the control
+-- the healthy control's verification rows (docs/interfaces.md section 3; the control
 -- of MTPLX issue 306, as in tests/e2e/test_verdict.sh) to
 -- POST /v1/artifacts/{id}/verifications, the id drawn uniformly from
 -- 1..ARTIFACTS so the writes spread over the whole catalog.

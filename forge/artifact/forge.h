@@ -1,6 +1,6 @@
 /*
  * forge.h: the forge pipeline: a source checkpoint's MTP head and a backbone
- * in, one servable artifact out (design.md section 6).
+ * in, one servable artifact out (docs/interfaces.md section 3).
  *
  * The artifact is the backbone without head tensors in its shards (unchanged
  * shards hard-linked, only shards that held head tensors rewritten, the index
@@ -52,9 +52,9 @@ struct fg_forge_result {
 	char policy[48];
 	char target[32];
 	size_t head_tensors;
-	size_t n_removed;
+	size_t n_removed, cap_removed;
 	char **removed;           /* head tensors removed from the backbone's shards */
-	size_t n_shifted;
+	size_t n_shifted, cap_shifted;
 	char **shifted;           /* norms whose convention forge changed */
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
 	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a

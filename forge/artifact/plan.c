@@ -8,9 +8,12 @@
  */
 #include "forge/artifact/plan.h"
 
+#include "forge/core/grow.h"
+#include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +25,6 @@ int fg_target_is_mlx(const char *runtime)
 	const struct fg_runtime *rt = fg_runtime_find(runtime);
 
 	return rt && rt->mlx;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 uint64_t fg_plan_entry_bytes(const struct fg_plan_entry *o)
@@ -43,20 +39,17 @@ struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct
 {
 	struct fg_plan_entry *o;
 
-	if (plan->n == plan->cap) {
-		size_t ncap = plan->cap ? plan->cap * 2 : 64;
-		struct fg_plan_entry *nt = realloc(plan->t, ncap * sizeof(*nt));
-
-		if (!nt) {
-			fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
-			return NULL;
-		}
-		plan->t = nt;
-		plan->cap = ncap;
+	if (FG_GROW(plan->t, plan->n + 1, plan->cap)) {
+		fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		return NULL;
 	}
-	o = &plan->t[plan->n++];
+	o = &plan->t[plan->n];
 	memset(o, 0, sizeof(*o));
-	snprintf(o->name, sizeof(o->name), "%s", name);
+	if (!(o->name = strdup(name))) {
+		fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		return NULL;
+	}
+	plan->n++;
 	return o;
 }
 
@@ -80,6 +73,7 @@ static void qcache_clear(struct fg_plan_qcache *c)
 void fg_plan_release(struct fg_plan *plan)
 {
 	for (size_t i = 0; plan && i < plan->n; i++) {
+		free(plan->t[i].name);
 		free(plan->t[i].srcs);
 		free(plan->t[i].scale_invs);
 	}
@@ -92,16 +86,25 @@ void fg_plan_release(struct fg_plan *plan)
 	}
 }
 
-/* The output name of a source name under the family's naming rule. */
-static void out_name(const struct fg_inspect *r, const char *src, char *buf, size_t len)
+/* The output name of a source name under the family's naming rule: src itself or a tail of it. */
+static const char *out_name(const struct fg_inspect *r, const char *src)
 {
-	const char *name = r->family->strips_to_mtp ? fg_name_strip(src) : src;
-	size_t n = strlen(name);
+	return r->family->strips_to_mtp ? fg_name_strip(src) : src;
+}
 
-	/* Names are capped by the plan entry (a longer one is cut, as snprintf would). */
-	n = n < len ? n : len - 1;
-	memcpy(buf, name, n);
-	buf[n] = '\0';
+/* printf into a new string (caller frees); NULL on ENOMEM. */
+static char *str_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *str_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
 }
 
 static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
@@ -116,26 +119,30 @@ static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char
 static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
 		      const struct fg_tensor **out, struct fg_err *err)
 {
-	char name[320];
+	char *name = str_fmt("%s_scale_inv", t->name);
 	const struct fg_tensor *s;
 	uint64_t rows, cols;
+	int rc = 0;
 
-	snprintf(name, sizeof(name), "%s_scale_inv", t->name);
+	if (!name)
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
 	s = find_in_set(set, name);
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s' has no '%s' block scales", t->name, name);
-	if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
-		return fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
-				  t->name);
 	rows = (t->shape[0] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
 	cols = (t->shape[1] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
-	if (s->shape[0] != rows || s->shape[1] != cols)
-		return fg_err_set(err, FG_EINPUT,
-				  "'%s' is [%llu,%llu], the %dx%d blocks of '%s' need [%llu,%llu]",
-				  name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
-				  FG_FP8_BLOCK, FG_FP8_BLOCK, t->name, (unsigned long long)rows, (unsigned long long)cols);
-	*out = s;
-	return 0;
+	if (!s)
+		rc = fg_err_set(err, FG_EINPUT, "FP8 tensor '%s' has no '%s' block scales", t->name, name);
+	else if (t->rank != 2 || s->rank != 2 || (s->dtype != FG_DT_F32 && s->dtype != FG_DT_BF16))
+		rc = fg_err_set(err, FG_EINPUT, "FP8 tensor '%s': expected a 2-D weight and 2-D F32 scales",
+				t->name);
+	else if (s->shape[0] != rows || s->shape[1] != cols)
+		rc = fg_err_set(err, FG_EINPUT,
+				"'%s' is [%llu,%llu], the %dx%d blocks of '%s' need [%llu,%llu]",
+				name, (unsigned long long)s->shape[0], (unsigned long long)s->shape[1],
+				FG_FP8_BLOCK, FG_FP8_BLOCK, t->name, (unsigned long long)rows, (unsigned long long)cols);
+	else
+		*out = s;
+	free(name);
+	return rc;
 }
 
 /* The output dtype of a weight: FP8 becomes BF16. */
@@ -153,15 +160,24 @@ static const struct fg_expert_block *block_of(const char *name, const struct fg_
 	return NULL;
 }
 
-/* "...mlp.experts." -> "...mlp.switch_mlp.PROJ.weight" under the naming rule. */
-static void switch_name(const struct fg_inspect *r, const struct fg_expert_block *b, const char *proj,
-			char *buf, size_t len)
+/*
+ * "...mlp.experts." -> a new plan entry "...mlp.switch_mlp.PROJ.weight"
+ * under the naming rule; NULL (err set) on ENOMEM.
+ */
+static struct fg_plan_entry *add_switch(const struct fg_inspect *r, const struct fg_expert_block *b,
+					const char *proj, struct fg_plan *plan, struct fg_err *err)
 {
-	char src[300];
 	size_t plen = strlen(b->prefix) - strlen("experts.");
+	char *src = str_fmt("%.*sswitch_mlp.%s.weight", (int)plen, b->prefix, proj);
+	struct fg_plan_entry *o;
 
-	snprintf(src, sizeof(src), "%.*sswitch_mlp.%s.weight", (int)plen, b->prefix, proj);
-	out_name(r, src, buf, len);
+	if (!src) {
+		fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
+		return NULL;
+	}
+	o = fg_plan_add(plan, out_name(r, src), err);
+	free(src);
+	return o;
 }
 
 static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
@@ -171,11 +187,8 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 	uint64_t experts = b->max_index + 1;
 
 	for (size_t p = 0; p < 3; p++) {
-		char name[256], src_name[320];
-		struct fg_plan_entry *o;
+		struct fg_plan_entry *o = add_switch(r, b, projs[p], plan, err);
 
-		switch_name(r, b, projs[p], name, sizeof(name));
-		o = fg_plan_add(plan, name, err);
 		if (!o)
 			return FG_ENOMEM;
 		o->op = FG_OP_STACK;
@@ -185,22 +198,27 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
 			return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
 		o->n_srcs = experts;
 		for (uint64_t e = 0; e < experts; e++) {
-			const struct fg_tensor *t;
+			char *src_name = str_fmt("%s%llu.%s.weight", b->prefix, (unsigned long long)e, projs[p]);
+			const struct fg_tensor *t = src_name ? find_in_set(set, src_name) : NULL;
+			int rc = 0;
 
-			snprintf(src_name, sizeof(src_name), "%s%llu.%s.weight", b->prefix,
-				 (unsigned long long)e, projs[p]);
-			t = find_in_set(set, src_name);
+			if (!src_name)
+				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
 			if (!t)
-				return fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
-						      "'%s' is missing (experts are never dropped)", src_name);
-			if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
-						   t->shape[1] != o->srcs[0]->shape[1] || t->dtype != o->srcs[0]->dtype)))
-				return fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
-						  src_name);
-			if (t->dtype == FG_DT_F8_E5M2)
-				return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
-			if (t->dtype == FG_DT_F8_E4M3 && fp8_scales(set, t, &o->scale_invs[e], err))
-				return err->code;
+				rc = fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
+						    "'%s' is missing (experts are never dropped)", src_name);
+			else if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
+							t->shape[1] != o->srcs[0]->shape[1] ||
+							t->dtype != o->srcs[0]->dtype)))
+				rc = fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
+						src_name);
+			else if (t->dtype == FG_DT_F8_E5M2)
+				rc = fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
+			else if (t->dtype == FG_DT_F8_E4M3)
+				rc = fp8_scales(set, t, &o->scale_invs[e], err);
+			free(src_name);
+			if (rc)
+				return rc;
 			o->srcs[e] = t;
 		}
 		o->dtype = widened(o->srcs[0]->dtype);
@@ -228,11 +246,8 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 		return fg_err_set(err, FG_EINPUT, "fused experts '%s': dtype %s is not supported",
 				  b->gate_up->name, fg_dtype_name(b->gate_up->dtype));
 	for (int p = 0; p < 3; p++) {
-		char name[256];
-		struct fg_plan_entry *o;
+		struct fg_plan_entry *o = add_switch(r, b, projs[p], plan, err);
 
-		switch_name(r, b, projs[p], name, sizeof(name));
-		o = fg_plan_add(plan, name, err);
 		if (!o)
 			return FG_ENOMEM;
 		o->dtype = b->gate_up->dtype;
@@ -295,14 +310,12 @@ static int refuse_by_verdict(const struct fg_inspect *r, const struct fg_set_rep
 static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, const struct fg_tensor *t,
 		       struct fg_plan *plan, struct fg_err *err)
 {
-	char name[256];
 	struct fg_plan_entry *o;
 	int shift = plan->source_conv != plan->target_conv &&
 		    (plan->target_conv == FG_CONV_ABSOLUTE || plan->target_conv == FG_CONV_DELTA) &&
 		    fg_name_norm_class(t->name) != FG_NAME_NOT_NORM && fg_name_zero_centred(t->name);
 
-	out_name(r, t->name, name, sizeof(name));
-	o = fg_plan_add(plan, name, err);
+	o = fg_plan_add(plan, out_name(r, t->name), err);
 	if (!o)
 		return FG_ENOMEM;
 	o->src = t;
@@ -370,7 +383,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 		const struct fg_tensor *t = set->tensors[i];
 		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;
 
-		if (ends_with(t->name, "_scale_inv"))
+		if (fg_str_ends_with(t->name, "_scale_inv"))
 			continue; /* consumed with its FP8 weight */
 		if (b) {
 			/* A block is planned once, where its first tensor appears. */

@@ -46,7 +46,7 @@ struct fg_plan_quant {
 struct fg_plan_qcache;
 
 struct fg_plan_entry {
-	char name[256];
+	char *name;                         /* the output name (owned, whole) */
 	enum fg_dtype dtype;
 	int rank;
 	uint64_t shape[FG_ST_MAX_RANK];
@@ -103,7 +103,7 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 
 void fg_plan_release(struct fg_plan *plan);
 
-/* Append an entry named name (zeroed otherwise); NULL (FG_ENOMEM in err) on failure. */
+/* Append an entry named name (copied whole; zeroed otherwise); NULL (FG_ENOMEM in err) on failure. */
 struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct fg_err *err);
 
 /* Bytes of one plan entry's output. */

@@ -8,19 +8,15 @@
  */
 #include "forge/artifact/policy.h"
 
+#include "forge/core/grow.h"
+#include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
 
 int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
 {
@@ -52,15 +48,10 @@ int fg_policy_parse(const char *text, struct fg_policy *out, struct fg_err *err)
 	return 0;
 }
 
-/* Module path of an output weight ("x.y.weight" -> "x.y"); 0 when not a .weight. */
-static int module_of(const char *name, char *buf, size_t len)
+/* Length of the module path of an output weight ("x.y.weight" -> 3, for "x.y"); 0 when not a .weight. */
+static size_t module_len(const char *name)
 {
-	size_t n = strlen(name);
-
-	if (!ends_with(name, ".weight") || n - 7 >= len)
-		return 0;
-	snprintf(buf, len, "%.*s", (int)(n - 7), name);
-	return 1;
+	return fg_str_ends_with(name, ".weight") ? strlen(name) - 7 : 0;
 }
 
 /* The part after the decoder layer ("...layers.3.self_attn.q_proj" -> "self_attn.q_proj"). */
@@ -80,8 +71,13 @@ static const char *layer_suffix(const char *module)
 	return q ? q + 1 : module;
 }
 
-/* The backbone's quantized module whose layer suffix is suffix, or NULL. */
-static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char *buf, size_t len)
+/*
+ * The backbone's quantized module whose layer suffix is suffix, in *buf
+ * (grown to fit, *cap its capacity; the caller frees it), or NULL: none, or
+ * out of memory (*oom set).
+ */
+static const char *backbone_counterpart(const struct fg_inspect *bb, const char *suffix, char **buf,
+					size_t *cap, int *oom)
 {
 	const struct fg_ckpt *c = bb->ckpt;
 
@@ -92,51 +88,91 @@ static const char *backbone_counterpart(const struct fg_inspect *bb, const char 
 			const char *name = c->files[f].st->tensors[k].name;
 			size_t n = strlen(name);
 
-			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || n - 7 >= len ||
-			    fg_inspect_is_head(bb, &c->files[f], name))
+			if (n <= 7 || strcmp(name + n - 7, ".scales") != 0 || fg_inspect_is_head(bb, &c->files[f], name))
 				continue;
-			snprintf(buf, len, "%.*s", (int)(n - 7), name);
-			if (strcmp(layer_suffix(buf), suffix) == 0)
-				return buf;
+			if (FG_GROW(*buf, n - 6, *cap)) {
+				*oom = 1;
+				return NULL;
+			}
+			memcpy(*buf, name, n - 7);
+			(*buf)[n - 7] = '\0';
+			if (strcmp(layer_suffix(*buf), suffix) == 0)
+				return *buf;
 		}
 	}
 	return NULL;
 }
 
-static int spec_from(const cJSON *q, struct fg_plan_quant *spec)
+/*
+ * An integer member of the backbone's quantization block within lo..hi:
+ * 0 with *out set, 0 leaving *out when absent, FG_EINPUT naming it when it
+ * is not an integer in range (compared as a double: converting 1e300 to an
+ * int is undefined, and 1e9 bits would silently leave the head unquantized).
+ */
+static int quant_int(const cJSON *q, const char *where, const char *key, int lo, int hi, int *out,
+		     struct fg_err *err)
 {
-	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(q, "bits");
-	const cJSON *group = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v))
+		return fg_err_set(err, FG_EINPUT, "the backbone's config.json: quantization%s.%s is not a number",
+				  where, key);
+	if (!(v->valuedouble >= lo && v->valuedouble <= hi) || v->valuedouble != floor(v->valuedouble))
+		return fg_err_set(err, FG_EINPUT,
+				  "the backbone's config.json: quantization%s.%s %g is not an integer in %d..%d", where,
+				  key, v->valuedouble, lo, hi);
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+/* The spec of a quantization block (where names it in errors); bits 0 when it quantizes nothing. */
+static int spec_from(const cJSON *q, const char *where, struct fg_plan_quant *spec, struct fg_err *err)
+{
 	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(q, "mode");
+	int rc;
 
 	memset(spec, 0, sizeof(*spec));
 	spec->mxfp4 = cJSON_IsString(mode) && strcmp(mode->valuestring, "mxfp4") == 0;
-	spec->bits = cJSON_IsNumber(bits) ? (int)bits->valuedouble : spec->mxfp4 ? 4 : 0;
-	spec->group = cJSON_IsNumber(group) ? (int)group->valuedouble : spec->mxfp4 ? FG_MXFP4_GROUP : 0;
-	return spec->bits > 0 && spec->group > 0 ? 0 : -1;
+	spec->bits = spec->mxfp4 ? 4 : 0;
+	spec->group = spec->mxfp4 ? FG_MXFP4_GROUP : 0;
+	if ((rc = quant_int(q, where, "bits", 1, 32, &spec->bits, err)) != 0 ||
+	    (rc = quant_int(q, where, "group_size", 1, 1 << 16, &spec->group, err)) != 0)
+		return rc;
+	if (spec->bits <= 0 || spec->group <= 0)
+		memset(spec, 0, sizeof(*spec));
+	return 0;
 }
 
-/* How the backbone quantizes the counterpart of module; bits 0 when it does not. */
-static void match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec)
+/* How the backbone quantizes the counterpart of module; bits 0 when it does not.  0, FG_ENOMEM or FG_EINPUT. */
+static int match_spec(const struct fg_inspect *bb, const char *module, struct fg_plan_quant *spec,
+		      struct fg_err *err)
 {
 	const cJSON *q = cJSON_GetObjectItemCaseSensitive(bb->ckpt->config, "quantization");
 	const cJSON *over;
-	char path[256];
+	char *path = NULL, where[300];
+	size_t cap = 0;
 	const char *cp;
+	int oom = 0, rc = 0;
 
 	memset(spec, 0, sizeof(*spec));
 	if (!cJSON_IsObject(q))
-		return;
-	cp = backbone_counterpart(bb, layer_suffix(module), path, sizeof(path));
-	if (!cp)
-		return;
+		return 0;
+	cp = backbone_counterpart(bb, layer_suffix(module), &path, &cap, &oom);
+	if (!cp) {
+		free(path);
+		return oom ? fg_err_set(err, FG_ENOMEM, "out of memory matching '%s'", module) : 0;
+	}
 	over = cJSON_GetObjectItemCaseSensitive(q, cp);
 	if (cJSON_IsObject(over)) {
-		if (spec_from(over, spec))
-			memset(spec, 0, sizeof(*spec));
-	} else if (!cJSON_IsFalse(over) && spec_from(q, spec)) {
-		memset(spec, 0, sizeof(*spec));
+		snprintf(where, sizeof(where), "[\"%.280s\"]", cp);
+		rc = spec_from(over, where, spec, err);
+	} else if (!cJSON_IsFalse(over)) {
+		rc = spec_from(q, "", spec, err);
 	}
+	free(path);
+	return rc;
 }
 
 static int quantizable(const struct fg_plan_entry *o, const struct fg_plan_quant *spec)
@@ -168,6 +204,8 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		   cJSON *record, struct fg_err *err)
 {
 	struct fg_plan out;
+	char *module = NULL;
+	int rc = 0;
 
 	if (policy->kind == FG_POLICY_KEEP)
 		return 0;
@@ -175,37 +213,45 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct fg_plan_entry *o = &plan->t[i];
 		struct fg_plan_quant spec = policy->spec;
-		char module[256];
-		int base;
+		struct fg_plan_entry *copy;
+		size_t mlen = module_len(o->name);
+		char *own;
+		int base, linear;
 
-		if (o->src && (ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
-			fg_plan_release(&out);
-			return fg_err_set(err, FG_EUSAGE,
-					  "the head is already quantized ('%s'); use --quant keep", o->src->name);
+		if (o->src && (fg_str_ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
+			rc = fg_err_set(err, FG_EUSAGE, "the head is already quantized ('%s'); use --quant keep",
+					o->src->name);
+			goto fail;
 		}
-		if (!module_of(o->name, module, sizeof(module)) || fg_name_norm_class(o->name) != FG_NAME_NOT_NORM) {
+		free(module);
+		module = mlen ? strndup(o->name, mlen) : NULL;
+		if (mlen && !module)
+			goto nomem;
+		linear = module && fg_name_norm_class(o->name) == FG_NAME_NOT_NORM;
+		if (!linear) {
 			spec.bits = 0;
 		} else if (policy->kind == FG_POLICY_MATCH) {
-			match_spec(backbone, module, &spec);
+			rc = match_spec(backbone, module, &spec, err);
+			if (rc)
+				goto fail;
 		} else if (!fg_family_is_head_linear(backbone->family, module)) {
 			spec.bits = 0;
 		}
 		if (spec.bits && !quantizable(o, &spec))
 			spec.bits = 0;
-		if (record && module_of(o->name, module, sizeof(module)) && fg_name_norm_class(o->name) == FG_NAME_NOT_NORM)
+		if (record && linear)
 			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
-		/* Copy the entry (srcs arrays move with it). */
-		{
-			struct fg_plan_entry *copy = fg_plan_add(&out, o->name, err);
-
-			if (!copy) {
-				fg_plan_release(&out);
-				return FG_ENOMEM;
-			}
-			*copy = *o;
-			plan->t[i].srcs = NULL;
-			plan->t[i].scale_invs = NULL;
+		/* Copy the entry (srcs arrays move with it; the copy has its own name). */
+		copy = fg_plan_add(&out, o->name, err);
+		if (!copy) {
+			rc = FG_ENOMEM;
+			goto fail;
 		}
+		own = copy->name;
+		*copy = *o;
+		copy->name = own;
+		plan->t[i].srcs = NULL;
+		plan->t[i].scale_invs = NULL;
 		if (!spec.bits)
 			continue;
 		base = (int)out.n - 1;
@@ -213,18 +259,21 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		out.t[base].changed = 1; /* its bytes are replaced: keep the originals */
 		for (int part = 0; part < (spec.mxfp4 ? 2 : 3); part++) {
 			static const char *const suffix[] = { "weight", "scales", "biases" };
-			const struct fg_plan_entry *b = &out.t[base];
-			char name[300];
+			const struct fg_plan_entry *b;
 			struct fg_plan_entry *q;
-			uint64_t cols = b->shape[b->rank - 1];
+			uint64_t cols;
+			char *name;
 
-			snprintf(name, sizeof(name), "%s.%s", module, suffix[part]);
+			if (asprintf(&name, "%s.%s", module, suffix[part]) < 0)
+				goto nomem;
 			q = fg_plan_add(&out, name, err);
+			free(name);
 			if (!q) {
-				fg_plan_release(&out);
-				return FG_ENOMEM;
+				rc = FG_ENOMEM;
+				goto fail;
 			}
 			b = &out.t[base];
+			cols = b->shape[b->rank - 1];
 			/* materialize_quant finds the siblings at q - part .. : keep them adjacent. */
 			assert(q == &out.t[base + 1 + part]);
 			q->op = FG_OP_QUANT;
@@ -243,7 +292,9 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 			}
 		}
 	}
+	free(module);
 	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->t[i].name);
 		free(plan->t[i].srcs);
 		free(plan->t[i].scale_invs);
 	}
@@ -252,4 +303,10 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 	plan->n = out.n;
 	plan->cap = out.cap;
 	return 0;
+nomem:
+	rc = fg_err_set(err, FG_ENOMEM, "out of memory applying the quantization policy");
+fail:
+	free(module);
+	fg_plan_release(&out);
+	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * error.c: the error record every forge/ function fills on failure, and the
- * mapping from error kinds to the exit codes of design.md section 4 (3 also
+ * mapping from error kinds to the exit codes of docs/interfaces.md section 2 (3 also
  * for a failure of forged's own state: FG_ESTATE, FG_ENOSPC).
  */
 #include "error.h"
@@ -65,15 +65,6 @@ int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
 	if (!err->code)
 		err->code = code;
 	return err->code;
-}
-
-void fg_err_clear(struct fg_err *err)
-{
-	if (!err)
-		return;
-	err->code = 0;
-	err->msg[0] = '\0';
-	err->verdict = FG_ERR_NO_VERDICT;
 }
 
 int fg_err_exit_code(int code)

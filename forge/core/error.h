@@ -86,10 +86,7 @@ int fg_err_refusal(const struct fg_err *err);
 int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Clear err (NULL allowed). */
-void fg_err_clear(struct fg_err *err);
-
-/* The process exit code design.md section 4 gives for an error code. */
+/* The process exit code docs/interfaces.md section 2 gives for an error code. */
 int fg_err_exit_code(int code);
 
 /* A short word for an error code ("input", "state", ...). */

@@ -54,7 +54,6 @@ void fg_sha256_final_hex(struct fg_sha256 *h, char hex[FG_SHA256_HEX])
 
 	EVP_DigestFinal_ex(h->ctx, md, &n);
 	to_hex(md, n, hex);
-	fg_sha256_free(h);
 }
 
 void fg_sha256_free(struct fg_sha256 *h)
@@ -103,7 +102,6 @@ int fg_sha256_file(const char *path, char hex[FG_SHA256_HEX], struct fg_err *err
 		fg_sha256_update(h, buf, (size_t)got);
 	}
 	fg_sha256_final_hex(h, hex);
-	h = NULL;
 out:
 	fg_sha256_free(h);
 	free(buf);

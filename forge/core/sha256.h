@@ -14,11 +14,12 @@
 
 struct fg_sha256;
 
-/* A running hash; free with fg_sha256_free (NULL allowed). NULL on ENOMEM. */
+/* A running hash; the caller frees it with fg_sha256_free. NULL on ENOMEM. */
 struct fg_sha256 *fg_sha256_new(void);
 void fg_sha256_update(struct fg_sha256 *h, const void *data, size_t len);
-/* Finish into hex (lower case) and free h. */
+/* Finish into hex (64 lower-case digits and a NUL).  h stays the caller's to free; it takes no more updates. */
 void fg_sha256_final_hex(struct fg_sha256 *h, char hex[FG_SHA256_HEX]);
+/* NULL allowed. */
 void fg_sha256_free(struct fg_sha256 *h);
 
 /* SHA-256 of a whole file, read in chunks. */

@@ -16,6 +16,8 @@
  */
 #include "forge/format/safetensors.h"
 
+#include "forge/core/str.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -91,17 +93,6 @@ static size_t utf8_bad_at(const uint8_t *s, size_t len)
 	return len;
 }
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (uint8_t)*s++;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 /*
  * Find name in the table; returns the slot holding it, or the empty slot where
  * it would go.  n_slots is a power of two larger than the tensor count.
@@ -109,7 +100,7 @@ static uint64_t hash_name(const char *s)
 static size_t slot_of(const struct fg_st_file *f, const char *name)
 {
 	size_t mask = f->n_slots - 1;
-	size_t i = (size_t)hash_name(name) & mask;
+	size_t i = (size_t)fg_fnv1a(name) & mask;
 
 	while (f->slots[i] && strcmp(f->tensors[f->slots[i] - 1].name, name) != 0)
 		i = (i + 1) & mask;

@@ -8,6 +8,8 @@
  */
 #include "forge/format/safetensors.h"
 
+#include "forge/core/fs.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,27 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define WRITE_CHUNK (4u << 20)
+#define WRITE_CHUNK (4u << 20) /* bytes a produce() callback fills at a time */
 
 /* Makes temporary names unique between threads of one process. */
 static unsigned long tmp_seq;
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t put = write(fd, p, len > WRITE_CHUNK ? WRITE_CHUNK : len);
-
-		if (put < 0 && errno == EINTR)
-			continue;
-		if (put < 0)
-			return -errno;
-		p += put;
-		len -= (size_t)put;
-	}
-	return 0;
-}
 
 /* Build the header text for tensors and metadata; caller frees. */
 static char *build_header(const struct fg_st_out *tensors, size_t n,
@@ -114,7 +99,7 @@ static int write_tensor(int fd, const struct fg_st_out *t, uint8_t **chunk,
 	fg_shape_nelem(t->shape, t->rank, &nelem); /* checked by build_header */
 	nbytes = nelem * fg_dtype_size(t->dtype);
 	if (t->data) {
-		rc = write_full(fd, t->data, (size_t)nbytes);
+		rc = fg_fs_write_all(fd, t->data, (size_t)nbytes);
 		if (rc)
 			return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
 		return 0;
@@ -127,34 +112,12 @@ static int write_tensor(int fd, const struct fg_st_out *t, uint8_t **chunk,
 		rc = t->produce(t->ctx, *chunk, off, len, err);
 		if (rc)
 			return fg_err_prefix(err, rc, "%s: producing tensor '%s': ", path, t->name);
-		rc = write_full(fd, *chunk, len);
+		rc = fg_fs_write_all(fd, *chunk, len);
 		if (rc)
 			return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", path, t->name, strerror(-rc));
 		off += len;
 	}
 	return 0;
-}
-
-static int fsync_parent(const char *path)
-{
-	char *dir = strdup(path);
-	char *slash;
-	int fd, rc = 0;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
 }
 
 int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
@@ -187,11 +150,11 @@ int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 	padded = (hlen + 7) & ~7ull;
 	for (int i = 0; i < 8; i++)
 		lenbuf[i] = (uint8_t)(padded >> (8 * i));
-	rc = write_full(fd, lenbuf, 8);
+	rc = fg_fs_write_all(fd, lenbuf, 8);
 	if (!rc)
-		rc = write_full(fd, header, hlen);
+		rc = fg_fs_write_all(fd, header, hlen);
 	if (!rc)
-		rc = write_full(fd, spaces, padded - hlen);
+		rc = fg_fs_write_all(fd, spaces, padded - hlen);
 	if (rc) {
 		rc = fg_err_set(err, FG_EINPUT, "%s: writing the header: %s", tmp, strerror(-rc));
 		goto out;
@@ -215,7 +178,7 @@ int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 		rc = fg_err_set(err, FG_EINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
 		goto out;
 	}
-	rc = fsync_parent(path);
+	rc = fg_fs_fsync_parent(path);
 	if (rc)
 		rc = fg_err_set(err, FG_EINPUT, "%s: fsync of the folder: %s", path, strerror(-rc));
 out:

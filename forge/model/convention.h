@@ -1,7 +1,7 @@
 /*
  * convention.h: one convention decision per tensor set.
  *
- * The two-signal rule of domain.md section 2: with qk_max the largest q/k
+ * The two-signal rule of docs/domain.md section 2: with qk_max the largest q/k
  * norm mean and low_min the smallest mean of the low set (input and
  * post-attention layernorms, pre-fc norms), a zero-centred set is already
  * absolute when qk_max >= 1.25 or low_min >= 0.5, else delta.  Final norms
@@ -52,7 +52,7 @@ struct fg_decision {
 /* Decide the convention of a measured set for a family of the given style. */
 void fg_conv_decide(const struct fg_tset *s, enum fg_family_style style, struct fg_decision *out);
 
-/* The design.md vocabulary word for a convention. */
+/* The docs/interfaces.md vocabulary word for a convention. */
 const char *fg_conv_name(enum fg_convention c);
 
 /*

@@ -136,22 +136,39 @@ static void decide_numbered(struct fg_expert_block *b, const struct fg_expert_di
 	}
 }
 
-/* The block for prefix, created when new; NULL when the table is full. */
-static struct fg_expert_block *block_for(struct fg_expert_block *blocks, size_t *n, size_t max,
-					 const char *name, size_t prefix_len)
+/*
+ * The block for the prefix_len first bytes of name, created (with a copy of
+ * the whole prefix) when new; *b NULL when the table is full.  0 or FG_ENOMEM.
+ */
+static int block_for(struct fg_expert_block *blocks, size_t *n, size_t max, const char *name,
+		     size_t prefix_len, struct fg_expert_block **b)
 {
-	for (size_t i = 0; i < *n; i++)
-		if (strlen(blocks[i].prefix) == prefix_len && strncmp(blocks[i].prefix, name, prefix_len) == 0)
-			return &blocks[i];
-	if (*n == max || prefix_len >= sizeof(blocks[0].prefix))
-		return NULL;
+	*b = NULL;
+	for (size_t i = 0; i < *n; i++) {
+		if (strlen(blocks[i].prefix) == prefix_len && strncmp(blocks[i].prefix, name, prefix_len) == 0) {
+			*b = &blocks[i];
+			return 0;
+		}
+	}
+	if (*n == max)
+		return 0;
 	memset(&blocks[*n], 0, sizeof(blocks[0]));
-	memcpy(blocks[*n].prefix, name, prefix_len);
-	return &blocks[(*n)++];
+	if (!(blocks[*n].prefix = strndup(name, prefix_len)))
+		return FG_ENOMEM;
+	*b = &blocks[(*n)++];
+	return 0;
 }
 
-size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,
-		       struct fg_expert_block *blocks, size_t max)
+void fg_experts_release(struct fg_expert_block *blocks, size_t n)
+{
+	for (size_t i = 0; blocks && i < n; i++) {
+		free(blocks[i].prefix);
+		memset(&blocks[i], 0, sizeof(blocks[i]));
+	}
+}
+
+int fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,
+		    struct fg_expert_block *blocks, size_t max, size_t *n_out, struct fg_err *err)
 {
 	size_t n = 0;
 
@@ -164,7 +181,10 @@ size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *d
 		if (!p || (p != t->name && p[-1] != '.'))
 			continue;
 		rest = p + 8;
-		b = block_for(blocks, &n, max, t->name, (size_t)(rest - t->name));
+		if (block_for(blocks, &n, max, t->name, (size_t)(rest - t->name), &b)) {
+			fg_experts_release(blocks, n);
+			return fg_err_set(err, FG_ENOMEM, "out of memory for the expert blocks of '%s'", t->name);
+		}
 		if (!b)
 			continue;
 		/* Exact names only: gate_up_proj_scale_inv and friends are not experts. */
@@ -187,5 +207,6 @@ size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *d
 		else
 			decide_numbered(&blocks[i], dims);
 	}
-	return n;
+	*n_out = n;
+	return 0;
 }

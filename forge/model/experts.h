@@ -1,5 +1,5 @@
 /*
- * experts.h: the routed-expert layouts of MoE heads (domain.md section 1).
+ * experts.h: the routed-expert layouts of MoE heads (docs/domain.md section 1).
  *
  * Heads store experts numbered (`experts.{e}.{gate,up,down}_proj.weight`),
  * fused "linear" (`experts.gate_up_proj` [E, 2I, H], `experts.down_proj`
@@ -31,7 +31,7 @@ enum fg_expert_layout {
 #define FG_EXPERTS_MAX_BLOCKS 16
 
 struct fg_expert_block {
-	char prefix[192];                 /* name up to and including "experts." */
+	char *prefix;                     /* name up to and including "experts." (owned, whole) */
 	enum fg_expert_layout layout;
 	uint64_t n_experts;               /* E as found */
 	const struct fg_tensor *gate_up;  /* fused layouts */
@@ -54,10 +54,15 @@ void fg_experts_dims(const cJSON *config, struct fg_expert_dims *out);
 
 /*
  * Find the expert blocks among a set's tensors and decide each block's
- * layout.  Returns the number of blocks written to blocks (at most max).
+ * layout.  Returns 0 with the number of blocks written to blocks (at most
+ * max) in *n, or FG_ENOMEM (err set, blocks released).  Each block owns its
+ * prefix: release the n blocks with fg_experts_release.
  */
-size_t fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,
-		       struct fg_expert_block *blocks, size_t max);
+int fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,
+		    struct fg_expert_block *blocks, size_t max, size_t *n, struct fg_err *err);
+
+/* Free what the n blocks own (their prefixes) and zero them. */
+void fg_experts_release(struct fg_expert_block *blocks, size_t n);
 
 const char *fg_expert_layout_name(enum fg_expert_layout l);
 

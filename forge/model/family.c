@@ -1,10 +1,9 @@
 /*
- * family.c: the family table and the name rules of family.h.
+ * family.c: the family table of family.h and its lookups: detection from
+ * config.json, the declared MTP layer count, the head's linears.
  *
- * The rows transcribe domain.md section 1.  Name rules work on suffixes and
- * on the name with container prefixes stripped, because the same tensor is
- * spelled `mtp.fc.weight`, `model.mtp.fc.weight` or
- * `language_model.model.mtp.fc.weight` depending on who exported it.
+ * The rows transcribe domain.md section 1.  The tensor-name rules every
+ * family shares (suffixes, container prefixes) are names.c's.
  */
 #include "forge/model/family.h"
 

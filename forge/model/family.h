@@ -1,7 +1,7 @@
 /*
  * family.h: the model families forged knows, as a table.
  *
- * One row per family of domain.md section 1: how config.json names it, its
+ * One row per family of docs/domain.md section 1: how config.json names it, its
  * RMSNorm style, the config keys that declare MTP layers, where its head
  * lives and in which order the head concatenates its inputs.  Adding a family
  * is adding a row.  A config that matches no row is `unknown`: forged never
@@ -31,7 +31,7 @@ struct fg_model_type {
 };
 
 struct fg_family {
-	const char *id;                       /* design.md section 5 vocabulary */
+	const char *id;                       /* docs/interfaces.md section 3 vocabulary */
 	const struct fg_model_type *model_types; /* config model_type or text_config.model_type;
 						  * ends with a NULL name */
 	const char *const *architectures;     /* config architectures[] entries */

@@ -2,7 +2,7 @@
  * inspect.c: assembles the inspect report (inspect.h).
  *
  * Order of work: recognise the family; find the head by the extraction order
- * of domain.md section 1 (prefix keys, then appended layers, then
+ * of docs/domain.md section 1 (prefix keys, then appended layers, then
  * mtp_layers) over every file's header; build the tensor sets; measure and
  * decide each set once; record the structure; simulate the runtimes; derive
  * verdicts.  Only headers and norm tensors are read, so a 400 GB checkpoint
@@ -10,23 +10,20 @@
  */
 #include "forge/model/inspect.h"
 
+#include "forge/core/json.h"
+#include "forge/core/str.h"
 #include "forge/model/experts.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEGENERATE_SAMPLE 4096 /* bytes of each head tensor checked for a non-zero */
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
 
 /* "language_model.model.layers.3.self_attn.q_norm.weight" -> "layers.3.self_attn.q_norm" */
 static const char *short_name(const char *name, char *buf, size_t len)
@@ -34,7 +31,7 @@ static const char *short_name(const char *name, char *buf, size_t len)
 	const char *s = fg_name_strip(name);
 	size_t n = strlen(s);
 
-	if (ends_with(s, ".weight"))
+	if (fg_str_ends_with(s, ".weight"))
 		n -= 7;
 	snprintf(buf, len, "%.*s", (int)n, s);
 	return buf;
@@ -67,7 +64,7 @@ static long appended_head_layer(const struct fg_ckpt *c)
 			long layer;
 
 			for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
-				if (!ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
+				if (!fg_str_ends_with(name, marks[m]) || strncmp(fg_name_strip(name), "layers.", 7) != 0)
 					continue;
 				layer = fg_name_layer(name);
 				if (layer >= 0 && (first < 0 || layer < first))
@@ -103,11 +100,91 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
 	return r->scheme != FG_SCHEME_NONE && fg_name_head_scheme(name, r->n_layers, NULL) == r->scheme;
 }
 
+/*
+ * The FG_XL_* layout one expert tensor shows (runtimes.h), 0 for any other
+ * tensor: numbered experts.{e}.*, fused experts.gate_up_proj oriented by the
+ * hidden size ([E,2I,H] linear, [E,H,2I] bmm; a square or unknown one says
+ * nothing), MLX-stacked switch_mlp.*.
+ */
+static unsigned expert_layout_bit(const struct fg_tensor *t, const struct fg_expert_dims *d)
+{
+	const char *p = strstr(t->name, "experts."), *rest;
+	uint64_t a, b, h;
+
+	if (!p) {
+		p = strstr(t->name, "switch_mlp.");
+		return p && (p == t->name || p[-1] == '.') ? FG_XL_SWITCH_MLP : 0;
+	}
+	if (p != t->name && p[-1] != '.')
+		return 0;
+	rest = p + 8;
+	if (isdigit((unsigned char)*rest))
+		return FG_XL_NUMBERED;
+	if (strncmp(rest, "gate_up_proj", 12) != 0 || (rest[12] && strcmp(rest + 12, ".weight") != 0))
+		return 0;
+	if (t->rank != 3 || d->hidden <= 0)
+		return 0;
+	a = t->shape[1];
+	b = t->shape[2];
+	h = (uint64_t)d->hidden;
+	if (b == h && a != h)
+		return FG_XL_FUSED_LINEAR;
+	if (a == h && b != h)
+		return FG_XL_FUSED_BMM;
+	return 0;
+}
+
+#define NO_FILE (-1) /* a file index that names no file */
+
+/* The file index of name in c->files (name is one of those pointers, or the same text); NO_FILE if none. */
+static int file_index(const struct fg_ckpt *c, const char *name, int *last)
+{
+	if (*last >= 0 && (size_t)*last < c->n_files &&
+	    (c->files[*last].name == name || strcmp(c->files[*last].name, name) == 0))
+		return *last;
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (c->files[i].name == name || strcmp(c->files[i].name, name) == 0) {
+			*last = (int)i;
+			return (int)i;
+		}
+	}
+	return NO_FILE;
+}
+
+/* Per-file counts of the index's disagreements (what ollama --experimental and llama.cpp refuse). */
+static void scan_mismatch(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	int last = -1;
+
+	for (size_t m = 0; m < c->n_mismatch; m++) {
+		const struct fg_index_mismatch *mm = &c->mismatch[m];
+		int i = mm->file ? file_index(c, mm->file, &last) : -1;
+
+		if (i < 0)
+			continue;
+		switch (mm->problem) {
+		case FG_INDEX_MISSING:
+			r->facts[i].index_missing++;
+			break;
+		case FG_INDEX_UNLISTED:
+			r->facts[i].unlisted++;
+			r->facts[i].unlisted_mtp_keys += strstr(mm->tensor, "mtp.") != NULL;
+			break;
+		case FG_INDEX_WRONG_FILE:
+			r->facts[i].wrong_file++;
+			break;
+		}
+	}
+}
+
 static void scan_structure(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
 	static const char *const enc_keys[] = { "mtp_norm_encoding", "mtplx_mtp_norm_encoding" };
+	struct fg_expert_dims dims;
 
+	fg_experts_dims(c->config, &dims);
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
 		const char *fmt = fg_st_meta(f->st, "format");
@@ -117,16 +194,26 @@ static void scan_structure(struct fg_inspect *r)
 			r->structure.format_mlx = 1;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
+			int head = fg_inspect_is_head(r, f, t->name);
 
 			if (strstr(t->name, "mtp."))
 				ff->mtp_keys++;
-			if (fg_inspect_is_head(r, f, t->name))
+			if (head)
 				ff->head_tensors++;
 			if (is_sidecar_only(f))
 				continue;
-			if (ends_with(t->name, ".scales"))
+			if (!head)
+				r->trunk_experts |= expert_layout_bit(t, &dims);
+			if (fg_str_ends_with(t->name, ".scales"))
 				r->structure.quantized = 1;
-			if (t->rank == 3 && ends_with(t->name, "conv1d.weight")) {
+			if (!fg_str_ends_with(t->name, "conv1d.weight"))
+				continue;
+			/* mlx-lm's test: the last dimension is not 1, at any rank */
+			if (t->rank >= 1 && t->shape[t->rank - 1] != 1) {
+				ff->conv1d_last_not_1 = 1;
+				ff->conv1d_not_3d |= t->rank != 3;
+			}
+			if (t->rank == 3) {
 				if (t->shape[1] == 1 && t->shape[2] > 1) {
 					ff->raw_conv1d = 1;
 					r->structure.conv1d = "hf";
@@ -136,6 +223,7 @@ static void scan_structure(struct fg_inspect *r)
 			}
 		}
 	}
+	scan_mismatch(r);
 	for (size_t i = 0; i < sizeof(enc_keys) / sizeof(enc_keys[0]) && !r->structure.declared; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, enc_keys[i]);
 
@@ -154,11 +242,16 @@ static void scan_structure(struct fg_inspect *r)
 		r->layout = "unknown";
 }
 
-static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file)
+/* The next set, called name; its index, or FG_ENOMEM. */
+static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role, const char *file,
+		   struct fg_err *err)
 {
-	size_t i = r->n_sets++;
+	size_t i = r->n_sets;
+	int rc = fg_tset_init(&r->sets[i].set, name, err);
 
-	fg_tset_init(&r->sets[i].set, name);
+	if (rc)
+		return rc;
+	r->n_sets++;
 	r->sets[i].set.file = file;
 	r->sets[i].role = role;
 	return (int)i;
@@ -190,10 +283,14 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 static int build_sets(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_ckpt *c = r->ckpt;
-	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL);
-	int embedded = new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp", FG_ROLE_EMBEDDED_HEAD, NULL);
+	int trunk = new_set(r, "trunk", FG_ROLE_TRUNK, NULL, err);
+	int embedded = trunk < 0 ? trunk : new_set(r, c->sidecar >= 0 ? "mtp_embedded" : "mtp",
+						   FG_ROLE_EMBEDDED_HEAD, NULL, err);
 	struct fg_expert_dims dims;
 	int rc;
+
+	if (embedded < 0)
+		return embedded;
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
@@ -211,16 +308,18 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
-		char name[64];
+		char *name = NULL;
 		int s;
 
 		if (!f->sidecar || r->n_sets == FG_INSPECT_MAX_SETS)
 			continue;
-		if ((int)i == c->sidecar)
-			snprintf(name, sizeof(name), "mtp");
-		else
-			snprintf(name, sizeof(name), "sidecar:%.50s", f->name);
-		s = new_set(r, name, FG_ROLE_SIDECAR_HEAD, f->name);
+		/* The whole file name: two sidecars are two sets, however long a prefix they share. */
+		if ((int)i != c->sidecar && asprintf(&name, "sidecar:%s", f->name) < 0)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		s = new_set(r, name ? name : "mtp", FG_ROLE_SIDECAR_HEAD, f->name, err);
+		free(name);
+		if (s < 0)
+			return s;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
 				continue;
@@ -249,9 +348,183 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (rc)
 			return rc;
 		fg_conv_decide(&s->set, r->family->norm_style, &s->decision);
-		if (s->role != FG_ROLE_TRUNK)
-			s->n_experts = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS);
+		if (s->role != FG_ROLE_TRUNK &&
+		    (rc = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS, &s->n_experts, err)))
+			return rc;
 	}
+	return 0;
+}
+
+/* Which trunk norms the mlx-lm suffixes shift start "language_model." (mlx-vlm shifts the others). */
+static int trunk_prefixed(const struct fg_tset *trunk)
+{
+	size_t yes = 0, no = 0;
+
+	for (size_t i = 0; i < trunk->n_norms; i++) {
+		if (!fg_name_mlx_shifted(trunk->norms[i].t->name))
+			continue;
+		if (strncmp(trunk->norms[i].t->name, "language_model.", 15) == 0)
+			yes++;
+		else
+			no++;
+	}
+	return no == 0 ? 1 : yes == 0 ? 0 : -1;
+}
+
+/* vllm-mlx's manifest.json beside a sidecar (local checkpoints only; a bad one counts as none). */
+static cJSON *sibling_manifest(const struct fg_ckpt *c, const struct fg_ckpt_file *f)
+{
+	char path[4096];
+	const char *slash = strrchr(f->path, '/');
+	struct fg_err err = { 0 };
+	cJSON *doc = NULL;
+	int n;
+
+	if (c->pull || c->single_file)
+		return NULL;
+	n = slash ? snprintf(path, sizeof(path), "%.*s/manifest.json", (int)(slash - f->path), f->path)
+		  : snprintf(path, sizeof(path), "manifest.json");
+	if (n < 0 || (size_t)n >= sizeof(path) || access(path, R_OK) != 0)
+		return NULL;
+	if (fg_json_load(&doc, path, 1u << 20, &err) != 0)
+		return NULL;
+	return doc;
+}
+
+/* What the simulation reads of each head set: files, unlisted tensors, expert layouts, manifests. */
+static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	const cJSON *extra = cJSON_GetObjectItemCaseSensitive(c->config_raw, "mlx_lm_extra_tensors");
+	const cJSON *ptr = cJSON_GetObjectItemCaseSensitive(extra, "mtp_file");
+	struct fg_expert_dims dims;
+	int last = -1;
+
+	fg_experts_dims(c->config, &dims);
+	r->trunk_keys_prefixed = trunk_prefixed(&fg_inspect_trunk(r)->set);
+	r->pointer_file = cJSON_IsString(ptr) ? file_index(c, ptr->valuestring, &last) : -1;
+	for (size_t s = 0; s < r->n_sets; s++) {
+		struct fg_set_report *sr = &r->sets[s];
+		struct fg_head_input *h = &r->heads_in[s];
+		int *tf;
+		unsigned char *unl = NULL;
+
+		if (sr->role == FG_ROLE_TRUNK)
+			continue;
+		h->set = &sr->set;
+		h->decision = &sr->decision;
+		h->file = sr->role == FG_ROLE_SIDECAR_HEAD && sr->set.file ? file_index(c, sr->set.file, &last) : -1;
+		tf = calloc(sr->set.n_tensors ? sr->set.n_tensors : 1, sizeof(*tf));
+		if (!tf)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		h->tensor_file = tf;
+		for (size_t k = 0; k < sr->set.n_tensors; k++) {
+			tf[k] = file_index(c, sr->set.tensor_files[k], &last);
+			h->experts |= expert_layout_bit(sr->set.tensors[k], &dims);
+		}
+		if (sr->role == FG_ROLE_EMBEDDED_HEAD && c->n_mismatch && sr->set.n_tensors) {
+			unl = calloc(sr->set.n_tensors, 1);
+			if (!unl)
+				return fg_err_set(err, FG_ENOMEM, "out of memory");
+			h->unlisted = unl;
+			for (size_t m = 0; m < c->n_mismatch; m++) {
+				if (c->mismatch[m].problem != FG_INDEX_UNLISTED)
+					continue;
+				for (size_t k = 0; k < sr->set.n_tensors; k++)
+					if (sr->set.tensors[k]->name == c->mismatch[m].tensor ||
+					    strcmp(sr->set.tensors[k]->name, c->mismatch[m].tensor) == 0)
+						unl[k] = 1;
+			}
+		}
+		if (h->file >= 0 && c->files[h->file].sidecar)
+			h->manifest = r->manifests[s] = sibling_manifest(c, &c->files[h->file]);
+	}
+	return 0;
+}
+
+/* ---- names held by two files ---- */
+
+#define DUPS_KEPT 256           /* duplicate names recorded (the verdict names a few) */
+#define DUP_COMPARE_MAX (16u << 20) /* copies compared byte for byte up to this size */
+
+struct dup_slot {
+	const char *name;
+	const struct fg_tensor *t;
+	int file;
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s) {
+		h ^= (uint8_t)*s++;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* 1 when two copies of a name may load differently (or cannot be compared). */
+static int copies_differ(const struct fg_tensor *a, const struct fg_tensor *b)
+{
+	uint64_t n = fg_tensor_bytes(a);
+
+	if (a->dtype != b->dtype || a->rank != b->rank || n != fg_tensor_bytes(b))
+		return 1;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return 1;
+	if (!n)
+		return 0;
+	if (!a->data || !b->data || n > DUP_COMPARE_MAX)
+		return 1;
+	return memcmp(a->data, b->data, (size_t)n) != 0;
+}
+
+/*
+ * Names held by two files.  A complete index already proves its shards
+ * hold each name once, so the table is built only without an index or
+ * when the index and the headers disagree.
+ */
+static int find_dups(struct fg_inspect *r, struct fg_err *err)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	size_t total = 0, n_slots = 16, mask;
+	struct dup_slot *slots;
+
+	if (c->n_files < 2 || (c->index && !c->n_mismatch))
+		return 0;
+	for (size_t i = 0; i < c->n_files; i++)
+		total += c->files[i].st->n_tensors;
+	while (n_slots < 2 * total + 2)
+		n_slots <<= 1;
+	mask = n_slots - 1;
+	slots = calloc(n_slots, sizeof(*slots));
+	r->dups = calloc(DUPS_KEPT, sizeof(*r->dups));
+	if (!slots || !r->dups) {
+		free(slots);
+		return fg_err_set(err, FG_ENOMEM, "out of memory looking for duplicate names");
+	}
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_st_file *st = c->files[i].st;
+
+		for (size_t k = 0; k < st->n_tensors; k++) {
+			const struct fg_tensor *t = &st->tensors[k];
+			size_t h = (size_t)hash_name(t->name) & mask;
+
+			while (slots[h].name && strcmp(slots[h].name, t->name) != 0)
+				h = (h + 1) & mask;
+			if (!slots[h].name) {
+				slots[h] = (struct dup_slot){ t->name, t, (int)i };
+				continue;
+			}
+			if (r->n_dups == DUPS_KEPT)
+				continue;
+			r->dups[r->n_dups++] = (struct fg_dup_input){ t->name, slots[h].file, (int)i,
+								      copies_differ(slots[h].t, t) };
+		}
+	}
+	free(slots);
 	return 0;
 }
 
@@ -285,34 +558,56 @@ static void locate_head(struct fg_inspect *r)
 	r->primary_head = side >= 0 ? side : emb;
 }
 
-static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_ids, struct fg_err *err)
+void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_input *in,
+			      struct fg_head_input sidecars[FG_INSPECT_MAX_SETS])
 {
 	int emb = head_set(r, FG_ROLE_EMBEDDED_HEAD, 0);
-	int side = head_set(r, FG_ROLE_SIDECAR_HEAD, 1);
-	struct fg_runtime_input in = {
-		.ckpt = r->ckpt, .facts = r->facts, .style = r->family->norm_style, .moe = r->moe,
-		.trunk = &fg_inspect_trunk(r)->decision,
-		.embedded_head = emb >= 0 ? &r->sets[emb].decision : NULL,
-		.sidecar_head = side >= 0 ? &r->sets[side].decision : NULL,
+
+	*in = (struct fg_runtime_input){
+		.ckpt = r->ckpt, .facts = r->facts, .family = r->family, .style = r->family->norm_style,
+		.moe = r->moe, .n_layers = r->n_layers, .pointer_file = r->pointer_file,
+		.trunk = &fg_inspect_trunk(r)->decision, .trunk_experts = r->trunk_experts,
+		.trunk_keys_prefixed = r->trunk_keys_prefixed, .declared_mtp = r->declared_mtp,
+		.embedded = emb >= 0 ? &r->heads_in[emb] : NULL, .sidecars = sidecars,
+		.dups = r->dups, .n_dups = r->n_dups,
 	};
+	for (size_t i = 0; i < r->n_sets; i++)
+		if (r->sets[i].role == FG_ROLE_SIDECAR_HEAD)
+			sidecars[in->n_sidecars++] = r->heads_in[i];
+}
+
+static int run_runtimes(struct fg_inspect *r, const char *const *ids, size_t n_ids, struct fg_err *err)
+{
+	struct fg_head_input sidecars[FG_INSPECT_MAX_SETS];
+	struct fg_runtime_input in;
 	const struct fg_runtime *all;
 	size_t n_all;
 	/* With no ids, the rows that name this layout in default_for; none (an unknown layout): all. */
 	unsigned layout = n_ids ? 0 : fg_runtime_layout_bit(r->layout);
 
-	for (size_t i = 0; i < n_ids; i++)
-		if (!fg_runtime_find(ids[i]))
-			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[i]);
+	fg_inspect_runtime_input(r, &in, sidecars);
 	all = fg_runtime_all(&n_all);
 	for (size_t i = 0; i < n_all && i < FG_INSPECT_MAX_RUNTIMES; i++) {
 		struct fg_runtime_result *res = &r->runtimes[r->n_runtimes++];
 
 		fg_runtime_simulate(&all[i], &in, res);
-		if (n_ids)
-			for (size_t k = 0; k < n_ids; k++)
-				res->targeted |= strcmp(ids[k], all[i].id) == 0;
-		else
-			res->targeted = !layout || (all[i].default_for & layout) != 0;
+		if (!n_ids)
+			res->targeted = (!layout || (all[i].default_for & layout) != 0) && !(all[i].flags & FG_RT_OPT_IN);
+	}
+	for (size_t k = 0; k < n_ids; k++) {
+		const struct fg_runtime *rows[FG_RUNTIME_MAX_ALIAS];
+		int by_range = 0;
+		size_t n = fg_runtime_resolve(ids[k], rows, &by_range);
+
+		if (!n)
+			return fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", ids[k]);
+		for (size_t j = 0; j < n; j++) {
+			struct fg_runtime_result *res = &r->runtimes[rows[j] - all];
+
+			res->targeted = 1;
+			if (by_range)
+				snprintf(res->version_of, sizeof(res->version_of), "%s", ids[k]);
+		}
 	}
 	return 0;
 }
@@ -441,80 +736,204 @@ static void name_head_keys(const struct fg_inspect *r, struct fg_verdict *v)
 	}
 }
 
-static int verdict_runtimes(struct fg_inspect *r)
+/* The verdict at index *at (grown list: indexes survive, pointers may not). */
+#define AT(i) (&r->verdicts.v[i])
+#define NONE_YET ((size_t)-1)
+
+/* A targeted result whose row models the case: the ones verdicts speak for. */
+static bool speaks(const struct fg_runtime_result *rt)
+{
+	return rt->targeted && rt->modelled;
+}
+
+/* The set a result's loaded head belongs to ("mtp" when unknown). */
+static const char *head_set_name(const struct fg_runtime_result *rt)
+{
+	return rt->head_set ? rt->head_set->name : "mtp";
+}
+
+/* Trunk verdicts: the +1 the targeted runtimes get wrong. */
+static int verdict_trunk_shift(struct fg_inspect *r)
 {
 	const struct fg_decision *trunk = &fg_inspect_trunk(r)->decision;
-	struct fg_verdict *hazard = NULL, *missing = NULL, *at_load = NULL, *mismatch = NULL;
-	const struct fg_decision *head = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
+	size_t hazard = NONE_YET, missing = NONE_YET, at_load = NONE_YET;
 	struct fg_verdict *v;
 	int rc;
 	char pn[160];
 
 	for (size_t i = 0; i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED;
-		bool by_keys = double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS;
+		bool loads = rt->load_cause == FG_LOAD_OK || rt->load_cause == FG_LOAD_GUARD;
+		bool double_shift = rt->trunk == FG_TRUNK_DOUBLE_SHIFTED && trunk->conv != FG_CONV_DOUBLE_SHIFTED;
 
-		if (!rt->targeted)
+		if (!speaks(rt) || !loads)
 			continue;
-		if (by_keys && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
-			if (!hazard) {
+		if (double_shift && rt->shift_reason == FG_SHIFT_MTP_KEYS) {
+			if (hazard == NONE_YET) {
 				size_t keys = 0;
 
 				for (size_t f = 0; f < r->ckpt->n_files; f++)
-					keys += r->ckpt->files[f].globbed ? r->facts[f].mtp_keys : 0;
+					keys += fg_runtime_reads_file(rt->rt, r->ckpt, f) ? r->facts[f].mtp_keys : 0;
 				ADD(FG_V_EMBEDDED_MTP_SHIFT_HAZARD, "trunk",
 				    "%zu embedded mtp.* key(s)%s make %s add +1 to an absolute trunk: "
 				    "%s mean %.4f becomes %.4f",
 				    keys, fg_ckpt_stray_count(r->ckpt) ? " (some in a stray shard)" : "",
 				    rt->rt->id, trunk->probe ? short_name(trunk->probe->t->name, pn, sizeof(pn)) : "q_norm",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
-				hazard = v;
-				name_head_keys(r, hazard);
+				hazard = r->verdicts.n - 1;
+				name_head_keys(r, v);
 			}
-			fg_verdict_runtime(hazard, rt->rt->id);
-		} else if (double_shift && trunk->conv != FG_CONV_DOUBLE_SHIFTED) {
-			if (!at_load) {
+			fg_verdict_runtime(AT(hazard), rt->rt->id);
+		} else if (double_shift) {
+			if (at_load == NONE_YET) {
 				ADD(FG_V_TRUNK_DOUBLE_SHIFT_AT_LOAD, "trunk",
 				    "%s adds +1 to the absolute trunk (%s): probe mean %.4f becomes %.4f",
 				    rt->rt->id, rt->shift_reason != FG_SHIFT_NONE ? fg_runtime_shift_reason_name(rt->shift_reason)
 										 : "1 + w at run time",
 				    trunk->probe ? trunk->probe->st.mean : 0.0, rt->trunk_probe_after);
-				at_load = v;
+				at_load = r->verdicts.n - 1;
 			}
-			fg_verdict_runtime(at_load, rt->rt->id);
+			fg_verdict_runtime(AT(at_load), rt->rt->id);
 		}
 		if (rt->trunk == FG_TRUNK_MISSING_SHIFT && trunk->conv != FG_CONV_MIXED) {
-			if (!missing) {
+			if (missing == NONE_YET) {
 				ADD(FG_V_TRUNK_MISSING_SHIFT, "trunk",
 				    "%s loads the delta trunk without +1: probe mean %.4f stays below %.2f",
 				    rt->rt->id, rt->trunk_probe_after, FG_QK_ABSOLUTE_MIN);
-				missing = v;
+				missing = r->verdicts.n - 1;
 			}
-			fg_verdict_runtime(missing, rt->rt->id);
-		}
-		if (head && (head->conv == FG_CONV_DELTA || head->conv == FG_CONV_ABSOLUTE) &&
-		    (rt->head == FG_HEAD_INVERTED || rt->head == FG_HEAD_DOUBLE_SHIFTED)) {
-			if (!mismatch) {
-				ADD(FG_V_HEAD_CONVENTION_MISMATCH, r->sets[r->primary_head].set.name,
-				    "the %s head loads %s in %s (q/k max %.4f, low min %.4f)",
-				    fg_conv_name(head->conv), fg_runtime_head_name(rt->head), rt->rt->id, head->qk_max,
-				    head->low_min);
-				mismatch = v;
-			}
-			fg_verdict_runtime(mismatch, rt->rt->id);
+			fg_verdict_runtime(AT(missing), rt->rt->id);
 		}
 	}
-	if (hazard) /* name every runtime the keys endanger, targeted or not */
+	if (hazard != NONE_YET) /* name every runtime the keys endanger, targeted or not */
 		for (size_t i = 0; i < r->n_runtimes; i++)
-			if (r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
+			if (r->runtimes[i].modelled && r->runtimes[i].shift_reason == FG_SHIFT_MTP_KEYS &&
 			    r->runtimes[i].trunk == FG_TRUNK_DOUBLE_SHIFTED)
-				fg_verdict_runtime(hazard, r->runtimes[i].rt->id);
-	if (head && head->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
+				fg_verdict_runtime(AT(hazard), r->runtimes[i].rt->id);
+	return 0;
+}
+
+/* The verdict of code already raised with this detail key, else NONE_YET. */
+static size_t find_group(const struct fg_inspect *r, size_t from, enum fg_verdict_code code, const char *detail)
+{
+	for (size_t i = from; i < r->verdicts.n; i++)
+		if (r->verdicts.v[i].row->code == code && (!detail || strcmp(r->verdicts.v[i].detail, detail) == 0))
+			return i;
+	return NONE_YET;
+}
+
+/* Load errors and silent breakage of the head and experts, one verdict per cause. */
+static int verdict_loads(struct fg_inspect *r)
+{
+	const struct fg_decision *primary = r->primary_head >= 0 ? &r->sets[r->primary_head].decision : NULL;
+	size_t from = r->verdicts.n, at;
+	struct fg_verdict *v;
+	int rc, mismatch = 0;
+	char detail[320];
+
+	for (size_t i = 0; i < r->n_runtimes; i++) {
+		const struct fg_runtime_result *rt = &r->runtimes[i];
+		enum fg_verdict_code code;
+
+		if (!speaks(rt))
+			continue;
+		if (rt->order_dependent) {
+			snprintf(detail, sizeof(detail),
+				 "%zu name(s) held by two files with different copies: which copy loads depends on the "
+				 "order the folder lists them (e.g. %s)", rt->order_dependent, rt->culprit ? rt->culprit : "?");
+			if ((at = find_group(r, from, FG_V_DUPLICATE_TENSOR_ORDER_DEPENDENT, NULL)) == NONE_YET) {
+				ADD(FG_V_DUPLICATE_TENSOR_ORDER_DEPENDENT, NULL, "%s", detail);
+				at = r->verdicts.n - 1;
+				for (size_t d = 0; d < r->n_dups; d++)
+					if (r->dups[d].differ)
+						fg_verdict_tensor(v, r->dups[d].name);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->load_cause != FG_LOAD_OK && rt->load_cause != FG_LOAD_GUARD) {
+			code = rt->load_cause == FG_LOAD_MODEL_TYPE ? FG_V_MODEL_TYPE_UNSUPPORTED : FG_V_RUNTIME_LOAD_ERROR;
+			snprintf(detail, sizeof(detail), "the runtime refuses to load it (%s): %s",
+				 fg_runtime_load_cause_name(rt->load_cause), rt->load_error);
+			if ((at = find_group(r, from, code, detail)) == NONE_YET) {
+				ADD(code, NULL, "%s", detail);
+				at = r->verdicts.n - 1;
+				if (rt->culprit)
+					fg_verdict_tensor(v, rt->culprit);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+			continue;
+		}
+		if ((rt->breakage & (FG_BREAK_HEAD_INVERTED | FG_BREAK_HEAD_DEGRADED)) && rt->head_set) {
+			const struct fg_decision *d = NULL;
+
+			fg_inspect_set(r, head_set_name(rt), &d);
+			if (d && (d->conv == FG_CONV_DELTA || d->conv == FG_CONV_ABSOLUTE)) {
+				mismatch = 1;
+				char qk[32], low[32];
+
+				snprintf(qk, sizeof(qk), d->has_qk ? "%.4f" : "none", d->qk_max);
+				snprintf(low, sizeof(low), d->has_low ? "%.4f" : "none", d->low_min);
+				snprintf(detail, sizeof(detail), "the %s head loads %s (q/k max %s, low min %s)",
+					 fg_conv_name(d->conv), fg_runtime_head_name(rt->head), qk, low);
+				if ((at = find_group(r, from, FG_V_HEAD_CONVENTION_MISMATCH, detail)) == NONE_YET) {
+					ADD(FG_V_HEAD_CONVENTION_MISMATCH, head_set_name(rt), "%s", detail);
+					at = r->verdicts.n - 1;
+				}
+				fg_verdict_runtime(AT(at), rt->rt->id);
+			}
+		}
+		if (rt->breakage & FG_BREAK_HEAD_UNINITIALIZED) {
+			snprintf(detail, sizeof(detail),
+				 "the head is bound but %zu of its key(s) are filtered out or skipped (%zu loaded): those "
+				 "weights keep their random initial values and nothing errors", rt->head_keys_dropped,
+				 rt->head_keys_loaded);
+			if ((at = find_group(r, from, FG_V_HEAD_KEYS_NOT_LOADED, detail)) == NONE_YET) {
+				ADD(FG_V_HEAD_KEYS_NOT_LOADED, head_set_name(rt), "%s", detail);
+				at = r->verdicts.n - 1;
+				if (rt->culprit)
+					fg_verdict_tensor(v, rt->culprit);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->breakage & (FG_BREAK_HEAD_EXPERTS | FG_BREAK_TRUNK_EXPERTS)) {
+			code = rt->breakage & FG_BREAK_HEAD_EXPERTS ? FG_V_HEAD_EXPERTS_NOT_LOADED : FG_V_TRUNK_EXPERTS_NOT_LOADED;
+			snprintf(detail, sizeof(detail),
+				 "the %s experts are in a layout the runtime does not stack, and its lenient load skips "
+				 "them: the routed experts keep their random initial values",
+				 code == FG_V_HEAD_EXPERTS_NOT_LOADED ? "head's" : "trunk's");
+			if ((at = find_group(r, from, code, detail)) == NONE_YET) {
+				ADD(code, code == FG_V_HEAD_EXPERTS_NOT_LOADED ? head_set_name(rt) : "trunk", "%s", detail);
+				at = r->verdicts.n - 1;
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+		if (rt->breakage & FG_BREAK_HEAD_CONTRACT) {
+			const struct fg_rt_head *hl = fg_runtime_head_loader(rt->rt, &(struct fg_runtime_input){
+				.ckpt = r->ckpt, .family = r->family });
+
+			snprintf(detail, sizeof(detail), "the runtime concatenates [%s] for the head, but %s heads take "
+				 "[%s] (%s)", hl && hl->concat == FG_CONCAT_HIDDEN_FIRST ? "hidden, embedding" : "embedding, hidden",
+				 r->family->id, r->family->hidden_first ? "hidden, embedding" : "embedding, hidden",
+				 hl && hl->source ? hl->source : rt->rt->id);
+			if ((at = find_group(r, from, FG_V_HEAD_CONTRACT_MISMATCH, detail)) == NONE_YET) {
+				ADD(FG_V_HEAD_CONTRACT_MISMATCH, head_set_name(rt), "%s", detail);
+				at = r->verdicts.n - 1;
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+		}
+	}
+	if (primary && primary->conv == FG_CONV_DELTA && !mismatch && r->family->norm_style == FG_STYLE_ZERO_CENTRED)
 		ADD(FG_V_RAW_ZERO_CENTRED_HEAD, r->sets[r->primary_head].set.name,
 		    "the head stores delta norms (low min %.4f, q/k max %.4f); the targeted runtimes heal it",
-		    head->low_min, head->qk_max);
+		    primary->low_min, primary->qk_max);
 	return 0;
+}
+
+static int verdict_runtimes(struct fg_inspect *r)
+{
+	int rc = verdict_trunk_shift(r);
+
+	return rc ? rc : verdict_loads(r);
 }
 
 static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
@@ -578,9 +997,18 @@ static int verdict_heads(struct fg_inspect *r)
 		if (rc)
 			return rc;
 	}
-	if (!any_head && r->declared_mtp > 0)
-		ADD(FG_V_MTP_DECLARED_MISSING, NULL, "config.json declares %d MTP layer(s) but no tensor holds a head",
-		    r->declared_mtp);
+	if (!any_head && r->declared_mtp > 0) {
+		/* A note, never "do not ship" by itself: runtimes that refuse it get runtime_load_error. */
+		ADD(FG_V_MTP_DECLARED_MISSING, NULL,
+		    "config.json declares %d MTP layer(s) but no tensor holds a head (mlx-lm conversions keep the "
+		    "count): the listed runtimes fall back to plain decoding", r->declared_mtp);
+		for (size_t i = 0; i < r->n_runtimes; i++) {
+			const struct fg_runtime_result *rt = &r->runtimes[i];
+
+			if (rt->targeted && rt->decode == FG_DECODE_AR && rt->rt->heads)
+				fg_verdict_runtime(v, rt->rt->id);
+		}
+	}
 	return 0;
 }
 
@@ -595,10 +1023,10 @@ static int verdict_files(struct fg_inspect *r)
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
-		ADD(FG_V_STRAY_SHARD, NULL, "%s is not in the index but mlx-lm loads it (%zu tensors, %zu mtp.* keys)",
+		ADD(FG_V_STRAY_SHARD, NULL, "%s is not in the index but the listed runtimes load it (%zu tensors, %zu mtp.* keys)",
 		    c->files[i].name, c->files[i].st->n_tensors, r->facts[i].mtp_keys);
-		for (size_t k = 0; k < n_all; k++) /* every runtime that loads model*.safetensors */
-			if (all[k].files == FG_FILES_GLOB)
+		for (size_t k = 0; k < n_all; k++) /* every runtime whose file rule reads it */
+			if (fg_runtime_reads_file(&all[k], c, i))
 				fg_verdict_runtime(v, all[k].id);
 	}
 	if (c->n_mismatch) {
@@ -703,7 +1131,11 @@ int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char 
 	if (rc)
 		goto out;
 	locate_head(r);
-	rc = run_runtimes(r, runtimes, n_runtimes, err);
+	rc = build_head_inputs(r, err);
+	if (!rc)
+		rc = find_dups(r, err);
+	if (!rc)
+		rc = run_runtimes(r, runtimes, n_runtimes, err);
 	if (!rc)
 		rc = derive_verdicts(r, err);
 out:
@@ -719,8 +1151,14 @@ void fg_inspect_free(struct fg_inspect *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n_sets; i++)
+	for (size_t i = 0; i < r->n_sets; i++) {
 		fg_tset_release(&r->sets[i].set);
+		fg_experts_release(r->sets[i].experts, r->sets[i].n_experts);
+		free((void *)(uintptr_t)r->heads_in[i].tensor_file);
+		free((void *)(uintptr_t)r->heads_in[i].unlisted);
+		cJSON_Delete(r->manifests[i]);
+	}
+	free(r->dups);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);

@@ -1,5 +1,5 @@
 /*
- * inspect.h: the inspect report of design.md section 5.
+ * inspect.h: the inspect report of docs/interfaces.md section 3.
  *
  * fg_inspect_run() opens a checkpoint, recognises its family, splits its
  * tensors into sets (the trunk, the head embedded in the shards, each
@@ -24,7 +24,7 @@
 #include "forge/model/verdicts.h"
 
 #define FG_INSPECT_MAX_SETS 8
-#define FG_INSPECT_MAX_RUNTIMES 16
+#define FG_INSPECT_MAX_RUNTIMES 32
 #define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
@@ -70,6 +70,13 @@ struct fg_inspect {
 	int primary_head;                     /* set index of "mtp", or FG_INSPECT_NO_SET */
 	int embedded_head;                    /* set index of the head in the shards, or FG_INSPECT_NO_SET */
 	struct fg_file_facts *facts;          /* one per ckpt file */
+	unsigned trunk_experts;               /* FG_XL_* layouts of the trunk's experts (runtimes.h) */
+	int trunk_keys_prefixed;              /* 1: every shifted trunk norm starts "language_model.", 0: none, -1: some */
+	int pointer_file;                     /* the file config.json's mlx_lm_extra_tensors.mtp_file names, or -1 */
+	struct fg_head_input heads_in[FG_INSPECT_MAX_SETS]; /* per set (head sets only): what the simulation reads */
+	cJSON *manifests[FG_INSPECT_MAX_SETS];  /* a manifest.json beside a sidecar set's file (owned), or NULL */
+	size_t n_dups;                        /* names held by two files (differing copies first) */
+	struct fg_dup_input *dups;            /* owned; names borrowed from the headers */
 	size_t n_sets;                        /* at least 1 */
 	struct fg_set_report sets[FG_INSPECT_MAX_SETS]; /* sets[0] is the trunk: fg_inspect_trunk() */
 	size_t n_runtimes;
@@ -123,6 +130,14 @@ struct fg_inspect_summary {
 };
 
 void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary *out);
+
+/*
+ * The simulation input of runtimes.h as inspect built it (everything
+ * borrowed from r; sidecars, the caller's, receives the sidecar heads), so
+ * a caller can simulate a row itself, or a variant of the input.
+ */
+void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_input *in,
+			      struct fg_head_input sidecars[FG_INSPECT_MAX_SETS]);
 
 /* The set called name, or NULL. */
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,

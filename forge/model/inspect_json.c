@@ -110,7 +110,7 @@ static cJSON *runtimes_json(const struct fg_inspect *r)
 
 	for (size_t i = 0; arr && i < r->n_runtimes; i++) {
 		const struct fg_runtime_result *rt = &r->runtimes[i];
-		cJSON *o = cJSON_CreateObject(), *files;
+		cJSON *o = cJSON_CreateObject(), *files, *breakage, *le;
 
 		if (!o)
 			break;
@@ -130,6 +130,24 @@ static cJSON *runtimes_json(const struct fg_inspect *r)
 		cJSON_AddStringToObject(o, "trunk", fg_runtime_trunk_name(rt->trunk));
 		cJSON_AddStringToObject(o, "head", fg_runtime_head_name(rt->head));
 		cJSON_AddStringToObject(o, "outcome", fg_runtime_outcome_name(rt->outcome));
+		/* Issue 10 additions: new fields only, the words above keep their meaning. */
+		breakage = cJSON_AddArrayToObject(o, "breakage");
+		for (unsigned b = 0; breakage && b < FG_BREAK_COUNT; b++)
+			if (rt->breakage & (1u << b))
+				cJSON_AddItemToArray(breakage, cJSON_CreateString(fg_runtime_breakage_name(1u << b)));
+		if (rt->load_cause != FG_LOAD_OK && (le = cJSON_AddObjectToObject(o, "load_error"))) {
+			cJSON_AddStringToObject(le, "cause", fg_runtime_load_cause_name(rt->load_cause));
+			cJSON_AddStringToObject(le, "reason", rt->load_error);
+		} else if (rt->load_cause == FG_LOAD_OK) {
+			cJSON_AddNullToObject(o, "load_error");
+		}
+		add_str_or_null(o, "decode", fg_runtime_decode_name(rt->decode));
+		add_str_or_null(o, "head_file", rt->head_file);
+		cJSON_AddNumberToObject(o, "head_keys_loaded", (double)rt->head_keys_loaded);
+		cJSON_AddNumberToObject(o, "order_dependent", (double)rt->order_dependent);
+		cJSON_AddBoolToObject(o, "modelled", rt->modelled);
+		add_str_or_null(o, "unmodelled", rt->modelled ? NULL : rt->unmodelled);
+		add_str_or_null(o, "version_of", rt->version_of[0] ? rt->version_of : NULL);
 		cJSON_AddItemToArray(arr, o);
 	}
 	return arr;
@@ -197,6 +215,9 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 		fg_pull_stats(r->ckpt->pull, &st);
 		if (rem) {
 			cJSON_AddStringToObject(rem, "base_url", r->ckpt->dir);
+			/* hf:// only: the revision as named and the commit it resolved to. */
+			add_str_or_null(rem, "revision", fg_pull_revision(r->ckpt->pull));
+			add_str_or_null(rem, "resolved_commit", fg_pull_resolved_commit(r->ckpt->pull));
 			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
 			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
 			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);

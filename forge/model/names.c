@@ -1,7 +1,13 @@
 /*
  * names.c: the name rules of names.h.
+ *
+ * They work on suffixes and on the name with container prefixes stripped,
+ * because the same tensor is spelled `mtp.fc.weight`, `model.mtp.fc.weight`
+ * or `language_model.model.mtp.fc.weight` depending on who exported it.
  */
 #include "forge/model/names.h"
+
+#include "forge/core/str.h"
 
 #include <string.h>
 
@@ -17,13 +23,6 @@ const char *fg_name_scheme_name(enum fg_name_scheme s)
 	default:
 		return NULL;
 	}
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 /* Suffix -> class, first match wins; ".norm.weight" must come after linear_attn. */
@@ -53,7 +52,7 @@ static const struct norm_rule {
 static const struct norm_rule *find_norm_rule(const char *name)
 {
 	for (size_t i = 0; i < sizeof(norm_rules) / sizeof(norm_rules[0]); i++)
-		if (ends_with(name, norm_rules[i].suffix))
+		if (fg_str_ends_with(name, norm_rules[i].suffix))
 			return &norm_rules[i];
 	return NULL;
 }
@@ -65,7 +64,7 @@ enum fg_name_norm fg_name_norm_class(const char *name)
 
 	if (r)
 		return r->cls;
-	if (!ends_with(name, ".weight"))
+	if (!fg_str_ends_with(name, ".weight"))
 		return FG_NAME_NOT_NORM;
 	/* The module name before ".weight" says whether it is a norm. */
 	end = name + strlen(name) - strlen(".weight");

@@ -2,7 +2,7 @@
  * names.h: the name rules shared by every family.
  *
  * They classify tensor names the same way for every family: which names are
- * norms and which evidence class they belong to (domain.md section 2), which
+ * norms and which evidence class they belong to (docs/domain.md section 2), which
  * of them store an offset in zero-centred families, which mlx-lm shifts, and
  * which names belong to the MTP head under each storage scheme.
  */
@@ -18,7 +18,7 @@ enum fg_name_scheme {
 
 const char *fg_name_scheme_name(enum fg_name_scheme s);
 
-/* Evidence classes of norm tensors (domain.md section 2). */
+/* Evidence classes of norm tensors (docs/domain.md section 2). */
 enum fg_name_norm {
 	FG_NAME_QK,     /* self_attn.q_norm / k_norm */
 	FG_NAME_LOW,    /* input/post-attention layernorms and the pre-fc norms (enorm/hnorm too) */

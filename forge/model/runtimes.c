@@ -1,67 +1,33 @@
 /*
- * runtimes.c: the runtime table and the load simulation of runtimes.h.
+ * runtimes.c: id resolution and the load simulation of runtimes.h.
  *
- * Rows transcribe domain.md section 4.  The simulation works on conventions
- * and on the trunk probe (the first decoder layer's q_norm mean): a trunk is
- * healthy when its effective probe lands in [1.25, 2.4] after load.  Shifts
- * apply to zero-centred families only; plain families load as stored.
+ * The simulation reads a row's fields generically, in the order a loader
+ * works: the files it reads, what it refuses before the sanitize (no file,
+ * the model type, the architecture, an ambiguous folder, the index,
+ * duplicate names), the sanitize (its gate, the trunk +1, the conv1d
+ * transpose, the expert layouts, the head keys it drops), the strict or
+ * lenient load, the head loader (its sources in order, its key filter, its
+ * experts, its heal, its contract) and the runtime's guard.  The first
+ * refusal is the load error; breakage is what loads wrong without one.
+ * The trunk is judged on its probe (the first decoder layer's q_norm mean)
+ * in [1.25, 2.4] after load; the head norm by norm, on what was added
+ * against what its set's convention needed.  Shifts apply to zero-centred
+ * families only.
  */
 #include "forge/model/runtimes.h"
 
+#include <ctype.h>
 #include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const struct fg_runtime runtimes[] = {
-	{ .id = "mlx-lm-0.31", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_UNUSED, .head_shift = FG_HSHIFT_NONE, .mlx = 1, .default_for = FG_LAYOUT_MLX,
-	  .contract = "shifts the trunk when any key contains mtp. or a conv1d is raw; drops mtp.*" },
-	{ .id = "mlx-lm-0.32", .files = FG_FILES_GLOB, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_UNUSED, .head_shift = FG_HSHIFT_NONE, .mlx = 1,
-	  .default_for = FG_LAYOUT_MLX | FG_LAYOUT_HF,
-	  .contract = "shifts the trunk only for a raw conv1d; drops mtp.*" },
-	{ .id = "mlx-lm-pr990", .files = FG_FILES_GLOB, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_WITH_TRUNK, .mlx = 1,
-	  .contract = "shifts trunk and head (pre-fc norms, mtp.norm) for a raw conv1d; keeps mtp.*" },
-	{ .id = "mtplx-2.11", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_SIDECAR, .head_shift = FG_HSHIFT_HEAL_DENSE_ONLY,
-	  .refuse_probe_above = FG_QK_DOUBLE_ABOVE, .mlx = 1,
-	  .contract = "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals dense sidecar heads, MoE byte for byte" },
-	{ .id = "mtplx-2.12", .files = FG_FILES_GLOB, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_SIDECAR, .head_shift = FG_HSHIFT_HEAL,
-	  .refuse_probe_above = FG_QK_DOUBLE_ABOVE, .mlx = 1, .default_for = FG_LAYOUT_MLX,
-	  .contract = "trunk through mlx-lm 0.31, refuses above q-norm 2.4; heals a delta sidecar head" },
-	{ .id = "ollama", .files = FG_FILES_OLLAMA, .shift_on_mtp_key = 1, .shift_on_raw_conv1d = 1,
-	  .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_WITH_TRUNK, .default_for = FG_LAYOUT_HF,
-	  .contract = "one detection (mtp. key or raw conv1d) shifts trunk and head together" },
-	{ .id = "hf", .files = FG_FILES_INDEX, .head_source = FG_HSRC_SHARDS, .head_shift = FG_HSHIFT_NONE,
-	  .adds_one_at_run_time = 1, .default_for = FG_LAYOUT_HF,
-	  .contract = "computes 1 + w at run time: expects delta; vLLM/SGLang load the head" },
-};
+#define MLX_EXPERTS_FALLBACK "the load refuses the experts"
+#define NO_FILE (-1)       /* a file index that names no file */
+#define NO_COUNT (-1L)     /* no count key present */
 
-#define N_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
-
-const struct fg_runtime *fg_runtime_all(size_t *n)
-{
-	*n = N_RUNTIMES;
-	return runtimes;
-}
-
-const struct fg_runtime *fg_runtime_find(const char *id)
-{
-	for (size_t i = 0; id && i < N_RUNTIMES; i++)
-		if (strcmp(runtimes[i].id, id) == 0)
-			return &runtimes[i];
-	return NULL;
-}
-
-unsigned fg_runtime_layout_bit(const char *layout)
-{
-	if (layout && strcmp(layout, "mlx") == 0)
-		return FG_LAYOUT_MLX;
-	if (layout && strcmp(layout, "hf") == 0)
-		return FG_LAYOUT_HF;
-	return 0;
-}
+/* ---- names ---- */
 
 static const char *const trunk_names[] = {
 	[FG_TRUNK_OK] = "ok",
@@ -88,6 +54,36 @@ static const char *const shift_reason_names[] = {
 	[FG_SHIFT_NONE] = NULL,
 	[FG_SHIFT_MTP_KEYS] = "mtp_keys",
 	[FG_SHIFT_RAW_CONV1D] = "raw_conv1d",
+	[FG_SHIFT_UNCONDITIONAL] = "unconditional",
+	[FG_SHIFT_KEY_PREFIX] = "key_prefix",
+};
+
+static const char *const breakage_names[FG_BREAK_COUNT] = {
+	"trunk_double_shifted", "trunk_missing_shift", "experts_uninitialized", "head_inverted",
+	"head_degraded", "head_uninitialized", "head_experts_uninitialized", "head_contract_mismatch",
+};
+
+static const char *const decode_names[] = {
+	[FG_DECODE_NONE] = NULL,
+	[FG_DECODE_AR] = "ar",
+	[FG_DECODE_MTP] = "mtp",
+};
+
+static const char *const load_cause_names[] = {
+	[FG_LOAD_OK] = NULL,
+	[FG_LOAD_NO_FILES] = "no_files",
+	[FG_LOAD_MODEL_TYPE] = "model_type",
+	[FG_LOAD_ARCHITECTURE] = "architecture",
+	[FG_LOAD_DUPLICATES] = "duplicates",
+	[FG_LOAD_AMBIGUOUS_FILES] = "ambiguous_files",
+	[FG_LOAD_INDEX] = "index",
+	[FG_LOAD_CONV1D] = "conv1d",
+	[FG_LOAD_EXTRA_KEYS] = "extra_keys",
+	[FG_LOAD_EXPERTS] = "experts",
+	[FG_LOAD_HEAD_KEYS] = "head_keys",
+	[FG_LOAD_HEAD_EXPERTS] = "head_experts",
+	[FG_LOAD_HEAD_MISSING] = "head_missing",
+	[FG_LOAD_GUARD] = "guard",
 };
 
 #define NAME_OF(table, v) \
@@ -119,46 +115,589 @@ const char *fg_runtime_shift_reason_name(enum fg_shift_reason r)
 	return NAME_OF(shift_reason_names, r);
 }
 
-/* Ollama's converter takes the first of these patterns that matches a file. */
-static const char *const ollama_patterns[] = {
-	"model-*-of-*.safetensors", "model.safetensors", "adapters.safetensors",
-	"adapter_model.safetensors", "*.safetensors",
-};
+const char *fg_runtime_breakage_name(unsigned bit)
+{
+	for (unsigned i = 0; i < FG_BREAK_COUNT; i++)
+		if (bit == 1u << i)
+			return breakage_names[i];
+	return NULL;
+}
 
-static int reads_file(const struct fg_runtime *rt, const struct fg_ckpt *c, size_t i,
-		      const char *ollama_pattern)
+const char *fg_runtime_decode_name(enum fg_decode d)
+{
+	return NAME_OF(decode_names, d);
+}
+
+const char *fg_runtime_load_cause_name(enum fg_load_cause c)
+{
+	return NAME_OF(load_cause_names, c);
+}
+
+/* ---- ids: rows, aliases, version ranges ---- */
+
+#define VERSION_PARTS 4
+
+/* "0.31.3" -> {0, 31, 3, 0}; 0 unless s is 1-4 dot-separated decimal numbers. */
+static int parse_version(const char *s, long v[VERSION_PARTS])
+{
+	int n = 0;
+
+	memset(v, 0, VERSION_PARTS * sizeof(*v));
+	if (!s || !*s)
+		return 0;
+	for (;;) {
+		long x = 0;
+		int digits = 0;
+
+		while (*s >= '0' && *s <= '9' && digits < 9) {
+			x = x * 10 + (*s++ - '0');
+			digits++;
+		}
+		if (!digits || n == VERSION_PARTS)
+			return 0;
+		v[n++] = x;
+		if (!*s)
+			return 1;
+		if (*s++ != '.')
+			return 0;
+	}
+}
+
+static int cmp_version(const long a[VERSION_PARTS], const long b[VERSION_PARTS])
+{
+	for (int i = 0; i < VERSION_PARTS; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+static const struct fg_runtime *find_exact(const char *id)
+{
+	size_t n;
+	const struct fg_runtime *all = fg_runtime_all(&n);
+
+	for (size_t i = 0; id && i < n; i++)
+		if (strcmp(all[i].id, id) == 0)
+			return &all[i];
+	return NULL;
+}
+
+/* The newest non-opt-in row of the product whose [min, max) holds the version in id. */
+static const struct fg_runtime *find_by_range(const char *id)
+{
+	size_t n;
+	const struct fg_runtime *all = fg_runtime_all(&n), *best = NULL;
+	long want[VERSION_PARTS], best_min[VERSION_PARTS] = { 0 };
+
+	for (size_t i = 0; id && i < n; i++) {
+		const struct fg_runtime *rt = &all[i];
+		size_t plen = rt->product ? strlen(rt->product) : 0;
+		long lo[VERSION_PARTS], hi[VERSION_PARTS];
+
+		if (!plen || (rt->flags & FG_RT_OPT_IN) || strncmp(id, rt->product, plen) != 0 || id[plen] != '-' ||
+		    !parse_version(id + plen + 1, want) || !parse_version(rt->version_min, lo))
+			continue;
+		if (cmp_version(want, lo) < 0)
+			continue;
+		if (rt->version_max && parse_version(rt->version_max, hi) && cmp_version(want, hi) >= 0)
+			continue;
+		if (!best || cmp_version(lo, best_min) > 0) {
+			best = rt;
+			memcpy(best_min, lo, sizeof(best_min));
+		}
+	}
+	return best;
+}
+
+size_t fg_runtime_resolve(const char *id, const struct fg_runtime *rows[FG_RUNTIME_MAX_ALIAS], int *by_range)
+{
+	size_t n_alias, n = 0;
+	const struct fg_runtime_alias *al = fg_runtime_aliases(&n_alias);
+	const struct fg_runtime *rt;
+
+	if (by_range)
+		*by_range = 0;
+	if (!id)
+		return 0;
+	if ((rt = find_exact(id))) {
+		rows[0] = rt;
+		return 1;
+	}
+	for (size_t i = 0; i < n_alias; i++) {
+		if (strcmp(al[i].alias, id) != 0)
+			continue;
+		for (size_t k = 0; al[i].ids[k] && n < FG_RUNTIME_MAX_ALIAS; k++)
+			if ((rt = find_exact(al[i].ids[k])))
+				rows[n++] = rt;
+		return n;
+	}
+	if ((rt = find_by_range(id))) {
+		rows[0] = rt;
+		if (by_range)
+			*by_range = 1;
+		return 1;
+	}
+	return 0;
+}
+
+const struct fg_runtime *fg_runtime_find(const char *id)
+{
+	const struct fg_runtime *rows[FG_RUNTIME_MAX_ALIAS];
+
+	return fg_runtime_resolve(id, rows, NULL) ? rows[0] : NULL;
+}
+
+unsigned fg_runtime_layout_bit(const char *layout)
+{
+	if (layout && strcmp(layout, "mlx") == 0)
+		return FG_LAYOUT_MLX;
+	if (layout && strcmp(layout, "hf") == 0)
+		return FG_LAYOUT_HF;
+	return 0;
+}
+
+/* ---- small helpers ---- */
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; list && s && list[i]; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* A dotted path ("mtplx_mtp_quantization.norm_encoding") in a config object. */
+static const cJSON *config_path(const cJSON *cfg, const char *path)
+{
+	char key[96];
+	const char *dot;
+
+	while (cfg && (dot = strchr(path, '.'))) {
+		size_t n = (size_t)(dot - path);
+
+		if (n >= sizeof(key))
+			return NULL;
+		memcpy(key, path, n);
+		key[n] = '\0';
+		cfg = cJSON_GetObjectItemCaseSensitive(cfg, key);
+		path = dot + 1;
+	}
+	return cfg ? cJSON_GetObjectItemCaseSensitive(cfg, path) : NULL;
+}
+
+/* The first of keys present as a number: its value; -1 when none is. */
+static long config_count(const cJSON *cfg, const char *const *keys)
+{
+	for (size_t i = 0; keys && keys[i]; i++) {
+		const cJSON *v = config_path(cfg, keys[i]);
+
+		if (cJSON_IsNumber(v))
+			return (long)v->valuedouble;
+	}
+	return NO_COUNT;
+}
+
+/* A declared encoding among values: trimmed, lower-cased, as MTPLX compares it. */
+static int config_declares(const cJSON *cfg, const char *const *keys, const char *const *values)
+{
+	for (size_t i = 0; keys && keys[i]; i++) {
+		const cJSON *v = config_path(cfg, keys[i]);
+		char buf[64];
+		const char *s;
+		size_t n = 0;
+
+		if (!cJSON_IsString(v))
+			continue;
+		for (s = v->valuestring; isspace((unsigned char)*s); s++)
+			;
+		while (*s && n < sizeof(buf) - 1)
+			buf[n++] = (char)tolower((unsigned char)*s++);
+		while (n && isspace((unsigned char)buf[n - 1]))
+			n--;
+		buf[n] = '\0';
+		if (in_list(values, buf))
+			return 1;
+	}
+	return 0;
+}
+
+unsigned fg_runtime_key_class(const char *name, long n_layers)
+{
+	enum fg_name_scheme scheme;
+
+	if (starts_with(name, "mtp."))
+		return FG_KEY_MTP;
+	if (starts_with(name, "language_model.mtp."))
+		return FG_KEY_LM_MTP;
+	if (starts_with(name, "model.mtp."))
+		return FG_KEY_MODEL_MTP;
+	if (starts_with(name, "model.language_model.mtp."))
+		return FG_KEY_MODEL_LM_MTP;
+	if (starts_with(fg_name_strip(name), "mtp."))
+		return FG_KEY_LM_MODEL_MTP;
+	scheme = fg_name_head_scheme(name, n_layers, NULL);
+	if (scheme == FG_SCHEME_APPENDED)
+		return FG_KEY_APPENDED;
+	if (scheme == FG_SCHEME_MTP_LAYERS)
+		return FG_KEY_MTP_LAYERS;
+	return FG_KEY_OTHER;
+}
+
+unsigned fg_runtime_norm_group(const char *name)
+{
+	if (ends_with(name, ".q_norm.weight") || ends_with(name, ".k_norm.weight"))
+		return FG_NG_QK;
+	if (ends_with(name, "input_layernorm.weight") || ends_with(name, "post_attention_layernorm.weight"))
+		return FG_NG_LAYER;
+	if (ends_with(name, "pre_fc_norm_embedding.weight") || ends_with(name, "pre_fc_norm_hidden.weight") ||
+	    ends_with(name, ".enorm.weight") || ends_with(name, ".hnorm.weight"))
+		return FG_NG_PRE_FC;
+	if (ends_with(name, "mtp.norm.weight") || ends_with(name, "shared_head.norm.weight") ||
+	    strcmp(name, "norm.weight") == 0)
+		return FG_NG_FINAL;
+	return 0;
+}
+
+static const char *xl_name(unsigned bits)
+{
+	if (bits & FG_XL_NUMBERED)
+		return "numbered";
+	if (bits & FG_XL_FUSED_LINEAR)
+		return "fused_linear";
+	if (bits & FG_XL_FUSED_BMM)
+		return "fused_bmm";
+	return "switch_mlp";
+}
+
+/* ---- files ---- */
+
+static int is_root(const char *name)
+{
+	return !strchr(name, '/');
+}
+
+/* FG_FILES_FIRST_PATTERN: the first pattern that matches a file of the folder, or NULL. */
+static const char *first_pattern(const struct fg_runtime *rt, const struct fg_ckpt *c)
+{
+	if (rt->files != FG_FILES_FIRST_PATTERN)
+		return NULL;
+	for (size_t p = 0; rt->patterns && rt->patterns[p]; p++)
+		for (size_t i = 0; i < c->n_files; i++)
+			if (is_root(c->files[i].name) && fnmatch(rt->patterns[p], c->files[i].name, 0) == 0)
+				return rt->patterns[p];
+	return NULL;
+}
+
+static int reads(const struct fg_runtime *rt, const struct fg_ckpt *c, size_t i, const char *pattern)
 {
 	const struct fg_ckpt_file *f = &c->files[i];
 
+	if (in_list(rt->exclude, f->name))
+		return 0;
 	if (c->single_file)
 		return 1;
 	switch (rt->files) {
 	case FG_FILES_GLOB:
 		return f->globbed;
-	case FG_FILES_INDEX:
+	case FG_FILES_FIRST_PATTERN:
+		return pattern && is_root(f->name) && fnmatch(pattern, f->name, 0) == 0;
+	case FG_FILES_INDEX_ELSE_GLOB:
+		return c->index ? f->in_index : f->globbed;
+	case FG_FILES_INDEX_ELSE_ALL:
+		return c->index ? f->in_index : is_root(f->name) && ends_with(f->name, ".safetensors");
+	case FG_FILES_INDEX_TENSORS:
+		return c->index ? f->in_index : is_root(f->name) && f->globbed;
+	case FG_FILES_INDEX_ELSE_SINGLE:
 		return c->index ? f->in_index : strcmp(f->name, "model.safetensors") == 0;
-	case FG_FILES_OLLAMA:
-		return ollama_pattern && !strchr(f->name, '/') && fnmatch(ollama_pattern, f->name, 0) == 0;
 	}
 	return 0;
 }
 
-static const char *pick_ollama_pattern(const struct fg_ckpt *c)
+int fg_runtime_reads_file(const struct fg_runtime *rt, const struct fg_ckpt *c, size_t i)
 {
-	for (size_t p = 0; p < sizeof(ollama_patterns) / sizeof(ollama_patterns[0]); p++)
-		for (size_t i = 0; i < c->n_files; i++)
-			if (!strchr(c->files[i].name, '/') &&
-			    fnmatch(ollama_patterns[p], c->files[i].name, 0) == 0)
-				return ollama_patterns[p];
+	return i < c->n_files && reads(rt, c, i, first_pattern(rt, c));
+}
+
+/* ---- the simulation ---- */
+
+struct sim {
+	const struct fg_runtime *rt;
+	const struct fg_runtime_input *in;
+	struct fg_runtime_result *r;
+	const struct fg_rt_family *fam;
+	int covered;             /* the row lists the family (not its "*" entry) */
+	const char *pattern;
+	int zero_centred;
+	int gate_closed;
+	int run_time;            /* x * (1 + w) at run time */
+};
+
+static int sim_reads(const struct sim *s, int file)
+{
+	return file >= 0 && (size_t)file < s->in->ckpt->n_files && reads(s->rt, s->in->ckpt, (size_t)file, s->pattern);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void fail(struct sim *s, enum fg_load_cause cause, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->r->load_cause != FG_LOAD_OK)
+		return;
+	s->r->load_cause = cause;
+	va_start(ap, fmt);
+	vsnprintf(s->r->load_error, sizeof(s->r->load_error), fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void unmodelled(struct sim *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->r->modelled)
+		return;
+	s->r->modelled = 0;
+	va_start(ap, fmt);
+	vsnprintf(s->r->unmodelled, sizeof(s->r->unmodelled), fmt, ap);
+	va_end(ap);
+}
+
+static void set_culprit(struct sim *s, const char *name)
+{
+	if (!s->r->culprit)
+		s->r->culprit = name;
+}
+
+/* "ValueError: Model type {} not supported." with {} replaced by arg. */
+static void fail_subst(struct sim *s, enum fg_load_cause cause, const char *tmpl, const char *arg)
+{
+	const char *at = tmpl ? strstr(tmpl, "{}") : NULL;
+
+	if (!tmpl)
+		fail(s, cause, "refused: %s", arg);
+	else if (!at)
+		fail(s, cause, "%s (%s)", tmpl, arg);
+	else
+		fail(s, cause, "%.*s%s%s", (int)(at - tmpl), tmpl, arg, at + 2);
+}
+
+static const struct fg_rt_family *family_rule(const struct fg_runtime *rt, const char *family, int *covered)
+{
+	const struct fg_rt_family *any = NULL;
+
+	*covered = 0;
+	for (const struct fg_rt_family *f = rt->families; f && f->family; f++) {
+		if (strcmp(f->family, family) == 0) {
+			*covered = 1;
+			return f;
+		}
+		if (strcmp(f->family, "*") == 0)
+			any = f;
+	}
+	return any;
+}
+
+const struct fg_rt_head *fg_runtime_head_loader(const struct fg_runtime *rt, const struct fg_runtime_input *in)
+{
+	const char *mt = in->ckpt ? fg_ckpt_model_type(in->ckpt) : NULL;
+	const char *fam = in->family ? in->family->id : "unknown";
+
+	for (const struct fg_rt_head *h = rt->heads; h && h->mode != FG_HEAD_NONE; h++) {
+		if (h->model_type && (!mt || strcmp(h->model_type, mt) != 0))
+			continue;
+		if (h->families && !in_list(h->families, fam))
+			continue;
+		return h;
+	}
 	return NULL;
 }
 
-/* Trunk health from the effective probe mean, else from the convention. */
-static enum fg_runtime_trunk classify_trunk(struct fg_runtime_result *r, const struct fg_runtime_input *in)
+static int drop_matches(const struct fg_rt_drop *d, const char *name, long n_layers)
 {
+	char prefix[48];
+	const char *p;
+	long layer = 0;
+	int digits = 0;
+
+	switch (d->kind) {
+	case FG_DROP_NONE:
+		return 0;
+	case FG_DROP_SUBSTRING:
+		return strstr(name, d->text) != NULL;
+	case FG_DROP_PREFIX:
+		return starts_with(name, d->text);
+	case FG_DROP_LAYER_L:
+	case FG_DROP_LAYER_FIXED:
+		if (d->kind == FG_DROP_LAYER_L && n_layers < 0)
+			return 0;
+		snprintf(prefix, sizeof(prefix), "model.layers.%ld", d->kind == FG_DROP_LAYER_L ? n_layers : d->layer);
+		return starts_with(name, prefix);
+	case FG_DROP_LAYERS_FROM_L:
+		/* key.split(".")[1] == "layers" and int(split[2]) >= L */
+		if (n_layers < 0 || !(p = strchr(name, '.')) || !starts_with(p + 1, "layers."))
+			return 0;
+		for (p += 8; *p >= '0' && *p <= '9' && digits < 9; p++, digits++)
+			layer = layer * 10 + (*p - '0');
+		return digits && (*p == '.' || !*p) && layer >= n_layers;
+	}
+	return 0;
+}
+
+static int tensor_in_read_files(const struct sim *s, const char *name)
+{
+	const struct fg_ckpt_file *f = NULL;
+
+	if (!fg_ckpt_find(s->in->ckpt, name, &f) || !f)
+		return 0;
+	return sim_reads(s, (int)(f - s->in->ckpt->files));
+}
+
+/* The files the row reads and the facts they add up to. */
+struct read_facts {
+	size_t mtp_keys;
+	int conv1d_last_not_1, conv1d_not_3d, raw_conv1d_3d;
+	int mono;                /* model.safetensors is read */
+	size_t wrong_file, index_missing, unlisted;
+};
+
+static void read_files(struct sim *s, struct read_facts *rf)
+{
+	const struct fg_ckpt *c = s->in->ckpt;
+	struct fg_runtime_result *r = s->r;
+
+	memset(rf, 0, sizeof(*rf));
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_file_facts *ff = &s->in->facts[i];
+
+		if (!reads(s->rt, c, i, s->pattern))
+			continue;
+		if (r->n_files < FG_RUNTIME_MAX_FILES)
+			r->files[r->n_files] = c->files[i].name;
+		r->n_files++;
+		rf->mtp_keys += ff->mtp_keys;
+		if (s->rt->files == FG_FILES_INDEX_TENSORS && c->index)
+			rf->mtp_keys -= ff->unlisted_mtp_keys < ff->mtp_keys ? ff->unlisted_mtp_keys : ff->mtp_keys;
+		rf->conv1d_last_not_1 |= ff->conv1d_last_not_1;
+		rf->conv1d_not_3d |= ff->conv1d_not_3d;
+		rf->raw_conv1d_3d |= ff->raw_conv1d;
+		rf->mono |= strcmp(c->files[i].name, "model.safetensors") == 0;
+		rf->wrong_file += ff->wrong_file;
+		rf->index_missing += ff->index_missing;
+		rf->unlisted += ff->unlisted;
+	}
+}
+
+/* The first index mismatch of a problem type in a file the row reads, for the message. */
+static const struct fg_index_mismatch *mismatch_in_read(const struct sim *s, int want_unlisted)
+{
+	const struct fg_ckpt *c = s->in->ckpt;
+
+	for (size_t m = 0; m < c->n_mismatch; m++) {
+		const struct fg_index_mismatch *mm = &c->mismatch[m];
+
+		if (mm->problem == FG_INDEX_UNLISTED && !want_unlisted)
+			continue;
+		for (size_t i = 0; i < c->n_files; i++)
+			if (strcmp(c->files[i].name, mm->file) == 0 && reads(s->rt, c, i, s->pattern))
+				return mm;
+	}
+	return NULL;
+}
+
+static void check_refusals(struct sim *s, const struct read_facts *rf)
+{
+	const struct fg_runtime *rt = s->rt;
+	const struct fg_ckpt *c = s->in->ckpt;
+	const char *mt = fg_ckpt_model_type(c);
+	const cJSON *archs = cJSON_GetObjectItemCaseSensitive(c->config_raw, "architectures");
+	const cJSON *arch0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+
+	if (!s->r->n_files)
+		fail(s, FG_LOAD_NO_FILES, "%s", rt->no_files_error ? rt->no_files_error : "no weight file found");
+	for (size_t i = 0; rt->routes_away && rt->routes_away[i]; i++)
+		if (cJSON_GetObjectItemCaseSensitive(c->config_raw, rt->routes_away[i]))
+			unmodelled(s, "config.json holds %s: the runtime loads it by a path this row does not model",
+				   rt->routes_away[i]);
+	if (mt && in_list(rt->unsupported_model_types, mt))
+		fail_subst(s, FG_LOAD_MODEL_TYPE, rt->model_type_error, mt);
+	if (cJSON_IsString(arch0) && in_list(rt->unsupported_architectures, arch0->valuestring))
+		fail(s, FG_LOAD_ARCHITECTURE, "%s: %s", rt->architecture_error ? rt->architecture_error : "refused",
+		     arch0->valuestring);
+	if (rt->mono_and_shards_refused && !c->index && rf->mono && s->r->n_files > 1)
+		fail(s, FG_LOAD_AMBIGUOUS_FILES,
+		     "found both model.safetensors and sharded model-*.safetensors weights: ambiguous source");
+	if (c->index && rt->index_check != FG_INDEX_IGNORED &&
+	    (rf->wrong_file || rf->index_missing || (rt->index_check == FG_INDEX_REFUSE_ANY && rf->unlisted))) {
+		const struct fg_index_mismatch *mm = mismatch_in_read(s, rt->index_check == FG_INDEX_REFUSE_ANY);
+
+		fail(s, FG_LOAD_INDEX, "%s: %s in %s",
+		     rt->index_check == FG_INDEX_REFUSE_ANY ? "Mismatch between weight map and model parts"
+							     : "source model is incomplete",
+		     mm ? mm->tensor : "a tensor", mm ? mm->file : "a file");
+		if (mm)
+			set_culprit(s, mm->tensor);
+	}
+	for (size_t i = 0; i < s->in->n_dups; i++) {
+		const struct fg_dup_input *d = &s->in->dups[i];
+
+		if (!sim_reads(s, d->file_a) || !sim_reads(s, d->file_b))
+			continue;
+		if (rt->dups == FG_DUPS_REFUSE) {
+			fail(s, FG_LOAD_DUPLICATES, "%s: %s in both %s and %s", rt->dups_error ? rt->dups_error : "duplicate",
+			     d->name, c->files[d->file_a].name, c->files[d->file_b].name);
+			set_culprit(s, d->name);
+		} else if (d->differ && (rt->dups == FG_DUPS_ORDER || !c->index)) {
+			s->r->order_dependent++;
+			set_culprit(s, d->name);
+		}
+	}
+}
+
+static void trunk_shift(struct sim *s, const struct read_facts *rf)
+{
+	const struct fg_rt_family *f = s->fam;
+	struct fg_runtime_result *r = s->r;
+	enum fg_shift_reason why = FG_SHIFT_NONE;
+
+	if (!s->zero_centred || !f || s->gate_closed)
+		return;
+	if (((f->shift & FG_SHIFT_ON_CONV1D) && rf->conv1d_last_not_1) ||
+	    ((f->shift & FG_SHIFT_ON_CONV1D_3D) && rf->raw_conv1d_3d))
+		why = FG_SHIFT_RAW_CONV1D;
+	else if ((f->shift & FG_SHIFT_ON_MTP_KEY) && rf->mtp_keys)
+		why = FG_SHIFT_MTP_KEYS;
+	else if (f->shift & FG_SHIFT_ALWAYS)
+		why = FG_SHIFT_UNCONDITIONAL;
+	else if ((f->shift & FG_SHIFT_ON_BARE_KEY) && s->in->trunk_keys_prefixed != 1)
+		why = FG_SHIFT_KEY_PREFIX;
+	r->trunk_shift = why != FG_SHIFT_NONE;
+	r->shift_reason = why;
+	s->run_time = (f->shift & FG_SHIFT_RUN_TIME) != 0;
+	if (f->conv1d_transpose && rf->conv1d_not_3d)
+		fail(s, FG_LOAD_CONV1D, "the sanitize moves axis 2 of a conv1d.weight that is not 3-D "
+		     "(its last dimension is not 1, so it counts as raw): moveaxis(2, 1) raises");
+}
+
+/* Trunk health from the effective probe mean, else from the convention. */
+static enum fg_runtime_trunk classify_trunk(const struct sim *s)
+{
+	const struct fg_runtime_result *r = s->r;
 	enum fg_convention after;
 
-	if (in->style != FG_STYLE_ZERO_CENTRED)
+	if (!s->zero_centred)
 		return FG_TRUNK_OK;
 	if (r->has_probe) {
 		if (r->trunk_probe_after > FG_QK_DOUBLE_ABOVE)
@@ -167,7 +706,7 @@ static enum fg_runtime_trunk classify_trunk(struct fg_runtime_result *r, const s
 			return FG_TRUNK_MISSING_SHIFT;
 		return FG_TRUNK_OK;
 	}
-	after = fg_conv_after_shift(in->trunk->conv, r->trunk_shift || r->rt->adds_one_at_run_time);
+	after = fg_conv_after_shift(s->in->trunk->conv, r->trunk_shift || s->run_time);
 	if (after == FG_CONV_DOUBLE_SHIFTED)
 		return FG_TRUNK_DOUBLE_SHIFTED;
 	if (after == FG_CONV_DELTA)
@@ -175,101 +714,489 @@ static enum fg_runtime_trunk classify_trunk(struct fg_runtime_result *r, const s
 	return FG_TRUNK_OK;
 }
 
-/* Head health from its effective convention, in MLX terms (stored + shift). */
-static enum fg_runtime_head classify_head(enum fg_convention after)
+/*
+ * Keys a load could not place: a strict load refuses them, a lenient one
+ * skips them (*skipped is then set); unstated: not modelled.
+ */
+static void unplaced(struct sim *s, enum fg_rt_strict strict, const char *error, enum fg_load_cause cause,
+		     size_t n, const char *example, int *skipped)
 {
-	switch (after) {
-	case FG_CONV_DELTA:
-	case FG_CONV_MIXED:
-		return FG_HEAD_INVERTED;
-	case FG_CONV_DOUBLE_SHIFTED:
-		return FG_HEAD_DOUBLE_SHIFTED;
-	default:
-		return FG_HEAD_OK;
+	*skipped = 0;
+	switch (strict) {
+	case FG_LOAD_STRICT:
+		fail(s, cause, "%s: %zu key(s), e.g. %s", error ? error : "strict load refuses", n, example);
+		set_culprit(s, example);
+		break;
+	case FG_LOAD_LENIENT:
+	case FG_LOAD_RETRY_LENIENT:
+	case FG_LOAD_EXTRA_OK:
+		*skipped = 1;
+		break;
+	case FG_LOAD_UNSTATED:
+		unmodelled(s, "what the runtime does with %zu key(s) it has no parameter for (e.g. %s) is not stated",
+			   n, example);
+		break;
 	}
 }
 
-static void simulate_head(const struct fg_runtime *rt, const struct fg_runtime_input *in,
-			  size_t head_in_files, struct fg_runtime_result *r)
+/*
+ * Experts of layouts the loader does not stack: refused, skipped, or not
+ * modelled.  shape_error: the loader converts them by name into tensors of
+ * the wrong shape, which no retry on extra keys forgives.
+ */
+static void check_experts(struct sim *s, unsigned found, unsigned accepted, unsigned known, enum fg_rt_strict strict,
+			  const char *error, enum fg_load_cause cause, unsigned breakage, const char *where,
+			  int shape_error)
 {
-	const struct fg_decision *head = NULL;
-	int zero_centred = in->style == FG_STYLE_ZERO_CENTRED;
+	unsigned bad = found & known & ~accepted;
 
-	switch (rt->head_source) {
-	case FG_HSRC_UNUSED:
-		r->head_keys_dropped = head_in_files;
-		r->head = (in->embedded_head || in->sidecar_head) ? FG_HEAD_DROPPED : FG_HEAD_ABSENT;
+	if (found & ~known)
+		unmodelled(s, "%s experts stored %s: the source does not say how the runtime loads them", where,
+			   xl_name(found & ~known));
+	if (!bad)
 		return;
-	case FG_HSRC_SHARDS:
-		head = head_in_files ? in->embedded_head : NULL;
-		r->head_shift = zero_centred && rt->head_shift == FG_HSHIFT_WITH_TRUNK && r->trunk_shift;
+	if (shape_error && strict == FG_LOAD_RETRY_LENIENT)
+		strict = FG_LOAD_STRICT;
+	switch (strict) {
+	case FG_LOAD_STRICT:
+		fail(s, cause, "%s (%s experts stored %s)", error ? error : MLX_EXPERTS_FALLBACK, where, xl_name(bad));
 		break;
-	case FG_HSRC_SIDECAR:
-		head = in->sidecar_head;
-		r->head_keys_dropped = head_in_files;
-		if (head && zero_centred && !fg_conv_rule_says_absolute(head))
-			r->head_shift = rt->head_shift == FG_HSHIFT_HEAL ||
-					(rt->head_shift == FG_HSHIFT_HEAL_DENSE_ONLY && !in->moe);
+	case FG_LOAD_LENIENT:
+	case FG_LOAD_RETRY_LENIENT:
+		s->r->breakage |= breakage;
+		break;
+	case FG_LOAD_EXTRA_OK:
+		fail(s, cause, "%s (%s experts stored %s)", error ? error : "parameters left unfilled", where,
+		     xl_name(bad));
+		break;
+	case FG_LOAD_UNSTATED:
+		unmodelled(s, "what the runtime does with %s experts stored %s is not stated", where, xl_name(bad));
 		break;
 	}
-	if (!head) {
-		r->head = FG_HEAD_ABSENT;
-		return;
-	}
-	r->head_after = fg_conv_after_shift(head->conv, r->head_shift || rt->adds_one_at_run_time);
-	if (!zero_centred)
-		r->head_after = head->conv;
-	else if (rt->adds_one_at_run_time && head->conv == FG_CONV_MIXED)
-		r->head_after = FG_CONV_DOUBLE_SHIFTED; /* its absolute part gets 1 + w */
-	r->head = classify_head(r->head_after);
 }
 
-void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_input *in,
-			 struct fg_runtime_result *r)
+/* A view of head tensors: one set, restricted to a file, to the files read, or to the index. */
+enum view_scope { VIEW_ALL, VIEW_FILE, VIEW_READ, VIEW_INDEX };
+
+struct view {
+	const struct fg_head_input *h;
+	enum view_scope scope;
+	int file;
+	size_t total, accepted;
+	const char *foreign;    /* a key the filter does not keep */
+	const char *first;
+};
+
+static int view_has(const struct sim *s, const struct view *v, size_t k)
 {
-	const struct fg_ckpt *c = in->ckpt;
-	const char *pattern = rt->files == FG_FILES_OLLAMA ? pick_ollama_pattern(c) : NULL;
-	size_t mtp_keys = 0, head_in_files = 0;
-	int raw_conv1d = 0;
+	const struct fg_ckpt *c = s->in->ckpt;
+	int file = v->h->tensor_file ? v->h->tensor_file[k] : v->h->file;
+	int unlisted = v->h->unlisted && v->h->unlisted[k];
+
+	switch (v->scope) {
+	case VIEW_ALL:
+		return 1;
+	case VIEW_FILE:
+		return file == v->file;
+	case VIEW_READ:
+		return sim_reads(s, file) && !(s->rt->files == FG_FILES_INDEX_TENSORS && c->index && unlisted);
+	case VIEW_INDEX:
+		if (file < 0 || (size_t)file >= c->n_files)
+			return 0;
+		return c->index ? c->files[file].in_index && !unlisted : c->files[file].globbed;
+	}
+	return 0;
+}
+
+static void view_count(const struct sim *s, struct view *v, unsigned keys)
+{
+	const struct fg_tset *set = v->h->set;
+
+	v->total = v->accepted = 0;
+	for (size_t k = 0; set && k < set->n_tensors; k++) {
+		const char *name = set->tensors[k]->name;
+
+		if (!view_has(s, v, k))
+			continue;
+		v->total++;
+		if (!v->first)
+			v->first = name;
+		if (fg_runtime_key_class(name, s->in->n_layers) & keys)
+			v->accepted++;
+		else if (!v->foreign)
+			v->foreign = name;
+	}
+}
+
+static const struct fg_head_input *sidecar_of(const struct sim *s, int file)
+{
+	for (size_t i = 0; i < s->in->n_sidecars; i++)
+		if (s->in->sidecars[i].file == file)
+			return &s->in->sidecars[i];
+	return NULL;
+}
+
+static int file_named(const struct fg_ckpt *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_files; i++)
+		if (strcmp(c->files[i].name, name) == 0)
+			return (int)i;
+	return NO_FILE;
+}
+
+/* Walk a separate loader's sources; 1 with *v filled when one yields a head, else 0 (*stopped: a source ended the walk). */
+static int find_source(struct sim *s, const struct fg_rt_head *hl, struct view *v, int *saw_foreign)
+{
+	const struct fg_ckpt *c = s->in->ckpt;
+
+	for (const struct fg_rt_head_src *src = hl->sources; src && src->kind != FG_HSRC_END; src++) {
+		int file = -1;
+
+		memset(v, 0, sizeof(*v));
+		switch (src->kind) {
+		case FG_HSRC_END:
+			return 0;
+		case FG_HSRC_POINTER:
+		case FG_HSRC_FILE:
+			file = src->kind == FG_HSRC_POINTER ? s->in->pointer_file : file_named(c, src->file);
+			if (file < 0)
+				continue;
+			v->h = sidecar_of(s, file);
+			v->scope = VIEW_ALL;
+			if (!v->h) { /* a shard the glob also matches: its head keys are in the embedded set */
+				v->h = s->in->embedded;
+				v->scope = VIEW_FILE;
+				v->file = file;
+			}
+			if (!v->h)
+				continue;
+			break;
+		case FG_HSRC_EMBEDDED_INDEX:
+		case FG_HSRC_EMBEDDED:
+			v->h = s->in->embedded;
+			v->scope = src->kind == FG_HSRC_EMBEDDED ? VIEW_READ : VIEW_INDEX;
+			if (!v->h)
+				continue;
+			break;
+		}
+		view_count(s, v, hl->keys);
+		if (src->kind == FG_HSRC_EMBEDDED || src->kind == FG_HSRC_EMBEDDED_INDEX) {
+			if (!v->total)
+				continue; /* no head key there: not a source */
+		}
+		if (v->accepted || src->empty == FG_EMPTY_BINDS)
+			return 1;
+		*saw_foreign |= v->total > 0;
+		if (src->empty == FG_EMPTY_STOP)
+			return 0;
+	}
+	return 0;
+}
+
+static int manifest_absolute(const struct fg_rt_manifest *m, const cJSON *doc)
+{
+	const cJSON *v, *ver;
+
+	if (!m->file || !doc)
+		return 0;
+	v = cJSON_GetObjectItemCaseSensitive(doc, m->key);
+	ver = m->version_key ? cJSON_GetObjectItemCaseSensitive(doc, m->version_key) : NULL;
+	return cJSON_IsString(v) && strcmp(v->valuestring, m->value) == 0 &&
+	       (!m->version_key || (cJSON_IsNumber(ver) && (int)ver->valuedouble == m->version));
+}
+
+/* The heal, norm by norm: what the loader adds against what the set's convention needs. */
+static void heal(struct sim *s, const struct fg_rt_head *hl, const struct fg_head_input *h)
+{
+	const struct fg_decision *d = h->decision;
+	const struct fg_tset *set = h->set;
+	struct fg_runtime_result *r = s->r;
+	int declared = hl->declared_keys && config_declares(s->in->ckpt->config, hl->declared_keys, hl->declared_delta);
+	int set_delta = d->has_qk && d->has_low && d->qk_max < FG_QK_ABSOLUTE_MIN && d->low_min < FG_LOW_ABSOLUTE_MIN;
+	int manifest = hl->heal == FG_HEAL_PER_TENSOR && manifest_absolute(&hl->manifest, h->manifest);
+	int need, any = 0, all = 1, inverted = 0, degraded = 0, norms = 0;
+
+	if (!s->zero_centred || d->conv == FG_CONV_PLAIN || d->conv == FG_CONV_EMPTY) {
+		r->head = FG_HEAD_OK;
+		r->head_after = d->conv;
+		return;
+	}
+	need = d->conv == FG_CONV_ABSOLUTE ? 0 : d->conv == FG_CONV_DOUBLE_SHIFTED ? -1 : 1;
+	for (size_t i = 0; set && i < set->n_norms; i++) {
+		const struct fg_norm *n = &set->norms[i];
+		unsigned g = fg_runtime_norm_group(n->t->name);
+		int add = 0;
+
+		if (!g || !fg_name_zero_centred(n->t->name) || !n->st.has_finite)
+			continue;
+		norms++;
+		if (declared)
+			add = (hl->norms & g) != 0;
+		else
+			switch (hl->heal) {
+			case FG_HEAL_NONE:
+				break;
+			case FG_HEAL_WITH_TRUNK:
+				add = r->trunk_shift && (hl->norms & g);
+				break;
+			case FG_HEAL_ALWAYS:
+				add = (hl->norms & g) != 0;
+				break;
+			case FG_HEAL_SET_RULE:
+				add = set_delta && (hl->norms & g);
+				break;
+			case FG_HEAL_PER_TENSOR:
+				add = !manifest && (hl->norms & g) && n->st.mean < hl->below;
+				break;
+			case FG_HEAL_RUN_TIME:
+				add = 1;
+				break;
+			}
+		any |= add;
+		all &= add;
+		if (add - need < 0)
+			inverted = 1;
+		else if (add - need > 0)
+			degraded = 1;
+	}
+	if (d->conv == FG_CONV_MIXED) {
+		/* The absolute part doubles when everything gets +1; otherwise the delta part stays. */
+		inverted = !(norms && all);
+		degraded = !inverted;
+	}
+	r->head_shift = any && hl->heal != FG_HEAL_RUN_TIME;
+	if (inverted) {
+		r->head = FG_HEAD_INVERTED;
+		r->head_after = FG_CONV_DELTA;
+		r->breakage |= FG_BREAK_HEAD_INVERTED;
+	} else if (degraded) {
+		r->head = FG_HEAD_DOUBLE_SHIFTED;
+		r->head_after = FG_CONV_DOUBLE_SHIFTED;
+		r->breakage |= FG_BREAK_HEAD_DEGRADED;
+	} else {
+		r->head = FG_HEAD_OK;
+		r->head_after = FG_CONV_ABSOLUTE;
+	}
+}
+
+/* A head was found: load it (filter, experts, heal, contract). */
+static void load_head(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
+{
+	const struct fg_ckpt *c = s->in->ckpt;
+	struct fg_runtime_result *r = s->r;
+	enum fg_rt_concat want = s->in->family && s->in->family->hidden_first ? FG_CONCAT_HIDDEN_FIRST
+									       : FG_CONCAT_EMBEDDING_FIRST;
+	int skipped = 0;
+
+	r->head_set = v->h->set;
+	r->head_file = v->scope == VIEW_FILE ? c->files[v->file].name
+		       : v->h->file >= 0 ? c->files[v->h->file].name : NULL;
+	r->head_keys_loaded = v->accepted;
+	r->decode = FG_DECODE_MTP;
+	if (v->total > v->accepted) {
+		if (hl->strict == FG_LOAD_EXTRA_OK && v->accepted)
+			skipped = 1; /* extra keys are skipped; the parameters are filled */
+		else
+			unplaced(s, hl->strict == FG_LOAD_EXTRA_OK ? FG_LOAD_STRICT : hl->strict, hl->strict_error,
+				 FG_LOAD_HEAD_KEYS, v->total - v->accepted, v->foreign, &skipped);
+		if (skipped) {
+			r->head_keys_dropped += v->total - v->accepted;
+			if (hl->strict != FG_LOAD_EXTRA_OK) {
+				r->breakage |= FG_BREAK_HEAD_UNINITIALIZED;
+				set_culprit(s, v->foreign);
+			}
+		}
+	}
+	if (!v->accepted) {
+		r->head = FG_HEAD_DROPPED;
+		if (hl->strict != FG_LOAD_STRICT && hl->strict != FG_LOAD_EXTRA_OK) {
+			r->breakage |= FG_BREAK_HEAD_UNINITIALIZED;
+			set_culprit(s, v->first);
+		}
+		return;
+	}
+	check_experts(s, v->h->experts, hl->experts, hl->experts_known, hl->strict, hl->experts_error,
+		      FG_LOAD_HEAD_EXPERTS, FG_BREAK_HEAD_EXPERTS, "head", 0);
+	heal(s, hl, v->h);
+	if (hl->concat != FG_CONCAT_UNSTATED && hl->concat != want)
+		r->breakage |= FG_BREAK_HEAD_CONTRACT;
+}
+
+/* The config declares a head the loader cannot find. */
+static void head_missing(struct sim *s, const struct fg_rt_head *hl)
+{
+	switch (hl->missing) {
+	case FG_MISSING_AR:
+		break;
+	case FG_MISSING_REFUSE:
+		fail(s, FG_LOAD_HEAD_MISSING, "%s",
+		     s->in->moe && hl->missing_reason_moe ? hl->missing_reason_moe
+							   : hl->missing_reason ? hl->missing_reason : "no head");
+		break;
+	case FG_MISSING_AR_IF_INDEX:
+		if (!s->in->ckpt->index)
+			fail(s, FG_LOAD_HEAD_MISSING, "%s", hl->missing_reason ? hl->missing_reason : "no head");
+		break;
+	case FG_MISSING_UNSTATED:
+		unmodelled(s, "what the runtime does with a declared head it cannot find is not stated");
+		break;
+	}
+}
+
+static int head_exists(const struct fg_runtime_input *in)
+{
+	if (in->embedded && in->embedded->set && in->embedded->set->n_tensors)
+		return 1;
+	for (size_t i = 0; i < in->n_sidecars; i++)
+		if (in->sidecars[i].set && in->sidecars[i].set->n_tensors)
+			return 1;
+	return 0;
+}
+
+/*
+ * The head keys in the trunk's files: consumed by a head module, dropped by
+ * the sanitize, or left over for the strict or lenient load.
+ */
+static void trunk_head_keys(struct sim *s, const struct fg_rt_head *module)
+{
+	const struct fg_head_input *e = s->in->embedded;
+	struct view v = { .h = e, .scope = VIEW_READ };
+	size_t extra = 0;
+	const char *example = NULL;
+	int skipped;
+
+	if (!e || !e->set)
+		return;
+	for (size_t k = 0; k < e->set->n_tensors; k++) {
+		const char *name = e->set->tensors[k]->name;
+
+		if (!view_has(s, &v, k)) {
+			int file = e->tensor_file ? e->tensor_file[k] : -1;
+
+			if (sim_reads(s, file))
+				s->r->head_keys_dropped++; /* in a file read, not in the index: never loaded */
+			continue;
+		}
+		if (module && (fg_runtime_key_class(name, s->in->n_layers) & module->keys))
+			continue;
+		if (!s->gate_closed && s->fam && drop_matches(&s->fam->drop, name, s->in->n_layers)) {
+			s->r->head_keys_dropped++;
+			continue;
+		}
+		if (!example)
+			example = name;
+		extra++;
+	}
+	if (!extra)
+		return;
+	if (!s->covered) {
+		unmodelled(s, "%zu head key(s) the row's sanitize rules do not cover, e.g. %s", extra, example);
+		return;
+	}
+	unplaced(s, module ? module->strict : s->rt->strict, module ? module->strict_error : s->rt->strict_error,
+		 module ? FG_LOAD_HEAD_KEYS : FG_LOAD_EXTRA_KEYS, extra, example, &skipped);
+	if (skipped)
+		s->r->head_keys_dropped += extra;
+}
+
+static void simulate_head(struct sim *s)
+{
+	const struct fg_runtime_input *in = s->in;
+	struct fg_runtime_result *r = s->r;
+	const struct fg_rt_head *hl = fg_runtime_head_loader(s->rt, in);
+	long count = hl && hl->count_keys ? config_count(in->ckpt->config, hl->count_keys) : 1;
+	int built = hl && count > 0, saw_foreign = 0;
+	struct view v;
+
+	r->head = head_exists(in) ? FG_HEAD_DROPPED : FG_HEAD_ABSENT;
+	if (built && hl->mode == FG_HEAD_MODULE) {
+		memset(&v, 0, sizeof(v));
+		v.h = in->embedded;
+		v.scope = VIEW_READ;
+		if (v.h)
+			view_count(s, &v, hl->keys);
+		if (hl->needs_keys && !v.accepted)
+			built = 0;
+	}
+	trunk_head_keys(s, built && hl->mode == FG_HEAD_MODULE ? hl : NULL);
+	if (!built) {
+		/* A runtime that runs MTP but builds no head: dropped when it dropped keys it read. */
+		if (hl && !r->head_keys_dropped)
+			r->head = FG_HEAD_ABSENT;
+		return;
+	}
+	if (hl->mode == FG_HEAD_MODULE) {
+		if (!v.accepted) {
+			r->head = FG_HEAD_ABSENT;
+			head_missing(s, hl);
+			return;
+		}
+		v.total = v.accepted; /* the rest were the trunk load's business */
+		load_head(s, hl, &v);
+		return;
+	}
+	if (!find_source(s, hl, &v, &saw_foreign)) {
+		r->head = saw_foreign ? FG_HEAD_DROPPED : FG_HEAD_ABSENT;
+		head_missing(s, hl);
+		return;
+	}
+	load_head(s, hl, &v);
+}
+
+void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_input *in, struct fg_runtime_result *r)
+{
+	struct sim s = { .rt = rt, .in = in, .r = r };
+	struct read_facts rf;
+	const char *mt;
 
 	memset(r, 0, sizeof(*r));
 	r->rt = rt;
-	for (size_t i = 0; i < c->n_files; i++) {
-		if (!reads_file(rt, c, i, pattern))
-			continue;
-		if (r->n_files < FG_RUNTIME_MAX_FILES)
-			r->files[r->n_files] = c->files[i].name;
-		r->n_files++;
-		mtp_keys += in->facts[i].mtp_keys;
-		head_in_files += in->facts[i].head_tensors;
-		raw_conv1d |= in->facts[i].raw_conv1d;
-	}
-	if (in->style == FG_STYLE_ZERO_CENTRED) {
-		if (rt->shift_on_raw_conv1d && raw_conv1d) {
-			r->trunk_shift = 1;
-			r->shift_reason = FG_SHIFT_RAW_CONV1D;
-		} else if (rt->shift_on_mtp_key && mtp_keys) {
-			r->trunk_shift = 1;
-			r->shift_reason = FG_SHIFT_MTP_KEYS;
-		}
-	}
+	r->modelled = 1;
+	r->decode = FG_DECODE_AR;
+	s.pattern = first_pattern(rt, in->ckpt);
+	s.zero_centred = in->style == FG_STYLE_ZERO_CENTRED;
+	s.fam = family_rule(rt, in->family ? in->family->id : "unknown", &s.covered);
+	if (!s.covered)
+		unmodelled(&s, "the row's sources do not cover family %s", in->family ? in->family->id : "unknown");
+	read_files(&s, &rf);
+	check_refusals(&s, &rf);
+	s.gate_closed = s.fam && s.fam->gate == FG_GATE_TENSOR && !tensor_in_read_files(&s, s.fam->gate_tensor);
+	trunk_shift(&s, &rf);
 	if (in->trunk->probe) {
 		double m = in->trunk->probe->st.mean;
-		int plus = in->style == FG_STYLE_ZERO_CENTRED && (r->trunk_shift || rt->adds_one_at_run_time);
 
 		r->has_probe = 1;
-		r->trunk_probe_after = plus ? m + 1.0 : m;
+		r->trunk_probe_after = s.zero_centred && (r->trunk_shift || s.run_time) ? m + 1.0 : m;
 	}
-	r->trunk = classify_trunk(r, in);
-	simulate_head(rt, in, head_in_files, r);
-	if (r->trunk != FG_TRUNK_OK)
-		r->outcome = rt->refuse_probe_above > 0 && r->has_probe &&
-			     r->trunk_probe_after > rt->refuse_probe_above ? FG_OUTCOME_REFUSED : FG_OUTCOME_BROKEN;
-	else if (r->head == FG_HEAD_INVERTED || r->head == FG_HEAD_DOUBLE_SHIFTED)
+	r->trunk = classify_trunk(&s);
+	if (s.fam && s.covered && !s.gate_closed) {
+		int bmm = (in->trunk_experts & FG_XL_FUSED_BMM) && s.fam->bmm_error;
+
+		check_experts(&s, in->trunk_experts, s.fam->experts, s.fam->experts_known, rt->strict,
+			      bmm ? s.fam->bmm_error : rt->strict_error, FG_LOAD_EXPERTS, FG_BREAK_TRUNK_EXPERTS, "trunk", bmm);
+	}
+	simulate_head(&s);
+	mt = fg_ckpt_model_type(in->ckpt);
+	if (rt->guard_above > 0 && mt && in_list(rt->guard_model_types, mt) && r->has_probe &&
+	    r->trunk_probe_after > rt->guard_above)
+		fail(&s, FG_LOAD_GUARD, "%s: probe mean %.4f", rt->guard_error ? rt->guard_error : "refused",
+		     r->trunk_probe_after);
+	if (r->load_cause != FG_LOAD_OK) {
+		r->outcome = FG_OUTCOME_REFUSED;
+		r->decode = FG_DECODE_NONE;
+		r->breakage = 0;
+		return;
+	}
+	if (r->trunk == FG_TRUNK_DOUBLE_SHIFTED)
+		r->breakage |= FG_BREAK_TRUNK_DOUBLE_SHIFTED;
+	else if (r->trunk == FG_TRUNK_MISSING_SHIFT)
+		r->breakage |= FG_BREAK_TRUNK_MISSING_SHIFT;
+	if (r->breakage & (FG_BREAK_TRUNK_DOUBLE_SHIFTED | FG_BREAK_TRUNK_MISSING_SHIFT | FG_BREAK_TRUNK_EXPERTS))
+		r->outcome = FG_OUTCOME_BROKEN;
+	else if (r->breakage)
 		r->outcome = FG_OUTCOME_DEGRADED;
-	else if (r->head == FG_HEAD_ABSENT && rt->head_source != FG_HSRC_UNUSED &&
-		 (in->embedded_head || in->sidecar_head))
-		r->outcome = FG_OUTCOME_DEGRADED; /* a head exists but this runtime cannot find it */
+	else if (fg_runtime_head_loader(rt, in) && r->decode == FG_DECODE_AR && (head_exists(in) || in->declared_mtp > 0))
+		r->outcome = FG_OUTCOME_DEGRADED; /* it runs MTP, but plain decoding it is */
 	else
 		r->outcome = FG_OUTCOME_OK;
 }

@@ -3,20 +3,27 @@
  */
 #include "forge/model/tset.h"
 
+#include "forge/core/str.h"
+#include "forge/core/grow.h"
+
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void fg_tset_init(struct fg_tset *s, const char *name)
+int fg_tset_init(struct fg_tset *s, const char *name, struct fg_err *err)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
+	if (!(s->name = strdup(name)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%.100s'", name);
+	return 0;
 }
 
 void fg_tset_release(struct fg_tset *s)
 {
 	if (!s)
 		return;
+	free(s->name);
 	free(s->tensors);
 	free(s->tensor_files);
 	free(s->norms);
@@ -26,31 +33,17 @@ void fg_tset_release(struct fg_tset *s)
 int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
 		struct fg_err *err)
 {
-	if (s->n_tensors == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 64;
-		const struct fg_tensor **nt = realloc(s->tensors, ncap * sizeof(*nt));
-		const char **nf;
+	/* Two parallel arrays, one capacity: each grows from the same cap to the same new one. */
+	size_t cap_t = s->cap, cap_f = s->cap;
 
-		if (!nt)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
-		s->tensors = nt;
-		nf = realloc(s->tensor_files, ncap * sizeof(*nf));
-		if (!nf)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
-		s->tensor_files = nf;
-		s->cap = ncap;
-	}
+	if (FG_GROW(s->tensors, s->n_tensors + 1, cap_t) || FG_GROW(s->tensor_files, s->n_tensors + 1, cap_f))
+		return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
+	assert(cap_t == cap_f);
+	s->cap = cap_t;
 	s->tensors[s->n_tensors] = t;
 	s->tensor_files[s->n_tensors] = file;
 	s->n_tensors++;
 	return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
 int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
@@ -70,7 +63,7 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 		enum fg_name_norm cls = fg_name_norm_class(t->name);
 		struct fg_norm *nm;
 
-		if (ends_with(t->name, ".scales") || ends_with(t->name, "_scale_inv"))
+		if (fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
 			s->n_quantized++;
 		if (cls == FG_NAME_NOT_NORM)
 			continue;

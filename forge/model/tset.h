@@ -26,7 +26,7 @@ struct fg_norm {
 };
 
 struct fg_tset {
-	char name[64];               /* "trunk", "mtp", "mtp_embedded", ... */
+	char *name;                  /* "trunk", "mtp", "mtp_embedded", "sidecar:FILE" (owned, whole) */
 	const char *file;            /* the sidecar's file for sidecar sets, else NULL */
 	size_t n_tensors;
 	const struct fg_tensor **tensors;  /* borrowed views, in discovery order */
@@ -40,7 +40,12 @@ struct fg_tset {
 	size_t cap;
 };
 
-void fg_tset_init(struct fg_tset *s, const char *name);
+/*
+ * Set up s as an empty set called name (copied whole, however long).  0, or
+ * FG_ENOMEM with s zeroed (releasing it then is a no-op).  Release with
+ * fg_tset_release, which accepts NULL and a zeroed set.
+ */
+int fg_tset_init(struct fg_tset *s, const char *name, struct fg_err *err);
 void fg_tset_release(struct fg_tset *s);
 
 /* Add a tensor (borrowed, with its file's name) to the set. */

@@ -3,6 +3,8 @@
  */
 #include "forge/model/verdicts.h"
 
+#include "forge/core/grow.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,19 +68,14 @@ int fg_verdicts_add(struct fg_verdicts *list, enum fg_verdict_code code, const c
 
 	if (!row || row->kind == FG_VK_VERIFICATION)
 		return FG_EINTERNAL;
-	if (list->n == list->cap) {
-		size_t ncap = list->cap ? list->cap * 2 : 8;
-		struct fg_verdict *nv = realloc(list->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return FG_ENOMEM;
-		list->v = nv;
-		list->cap = ncap;
-	}
-	v = &list->v[list->n++];
+	if (FG_GROW(list->v, list->n + 1, list->cap))
+		return FG_ENOMEM;
+	v = &list->v[list->n];
 	memset(v, 0, sizeof(*v));
 	v->row = row;
-	snprintf(v->set, sizeof(v->set), "%s", set ? set : "");
+	if (!(v->set = strdup(set ? set : "")))
+		return FG_ENOMEM;
+	list->n++;
 	va_start(ap, fmt);
 	vsnprintf(v->detail, sizeof(v->detail), fmt, ap);
 	va_end(ap);
@@ -92,7 +89,7 @@ void fg_verdict_runtime(struct fg_verdict *v, const char *runtime)
 	for (size_t i = 0; i < v->n_runtimes; i++)
 		if (strcmp(v->runtimes[i], runtime) == 0)
 			return;
-	if (v->n_runtimes < FG_VERDICT_MAX_LIST)
+	if (v->n_runtimes < FG_VERDICT_MAX_RUNTIMES)
 		v->runtimes[v->n_runtimes++] = runtime;
 }
 
@@ -126,9 +123,11 @@ const struct fg_verdict *fg_verdicts_find(const struct fg_verdicts *list, enum f
 
 void fg_verdicts_release(struct fg_verdicts *list)
 {
-	for (size_t i = 0; list && i < list->n; i++)
+	for (size_t i = 0; list && i < list->n; i++) {
 		for (size_t k = 0; k < list->v[i].n_tensors && k < FG_VERDICT_MAX_LIST; k++)
 			free(list->v[i].tensors[k]);
+		free(list->v[i].set);
+	}
 	if (list) {
 		free(list->v);
 		memset(list, 0, sizeof(*list));

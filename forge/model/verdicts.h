@@ -3,16 +3,20 @@
  * checks, and the verdict list a report carries.
  *
  * One X-macro list holds each code's name, severity, kind and meaning: the
- * static codes of design.md section 5, the verification codes of section 7
+ * static codes of docs/interfaces.md section 4, its verification codes
  * (forge/verify decides which one applies) and the fleet code fleet health
  * raises (store/fleet.c).  It generates enum fg_verdict_code (FG_V_<NAME>)
  * and fg_verdict_table, indexed by that enum, so a misspelt code is a compile
  * error and a code can never be raised at two severities.  Names are the
- * stable strings of the JSON documents and of the store.  Two static codes
- * extend the v1 vocabulary (documented in README.md):
- * `convention_structure_mismatch` (structure and norm values disagree) and
+ * stable strings of the JSON documents and of the store.  Static codes that
+ * extend the v1 vocabulary (documented in README.md and docs/runtimes.md):
+ * `convention_structure_mismatch` (structure and norm values disagree),
  * `trunk_double_shift_at_load` (a targeted runtime adds +1 to an absolute
- * trunk for a reason other than embedded head keys).
+ * trunk for a reason other than embedded head keys) and, since issue 10, the
+ * per-runtime load codes `runtime_load_error`, `model_type_unsupported`,
+ * `duplicate_tensor_order_dependent`, `head_keys_not_loaded`,
+ * `head_experts_not_loaded`, `trunk_experts_not_loaded` and
+ * `head_contract_mismatch`; `mtp_declared_missing` became info (issue 12).
  */
 #ifndef FG_VERDICTS_H
 #define FG_VERDICTS_H
@@ -64,10 +68,24 @@ enum fg_verdict_kind {
 	  "the head's norms are all zero or its payload is empty")                                \
 	X(EXPERT_LAYOUT_AMBIGUOUS, "expert_layout_ambiguous", FG_SEV_ERROR, FG_VK_STATIC,          \
 	  "expert tensors fit both fused layouts, or neither")                                    \
-	X(MTP_DECLARED_MISSING, "mtp_declared_missing", FG_SEV_ERROR, FG_VK_STATIC,                \
-	  "config.json declares an MTP head but no tensor holds it")                              \
+	X(MTP_DECLARED_MISSING, "mtp_declared_missing", FG_SEV_INFO, FG_VK_STATIC,                 \
+	  "config.json declares an MTP head but no tensor holds it: runtimes fall back to plain decoding") \
 	X(MALFORMED_CHECKPOINT, "malformed_checkpoint", FG_SEV_ERROR, FG_VK_STATIC,                \
 	  "the checkpoint contradicts itself")                                                    \
+	X(RUNTIME_LOAD_ERROR, "runtime_load_error", FG_SEV_ERROR, FG_VK_STATIC,                    \
+	  "a targeted runtime refuses to load the checkpoint (the detail quotes why)")            \
+	X(MODEL_TYPE_UNSUPPORTED, "model_type_unsupported", FG_SEV_ERROR, FG_VK_STATIC,            \
+	  "a targeted runtime has no model class for config.json's model_type")                   \
+	X(DUPLICATE_TENSOR_ORDER_DEPENDENT, "duplicate_tensor_order_dependent", FG_SEV_ERROR,     \
+	  FG_VK_STATIC, "two files a targeted runtime reads hold different copies of a name: the folder order picks one") \
+	X(HEAD_KEYS_NOT_LOADED, "head_keys_not_loaded", FG_SEV_ERROR, FG_VK_STATIC,                \
+	  "a targeted runtime binds the head but filters out or skips its keys: random weights")   \
+	X(HEAD_EXPERTS_NOT_LOADED, "head_experts_not_loaded", FG_SEV_ERROR, FG_VK_STATIC,          \
+	  "a targeted runtime skips the head's routed experts (a layout it does not stack)")       \
+	X(TRUNK_EXPERTS_NOT_LOADED, "trunk_experts_not_loaded", FG_SEV_ERROR, FG_VK_STATIC,        \
+	  "a targeted runtime's lenient load skips the trunk's routed experts")                   \
+	X(HEAD_CONTRACT_MISMATCH, "head_contract_mismatch", FG_SEV_ERROR, FG_VK_STATIC,            \
+	  "a targeted runtime feeds the head a concatenation order its family does not use")      \
 	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
 	  "a model*.safetensors absent from the index: mlx-lm loads it anyway")                   \
 	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \
@@ -120,13 +138,14 @@ const char *fg_severity_name(enum fg_severity s);
 /* Parse a severity name into *out; false (out untouched) for anything else, NULL included. */
 bool fg_severity_parse(const char *name, enum fg_severity *out);
 
-#define FG_VERDICT_MAX_LIST 8   /* runtimes and tensors named per verdict */
+#define FG_VERDICT_MAX_LIST 8   /* tensors named per verdict */
+#define FG_VERDICT_MAX_RUNTIMES 32 /* runtimes named per verdict: every row of the runtime table */
 
 struct fg_verdict {
 	const struct fg_verdict_row *row;
-	char set[64];
+	char *set;                                  /* owned, whole; "" for none */
 	size_t n_runtimes;
-	const char *runtimes[FG_VERDICT_MAX_LIST];  /* borrowed static strings */
+	const char *runtimes[FG_VERDICT_MAX_RUNTIMES]; /* borrowed static strings */
 	size_t n_tensors;                           /* total involved (may exceed the list) */
 	char *tensors[FG_VERDICT_MAX_LIST];         /* owned copies, the first few */
 	char detail[320];

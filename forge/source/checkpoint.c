@@ -10,6 +10,10 @@
  */
 #include "forge/source/checkpoint.h"
 
+#include "forge/core/str.h"
+#include "forge/core/grow.h"
+#include "forge/core/json.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,20 +43,9 @@ struct name_map {
 	struct name_slot *slots;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (uint8_t)*s++;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static struct name_slot *map_slot(const struct name_map *m, const char *name)
 {
-	size_t mask = m->n_slots - 1, i = (size_t)hash_str(name) & mask;
+	size_t mask = m->n_slots - 1, i = (size_t)fg_fnv1a(name) & mask;
 
 	while (m->slots[i].name && strcmp(m->slots[i].name, name) != 0)
 		i = (i + 1) & mask;
@@ -111,78 +104,7 @@ static int is_regular(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
-{
-	struct stat st;
-	char *text = NULL;
-	cJSON *doc;
-	size_t got = 0;
-	int fd, rc = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: not a readable regular file", path);
-		goto out;
-	}
-	if ((uint64_t)st.st_size > cap) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: %lld bytes exceed the cap of %zu",
-				path, (long long)st.st_size, cap);
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: read failed: %s", path,
-					r < 0 ? strerror(errno) : "file shrank");
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	text[got] = '\0';
-	rc = fg_json_parse(&doc, text, got, path, err);
-	if (rc)
-		goto out;
-	*out = doc;
-out:
-	free(text);
-	close(fd);
-	return rc;
-}
-
-int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err)
-{
-	const char *end = NULL;
-	cJSON *doc;
-
-	if (memchr(text, '\0', len))
-		return fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
-	doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-	if (doc && end) {
-		while ((size_t)(end - text) < len && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
-			end++;
-		if ((size_t)(end - text) < len) {
-			cJSON_Delete(doc);
-			doc = NULL;
-		}
-	}
-	if (!doc)
-		return fg_err_set(err, FG_EINPUT, "%s: invalid JSON near byte %td", label,
-				  end ? end - text : (ptrdiff_t)0);
-	*out = doc;
-	return 0;
-}
-
-/* config with text_config's keys (but model_type) copied over the top level; 0 or FG_ENOMEM. */
+/* config with text_config's keys (but model_type) copied over the top level. */
 static int merge_text_config(cJSON **out, const cJSON *raw)
 {
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(raw, "text_config");
@@ -222,15 +144,8 @@ static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, struct fg_
 	if (c->n_files == FG_CKPT_MAX_FILES)
 		return fg_err_set(err, FG_EINPUT, "%s: more than %u safetensors files",
 				  c->source, FG_CKPT_MAX_FILES);
-	if (c->n_files == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 8;
-		struct fg_ckpt_file *nf = realloc(c->files, ncap * sizeof(*nf));
-
-		if (!nf)
-			return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
-		c->files = nf;
-		*cap = ncap;
-	}
+	if (FG_GROW(c->files, c->n_files + 1, *cap))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
 	f = &c->files[c->n_files];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);
@@ -270,14 +185,9 @@ static int glob_shards(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 		free(full);
 		if (!reg)
 			continue;
-		if (n == ncap) {
-			char **nn = realloc(names, (ncap = ncap ? ncap * 2 : 16) * sizeof(*nn));
-
-			if (!nn) {
-				rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
-				goto out;
-			}
-			names = nn;
+		if (FG_GROW(names, n + 1, ncap)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
+			goto out;
 		}
 		if (!(names[n] = strdup(de->d_name))) {
 			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
@@ -444,15 +354,8 @@ static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
 static int add_mismatch(struct fg_ckpt *c, size_t *cap, enum fg_index_problem p,
 			const char *tensor, const char *file)
 {
-	if (c->n_mismatch == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct fg_index_mismatch *nm = realloc(c->mismatch, ncap * sizeof(*nm));
-
-		if (!nm)
-			return FG_ENOMEM;
-		c->mismatch = nm;
-		*cap = ncap;
-	}
+	if (FG_GROW(c->mismatch, c->n_mismatch + 1, *cap))
+		return FG_ENOMEM;
 	c->mismatch[c->n_mismatch].problem = p;
 	c->mismatch[c->n_mismatch].tensor = tensor;
 	c->mismatch[c->n_mismatch].file = file;
@@ -667,11 +570,13 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len)
 {
-	const char *env = getenv("FORGED_CACHE_DIR"), *home = getenv("HOME");
+	const char *env = getenv("FORGED_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	int n = -1;
 
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);
+	else if (xdg && xdg[0] == '/') /* the XDG base directory spec: a relative path is ignored */
+		n = snprintf(buf, len, "%s/forged", xdg);
 	else if (home && *home)
 		n = snprintf(buf, len, "%s/.cache/forged", home);
 	return n > 0 && (size_t)n < len ? buf : NULL;

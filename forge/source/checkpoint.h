@@ -107,9 +107,9 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 		       size_t n_allow_hosts);
 
 /*
- * The default cache folder, $FORGED_CACHE_DIR, else ~/.cache/forged, written
- * into buf (len bytes); returns buf, or NULL when neither is set or the
- * path does not fit.
+ * The default cache folder, $FORGED_CACHE_DIR, else $XDG_CACHE_HOME/forged
+ * (when absolute), else ~/.cache/forged, written into buf (len bytes);
+ * returns buf, or NULL when none is set or the path does not fit.
  */
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len);
 
@@ -152,11 +152,5 @@ const char *fg_ckpt_text_model_type(const struct fg_ckpt *c);
 
 /* Number of stray shards (globbed by mlx-lm, absent from the index). */
 size_t fg_ckpt_stray_count(const struct fg_ckpt *c);
-
-/* Read a whole JSON file (size-capped) and parse it.  Shared with later stages. */
-int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err);
-
-/* Parse len bytes of JSON text (no NUL bytes allowed); label names it in errors. */
-int fg_json_parse(cJSON **out, const char *text, size_t len, const char *label, struct fg_err *err);
 
 #endif

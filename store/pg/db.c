@@ -217,8 +217,22 @@ static const char schema_v1[] =
 	"CREATE TRIGGER verdicts_stats AFTER INSERT OR UPDATE OR DELETE ON verdicts"
 	" FOR EACH ROW EXECUTE FUNCTION forged_verdicts_stats();";
 
+/* Version 2: api_idempotency, as SQLite's version 5 (sqlite/db.c; pg/idem.c). */
+static const char schema_v2[] =
+	"CREATE TABLE api_idempotency ("
+	" route text NOT NULL,"
+	" idem_key text NOT NULL,"
+	" body_sha256 text NOT NULL,"
+	" status integer NOT NULL DEFAULT 0,"
+	" location text NOT NULL DEFAULT '',"
+	" body text,"
+	" created_at timestamptz NOT NULL DEFAULT now(),"
+	" PRIMARY KEY (route, idem_key)"
+	");";
+
 static const char *const migrations[] = {
 	schema_v1,
+	schema_v2,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_PG_SCHEMA_VERSION,
@@ -898,4 +912,9 @@ const struct fg_store_ops fg_pg_ops = {
 	.counts = pg_counts,
 	.check = pg_check,
 	.probe_write = pg_probe_write,
+	.idem_claim = fg_pg_idem_claim,
+	.idem_finish = fg_pg_idem_finish,
+	.idem_release = fg_pg_idem_release,
+	.job_key_known = fg_pg_job_key_known,
+	.fleet_report_same = fg_pg_fleet_report_same,
 };

@@ -137,6 +137,15 @@ int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 		       const char *observed, struct fg_err *err);
 int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
+int fg_pg_idem_claim(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
+		     int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer, struct fg_err *err);
+int fg_pg_idem_finish(struct fg_store *s, const char *route, const char *key, int status, const char *location,
+		      const char *body, struct fg_err *err);
+int fg_pg_idem_release(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
+int fg_pg_job_key_known(struct fg_store *s, const char *key, const char *body_sha256, int *known,
+			struct fg_err *err);
+int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
+			    const char *observed_json, int *same, struct fg_err *err);
 int fg_pg_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err);
 

@@ -357,7 +357,7 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 		fg_sql_put(st);
 		st = NULL;
 	}
-	/* design.md section 8 promises the fingerprints too: {file: sha256}. */
+	/* docs/interfaces.md promises the fingerprints too: {file: sha256}. */
 	prints = cJSON_AddObjectToObject(doc, "fingerprints");
 	if (!prints) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");

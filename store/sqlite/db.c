@@ -21,6 +21,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/core/str.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,11 +286,31 @@ static const char schema_v4[] =
 	"ALTER TABLE artifacts ADD COLUMN job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL;"
 	"CREATE UNIQUE INDEX artifacts_job ON artifacts(job_id) WHERE job_id IS NOT NULL;";
 
+/*
+ * Version 5: api_idempotency, the answers of POSTs other than POST /v1/jobs
+ * replayed by Idempotency-Key (store/idem.h): one row per (route, key), the
+ * request body's SHA-256, then the answer once the first request was
+ * answered 2xx (status 0 until then: a reservation).  IF NOT EXISTS: a
+ * database an earlier forged used has the table already (it was created by
+ * the first keyed request then, outside the migrations).
+ */
+static const char schema_v5[] =
+	"CREATE TABLE IF NOT EXISTS api_idempotency ("
+	" route TEXT NOT NULL,"
+	" idem_key TEXT NOT NULL,"
+	" body_sha256 TEXT NOT NULL,"
+	" status INTEGER NOT NULL DEFAULT 0,"
+	" location TEXT NOT NULL DEFAULT '',"
+	" body TEXT,"
+	" created_at TEXT NOT NULL,"
+	" PRIMARY KEY (route, idem_key));";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
 	schema_v4,
+	schema_v5,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
@@ -326,18 +348,9 @@ int fg_sql_fail(struct fg_store *s, int rc, struct fg_err *err, const char *what
 			  s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-static uint64_t sql_hash(const char *sql)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	return h;
-}
-
 int fg_sql_get(struct fg_store *s, const char *sql, sqlite3_stmt **out, struct fg_err *err)
 {
-	uint64_t h = sql_hash(sql);
+	uint64_t h = fg_fnv1a(sql);
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
 	int rc;
@@ -965,4 +978,9 @@ const struct fg_store_ops fg_sqlite_ops = {
 	.counts = sqlite_counts,
 	.check = sqlite_check,
 	.probe_write = sqlite_probe_write,
+	.idem_claim = fg_sqlite_idem_claim,
+	.idem_finish = fg_sqlite_idem_finish,
+	.idem_release = fg_sqlite_idem_release,
+	.job_key_known = fg_sqlite_job_key_known,
+	.fleet_report_same = fg_sqlite_fleet_report_same,
 };

@@ -4,7 +4,7 @@
 Reads the source checkpoint and the artifact with its own safetensors reader
 and computes what the sidecar must hold: norms shifted in float32 (1 + offset)
 or untouched, every other tensor byte-identical or dequantized/restacked the
-way domain.md describes.  Never uses forged's writer or reader.
+way docs/domain.md describes.  Never uses forged's writer or reader.
 
 usage: check_forge.py MODE SOURCE_DIR ARTIFACT_DIR   (modes below) -> exit 0 or 1
 """

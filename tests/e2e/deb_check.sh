@@ -63,7 +63,8 @@ for f in /usr/bin/forged /lib/systemd/system/forged.service /etc/forged/config.j
 	/usr/share/man/man1/forged.1.gz /usr/share/man/man5/forged.conf.5.gz \
 	/usr/share/bash-completion/completions/forged /usr/share/zsh/vendor-completions/_forged \
 	/usr/share/doc/forged/config.example.json /usr/share/doc/forged/README.md /usr/share/doc/forged/copyright \
-	/usr/share/doc/forged/README.Debian; do
+	/usr/share/doc/forged/README.Debian /usr/share/doc/forged/environment.example \
+	/usr/lib/sysusers.d/forged.conf; do
 	check "the package holds $f" grep -qx -- "$f" "$WORK/files"
 done
 check "nothing under /usr/local" eval '! grep -q "^/usr/local" "$WORK/files"'
@@ -82,6 +83,13 @@ unit=$WORK/root/lib/systemd/system/forged.service
 check "the unit runs /usr/bin/forged" grep -qx 'ExecStart=/usr/bin/forged serve --config /etc/forged/config.json' "$unit"
 check "the unit runs as the forged user" grep -qx 'User=forged' "$unit"
 check "the unit has no DynamicUser" eval '! grep -q "^DynamicUser" "$unit"'
+check "the unit's group is forged" grep -qx 'Group=forged' "$unit"
+check "the unit keeps artifacts group-readable (StateDirectoryMode=0750, UMask=0027)" \
+	[ "$(grep -cxE 'StateDirectoryMode=0750|UMask=0027' "$unit")" = 2 ]
+check "the unit reads /etc/forged/environment when present" grep -qx 'EnvironmentFile=-/etc/forged/environment' "$unit"
+check "postinst makes /var/lib/forged 0750" grep -q 'chmod 0750 /var/lib/forged' "$WORK/control/postinst"
+check "the config names artifacts_dir and etag_ttl_seconds" \
+	jq -e '.artifacts_dir == "/var/lib/forged/artifacts" and .etag_ttl_seconds == 3600' "$WORK/root/etc/forged/config.json" >/dev/null
 check "the config points at /etc/forged/tokens" grep -q '"tokens_file": "/etc/forged/tokens"' "$WORK/root/etc/forged/config.json"
 if command -v systemd-analyze >/dev/null 2>&1; then
 	sed "s|^ExecStart=/usr/bin/forged|ExecStart=$WORK/root/usr/bin/forged|" "$unit" >"$WORK/forged.service"

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-SOURCES = ["qwen35_hf", "glm45", "mimo", "qwen35_moe_hf_numbered"]
+SOURCES = ["qwen35_hf", "glm45", "mimo", "qwen35_moe_hf_fused_linear"]
 token, out_dir, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ports = sys.argv[5:]
 ports_file = os.environ.get("PORTS_FILE")

@@ -10,7 +10,12 @@
 #
 # ROOT is laid out as a Hugging Face hub: ROOT/ORG/NAME/FILE is served as
 # /ORG/NAME/resolve/REV/FILE for any REV, with Range and ETag (nginx's
-# defaults).  Variants of the same tree, under a path prefix:
+# defaults) and, as the hub does, the commit REV resolved to in an
+# X-Repo-Commit header: NGINX_HUB_COMMIT for the branch main and the tag
+# v1.0, REV itself for a 40-hex REV, none for other names; the branch
+# "moving" names NGINX_HUB_COMMIT2 for config.json and NGINX_HUB_COMMIT for
+# the rest (a branch that moved between two requests).
+# Variants of the same tree, under a path prefix:
 #   /norange/...   ignores Range and answers 200 with the whole file (max_ranges 0)
 #   /slow/...      limit_rate 2 MiB/s, to kill a worker mid-transfer
 #   /private/...   401 unless "Authorization: Bearer sekrit"
@@ -26,6 +31,8 @@
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 NGINX_PID=
 NGINX_DIR=
+NGINX_HUB_COMMIT=3f9c1e0d2b4a6c8e0f1a3b5c7d9e1f2a4b6c8d0e
+NGINX_HUB_COMMIT2=7e5d3c1b9a8f6e4d2c0b1a3f5e7d9c1b3a5f7e9d
 
 nginx_free_port() {
 	"${PYTHON:-python3}" -c 'import socket
@@ -58,6 +65,13 @@ http {
 	sendfile on;
 	etag on;
 	keepalive_requests 100000;
+	map \$uri \$fg_repo_commit {
+		"~/resolve/([0-9a-f]{40})/" \$1;
+		"~/resolve/moving/config\.json\$" $NGINX_HUB_COMMIT2;
+		"~/resolve/(main|v1\.0|moving)/" $NGINX_HUB_COMMIT;
+		default "";
+	}
+	add_header X-Repo-Commit \$fg_repo_commit;
 	server {
 		listen 127.0.0.1:$port;
 		location ~ ^/norange/$hub { max_ranges 0; alias $root/\$1/\$2/\$3; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The client commands (forged jobs|artifacts|fleet) against a real `forged
-# serve` on an ephemeral port, and against a fake server (fake_server.py)
-# for retries; then `forged help`, the completion scripts, the man pages,
-# `forged version --json` and --color.
+# serve` on an ephemeral port (lib.sh's start_server), and against a fake
+# server (fake_server.py) for retries; then `forged help`, the completion
+# scripts, the man pages, `forged version --json` and --color.
 #
 # Exit codes checked: 0 for a clean forge (--wait), 1 for a refused one
 # (qwen35_mlx_head_shifted: head_double_shifted), 2 for an unknown target
@@ -16,14 +16,6 @@ set -u
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 # The client's environment: nothing inherited that would change its choices.
 unset FORGED_URL FORGED_TOKEN NO_COLOR
 export XDG_CONFIG_HOME=$TMP/xdg HOME=$TMP/home no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
@@ -34,32 +26,6 @@ WTOK=client-write-token-c93
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 printf 'read reader %s\nwrite writer %s\n' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens"
 printf '%s\n' "$WTOK" >"$TMP/wtoken"
-
-# start_server NAME ARGS...: `forged serve` with its log in $TMP/NAME.log; sets SPID, BASE.
-start_server() {
-	local name=$1 i port=""
-	shift
-	"$FORGED" serve --listen 127.0.0.1:0 "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	for i in $(seq 1 300); do
-		port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ -z "$port" ]; then
-		bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"
-		return 1
-	fi
-	BASE=http://127.0.0.1:$port
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
-}
 
 # cli NAME ARGS...: run forged with stdout in $TMP/NAME.out, stderr in $TMP/NAME.err; status in $RC.
 cli() {
@@ -269,7 +235,7 @@ cat >"$TMP/scenario.json" <<EOF
  "GET /v1/fleet/health": [{"status": 200, "body": "not json"}]}
 EOF
 python3 "$REPO/tests/e2e/fake_server.py" "$TMP/scenario.json" "$TMP/fake.log" "$TMP/fake.port" &
-PIDS="$PIDS $!"
+kill_on_exit $!
 for i in $(seq 1 100); do [ -s "$TMP/fake.port" ] && break; sleep 0.05; done
 FAKE=http://127.0.0.1:$(cat "$TMP/fake.port")
 run retry jobs submit qwen35_hf --wait --server "$FAKE" --token t0k
@@ -343,7 +309,7 @@ check "bash: forged jobs submit --ta<TAB>" [ "$(comp forged jobs submit --ta)" =
 check "bash: forged jobs submit --target mtp<TAB>" [ "$(comp forged jobs submit --target mtp)" = "mtplx-2.11 mtplx-2.12" ]
 check "bash: forged jobs --server U list --st<TAB>" [ "$(comp forged jobs --server http://x list --st)" = --state ]
 check "bash: forged artifacts list -o <TAB>" [ "$(comp forged artifacts list -o '')" = "table json" ]
-check "bash: forged inspect --runtime=o<TAB>" [ "$(comp forged inspect --runtime = o)" = ollama ]
+check "bash: forged inspect --runtime=o<TAB>" [ "$(comp forged inspect --runtime = o)" = "ollama ollama-mlx" ]
 check "bash: forged --color <TAB>" [ "$(comp forged --color '')" = "auto always never" ]
 check "bash: forged help fl<TAB>" [ "$(comp forged help fl)" = fleet ]
 check "bash: forged forge --quant <TAB>" [ "$(comp forged forge --quant '')" = "keep match mxfp4" ]
@@ -353,7 +319,7 @@ if command -v zsh >/dev/null 2>&1; then
 			compset() { :; }; _message() { echo "(message)"; }
 			source <(sed "\$d" "$1"); shift; words=("$@"); CURRENT=${#words}; _forged' _ "$TMP/zsh.out" "$@"
 	}
-	check "zsh: forged jobs submit --target=ml<TAB>" [ "$(zcomp forged jobs submit --target=ml)" = "mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mtplx-2.11 mtplx-2.12 ollama hf" ]
+	check "zsh: forged jobs submit --target=ml<TAB>" [ "$(zcomp forged jobs submit --target=ml)" = "mlx-lm-0.31 mlx-lm-0.32 mlx-lm-pr990 mlx-lm-pr1740 mlx-lm-pr1724 mlx-lm-pr1469 lmstudio-mlx mlx-vlm mtplx-2.11 mtplx-2.12 vllm-mlx ollama ollama-mlx llamacpp transformers vllm sglang hf" ]
 	check "zsh: forged fleet <TAB>" grep -q "^health:.* report:" <<<"$(zcomp forged fleet '')"
 	check "zsh: forged jobs submit SOURCE<TAB> completes files" [ "$(zcomp forged jobs submit '')" = "(files)" ]
 fi
@@ -384,7 +350,7 @@ for c in $COMMANDS; do
 		check "forged.1 names $o of $c" grep -q -- "$o" <<<"$MAN1"
 	done
 done
-for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN FORGED_CACHE_DIR FORGED_SIMD; do
+for e in FORGED_URL FORGED_TOKEN HF_ENDPOINT HF_TOKEN HF_HOME HF_HUB_OFFLINE FORGED_CACHE_DIR XDG_CACHE_HOME FORGED_SIMD; do
 	check "forged.1 documents \$$e" grep -q "^\.B $e$" <<<"$MAN1"
 done
 for x in 0 1 2 3; do

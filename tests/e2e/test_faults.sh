@@ -91,7 +91,7 @@ start() {
 	return 0
 }
 
-SOURCES=(qwen35_hf glm45 mimo qwen35_moe_hf_numbered)
+SOURCES=(qwen35_hf glm45 mimo qwen35_moe_hf_fused_linear)
 JOBS=$((3 * ${#POINTS[@]}))
 # The jobs, queued up front by a server that runs none (--workers 0): odd ones with a client's out.
 start submit "" --workers 0 || { finish; exit 1; }

@@ -80,14 +80,20 @@ forge deepseek_v3_fp8 fp8 --target hf
 check "deepseek fp8: exit 0 ($(head -c 200 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
 numpy_check "deepseek fp8" fp8 "$FIXTURES/deepseek_v3_fp8" "$TMP/fp8"
 
-# MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.
+# MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.  The trunk is an MLX
+# backbone's: MTPLX loads it through mlx-lm, whose qwen3_5_moe sanitize unfuses only [E,2I,H] experts,
+# so the HF numbered and bmm trunks themselves would not load (issue 10; qwen3_5_moe.py@d78bf58e217c:L23-52).
 for layout in numbered fused_linear fused_bmm; do
-	forge "qwen35_moe_hf_$layout" "moe_$layout" --target mtplx-2.12
+	forge "qwen35_moe_hf_$layout" "moe_$layout" --target mtplx-2.12 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
 	check "moe $layout: exit 0 ($(head -c 200 "$TMP/moe_$layout.err"))" [ "$RC" -eq 0 ]
 	numpy_check "moe $layout" experts "$FIXTURES/qwen35_moe_hf_numbered" "$TMP/moe_$layout"
 done
 check "moe: fused-linear sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_linear/mtp.safetensors"
 check "moe: fused-bmm sidecar equals numbered" cmp -s "$TMP/moe_numbered/mtp.safetensors" "$TMP/moe_fused_bmm/mtp.safetensors"
+# Without the backbone the artifact keeps the source's numbered trunk: the check refuses it for mtplx-2.12.
+forge qwen35_moe_hf_numbered moe_no_backbone --target mtplx-2.12
+check "moe numbered, no backbone: exit 1" [ "$RC" -eq 1 ]
+check "moe numbered, no backbone: runtime_load_error" grep -q "runtime_load_error" "$TMP/moe_no_backbone.err"
 
 # Quantization policies: bit-exact with numpy's MLX affine and mxfp4.
 forge qwen35_hf quant_affine --quant affine:4:64
@@ -154,6 +160,42 @@ RC=0; "$FORGED" forge "$TMP/hole" --out "$TMP/hole_art" >/dev/null 2>"$TMP/hole.
 check "expert 0 missing: exit 1" [ "$RC" -eq 1 ]
 check "expert 0 missing: expert_layout_ambiguous" grep -q expert_layout_ambiguous "$TMP/hole.err"
 check "expert 0 missing: nothing written" [ ! -e "$TMP/hole_art" ]
+
+# Long names are kept whole: fused experts under a 257-character module path
+# (an expert block prefix past 192 characters, switch_mlp names past 256).
+mkdir -p "$TMP/long"
+cp "$FIXTURES/qwen35_moe_hf_fused_linear/"* "$TMP/long/"
+long_mod="mtp.layers.0.mlp.$(printf 'm%.0s' $(seq 240))"
+"$PYTHON" - "$TMP/long" "$long_mod" <<'PY'
+import glob, json, struct, sys
+d, mod = sys.argv[1], sys.argv[2]
+old, new = "mtp.layers.0.mlp.experts.", mod + ".experts."
+for f in glob.glob(d + "/model-*.safetensors"):
+    b = open(f, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h = {k.replace(old, new): v for k, v in h.items()}
+    t = json.dumps(h, separators=(",", ":")).encode()
+    t += b" " * (-len(t) % 8)
+    open(f, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+idx = json.load(open(d + "/model.safetensors.index.json"))
+idx["weight_map"] = {k.replace(old, new): v for k, v in idx["weight_map"].items()}
+json.dump(idx, open(d + "/model.safetensors.index.json", "w"))
+PY
+RC=0; "$FORGED" forge "$TMP/long" --out "$TMP/long_art" --json >"$TMP/long.json" 2>"$TMP/long.err" || RC=$?
+check "long names: exit 0 ($(head -c 200 "$TMP/long.err"))" [ "$RC" -eq 0 ]
+long_names=$("$PYTHON" - "$TMP/long_art/mtp.safetensors" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+print("\n".join(sorted(k for k in json.loads(b[8:8 + n]) if "switch_mlp" in k)))
+PY
+)
+check "long names: the experts are restacked under their whole names" \
+	[ "$long_names" = "$(printf '%s.switch_mlp.%s.weight\n' "$long_mod" down_proj "$long_mod" gate_proj "$long_mod" up_proj)" ]
+check "long names: the relayouts name the whole source" \
+	[ "$(jq -r '.relayouts[] | select(.op == "split") | .sources[0]' "$TMP/long_art/forged.json" | sort -u)" = \
+	  "$long_mod.experts.gate_up_proj" ]
 
 # Refusals: a verdict exits 1, bad input 2, and nothing is written either way.
 forge qwen35_mlx_head_shifted refused1

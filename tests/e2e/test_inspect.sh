@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `forged inspect` on every generated fixture (checked against the manifest by
-# check_inspect.py) and on each incident of domain.md section 3, asserting the
+# check_inspect.py) and on each incident of docs/domain.md section 3, asserting the
 # runtime table, verdict codes, `ok` and the exit code.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -28,8 +28,11 @@ done
 # Incident 1 (MTPLX 306): absolute MLX trunk with embedded mtp.* keys.
 inspect qwen35_mlx_embedded
 check "306: exit 1" [ "$RC" -eq 1 ]
-check "306: hazard names mlx-lm-0.31, mtplx-2.12, ollama" \
-	[ "$(field qwen35_mlx_embedded '[.verdicts[]|select(.code=="embedded_mtp_shift_hazard").runtimes[]]|map(select(.=="mlx-lm-0.31" or .=="mtplx-2.12" or .=="ollama"))|length')" = 3 ]
+# Ollama's default import adds +1 unconditionally; the mtp.-keyed trigger is --experimental's (issue 10).
+check "306: hazard names mlx-lm-0.31, mtplx-2.12, lmstudio-mlx, ollama-mlx" \
+	[ "$(field qwen35_mlx_embedded '[.verdicts[]|select(.code=="embedded_mtp_shift_hazard").runtimes[]]|map(select(.=="mlx-lm-0.31" or .=="mtplx-2.12" or .=="lmstudio-mlx" or .=="ollama-mlx"))|length')" = 4 ]
+check "306: ollama double-shifts unconditionally" \
+	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="ollama")|[.shift_reason,.trunk]|join(" ")')" = "unconditional double_shifted" ]
 check "306: mlx-lm-0.31 double-shifts the trunk" \
 	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="mlx-lm-0.31")|[.trunk_shift,.trunk,.head,.outcome]|join(" ")')" = "true double_shifted dropped broken" ]
 check "306: probe 1.79 becomes 2.79" \
@@ -38,7 +41,15 @@ check "306: mlx-lm-0.32 is fine" \
 	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="mlx-lm-0.32")|[.trunk,.outcome]|join(" ")')" = "ok ok" ]
 check "306: mtplx-2.12 refuses" \
 	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="mtplx-2.12").outcome')" = refused ]
-check "306: every runtime listed" [ "$(field qwen35_mlx_embedded '.runtimes|length')" = 7 ]
+check "306: every runtime listed" [ "$(field qwen35_mlx_embedded '.runtimes|length')" = 17 ]
+check "306: mtplx-2.12's load error is its guard" \
+	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="mtplx-2.12").load_error.cause')" = guard ]
+check "306: breakage says how mlx-lm-0.31 breaks" \
+	[ "$(field qwen35_mlx_embedded '.runtimes[]|select(.runtime=="mlx-lm-0.31").breakage|join(",")')" = trunk_double_shifted ]
+inspect qwen35_mlx_embedded --runtime mlx-lm-0.33
+check "306 for mlx-lm-0.33: resolved to mlx-lm-0.32, exit 0" [ "$RC" -eq 0 ]
+check "306 for mlx-lm-0.33: version_of" \
+	[ "$(field qwen35_mlx_embedded '[.runtimes[]|select(.targeted)|.runtime+"="+.version_of]|join(",")')" = "mlx-lm-0.32=mlx-lm-0.33" ]
 inspect qwen35_mlx_embedded --runtime mlx-lm-0.32
 check "306 for mlx-lm-0.32 alone: exit 0" [ "$RC" -eq 0 ]
 check "306 for mlx-lm-0.32 alone: only it is targeted" \
@@ -76,45 +87,102 @@ check "176: raw_zero_centred_head info" \
 	[ "$(field qwen35_mlx_raw_head '.verdicts[]|select(.code=="raw_zero_centred_head").severity')" = info ]
 check "176: mtplx-2.12 heals the head" \
 	[ "$(field qwen35_mlx_raw_head '.runtimes[]|select(.runtime=="mtplx-2.12")|[.head_shift,.head]|map(tostring)|join(" ")')" = "true ok" ]
+# The 2.11 heal gap was the qwen3_5_mtp loader's: model_type qwen3_5_moe takes the generic injector,
+# which heals since 2.9.2 (issue 10 corrects the old expectation "inverted, exit 1").
 inspect qwen35_moe_mlx_raw_head --runtime mtplx-2.11
-check "176 MoE for mtplx-2.11 (no heal): exit 1" [ "$RC" -eq 1 ]
-check "176 MoE for mtplx-2.11: head_convention_mismatch" has_code qwen35_moe_mlx_raw_head head_convention_mismatch
-check "176 MoE for mtplx-2.11: head inverted" \
-	[ "$(field qwen35_moe_mlx_raw_head '.runtimes[]|select(.runtime=="mtplx-2.11").head')" = inverted ]
+check "176 MoE for mtplx-2.11 (generic injector heals): exit 0" [ "$RC" -eq 0 ]
+check "176 MoE for mtplx-2.11: head ok" \
+	[ "$(field qwen35_moe_mlx_raw_head '.runtimes[]|select(.runtime=="mtplx-2.11")|[.head_shift,.head]|map(tostring)|join(" ")')" = "true ok" ]
+inspect qwen35_mtp_model_type --runtime mtplx-2.11
+check "176 qwen3_5_mtp for mtplx-2.11 (no heal): exit 1" [ "$RC" -eq 1 ]
+check "176 qwen3_5_mtp for mtplx-2.11: head inverted" \
+	[ "$(field qwen35_mtp_model_type '.runtimes[]|select(.runtime=="mtplx-2.11")|[.head,(.breakage|join(","))]|join(" ")')" = "inverted head_inverted" ]
 inspect qwen35_mlx_raw_head --runtime mtplx-2.11
 check "176 dense for mtplx-2.11 (healed since 2.2): exit 0" [ "$RC" -eq 0 ]
 
 # Raw Hugging Face source: delta everywhere, loads right in its own runtimes.
 inspect qwen35_hf
 check "raw HF: exit 0" [ "$RC" -eq 0 ]
-check "raw HF: hf loads trunk and head ok" \
-	[ "$(field qwen35_hf '.runtimes[]|select(.runtime=="hf")|[.trunk,.head,.outcome]|join(" ")')" = "ok ok ok" ]
+# "hf" is an alias now (vllm, sglang, transformers); vLLM is the old row's behaviour.
+check "raw HF: vllm loads trunk and head ok" \
+	[ "$(field qwen35_hf '.runtimes[]|select(.runtime=="vllm")|[.trunk,.head,.outcome]|join(" ")')" = "ok ok ok" ]
+inspect qwen35_hf --runtime hf
+check "raw HF for the hf alias: vllm, sglang, transformers targeted" \
+	[ "$(field qwen35_hf '[.runtimes[]|select(.targeted).runtime]|join(",")')" = "transformers,vllm,sglang" ]
+check "raw HF for the hf alias: exit 0" [ "$RC" -eq 0 ]
 check "raw HF: mlx-lm-0.32 shifts for the raw conv1d" \
 	[ "$(field qwen35_hf '.runtimes[]|select(.runtime=="mlx-lm-0.32")|[.trunk_shift,.shift_reason,.trunk]|map(tostring)|join(" ")')" = "true raw_conv1d ok" ]
+# MTPLX finds the embedded keys through the index and heals them (mtp_patch.py@0943c6cb
+# inject_mtp_support): the old expectation "absent, degraded" modelled a sidecar-only loader.
 inspect qwen35_hf --runtime mtplx-2.12
 check "raw HF for mtplx-2.12 (no sidecar): no error" [ "$RC" -eq 0 ]
-check "raw HF for mtplx-2.12 (no sidecar): head absent, degraded" \
-	[ "$(field qwen35_hf '.runtimes[]|select(.runtime=="mtplx-2.12")|[.head,.outcome]|join(" ")')" = "absent degraded" ]
+check "raw HF for mtplx-2.12 (no sidecar): embedded head healed, ok" \
+	[ "$(field qwen35_hf '.runtimes[]|select(.runtime=="mtplx-2.12")|[.head,.outcome,.decode]|join(" ")')" = "ok ok mtp" ]
 
-# Plain-norm families never shift and never get shift verdicts.
+# Plain-norm families never shift and never get shift verdicts.  deepseek_v3_fp8 (L = 3) is refused
+# by mlx-lm, whose deepseek_v3 sanitize drops only model.layers.61 (deepseek_v3.py@d78bf58e217c:L380-478).
 for name in glm45 glm47_flash deepseek_v3_fp8 deepseek_v32 mimo mimo_v2; do
 	inspect "$name"
-	check "$name: exit 0" [ "$RC" -eq 0 ]
+	if [ "$name" = deepseek_v3_fp8 ]; then
+		check "$name: exit 1 (mlx-lm keeps the head layer 3)" [ "$RC" -eq 1 ]
+		check "$name: runtime_load_error for mlx-lm-0.32" \
+			[ "$(field "$name" '.verdicts[]|select(.code=="runtime_load_error").runtimes|join(",")')" = mlx-lm-0.32 ]
+	else
+		check "$name: exit 0" [ "$RC" -eq 0 ]
+	fi
 	check "$name: plain sets" [ "$(field "$name" '[.sets[].convention]|unique|join(",")')" = plain ]
 	check "$name: no runtime shifts" [ "$(field "$name" '[.runtimes[]|select(.trunk_shift or .head_shift)]|length')" = 0 ]
 done
 check "mimo head is mtp_layers" [ "$(field mimo .mtp.scheme)" = mtp_layers ]
 check "glm head is appended" [ "$(field glm45 .mtp.scheme)" = appended_layers ]
 
-# A declared head with no tensors.
+# A declared head with no tensors (issue 12): an info note naming who falls back to plain decoding;
+# an error only for a runtime that refuses it (mlx-lm PR 990).
 inspect qwen35_mlx_no_head_declared
-check "declared missing: exit 1" [ "$RC" -eq 1 ]
+check "declared missing: exit 0" [ "$RC" -eq 0 ]
 check "declared missing: verdict" has_code qwen35_mlx_no_head_declared mtp_declared_missing
+check "declared missing: info, mtplx-2.12 falls back" \
+	[ "$(field qwen35_mlx_no_head_declared '.verdicts[]|select(.code=="mtp_declared_missing")|[.severity,(.runtimes|index("mtplx-2.12")!=null)]|map(tostring)|join(" ")')" = "info true" ]
+inspect qwen35_mlx_no_head_declared --runtime mlx-lm-pr990
+check "declared missing for mlx-lm-pr990: exit 1" [ "$RC" -eq 1 ]
+check "declared missing for mlx-lm-pr990: its ValueError" \
+	[ "$(field qwen35_mlx_no_head_declared '.runtimes[]|select(.runtime=="mlx-lm-pr990").load_error.reason|startswith("ValueError: Config specifies mtp_num_hidden_layers > 0")')" = true ]
+
+# Issue 10's cases, each from a fixture: the runtime, its outcome and the verdict.
+inspect qwen35_mlx_conv1d_2d
+check "2-D conv1d: mlx-lm-0.32 refuses" \
+	[ "$(field qwen35_mlx_conv1d_2d '.runtimes[]|select(.runtime=="mlx-lm-0.32")|[.outcome,.load_error.cause]|join(" ")')" = "refused conv1d" ]
+inspect qwen3_next_mlx_embedded
+check "qwen3_next MLX + embedded head: mlx-lm-0.32 extra keys" \
+	[ "$(field qwen3_next_mlx_embedded '.runtimes[]|select(.runtime=="mlx-lm-0.32").load_error.cause')" = extra_keys ]
+inspect qwen35_mtp_model_type
+check "qwen3_5_mtp: model_type_unsupported" has_code qwen35_mtp_model_type model_type_unsupported
+inspect qwen35_mlx_sidecar_model_mtp
+check "model.mtp.* sidecar: head_keys_not_loaded for mtplx-2.12" \
+	[ "$(field qwen35_mlx_sidecar_model_mtp '.verdicts[]|select(.code=="head_keys_not_loaded").runtimes|join(",")')" = mtplx-2.12 ]
+inspect qwen35_moe_mlx_fused_sidecar
+check "fused MoE sidecar: head_experts_not_loaded" has_code qwen35_moe_mlx_fused_sidecar head_experts_not_loaded
+inspect qwen35_mlx_qkless_delta_head
+check "q/k-less delta head: mtplx-2.12 inverted" \
+	[ "$(field qwen35_mlx_qkless_delta_head '.runtimes[]|select(.runtime=="mtplx-2.12").head')" = inverted ]
+inspect qwen35_mlx_declared_delta
+check "declared delta over absolute: mtplx-2.12 head_degraded" \
+	[ "$(field qwen35_mlx_declared_delta '.runtimes[]|select(.runtime=="mtplx-2.12").breakage|join(",")')" = head_degraded ]
+inspect qwen35_mlx_dup_stray
+check "duplicates: order-dependent for mlx-lm" has_code qwen35_mlx_dup_stray duplicate_tensor_order_dependent
+inspect qwen35_mlx_pruned_index --runtime ollama-mlx
+check "pruned index for ollama-mlx: plain decoding, exit 0" [ "$RC" -eq 0 ]
+check "pruned index for ollama-mlx: trunk ok, decode ar" \
+	[ "$(field qwen35_mlx_pruned_index '.runtimes[]|select(.runtime=="ollama-mlx")|[.trunk,.decode,.outcome]|join(" ")')" = "ok ar degraded" ]
+inspect qwen35_moe_mlx_embedded
+check "qwen3_5_moe 306: mtplx-2.12 serves it broken (no guard)" \
+	[ "$(field qwen35_moe_mlx_embedded '.runtimes[]|select(.runtime=="mtplx-2.12")|[.trunk,.outcome]|join(" ")')" = "double_shifted broken" ]
 
 # Human output: five-second table.
 "$FORGED" inspect "$FIXTURES/qwen35_mlx_embedded" >"$TMP/human.txt" 2>&1
 check "human: NOT OK line" grep -q "NOT OK" "$TMP/human.txt"
 check "human: runtime line" grep -q "mlx-lm-0.31 *double_shifted *dropped *broken" "$TMP/human.txt"
+check "human: breakage column" grep -q "mlx-lm-0.31 .*mtp_keys *trunk_double_shifted" "$TMP/human.txt"
 
 # Bad input: exit 2 with the file and the reason.
 mkdir -p "$TMP/noconfig" && cp "$FIXTURES/glm45/model.safetensors" "$TMP/noconfig/"

@@ -20,30 +20,11 @@ FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DOC=$REPO/docs/openapi.json
 
-PID=""
-cleanup() {
-	[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
 WTOK=openapi-e2e-write
 printf 'write ci %s\n' "$(printf %s "$WTOK" | sha256sum | cut -d' ' -f1)" >"$TMP/tokens"
-"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$FIXTURES" \
-	--tokens-file "$TMP/tokens" --workers 1 >"$TMP/log" 2>&1 &
-PID=$!
-PORT=""
-for i in $(seq 1 300); do
-	PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/log")
-	[ -n "$PORT" ] && break
-	sleep 0.05
-done
-[ -n "$PORT" ] || { bad "server did not start: $(tail -n 3 "$TMP/log")"; finish; exit 1; }
-BASE=http://127.0.0.1:$PORT
-for i in $(seq 1 100); do
-	[ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/readyz")" = 200 ] && break
-	sleep 0.1
-done
+start_server serve --state-dir "$TMP/state" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens" --workers 1 ||
+	{ finish; exit 1; }
+PID=$SPID
 
 # ---- the served document is the file ----
 code=$(curl -sS -o "$TMP/served.json" -w '%{http_code}' "$BASE/openapi.json")
@@ -129,6 +110,8 @@ for path in sys.argv[1:]:
             elif " " in lit or re.fullmatch(r"[A-Z][a-z]+", lit):
                 break  # the title: slugs come before it
     slugs.update(re.findall(r"urn:forged:problem:([a-z-]+)", src))
+    # Validation faults (api/validate.c) carry their type as the second argument.
+    slugs.update(re.findall(r'fg_v_add(?:_param)?\(\s*[^,]+,\s*"([a-z0-9]+(?:-[a-z0-9]+)*)"', src))
 for s in sorted(slugs):
     print("urn:forged:problem:" + s)
 EOF
@@ -139,10 +122,6 @@ if diff "$TMP/code_types" "$TMP/doc_types" >"$TMP/types.diff"; then ok; else bad
 check "every 4xx/5xx response is application/problem+json" \
 	[ "$(jq '[.components.responses[] | .content | keys[]] | unique == ["application/problem+json"]' "$DOC")" = true ]
 
-kill -TERM "$PID"
-for i in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-rc=0
-wait "$PID" || rc=$?
-PID=""
-check "server stops with exit 0" [ "$rc" = 0 ]
+stop_server "$PID" 10
+check "server stops with exit 0" [ "$STOP_RC" = 0 ]
 finish

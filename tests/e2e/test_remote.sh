@@ -48,8 +48,107 @@ done
 rc=0; HF_ENDPOINT=$NGINX_URL FORGED_CACHE_DIR=$TMP/cache2 "$FORGED" inspect hf://fx/qwen35_mlx_embedded --json >"$TMP/hf.json" 2>"$TMP/err" || rc=$?
 check "hf://: exit 1 like the local copy ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 1 ]
 check "hf://: hazard found" [ "$(jq -r '[.verdicts[].code] | index("embedded_mtp_shift_hazard") != null' "$TMP/hf.json")" = true ]
-rc=0; FORGED_CACHE_DIR=$TMP/cache2 HF_ENDPOINT= "$FORGED" inspect hf://fx/qwen35_hf >/dev/null 2>"$TMP/err" || rc=$?
-check "hf:// without an endpoint: exit 2" [ "$rc" -eq 2 ]
+
+# ---- the Hub as its users know it (README "Remote sources") ----
+hub() { # hub CACHE ARGS...: forged with the hub's variables cleared but HF_ENDPOINT=nginx; exit in $rc
+	local cache=$1; shift
+	rc=0
+	env -u HF_TOKEN -u HF_HOME -u HF_HUB_OFFLINE -u XDG_CACHE_HOME HOME="$TMP/nohome" \
+		HF_ENDPOINT="$NGINX_URL" FORGED_CACHE_DIR="$cache" "$FORGED" "$@" >"$TMP/hub.json" 2>"$TMP/err" || rc=$?
+}
+# A branch, a tag and a commit: the revision as named and the commit it resolved to
+# (the hub's X-Repo-Commit header) are in the report's remote block.
+hub "$TMP/cache_rev" inspect hf://fx/qwen35_hf --json
+check "hf:// main: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+check "hf:// main: remote.revision" [ "$(jq -r .remote.revision "$TMP/hub.json")" = main ]
+check "hf:// main: remote.resolved_commit is the hub's commit" \
+	[ "$(jq -r .remote.resolved_commit "$TMP/hub.json")" = "$NGINX_HUB_COMMIT" ]
+lines=$(nginx_log_lines)
+hub "$TMP/cache_rev" inspect hf://fx/qwen35_hf --json
+check "hf:// main from the cache: no request" [ "$(nginx_log_lines)" -eq "$lines" ]
+check "hf:// main from the cache: the commit is still known" \
+	[ "$(jq -r .remote.resolved_commit "$TMP/hub.json")" = "$NGINX_HUB_COMMIT" ]
+hub "$TMP/cache_rev" inspect hf://fx/qwen35_hf@v1.0 --json
+check "hf://@v1.0 (a tag): exit 0 and resolved" \
+	[ "$rc $(jq -r '.remote | .revision + " " + .resolved_commit' "$TMP/hub.json")" = "0 v1.0 $NGINX_HUB_COMMIT" ]
+pin=0123456789abcdef0123456789abcdef01234567
+hub "$TMP/cache_rev" inspect "hf://fx/qwen35_hf@$pin" --json
+check "hf://@COMMIT: exit 0, resolved to itself" \
+	[ "$rc $(jq -r '.remote | .revision + " " + .resolved_commit' "$TMP/hub.json")" = "0 $pin $pin" ]
+check "hf://@COMMIT: read at that commit" grep -q "\"GET /fx/qwen35_hf/resolve/$pin/config.json" "$NGINX_LOG"
+check "hf:// report: the decisions equal the local copy's" \
+	[ "$(jq -c "$summary" "$TMP/hub.json")" = "$("$FORGED" inspect "$FIXTURES/qwen35_hf" --json 2>/dev/null | jq -c "$summary")" ]
+hub "$TMP/cache_rev" inspect hf://fx/qwen35_hf@other-branch --json
+check "hf:// on a server that names no commit: resolved_commit null" \
+	[ "$rc $(jq -r .remote.resolved_commit "$TMP/hub.json")" = "0 null" ]
+check "http:// sources have no revision" [ "$(jq -r '.remote | [.revision, .resolved_commit] | tostring' "$TMP/r.json")" = '[null,null]' ]
+# A branch that moves between two responses: refused rather than mixed.
+hub "$TMP/cache_moving" inspect hf://fx/qwen35_hf@moving
+check "hf:// branch moved while read: exit 2 ($rc)" [ "$rc" -eq 2 ]
+check "hf:// branch moved while read: says so" grep -q "revision 'moving' moved while being read" "$TMP/err"
+# forge provenance records them.
+hub "$TMP/cache_rev" forge hf://fx/qwen35_hf@v1.0 --backbone "$FIXTURES/qwen35_hf" --out "$TMP/hub_art"
+check "hf:// forge: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+check "hf:// forge: forged.json names the revision and the resolved commit" \
+	[ "$(jq -r '.source | .path + " " + .revision + " " + .resolved_commit' "$TMP/hub_art/forged.json")" = \
+	  "hf://fx/qwen35_hf@v1.0 v1.0 $NGINX_HUB_COMMIT" ]
+
+# The token: $HF_TOKEN, else $HF_HOME/token, else $XDG_CACHE_HOME/huggingface/token,
+# else ~/.cache/huggingface/token (nginx's /private wants "Bearer sekrit").
+private() { # private CACHE ENV...: inspect hf://fx/qwen35_hf against /private; exit in $rc
+	local cache=$1; shift
+	rc=0
+	env -u HF_TOKEN -u HF_HOME -u HF_HUB_OFFLINE -u XDG_CACHE_HOME HOME="$TMP/nohome" \
+		HF_ENDPOINT="$NGINX_URL/private" FORGED_CACHE_DIR="$cache" "$@" "$FORGED" inspect hf://fx/qwen35_hf \
+		>/dev/null 2>"$TMP/err" || rc=$?
+}
+private "$TMP/tok0"
+check "private repo without a token: exit 2 ($rc)" [ "$rc" -eq 2 ]
+check "private repo without a token: 401 named" grep -q "401 Unauthorized" "$TMP/err"
+mkdir -p "$TMP/hfhome" "$TMP/xdg/huggingface" "$TMP/home/.cache/huggingface"
+printf 'sekrit\n' >"$TMP/hfhome/token"
+printf 'sekrit\n' >"$TMP/xdg/huggingface/token"
+printf 'sekrit' >"$TMP/home/.cache/huggingface/token"
+private "$TMP/tok1" HF_TOKEN=sekrit
+check "private repo with \$HF_TOKEN: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+private "$TMP/tok2" HF_HOME="$TMP/hfhome"
+check "private repo with \$HF_HOME/token: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+private "$TMP/tok3" XDG_CACHE_HOME="$TMP/xdg"
+check "private repo with \$XDG_CACHE_HOME/huggingface/token: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+private "$TMP/tok4" HOME="$TMP/home"
+check "private repo with ~/.cache/huggingface/token: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+private "$TMP/tok5" HOME="$TMP/home" HF_TOKEN=wrong
+check "\$HF_TOKEN wins over the token file: exit 2" [ "$rc" -eq 2 ]
+
+# HF_HUB_OFFLINE=1: the cache only, expired or not; what it lacks fails clearly, naming the URL.
+lines=$(nginx_log_lines)
+hub "$TMP/cache_rev" inspect hf://fx/qwen35_hf --json
+cp "$TMP/hub.json" "$TMP/online.json"
+rc=0
+env -u HF_TOKEN -u HF_HOME -u XDG_CACHE_HOME HOME="$TMP/nohome" HF_HUB_OFFLINE=1 HF_ENDPOINT="$NGINX_URL" \
+	FORGED_CACHE_DIR="$TMP/cache_rev" "$FORGED" inspect hf://fx/qwen35_hf --json >"$TMP/off.json" 2>"$TMP/err" || rc=$?
+check "offline with a warm cache: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+check "offline with a warm cache: the same report" \
+	[ "$(jq -c "$summary" "$TMP/off.json")" = "$(jq -c "$summary" "$TMP/online.json")" ]
+check "offline with a warm cache: the commit is known" [ "$(jq -r .remote.resolved_commit "$TMP/off.json")" = "$NGINX_HUB_COMMIT" ]
+check "offline: no request made" [ "$(nginx_log_lines)" -eq "$lines" ]
+# With no HF_ENDPOINT the default hub is the one forged would ask: offline, it names the URL.
+rc=0
+env -u HF_ENDPOINT -u HF_TOKEN -u HF_HOME -u XDG_CACHE_HOME HOME="$TMP/nohome" HF_HUB_OFFLINE=1 \
+	FORGED_CACHE_DIR="$TMP/cache_cold" "$FORGED" inspect hf://fx/qwen35_hf >/dev/null 2>"$TMP/err" || rc=$?
+check "offline, cold cache: exit 2 ($rc)" [ "$rc" -eq 2 ]
+check "offline, cold cache: names the default hub's URL and HF_HUB_OFFLINE ($(head -c 300 "$TMP/err"))" \
+	grep -q "GET https://huggingface.co/fx/qwen35_hf/resolve/main/config.json: not in the cache, and HF_HUB_OFFLINE is set" "$TMP/err"
+rc=0
+env -u HF_TOKEN -u HF_HOME -u XDG_CACHE_HOME HOME="$TMP/nohome" HF_HUB_OFFLINE=1 HF_ENDPOINT= \
+	FORGED_CACHE_DIR="$TMP/cache_cold" "$FORGED" inspect hf://fx/qwen35_hf >/dev/null 2>"$TMP/err" || rc=$?
+check "an empty HF_ENDPOINT is the default hub too" grep -q "GET https://huggingface.co/fx/" "$TMP/err"
+# XDG_CACHE_HOME moves forged's own cache when FORGED_CACHE_DIR is unset.
+rc=0
+env -u FORGED_CACHE_DIR XDG_CACHE_HOME="$TMP/xdgcache" HOME="$TMP/nohome" "$FORGED" inspect "$(url qwen35_hf)" >/dev/null 2>"$TMP/err" || rc=$?
+check "XDG_CACHE_HOME: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+check "XDG_CACHE_HOME: the cache is in \$XDG_CACHE_HOME/forged" [ -d "$TMP/xdgcache/forged/v1/ranges" ]
+check "XDG_CACHE_HOME: nothing under ~/.cache" [ ! -e "$TMP/nohome/.cache" ]
 
 # A server that ignores Range (answers 200 with the whole file) still works.
 rc=0; FORGED_CACHE_DIR=$TMP/cache3 "$FORGED" inspect "$NGINX_URL/norange/fx/qwen35_hf/resolve/main/" --json >"$TMP/nr.json" 2>"$TMP/err" || rc=$?
@@ -70,22 +169,39 @@ rc=0; "$FORGED" forge "$(url qwen35_hf)" --backbone "$FIXTURES/qwen35_hf" --out 
 check "remote forge: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
 "$FORGED" forge "$FIXTURES/qwen35_hf" --out "$TMP/local_art" >/dev/null 2>&1
 check "remote forge: sidecar identical to the local forge's" cmp -s "$TMP/remote_art/mtp.safetensors" "$TMP/local_art/mtp.safetensors"
+check "local forge: provenance revision and resolved_commit are null" \
+	[ "$(jq -c '.source | [.revision, .resolved_commit]' "$TMP/local_art/forged.json")" = '[null,null]' ]
+check "http:// forge: no revision either" [ "$(jq -c '.source | [.revision, .resolved_commit]' "$TMP/remote_art/forged.json")" = '[null,null]' ]
 rc=0; "$FORGED" forge "$(url qwen35_hf)" --out "$TMP/no_bb" >/dev/null 2>"$TMP/err" || rc=$?
 check "remote backbone: exit 2" [ "$rc" -eq 2 ]
 check "remote backbone: explains" grep -q "backbone must be a local folder" "$TMP/err"
 check "remote backbone: nothing written" [ ! -e "$TMP/no_bb" ]
-# The service: URL sources of allowed hosts only; jobs fetch the head remotely.
-"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
-	--allow-hosts "127.0.0.1:$NGINX_PORT" --workers 1 >"$TMP/serve.log" 2>&1 &
-spid=$!
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/serve.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
-api=http://127.0.0.1:$port
+# The service: URL sources of allowed hosts only; jobs fetch the head remotely
+# (into artifacts_dir, here outside the state folder).
+serve() { # serve NAME ARGS...: start_server with the allowed roots and hosts; sets spid and api
+	local name=$1; shift
+	start_server "$name" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
+		--allow-hosts "127.0.0.1:$NGINX_PORT" "$@"
+	spid=$SPID
+	api=$BASE
+}
 post() { curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$api$1"; }
+# etag_ttl_seconds: the default (3600) trusts what the cache learned; 0 asks the server again.
+for ttl in default 0; do
+	args=(); [ "$ttl" = default ] || args=(--etag-ttl-seconds "$ttl")
+	serve "serve_ttl_$ttl" --state-dir "$TMP/state_ttl_$ttl" --workers 0 "${args[@]}"
+	post /v1/inspections "{\"source\": \"$(url qwen35_hf)\"}" >/dev/null
+	lines=$(nginx_log_lines)
+	code=$(post /v1/inspections "{\"source\": \"$(url qwen35_hf)\"}")
+	n=$(( $(nginx_log_lines) - lines ))
+	if [ "$ttl" = default ]; then
+		check "etag_ttl_seconds default: a second inspection makes no request ($code, $n)" [ "$code:$n" = 201:0 ]
+	else
+		check "etag_ttl_seconds 0: a second inspection confirms the files ($code, $n requests)" [ "$code" = 201 -a "$n" -gt 0 ]
+	fi
+	stop_server "$spid" 10
+done
+serve serve --state-dir "$TMP/state" --artifacts-dir "$TMP/arts" --workers 1
 code=$(post /v1/inspections "{\"source\": \"$(url qwen35_mlx_embedded)\"}")
 check "API: inspection of an allowed URL: 201 (got $code: $(head -c 200 "$TMP/body"))" [ "$code" = 201 ]
 check "API: the remote inspection finds the hazard" \
@@ -108,6 +224,9 @@ check "API: remote forge job succeeded ($state)" [ "$state" = succeeded ]
 aid=$(curl -s "$api/v1/jobs/$job" | jq -r .artifact_id)
 check "API: the remote job's artifact has the local forge's fingerprint" \
 	[ "$(curl -s "$api/v1/artifacts/$aid" | jq -r .fingerprint)" = "$(jq -r .fingerprint "$TMP/local_art/forged.json")" ]
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+check "API: a job without an out writes artifacts_dir/JOB" \
+	[ "$(curl -s "$api/v1/artifacts/$aid" | jq -r .path)" = "$(cd "$TMP" && pwd -P)/arts/$job" ]
+check "API: artifacts_dir was made, mode 0750" [ "$(stat -c %a "$TMP/arts")" = 750 ]
+check "API: nothing under state/artifacts" [ ! -e "$TMP/state/artifacts" ]
+stop_server "$spid" 10
 finish

@@ -17,30 +17,12 @@ set -u
 . "$(dirname "$0")/lib.sh"
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-STORE=${FORGED_E2E_STORE:-sqlite}
-if [ "$STORE" = postgres ]; then
-	if [ -z "${FORGED_TEST_PG:-}" ]; then
-		echo "$(basename "$0" .sh): skipped: FORGED_TEST_PG is not set (tests/run_all.sh starts a PostgreSQL cluster when it is installed)"
-		finish
-		exit 0
-	fi
-	. "$REPO/tests/pg_cluster.sh"
-fi
-# store_args STATE_DIR: the --store flag of a server with that state folder (postgres: its own database).
-store_args() {
-	local db
-	[ "$STORE" = postgres ] || return 0
-	db="e2e_$(basename "$1" | tr -c 'a-z0-9_\n' '_')_$$"
-	if ! grep -qx "$db" "$TMP/pg_dbs" 2>/dev/null; then
-		pg_createdb "$db" >/dev/null || { bad "cannot create database $db"; return 1; }
-		echo "$db" >>"$TMP/pg_dbs"
-	fi
-	echo "--store postgresql:///$db?host=$FORGED_TEST_PG_SOCKET&user=forged"
-}
+STORE=$E2E_STORE
+store_skip_without_pg
 # sql STATE_DIR SQL: run SQL on that server's database; prints the first column of each row.
 sql() {
 	if [ "$STORE" = postgres ]; then
-		psql -X -q -A -t "postgresql:///e2e_$(basename "$1" | tr -c 'a-z0-9_\n' '_')_$$?host=$FORGED_TEST_PG_SOCKET&user=forged" -c "$2"
+		psql -X -q -A -t "$(store_url "$1")" -c "$2"
 	else
 		"$PYTHON" -c 'import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], timeout=10)
@@ -57,71 +39,17 @@ store_intact() {
 	fi
 }
 
-# Every server this script starts, killed on exit whatever happens.
-PIDS=""
+# Every server start_server starts is killed on exit (lib.sh); then the tmpfs goes.
 FULL_MOUNTED=0
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
+on_exit() {
 	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/fullout" 2>/dev/null
 	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/full" 2>/dev/null
-	if [ "$STORE" = postgres ] && [ -f "$TMP/pg_dbs" ]; then
-		while read -r db; do psql -q -X "$FORGED_TEST_PG" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1; done <"$TMP/pg_dbs"
-	fi
-	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
 RTOK=e2e-read-token-1f0c
 WTOK=e2e-write-token-77a2
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 printf 'read ci-reader %s\nwrite ci-writer %s\n' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens"
-
-# start_server NAME ARGS...: runs `forged serve` (environment from SERVER_ENV)
-# with its log in $TMP/NAME.log; sets SPID, PORT and BASE once /readyz says 200.
-start_server() {
-	local name=$1 i a prev="" sa=""
-	shift
-	for a in "$@"; do [ "$prev" = --state-dir ] && sa=$(store_args "$a"); prev=$a; done
-	# shellcheck disable=SC2086
-	env ${SERVER_ENV:-} "$FORGED" serve --listen 127.0.0.1:0 $sa "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	PORT=""
-	for i in $(seq 1 300); do
-		PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$PORT" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ -z "$PORT" ]; then
-		bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"
-		return 1
-	fi
-	BASE=http://127.0.0.1:$PORT
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
-}
-
-# stop_server PID SECONDS: SIGTERM, wait at most SECONDS; exit status in $STOP_RC (999: still running).
-stop_server() {
-	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null
-	STOP_RC=999
-	for i in $(seq 1 $(($2 * 10))); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			STOP_RC=0
-			wait "$pid" 2>/dev/null || STOP_RC=$?
-			return 0
-		fi
-		sleep 0.1
-	done
-}
 
 # http METHOD PATH [CURL ARGS...]: status in $CODE, body in $TMP/body, headers in $TMP/hdr.
 http() {
@@ -216,7 +144,7 @@ get /v1/nothing
 expect_problem "unknown route: 404" 404 no-such-route
 http PUT /v1/jobs "${W[@]}"
 expect_problem "PUT /v1/jobs: 405" 405 method-not-allowed
-check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET" ]
+check "405 names the allowed methods" [ "$(header Allow)" = "POST, GET, HEAD" ]
 get /v1/jobs/0
 expect_problem "job id 0 is no route" 404 no-such-route
 get /v1/jobs/99999
@@ -323,7 +251,7 @@ stored_has() {
 	okv=$(jb .ok)
 	if [ "$sev" = "$3" ] && [ "$okv" = "$4" ]; then ok; else bad "$1: $2 severity '$sev' ok $okv, want $3 $4"; fi
 }
-# Incidents of domain.md section 3 and each error verdict's fixture.
+# Incidents of docs/domain.md section 3 and each error verdict's fixture.
 stored_has qwen35_mlx_embedded embedded_mtp_shift_hazard error false
 stored_has qwen35_mlx_pruned_index index_mismatch warning false
 stored_has qwen35_mlx_stray_shard stray_shard warning false
@@ -334,20 +262,25 @@ stored_has qwen35_mlx_raw_head raw_zero_centred_head info true
 stored_has qwen35_mlx_mixed_head mixed_convention error false
 stored_has qwen35_mlx_zero_head degenerate_head error false
 stored_has qwen35_mlx_nan_head nonfinite_norm error false
-stored_has qwen35_mlx_no_head_declared mtp_declared_missing error false
+stored_has qwen35_mlx_no_head_declared mtp_declared_missing info true
 stored_has qwen35_moe_hf_ambiguous expert_layout_ambiguous error false
 get "/v1/artifacts/${AID[qwen35_mlx_sidecar]:-0}"
 check "healthy sidecar: no verdicts, ok" [ "$(jb '[(.verdicts | length), .ok] | map(tostring) | join(" ")')" = "0 true" ]
 get "/v1/artifacts/${AID[qwen35_mlx_embedded]:-0}"
 check "306 stored report: mlx-lm-0.31 double-shifts the trunk" \
 	[ "$(jb '.report.runtimes[] | select(.runtime == "mlx-lm-0.31") | [.trunk, .head, .outcome] | join(" ")')" = "double_shifted dropped broken" ]
-# Incident 3 for a runtime that does not heal the head.
-post /v1/inspections '{"source": "qwen35_moe_mlx_raw_head", "runtimes": ["mtplx-2.11"]}'
-expect "176 MoE for mtplx-2.11" 201
-AID[moe_raw_2_11]=$(jb .artifact_id)
-check "176 MoE for mtplx-2.11: only it is targeted" \
+# Incident 3 for a runtime that does not heal the head: MTPLX 2.11's qwen3_5_mtp loader (issue 10:
+# qwen3_5_moe takes the generic injector, which heals, so the old MoE case is clean now).
+post /v1/inspections '{"source": "qwen35_mtp_model_type", "runtimes": ["mtplx-2.11"]}'
+expect "176 qwen3_5_mtp for mtplx-2.11" 201
+AID[mtp_raw_2_11]=$(jb .artifact_id)
+check "176 qwen3_5_mtp for mtplx-2.11: only it is targeted" \
 	[ "$(jb '[.report.runtimes[] | select(.targeted).runtime] | join(",")')" = mtplx-2.11 ]
-stored_has moe_raw_2_11 head_convention_mismatch error false
+stored_has mtp_raw_2_11 head_convention_mismatch error false
+post /v1/inspections '{"source": "qwen35_hf", "runtimes": ["mlx-lm-0.33", "hf"]}'
+expect "a versioned id and the hf alias" 201
+check "a versioned id and the hf alias: the rows they name" \
+	[ "$(jb '[.report.runtimes[] | select(.targeted) | .runtime + (if .version_of then "=" + .version_of else "" end)] | join(",")')" = "mlx-lm-0.32=mlx-lm-0.33,transformers,vllm,sglang" ]
 
 # ---- a forge job ----
 http GET /v1/fleet/health "${R[@]}"
@@ -401,6 +334,8 @@ check "refused forge: nothing in state/artifacts" [ ! -e "$STATE/artifacts/$BADJ
 get "/v1/jobs/$JOB"
 DELETE_DONE=$(jb .state)
 http DELETE "/v1/jobs/$JOB" "${W[@]}"
+expect_problem "DELETE of a succeeded job is 409 job-finished" 409 job-finished
+get "/v1/jobs/$JOB"
 check "DELETE of a succeeded job leaves it succeeded" [ "$(jb .state)" = "$DELETE_DONE" ]
 
 # ---- verifications: MTPLX issue 306 and its control ----
@@ -464,8 +399,8 @@ check "health: the unhealthy artifact's verdicts" \
 check "health: the forged artifact (control wins) is healthy" \
 	[ "$(jb --argjson id "$FORGED_ID" '[.unhealthy[] | select(.artifact_id == $id)] | length')" = 0 ]
 check "health: host B serves nothing unhealthy" [ "$(jb '[.unhealthy[].hosts[] | select(.host == "gpu-b.example")] | length')" = 0 ]
-n_err=$(for n in "${!AID[@]}"; do [ "$n" = moe_raw_2_11 ] && continue; jq -r 'select(.ok == false) | 1' "$TMP/cli_$n.json" 2>/dev/null; done | wc -l)
-# Unhealthy: every error-verdict inspection, the 2.11 MoE inspection, and the sidecar whose latest verification collapsed.
+n_err=$(for n in "${!AID[@]}"; do [ "$n" = mtp_raw_2_11 ] && continue; jq -r 'select(.ok == false) | 1' "$TMP/cli_$n.json" 2>/dev/null; done | wc -l)
+# Unhealthy: every error-verdict inspection, the 2.11 qwen3_5_mtp inspection, and the sidecar whose latest verification collapsed.
 check "health: unhealthy count ($n_err + 2)" [ "$(jb .unhealthy_total)" = $((n_err + 2)) ]
 check "health: artifacts counted" [ "$(jb .artifacts.total)" -ge $((${#AID[@]} + 2)) ]
 check "health: counts by verdict" [ "$(jb '.artifacts.by_verdict.embedded_mtp_shift_hazard')" -ge 2 ]
@@ -650,6 +585,8 @@ check "cancel: the job says cancelled" [ "$(jb .state)" = cancelled ]
 get "/v1/jobs/$C1"
 check "cancel: GET says cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE "/v1/jobs/$C1" "${W[@]}"
+expect_problem "cancel twice: 409 job-finished" 409 job-finished
+get "/v1/jobs/$C1"
 check "cancel twice: still cancelled" [ "$(jb .state)" = cancelled ]
 http DELETE /v1/jobs/4242 "${W[@]}"
 expect_problem "cancel an unknown job: 404" 404 not-found

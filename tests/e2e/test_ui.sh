@@ -15,40 +15,16 @@ set -u
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
 RTOK=ui-e2e-read
 WTOK=ui-e2e-write
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 printf 'read r %s\nwrite w %s\n' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens"
 
-# start NAME ARGS...: sets BASE once /readyz answers.
+# start NAME ARGS...: lib.sh's start_server with this script's state folder, roots and one worker.
 start() {
-	local name=$1 port="" i
+	local name=$1
 	shift
-	"$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/$name" --allow-roots "$FIXTURES" --workers 1 "$@" \
-		>"$TMP/$name.log" 2>&1 &
-	PIDS="$PIDS $!"
-	for i in $(seq 1 300); do
-		port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"; return 1; }
-	BASE=http://127.0.0.1:$port
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
+	start_server "$name" --state-dir "$TMP/$name" --allow-roots "$FIXTURES" --workers 1 "$@"
 }
 
 # req ARGS... PATH: status in $CODE, body bytes received in $SIZE, body in $TMP/body, headers in $TMP/hdr.

@@ -17,65 +17,31 @@
 #include <unistd.h>
 
 #include "forge/source/checkpoint.h"
+#include "tests/unit/support.h"
 
-static char root[64];
+static char root[PATH_MAX];
 static int case_no;
-
-static void write_text(const char *dir, const char *name, const char *text)
-{
-	char p[512];
-	FILE *fp;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	fp = fopen(p, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
-}
-
-/* A shard holding the named 1-element F32 tensors (a NULL-terminated list). */
-static void write_shard(const char *dir, const char *name, const char *const *tensors)
-{
-	static const float one = 1.0f;
-	struct fg_st_out out[16];
-	struct fg_err err = { 0 };
-	char p[512];
-	size_t n = 0;
-
-	for (; tensors[n]; n++) {
-		memset(&out[n], 0, sizeof(out[n]));
-		out[n].name = tensors[n];
-		out[n].dtype = FG_DT_F32;
-		out[n].rank = 1;
-		out[n].shape[0] = 1;
-		out[n].data = &one;
-	}
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	assert_int_equal(fg_st_write(p, out, n, NULL, 0, &err), 0);
-}
 
 /* A fresh folder for one test case. */
 static const char *new_case(char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/case%d", root, ++case_no);
-	assert_int_equal(mkdir(buf, 0755), 0);
-	return buf;
+	char name[32];
+
+	snprintf(name, sizeof(name), "case%d", ++case_no);
+	return make_dir(buf, len, root, name);
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/fg-ckpt-XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
+	tmpdir_new(root, sizeof(root), "ckpt");
+	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return rm_tree(root);
 }
 
 static const struct fg_ckpt_file *file_named(const struct fg_ckpt *c, const char *name)
@@ -90,7 +56,7 @@ static void test_glob_index_and_merge(void **state)
 {
 	static const char *const s1[] = { "model.embed.weight", "model.layers.0.q_norm.weight", NULL };
 	static const char *const s2[] = { "lm_head.weight", NULL };
-	char dir[128];
+	char dir[PATH_MAX];
 	struct fg_ckpt *c = NULL;
 	struct fg_err err = { 0 };
 	const struct fg_ckpt_file *where = NULL;
@@ -103,8 +69,8 @@ static void test_glob_index_and_merge(void **state)
 		   "{\"model_type\": \"qwen3_5\", \"hidden_size\": 1, \"tie\": true,"
 		   " \"text_config\": {\"model_type\": \"qwen3_5_text\", \"hidden_size\": 64,"
 		   " \"mtp_num_hidden_layers\": 1}}");
-	write_shard(dir, "model-00002-of-00002.safetensors", s2);
-	write_shard(dir, "model-00001-of-00002.safetensors", s1);
+	shard_write_names(dir, "model-00002-of-00002.safetensors", s2);
+	shard_write_names(dir, "model-00001-of-00002.safetensors", s1);
 	write_text(dir, "model.safetensors.index.json",
 		   "{\"metadata\": {\"total_size\": 12}, \"weight_map\": {"
 		   "\"model.embed.weight\": \"model-00001-of-00002.safetensors\","
@@ -139,7 +105,7 @@ static void test_stray_and_pruned_index(void **state)
 {
 	static const char *const trunk[] = { "model.norm.weight", "mtp.fc.weight", NULL };
 	static const char *const extra[] = { "mtp.norm.weight", NULL };
-	char dir[128];
+	char dir[PATH_MAX];
 	struct fg_ckpt *c = NULL;
 	struct fg_err err = { 0 };
 	const struct fg_ckpt_file *where = NULL;
@@ -148,8 +114,8 @@ static void test_stray_and_pruned_index(void **state)
 	(void)state;
 	new_case(dir, sizeof(dir));
 	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
-	write_shard(dir, "model.safetensors", trunk);
-	write_shard(dir, "model-extra.safetensors", extra);
+	shard_write_names(dir, "model.safetensors", trunk);
+	shard_write_names(dir, "model-extra.safetensors", extra);
 	/* The index was pruned of mtp.fc.weight and names a tensor the shard lacks. */
 	write_text(dir, "model.safetensors.index.json",
 		   "{\"weight_map\": {\"model.norm.weight\": \"model.safetensors\","
@@ -180,7 +146,7 @@ static void test_sidecars(void **state)
 {
 	static const char *const trunk[] = { "model.norm.weight", NULL };
 	static const char *const head[] = { "mtp.fc.weight", NULL };
-	char dir[128], sub[160];
+	char dir[PATH_MAX], sub[PATH_MAX + 16];
 	struct fg_ckpt *c = NULL;
 	struct fg_err err = { 0 };
 
@@ -188,11 +154,10 @@ static void test_sidecars(void **state)
 	new_case(dir, sizeof(dir));
 	write_text(dir, "config.json",
 		   "{\"model_type\": \"qwen3_5\", \"mlx_lm_extra_tensors\": {\"mtp_file\": \"heads/h.safetensors\"}}");
-	write_shard(dir, "model.safetensors", trunk);
-	snprintf(sub, sizeof(sub), "%s/heads", dir);
-	assert_int_equal(mkdir(sub, 0755), 0);
-	write_shard(sub, "h.safetensors", head);
-	write_shard(dir, "mtp.safetensors", head);
+	shard_write_names(dir, "model.safetensors", trunk);
+	make_dir(sub, sizeof(sub), dir, "heads");
+	shard_write_names(sub, "h.safetensors", head);
+	shard_write_names(dir, "mtp.safetensors", head);
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
 	/* The pointer wins; the conventional name is still recorded as a sidecar. */
 	assert_true(c->sidecar >= 0);
@@ -205,10 +170,9 @@ static void test_sidecars(void **state)
 	/* Without a pointer: mtp.safetensors, before mtp/weights.safetensors. */
 	new_case(dir, sizeof(dir));
 	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
-	write_shard(dir, "model.safetensors", trunk);
-	snprintf(sub, sizeof(sub), "%s/mtp", dir);
-	assert_int_equal(mkdir(sub, 0755), 0);
-	write_shard(sub, "weights.safetensors", head);
+	shard_write_names(dir, "model.safetensors", trunk);
+	make_dir(sub, sizeof(sub), dir, "mtp");
+	shard_write_names(sub, "weights.safetensors", head);
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
 	assert_string_equal(c->files[c->sidecar].name, "mtp/weights.safetensors");
 	fg_ckpt_free(c);
@@ -216,8 +180,8 @@ static void test_sidecars(void **state)
 	/* model-mtp.safetensors is a sidecar that mlx-lm's glob also loads. */
 	new_case(dir, sizeof(dir));
 	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
-	write_shard(dir, "model.safetensors", trunk);
-	write_shard(dir, "model-mtp.safetensors", head);
+	shard_write_names(dir, "model.safetensors", trunk);
+	shard_write_names(dir, "model-mtp.safetensors", head);
 	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
 	assert_string_equal(c->files[c->sidecar].name, "model-mtp.safetensors");
 	assert_true(c->files[c->sidecar].globbed);
@@ -239,12 +203,12 @@ static void expect_open_error(const char *dir, int code, const char *phrase)
 static void test_broken_folders(void **state)
 {
 	static const char *const trunk[] = { "model.norm.weight", NULL };
-	char dir[128], p[256];
+	char dir[PATH_MAX], p[PATH_MAX + 32];
 	FILE *fp;
 
 	(void)state;
 	new_case(dir, sizeof(dir));
-	write_shard(dir, "model.safetensors", trunk);
+	shard_write_names(dir, "model.safetensors", trunk);
 	expect_open_error(dir, FG_EINPUT, "no config.json");
 
 	write_text(dir, "config.json", "{\"model_type\": ");
@@ -289,13 +253,13 @@ static void test_broken_folders(void **state)
 static void test_single_file(void **state)
 {
 	static const char *const head[] = { "mtp.fc.weight", "mtp.norm.weight", NULL };
-	char dir[128], p[256];
+	char dir[PATH_MAX], p[PATH_MAX + 32];
 	struct fg_ckpt *c = NULL;
 	struct fg_err err = { 0 };
 
 	(void)state;
 	new_case(dir, sizeof(dir));
-	write_shard(dir, "head.safetensors", head);
+	shard_write_names(dir, "head.safetensors", head);
 	snprintf(p, sizeof(p), "%s/head.safetensors", dir);
 	/* A lone file needs no config.json. */
 	assert_int_equal(fg_ckpt_open(&c, p, &err), 0);
@@ -336,8 +300,19 @@ static void test_pull_opts(void **state)
 	assert_int_equal(a.n_allow_hosts, 0);
 	assert_null(fg_ckpt_default_cache_dir(tiny, sizeof(tiny)));
 	assert_int_equal(unsetenv("FORGED_CACHE_DIR"), 0);
+	assert_int_equal(unsetenv("XDG_CACHE_HOME"), 0);
 	assert_int_equal(setenv("HOME", "/home/q", 1), 0);
 	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/home/q/.cache/forged");
+	/* $XDG_CACHE_HOME when absolute (a relative one is ignored), under $FORGED_CACHE_DIR */
+	assert_int_equal(setenv("XDG_CACHE_HOME", "/xdg", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/xdg/forged");
+	assert_int_equal(setenv("XDG_CACHE_HOME", "rel", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/home/q/.cache/forged");
+	assert_int_equal(setenv("XDG_CACHE_HOME", "/xdg", 1), 0);
+	assert_int_equal(setenv("FORGED_CACHE_DIR", "/explicit", 1), 0);
+	assert_string_equal(fg_ckpt_default_cache_dir(buf_a, sizeof(buf_a)), "/explicit");
+	assert_int_equal(unsetenv("FORGED_CACHE_DIR"), 0);
+	assert_int_equal(unsetenv("XDG_CACHE_HOME"), 0);
 }
 
 int main(void)

@@ -1,11 +1,11 @@
 /*
- * test_convention.c: norm statistics of a tensor set (norms.c, stats.c) and
+ * test_convention.c: norm statistics of a tensor set (tset.c, stats.c) and
  * the one-decision-per-set rule of domain.md section 2 (convention.c).
  *
  * Sets are built by hand from tensors whose bytes live in this file: each
  * norm is a few elements of one value (so its mean is that value), encoded
  * as F32, F64, BF16 or F16 bit patterns written here.  The cases are the
- * fleet fingerprints of domain.md (delta q/k 0.78, absolute 1.78, pre-fc
+ * fleet fingerprints of docs/domain.md (delta q/k 0.78, absolute 1.78, pre-fc
  * 0.27 in an absolute set, final norms that overlap), the thresholds at
  * their exact values, and forged's guards (double_shifted, mixed,
  * no_evidence, plain, empty).
@@ -21,111 +21,12 @@
 #include <string.h>
 
 #include "forge/model/convention.h"
-
-#define MAX_TENSORS 32
-#define MAX_ELEMS   8
-
-/* A tensor set under construction and the bytes its tensors point to. */
-struct bench {
-	struct fg_tset set;
-	size_t n;
-	struct fg_tensor t[MAX_TENSORS];
-	char names[MAX_TENSORS][96];
-	union {
-		float f32[MAX_ELEMS];
-		double f64[MAX_ELEMS];
-		uint16_t h[MAX_ELEMS];
-	} data[MAX_TENSORS];
-};
-
-/*
- * The one bench a test builds on.  It lives outside the test's frame so that
- * the teardown can release the set when an assertion ends the test early.
- */
-static struct bench bench_store;
-
-static struct bench *bench_new(void)
-{
-	struct bench *b = &bench_store;
-
-	fg_tset_release(&b->set);
-	memset(b, 0, sizeof(*b));
-	fg_tset_init(&b->set, "trunk");
-	return b;
-}
-
-static int release_bench(void **state)
-{
-	(void)state;
-	fg_tset_release(&bench_store.set);
-	return 0;
-}
-
-/* A 1-D tensor called name of n elements of dtype; its bytes are filled by the caller. */
-static struct fg_tensor *bench_tensor(struct bench *b, const char *name, enum fg_dtype dt, size_t n)
-{
-	struct fg_tensor *t;
-	struct fg_err err = { 0 };
-
-	assert_true(b->n < MAX_TENSORS);
-	assert_true(n <= MAX_ELEMS);
-	t = &b->t[b->n];
-	snprintf(b->names[b->n], sizeof(b->names[0]), "%s", name);
-	t->name = b->names[b->n];
-	t->dtype = dt;
-	t->rank = 1;
-	t->shape[0] = n;
-	t->nelem = n;
-	t->begin = 0;
-	t->end = n * fg_dtype_size(dt);
-	t->data = (const uint8_t *)&b->data[b->n];
-	b->n++;
-	assert_int_equal(fg_tset_add(&b->set, t, "model.safetensors", &err), 0);
-	return t;
-}
-
-/* An F32 norm holding the values v[0..n). */
-static void add_f32(struct bench *b, const char *name, const float *v, size_t n)
-{
-	bench_tensor(b, name, FG_DT_F32, n);
-	memcpy(b->data[b->n - 1].f32, v, n * sizeof(float));
-}
-
-/* An F32 norm of four elements equal to value (its mean is value as a float). */
-static void add_norm(struct bench *b, const char *name, float value)
-{
-	const float v[4] = { value, value, value, value };
-
-	add_f32(b, name, v, 4);
-}
-
-/* An F64 norm of four elements equal to value, for exact thresholds. */
-static void add_norm64(struct bench *b, const char *name, double value)
-{
-	bench_tensor(b, name, FG_DT_F64, 4);
-	for (int i = 0; i < 4; i++)
-		b->data[b->n - 1].f64[i] = value;
-}
-
-/* A 16-bit float norm of four elements with the bit pattern bits. */
-static void add_norm16(struct bench *b, const char *name, enum fg_dtype dt, uint16_t bits)
-{
-	bench_tensor(b, name, dt, 4);
-	for (int i = 0; i < 4; i++)
-		b->data[b->n - 1].h[i] = bits;
-}
-
-static void measure(struct bench *b)
-{
-	struct fg_err err = { 0 };
-
-	assert_int_equal(fg_tset_measure(&b->set, &err), 0);
-}
+#include "tests/unit/support.h"
 
 /* Measure and decide the bench as a zero-centred set. */
 static enum fg_convention decide(struct bench *b, struct fg_decision *d)
 {
-	measure(b);
+	bench_measure(b);
 	fg_conv_decide(&b->set, FG_STYLE_ZERO_CENTRED, d);
 	return d->conv;
 }
@@ -147,15 +48,15 @@ static void test_delta_set(void **state)
 	struct fg_decision d;
 
 	(void)state;
-	b = bench_new();
-	add_norm(b, "model.layers.0.input_layernorm.weight", 0.03f);
-	add_norm(b, "model.layers.0.post_attention_layernorm.weight", 0.35f);
-	add_norm(b, "model.layers.3.input_layernorm.weight", 0.3f);
-	add_norm(b, "model.layers.3.self_attn.q_norm.weight", 0.78f);
-	add_norm(b, "model.layers.3.self_attn.k_norm.weight", 0.74f);
-	add_norm(b, "model.layers.0.linear_attn.norm.weight", 1.0f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.0.input_layernorm.weight", 0.03f);
+	bench_norm(b, "model.layers.0.post_attention_layernorm.weight", 0.35f);
+	bench_norm(b, "model.layers.3.input_layernorm.weight", 0.3f);
+	bench_norm(b, "model.layers.3.self_attn.q_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.3.self_attn.k_norm.weight", 0.74f);
+	bench_norm(b, "model.layers.0.linear_attn.norm.weight", 1.0f);
 	/* Final norms overlap (2.58 seen in delta) and must not count. */
-	add_norm(b, "model.norm.weight", 2.58f);
+	bench_norm(b, "model.norm.weight", 2.58f);
 	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 	assert_string_equal(fg_conv_name(d.conv), "delta");
 	assert_true(d.has_qk);
@@ -176,11 +77,11 @@ static void test_absolute_set(void **state)
 	struct fg_decision d;
 
 	(void)state;
-	b = bench_new();
-	add_norm(b, "language_model.model.layers.0.input_layernorm.weight", 0.9666f);
-	add_norm(b, "language_model.model.layers.3.self_attn.q_norm.weight", 1.78f);
-	add_norm(b, "language_model.model.layers.3.self_attn.k_norm.weight", 1.7795f);
-	add_norm(b, "language_model.model.norm.weight", 2.25f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "language_model.model.layers.0.input_layernorm.weight", 0.9666f);
+	bench_norm(b, "language_model.model.layers.3.self_attn.q_norm.weight", 1.78f);
+	bench_norm(b, "language_model.model.layers.3.self_attn.k_norm.weight", 1.7795f);
+	bench_norm(b, "language_model.model.norm.weight", 2.25f);
 	assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 	assert_near(d.qk_max, 1.78, EPS);
 	assert_near(d.low_min, 0.9666, EPS);
@@ -195,13 +96,13 @@ static void test_absolute_with_low_pre_fc(void **state)
 
 	(void)state;
 	/* Qwen3.6-35B-A3B's absolute head: pre-fc gains of 0.27 and 0.49. */
-	b = bench_new();
-	add_norm(b, "mtp.pre_fc_norm_embedding.weight", 0.2734f);
-	add_norm(b, "mtp.pre_fc_norm_hidden.weight", 0.4937f);
-	add_norm(b, "mtp.layers.0.input_layernorm.weight", 0.93f);
-	add_norm(b, "mtp.layers.0.self_attn.q_norm.weight", 1.79f);
-	add_norm(b, "mtp.layers.0.self_attn.k_norm.weight", 1.77f);
-	add_norm(b, "mtp.norm.weight", 2.252f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "mtp.pre_fc_norm_embedding.weight", 0.2734f);
+	bench_norm(b, "mtp.pre_fc_norm_hidden.weight", 0.4937f);
+	bench_norm(b, "mtp.layers.0.input_layernorm.weight", 0.93f);
+	bench_norm(b, "mtp.layers.0.self_attn.q_norm.weight", 1.79f);
+	bench_norm(b, "mtp.layers.0.self_attn.k_norm.weight", 1.77f);
+	bench_norm(b, "mtp.norm.weight", 2.252f);
 	assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 	assert_near(d.low_min, 0.2734, EPS);
 	assert_string_equal(d.low_min_norm->t->name, "mtp.pre_fc_norm_embedding.weight");
@@ -215,18 +116,18 @@ static void test_low_set_only(void **state)
 
 	(void)state;
 	/* No q/k norms: the low set decides on its own. */
-	b = bench_new();
-	add_norm(b, "model.layers.0.input_layernorm.weight", 0.97f);
-	add_norm(b, "model.layers.0.post_attention_layernorm.weight", 1.02f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.0.input_layernorm.weight", 0.97f);
+	bench_norm(b, "model.layers.0.post_attention_layernorm.weight", 1.02f);
 	assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 	assert_false(d.has_qk);
 	assert_null(d.probe);
 	fg_tset_release(&b->set);
 
-	b = bench_new();
-	add_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
-	add_norm(b, "model.layers.0.post_attention_layernorm.weight", 0.39f);
-	add_norm(b, "model.norm.weight", 2.25f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
+	bench_norm(b, "model.layers.0.post_attention_layernorm.weight", 0.39f);
+	bench_norm(b, "model.norm.weight", 2.25f);
 	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 	fg_tset_release(&b->set);
 
@@ -235,9 +136,9 @@ static void test_low_set_only(void **state)
 	 * 0.2734 (seen in Qwen3.6-35B-A3B).  The low set spans 0.5, so nothing
 	 * decides it: shifting it as delta would double-shift the layernorms.
 	 */
-	b = bench_new();
-	add_norm(b, "mtp.layers.0.input_layernorm.weight", 0.97f);
-	add_norm(b, "mtp.pre_fc_norm_embedding.weight", 0.2734f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "mtp.layers.0.input_layernorm.weight", 0.97f);
+	bench_norm(b, "mtp.pre_fc_norm_embedding.weight", 0.2734f);
 	assert_int_equal(decide(b, &d), FG_CONV_NO_EVIDENCE);
 	fg_tset_release(&b->set);
 }
@@ -251,11 +152,11 @@ static enum fg_convention decide_qk_low(double qk, double low)
 	struct fg_decision d;
 	enum fg_convention c;
 
-	b = bench_new();
+	b = bench_new("trunk", "model.safetensors");
 	if (!isnan(qk))
-		add_norm64(b, "model.layers.0.self_attn.q_norm.weight", qk);
+		bench_norm64(b, "model.layers.0.self_attn.q_norm.weight", qk);
 	if (!isnan(low))
-		add_norm64(b, "model.layers.0.input_layernorm.weight", low);
+		bench_norm64(b, "model.layers.0.input_layernorm.weight", low);
 	c = decide(b, &d);
 	fg_tset_release(&b->set);
 	return c;
@@ -281,18 +182,18 @@ static void test_thresholds(void **state)
 		struct bench *b;
 		struct fg_decision d;
 
-		b = bench_new();
-		add_norm(b, "model.layers.0.self_attn.q_norm.weight", 1.25f);
-		add_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm(b, "model.layers.0.self_attn.q_norm.weight", 1.25f);
+		bench_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
 		assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 		fg_tset_release(&b->set);
-		b = bench_new();
-		add_norm(b, "model.layers.0.self_attn.q_norm.weight", 1.2499f);
-		add_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm(b, "model.layers.0.self_attn.q_norm.weight", 1.2499f);
+		bench_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
 		assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 		fg_tset_release(&b->set);
-		b = bench_new();
-		add_norm(b, "model.layers.0.self_attn.q_norm.weight", 2.4001f);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm(b, "model.layers.0.self_attn.q_norm.weight", 2.4001f);
 		assert_int_equal(decide(b, &d), FG_CONV_DOUBLE_SHIFTED);
 		fg_tset_release(&b->set);
 	}
@@ -305,10 +206,10 @@ static void test_mixed(void **state)
 
 	(void)state;
 	/* A partial shift: q absolute, k delta. */
-	b = bench_new();
-	add_norm(b, "model.layers.3.self_attn.q_norm.weight", 1.78f);
-	add_norm(b, "model.layers.3.self_attn.k_norm.weight", 0.78f);
-	add_norm(b, "model.layers.3.input_layernorm.weight", 0.96f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.3.self_attn.q_norm.weight", 1.78f);
+	bench_norm(b, "model.layers.3.self_attn.k_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.3.input_layernorm.weight", 0.96f);
 	assert_int_equal(decide(b, &d), FG_CONV_MIXED);
 	assert_string_equal(fg_conv_name(d.conv), "mixed");
 	assert_near(d.qk_max, 1.78, EPS);
@@ -324,11 +225,11 @@ static void test_no_evidence(void **state)
 
 	(void)state;
 	/* Final norms and linear_attn.norm are never evidence, whatever their values. */
-	b = bench_new();
-	add_norm(b, "model.norm.weight", 2.25f);
-	add_norm(b, "mtp.norm.weight", 2.252f);
-	add_norm(b, "model.layers.0.linear_attn.norm.weight", 1.0f);
-	add_norm(b, "model.layers.61.shared_head.norm.weight", 3.0f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.norm.weight", 2.25f);
+	bench_norm(b, "mtp.norm.weight", 2.252f);
+	bench_norm(b, "model.layers.0.linear_attn.norm.weight", 1.0f);
+	bench_norm(b, "model.layers.61.shared_head.norm.weight", 3.0f);
 	assert_int_equal(decide(b, &d), FG_CONV_NO_EVIDENCE);
 	assert_string_equal(fg_conv_name(d.conv), "no_evidence");
 	assert_false(d.has_qk);
@@ -348,18 +249,18 @@ static void test_plain_and_empty(void **state)
 	(void)state;
 	/* A plain family never shifts: plain whatever the values. */
 	for (size_t i = 0; i < 2; i++) {
-		b = bench_new();
-		add_norm(b, "model.layers.0.self_attn.q_norm.weight", cases[i][0]);
-		add_norm(b, "model.layers.0.input_layernorm.weight", cases[i][1]);
-		add_norm(b, "model.layers.61.enorm.weight", cases[i][1]);
-		measure(b);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm(b, "model.layers.0.self_attn.q_norm.weight", cases[i][0]);
+		bench_norm(b, "model.layers.0.input_layernorm.weight", cases[i][1]);
+		bench_norm(b, "model.layers.61.enorm.weight", cases[i][1]);
+		bench_measure(b);
 		fg_conv_decide(&b->set, FG_STYLE_PLAIN, &d);
 		assert_int_equal(d.conv, FG_CONV_PLAIN);
 		assert_string_equal(fg_conv_name(d.conv), "plain");
 		fg_tset_release(&b->set);
 	}
 	/* No norms at all: empty. */
-	b = bench_new();
+	b = bench_new("trunk", "model.safetensors");
 	bench_tensor(b, "mtp.fc.weight", FG_DT_F32, 4);
 	bench_tensor(b, "model.layers.0.mlp.down_proj.weight", FG_DT_F32, 4);
 	assert_int_equal(decide(b, &d), FG_CONV_EMPTY);
@@ -367,7 +268,7 @@ static void test_plain_and_empty(void **state)
 	assert_int_equal(b->set.n_norms, 0);
 	fg_tset_release(&b->set);
 	/* A set with no tensors at all. */
-	b = bench_new();
+	b = bench_new("trunk", "model.safetensors");
 	assert_int_equal(decide(b, &d), FG_CONV_EMPTY);
 	fg_tset_release(&b->set);
 }
@@ -380,10 +281,10 @@ static void test_nan_norm_is_not_evidence(void **state)
 
 	(void)state;
 	/* An all-NaN q_norm would be "absolute" or "mixed" if it counted. */
-	b = bench_new();
-	add_f32(b, "model.layers.0.self_attn.q_norm.weight", nan4, 4);
-	add_norm(b, "model.layers.1.self_attn.q_norm.weight", 0.78f);
-	add_norm(b, "model.layers.1.input_layernorm.weight", 0.3f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_f32(b, "model.layers.0.self_attn.q_norm.weight", nan4, 4);
+	bench_norm(b, "model.layers.1.self_attn.q_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.1.input_layernorm.weight", 0.3f);
 	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 	assert_near(d.qk_max, 0.78, EPS);
 	assert_string_equal(d.qk_max_norm->t->name, "model.layers.1.self_attn.q_norm.weight");
@@ -393,9 +294,9 @@ static void test_nan_norm_is_not_evidence(void **state)
 	fg_tset_release(&b->set);
 
 	/* Only NaN norms: no evidence. */
-	b = bench_new();
-	add_f32(b, "model.layers.0.self_attn.q_norm.weight", nan4, 4);
-	add_f32(b, "model.layers.0.input_layernorm.weight", nan4, 4);
+	b = bench_new("trunk", "model.safetensors");
+	bench_f32(b, "model.layers.0.self_attn.q_norm.weight", nan4, 4);
+	bench_f32(b, "model.layers.0.input_layernorm.weight", nan4, 4);
 	assert_int_equal(decide(b, &d), FG_CONV_NO_EVIDENCE);
 	assert_false(d.has_qk);
 	assert_false(d.has_low);
@@ -417,14 +318,14 @@ static void test_norm_stats(void **state)
 	const double mean = 0.85, sd = sqrt(0.54);
 
 	(void)state;
-	b = bench_new();
-	add_f32(b, "model.layers.0.input_layernorm.weight", v, 7);
-	add_f32(b, "model.layers.1.input_layernorm.weight", zero, 3);
-	add_f32(b, "model.layers.2.input_layernorm.weight", nan2, 2);
+	b = bench_new("trunk", "model.safetensors");
+	bench_f32(b, "model.layers.0.input_layernorm.weight", v, 7);
+	bench_f32(b, "model.layers.1.input_layernorm.weight", zero, 3);
+	bench_f32(b, "model.layers.2.input_layernorm.weight", nan2, 2);
 	bench_tensor(b, "model.layers.0.mlp.down_proj.weight", FG_DT_F32, 1);
 	bench_tensor(b, "model.layers.0.mlp.down_proj.scales", FG_DT_F32, 1);
 	bench_tensor(b, "model.layers.0.mlp.up_proj.weight_scale_inv", FG_DT_F32, 1);
-	measure(b);
+	bench_measure(b);
 	assert_int_equal(b->set.n_tensors, 6);
 	assert_int_equal(b->set.n_norms, 3);
 	assert_int_equal(b->set.n_quantized, 2);
@@ -501,21 +402,21 @@ static void test_half_precision_same_decision(void **state)
 	(void)state;
 	for (size_t k = 0; k < 2; k++) {
 		/* Delta: q/k 0.78125, low 0.296875. */
-		b = bench_new();
-		add_norm16(b, "model.layers.3.self_attn.q_norm.weight", dts[k], bits[k][0]);
-		add_norm16(b, "model.layers.3.self_attn.k_norm.weight", dts[k], bits[k][0]);
-		add_norm16(b, "model.layers.3.input_layernorm.weight", dts[k], bits[k][2]);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm16(b, "model.layers.3.self_attn.q_norm.weight", dts[k], bits[k][0]);
+		bench_norm16(b, "model.layers.3.self_attn.k_norm.weight", dts[k], bits[k][0]);
+		bench_norm16(b, "model.layers.3.input_layernorm.weight", dts[k], bits[k][2]);
 		assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 		assert_near(d.qk_max, 0.78125, 0.0);
 		assert_near(d.low_min, 0.296875, 0.0);
 		assert_near(d.probe->st.mean, 0.78125, 0.0);
 		fg_tset_release(&b->set);
 		/* Absolute: q/k 1.78125, low 1.03125; and 1.0 counted in n_one. */
-		b = bench_new();
-		add_norm16(b, "model.layers.3.self_attn.q_norm.weight", dts[k], bits[k][1]);
-		add_norm16(b, "model.layers.3.self_attn.k_norm.weight", dts[k], bits[k][1]);
-		add_norm16(b, "model.layers.3.input_layernorm.weight", dts[k], bits[k][3]);
-		add_norm16(b, "model.layers.0.linear_attn.norm.weight", dts[k], k ? 0x3c00 : 0x3f80);
+		b = bench_new("trunk", "model.safetensors");
+		bench_norm16(b, "model.layers.3.self_attn.q_norm.weight", dts[k], bits[k][1]);
+		bench_norm16(b, "model.layers.3.self_attn.k_norm.weight", dts[k], bits[k][1]);
+		bench_norm16(b, "model.layers.3.input_layernorm.weight", dts[k], bits[k][3]);
+		bench_norm16(b, "model.layers.0.linear_attn.norm.weight", dts[k], k ? 0x3c00 : 0x3f80);
 		assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 		assert_near(d.qk_max, 1.78125, 0.0);
 		assert_near(d.low_min, 1.03125, 0.0);
@@ -531,14 +432,14 @@ static void test_probe(void **state)
 
 	(void)state;
 	/* The lowest layer with a q_norm, whatever the order of discovery. */
-	b = bench_new();
-	add_norm(b, "language_model.model.layers.7.self_attn.q_norm.weight", 1.70f);
-	add_norm(b, "language_model.model.layers.10.self_attn.q_norm.weight", 1.72f);
-	add_norm(b, "language_model.model.layers.3.self_attn.q_norm.weight", 1.7906f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "language_model.model.layers.7.self_attn.q_norm.weight", 1.70f);
+	bench_norm(b, "language_model.model.layers.10.self_attn.q_norm.weight", 1.72f);
+	bench_norm(b, "language_model.model.layers.3.self_attn.q_norm.weight", 1.7906f);
 	/* A k_norm of a lower layer is not the probe, nor is a layer without q_norm. */
-	add_norm(b, "language_model.model.layers.1.self_attn.k_norm.weight", 1.79f);
-	add_norm(b, "language_model.model.layers.0.input_layernorm.weight", 0.9666f);
-	add_norm(b, "language_model.model.layers.3.self_attn.k_norm.weight", 1.7795f);
+	bench_norm(b, "language_model.model.layers.1.self_attn.k_norm.weight", 1.79f);
+	bench_norm(b, "language_model.model.layers.0.input_layernorm.weight", 0.9666f);
+	bench_norm(b, "language_model.model.layers.3.self_attn.k_norm.weight", 1.7795f);
 	assert_int_equal(decide(b, &d), FG_CONV_ABSOLUTE);
 	assert_non_null(d.probe);
 	assert_string_equal(d.probe->t->name, "language_model.model.layers.3.self_attn.q_norm.weight");
@@ -546,9 +447,9 @@ static void test_probe(void **state)
 	fg_tset_release(&b->set);
 
 	/* Reverse order: still layer 3. */
-	b = bench_new();
-	add_norm(b, "model.layers.3.self_attn.q_norm.weight", 0.78f);
-	add_norm(b, "model.layers.7.self_attn.q_norm.weight", 0.76f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.3.self_attn.q_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.7.self_attn.q_norm.weight", 0.76f);
 	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
 	assert_string_equal(d.probe->t->name, "model.layers.3.self_attn.q_norm.weight");
 	fg_tset_release(&b->set);
@@ -561,9 +462,9 @@ static void test_bad_norms(void **state)
 	struct fg_tensor *t;
 
 	(void)state;
-	b = bench_new();
-	add_norm(b, "model.layers.0.self_attn.q_norm.weight", 0.78f);
-	add_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.0.self_attn.q_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.0.input_layernorm.weight", 0.3f);
 	/* A rank-2 q_norm that would say double_shifted if it were measured. */
 	t = bench_tensor(b, "model.layers.1.self_attn.q_norm.weight", FG_DT_F32, 4);
 	for (int i = 0; i < 4; i++)
@@ -581,7 +482,7 @@ static void test_bad_norms(void **state)
 	assert_int_equal(b->set.n_norms, 2);
 	assert_null(fg_tset_norm(&b->set, "model.layers.1.self_attn.q_norm.weight"));
 	/* Measuring again starts the counts over. */
-	measure(b);
+	bench_measure(b);
 	assert_int_equal(b->set.n_bad_norms, 2);
 	assert_int_equal(b->set.n_norms, 2);
 	fg_tset_release(&b->set);
@@ -656,22 +557,22 @@ static void test_names_and_rule(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_delta_set, release_bench),
-		cmocka_unit_test_teardown(test_absolute_set, release_bench),
-		cmocka_unit_test_teardown(test_absolute_with_low_pre_fc, release_bench),
-		cmocka_unit_test_teardown(test_low_set_only, release_bench),
-		cmocka_unit_test_teardown(test_thresholds, release_bench),
-		cmocka_unit_test_teardown(test_mixed, release_bench),
-		cmocka_unit_test_teardown(test_no_evidence, release_bench),
-		cmocka_unit_test_teardown(test_plain_and_empty, release_bench),
-		cmocka_unit_test_teardown(test_nan_norm_is_not_evidence, release_bench),
-		cmocka_unit_test_teardown(test_norm_stats, release_bench),
-		cmocka_unit_test_teardown(test_stats_in_f64, release_bench),
-		cmocka_unit_test_teardown(test_half_precision_same_decision, release_bench),
-		cmocka_unit_test_teardown(test_probe, release_bench),
-		cmocka_unit_test_teardown(test_bad_norms, release_bench),
-		cmocka_unit_test_teardown(test_after_shift, release_bench),
-		cmocka_unit_test_teardown(test_names_and_rule, release_bench),
+		cmocka_unit_test_teardown(test_delta_set, bench_release),
+		cmocka_unit_test_teardown(test_absolute_set, bench_release),
+		cmocka_unit_test_teardown(test_absolute_with_low_pre_fc, bench_release),
+		cmocka_unit_test_teardown(test_low_set_only, bench_release),
+		cmocka_unit_test_teardown(test_thresholds, bench_release),
+		cmocka_unit_test_teardown(test_mixed, bench_release),
+		cmocka_unit_test_teardown(test_no_evidence, bench_release),
+		cmocka_unit_test_teardown(test_plain_and_empty, bench_release),
+		cmocka_unit_test_teardown(test_nan_norm_is_not_evidence, bench_release),
+		cmocka_unit_test_teardown(test_norm_stats, bench_release),
+		cmocka_unit_test_teardown(test_stats_in_f64, bench_release),
+		cmocka_unit_test_teardown(test_half_precision_same_decision, bench_release),
+		cmocka_unit_test_teardown(test_probe, bench_release),
+		cmocka_unit_test_teardown(test_bad_norms, bench_release),
+		cmocka_unit_test_teardown(test_after_shift, bench_release),
+		cmocka_unit_test_teardown(test_names_and_rule, bench_release),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

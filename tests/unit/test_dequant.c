@@ -23,6 +23,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,8 @@
 #include "forge/format/dtype.h"
 #include "forge/format/quant/dequant.h"
 #include "forge/format/quant/qconfig.h"
-#include "tests/unit/rng.h"
+#include "tests/unit/support.h"
 
-#define GOLDEN_DEFAULT "build/fixtures/dequant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/dequant_golden.py build/fixtures/dequant_golden"
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -122,11 +122,12 @@ static cJSON *json(const char *text)
 
 /* ---- golden files -------------------------------------------------------------------- */
 
+/* $FORGED_DEQUANT_GOLDEN, else BUILD/fixtures/dequant_golden beside this binary. */
 static const char *golden_dir(void)
 {
-	const char *d = getenv("FORGED_DEQUANT_GOLDEN");
+	static char dir[PATH_MAX];
 
-	return d && *d ? d : GOLDEN_DEFAULT;
+	return fixture_dir_env(dir, sizeof(dir), "FORGED_DEQUANT_GOLDEN", "dequant_golden");
 }
 
 static unsigned char *read_file(const char *name, size_t *len)

@@ -1,5 +1,5 @@
 /*
- * test_dtype.c: forge/dtype.c against hand-checked values, an independent
+ * test_dtype.c: forge/format/dtype.c against hand-checked values, an independent
  * oracle, and itself (bulk kernels against the scalar reference).
  *
  * - The reference is checked against formulas written here: every 16-bit and
@@ -21,8 +21,7 @@
 #include <cmocka.h>
 
 #include "forge/core/bytes.h"
-#include "tests/unit/rng.h"
-#include "tests/unit/simd_rerun.h"
+#include "tests/unit/support.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
  * test_experts.c: routed-expert layouts of MoE heads (experts.c) against
- * domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
+ * docs/domain.md section 1: numbered, fused "linear" ([E,2I,H] + [E,H,I]) and
  * fused "bmm" ([E,H,2I] + [E,I,H]), decided from shapes against the config;
  * a tensor that fits both layouts (2I == H) or neither is refused, never
  * guessed.  Only names and shapes matter, so tensors carry no data.
@@ -15,72 +15,36 @@
 #include <string.h>
 
 #include "forge/model/experts.h"
-
-#define MAX_TENSORS 48
+#include "tests/unit/support.h"
 
 #define HEAD "mtp.layers.0.mlp.experts."
 
-struct bench {
-	struct fg_tset set;
-	size_t n;
-	struct fg_tensor t[MAX_TENSORS];
-	char names[MAX_TENSORS][96];
-};
-
-/*
- * The one bench a test builds on.  It lives outside the test's frame so that
- * the teardown can release the set when an assertion ends the test early.
- */
-static struct bench bench_store;
-
-static struct bench *bench_new(void)
-{
-	struct bench *b = &bench_store;
-
-	fg_tset_release(&b->set);
-	memset(b, 0, sizeof(*b));
-	fg_tset_init(&b->set, "mtp");
-	return b;
-}
-
-static int release_bench(void **state)
-{
-	(void)state;
-	fg_tset_release(&bench_store.set);
-	return 0;
-}
-
-/* A header-only tensor called name of shape [d0, d1, d2] (d2 == 0: rank 2). */
+/* A header-only BF16 tensor called name of shape [d0, d1, d2] (d2 == 0: rank 2). */
 static const struct fg_tensor *add(struct bench *b, const char *name, uint64_t d0, uint64_t d1,
 				   uint64_t d2)
 {
-	struct fg_tensor *t;
-	struct fg_err err = { 0 };
-
-	assert_true(b->n < MAX_TENSORS);
-	t = &b->t[b->n];
-	snprintf(b->names[b->n], sizeof(b->names[0]), "%s", name);
-	t->name = b->names[b->n];
-	t->dtype = FG_DT_BF16;
-	t->rank = d2 ? 3 : 2;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->shape[2] = d2;
-	t->nelem = d0 * d1 * (d2 ? d2 : 1);
-	b->n++;
-	assert_int_equal(fg_tset_add(&b->set, t, "mtp.safetensors", &err), 0);
-	return t;
+	return bench_shape(b, name, FG_DT_BF16, d0, d1, d2);
 }
 
-/* Scan b with H, I, E and expect exactly one block. */
+/* Scan b's set into b->blocks (at most max); the number of blocks found. */
+static size_t scan(struct bench *b, const struct fg_expert_dims *d, size_t max)
+{
+	struct fg_err err = { 0 };
+
+	fg_experts_release(b->blocks, b->n_blocks);
+	b->n_blocks = 0;
+	memset(b->blocks, 0, sizeof(b->blocks));
+	assert_int_equal(fg_experts_scan(&b->set, d, b->blocks, max, &b->n_blocks, &err), 0);
+	return b->n_blocks;
+}
+
+/* Scan b with H, I, E and expect exactly one block (valid until the next scan). */
 static struct fg_expert_block scan_one(struct bench *b, int64_t h, int64_t i, int64_t e)
 {
 	struct fg_expert_dims d = { h, i, e };
-	struct fg_expert_block blocks[4];
 
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 1);
-	return blocks[0];
+	assert_int_equal(scan(b, &d, 4), 1);
+	return b->blocks[0];
 }
 
 /* H = 64, I = 16, E = 4 unless a test says otherwise. */
@@ -91,7 +55,7 @@ static void test_fused_linear(void **state)
 	const struct fg_tensor *gu, *dn;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "mtp.layers.0.mlp.gate.weight", 4, 64, 0);
 	gu = add(b, HEAD "gate_up_proj", 4, 32, 64);
 	dn = add(b, HEAD "down_proj", 4, 64, 16);
@@ -114,7 +78,7 @@ static void test_fused_bmm(void **state)
 	struct fg_expert_block blk;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "model.mtp.layers.0.mlp.experts.down_proj", 4, 16, 64);
 	add(b, "model.mtp.layers.0.mlp.experts.gate_up_proj", 4, 64, 32);
 	blk = scan_one(b, 64, 16, 4);
@@ -133,7 +97,7 @@ static void test_fused_ambiguous(void **state)
 
 	(void)state;
 	/* 2I == H: gate_up [4, 64, 64] reads the same both ways. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 64, 64);
 	add(b, HEAD "down_proj", 4, 64, 32);
 	blk = scan_one(b, 64, 32, 4);
@@ -152,7 +116,7 @@ static void test_fused_invalid(void **state)
 
 	(void)state;
 	/* Shapes that fit neither layout with H = 64. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 48, 40);
 	add(b, HEAD "down_proj", 4, 40, 24);
 	blk = scan_one(b, 64, 24, 4);
@@ -165,7 +129,7 @@ static void test_fused_invalid(void **state)
 	 * ([E, I, H] with I = 512) disagree on I: refused, not copied with the
 	 * wrong shape.
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 64, 256);
 	add(b, HEAD "down_proj", 4, 512, 64);
 	blk = scan_one(b, 64, -1, -1);
@@ -173,7 +137,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* And on E. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
 	add(b, HEAD "down_proj", 8, 64, 16);
 	blk = scan_one(b, 64, -1, -1);
@@ -181,7 +145,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* Each fits one layout, but not the same one. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64); /* linear */
 	add(b, HEAD "down_proj", 4, 16, 64);    /* bmm */
 	blk = scan_one(b, 64, 16, 4);
@@ -189,7 +153,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* The expert count disagrees with the config's. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 8, 32, 64);
 	add(b, HEAD "down_proj", 8, 64, 16);
 	blk = scan_one(b, 64, 16, 4);
@@ -203,7 +167,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* gate_up without down. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -211,7 +175,7 @@ static void test_fused_invalid(void **state)
 	fg_tset_release(&b->set);
 
 	/* down without gate_up. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, HEAD "down_proj", 4, 64, 16);
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -240,7 +204,7 @@ static void test_numbered(void **state)
 	struct fg_expert_block blk;
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add_numbered(b, HEAD, 4, -1, "weight");
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_NUMBERED);
@@ -260,7 +224,7 @@ static void test_numbered(void **state)
 	 * Expert 0 missing and no count in the config: numbers 1..4 leave a hole,
 	 * refused rather than stacked without it (experts are never dropped).
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	for (int e = 1; e <= 4; e++) {
 		static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
 
@@ -277,7 +241,7 @@ static void test_numbered(void **state)
 	fg_tset_release(&b->set);
 
 	/* One tensor missing: 11 of 12, refused, and the reason says how many. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add_numbered(b, HEAD, 4, 7, "weight");
 	blk = scan_one(b, 64, 16, 4);
 	assert_int_equal(blk.layout, FG_EXPERTS_INVALID);
@@ -298,12 +262,12 @@ static void test_fused_with_scale_companions(void **state)
 	 * beside each weight.  They are not the fused experts: the layout is
 	 * still decided by gate_up_proj and down_proj themselves.
 	 *
-	 * SUSPECTED BUG (fails against forge/experts.c:150,152): the scan
-	 * matches "gate_up_proj" / "down_proj" as prefixes, so a later
-	 * "gate_up_proj_scale_inv" replaces the weight as the block's gate_up
-	 * and the block is judged on the scales' shape.
+	 * A scan that matched "gate_up_proj" / "down_proj" as prefixes would
+	 * let a later "gate_up_proj_scale_inv" replace the weight as the
+	 * block's gate_up and judge the block on the scales' shape
+	 * (forge/model/experts.c matches exact names).
 	 */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	gu = add(b, HEAD "gate_up_proj", 4, 256, 512);
 	dn = add(b, HEAD "down_proj", 4, 512, 128);
 	add(b, HEAD "gate_up_proj_scale_inv", 4, 2, 4);
@@ -319,10 +283,9 @@ static void test_blocks(void **state)
 {
 	struct bench *b;
 	struct fg_expert_dims d = { 64, 16, 4 };
-	struct fg_expert_block blocks[4];
 
 	(void)state;
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	/* Two blocks: a trunk layer's numbered experts and the head's fused ones. */
 	add_numbered(b, "model.layers.3.mlp.experts.", 4, -1, "weight");
 	add(b, HEAD "gate_up_proj", 4, 32, 64);
@@ -331,24 +294,45 @@ static void test_blocks(void **state)
 	add(b, "model.layers.3.mlp.shared_experts.gate_proj.weight", 16, 64, 0);
 	add(b, "model.layers.3.mlp.shared_expert_gate.weight", 1, 64, 0);
 	add(b, "model.layers.3.mlp.gate.weight", 4, 64, 0);
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 2);
-	assert_string_equal(blocks[0].prefix, "model.layers.3.mlp.experts.");
-	assert_int_equal(blocks[0].layout, FG_EXPERTS_NUMBERED);
-	assert_int_equal(blocks[0].n_numbered, 12);
-	assert_string_equal(blocks[1].prefix, HEAD);
-	assert_int_equal(blocks[1].layout, FG_EXPERTS_FUSED_LINEAR);
+	assert_int_equal(scan(b, &d, 4), 2);
+	assert_string_equal(b->blocks[0].prefix, "model.layers.3.mlp.experts.");
+	assert_int_equal(b->blocks[0].layout, FG_EXPERTS_NUMBERED);
+	assert_int_equal(b->blocks[0].n_numbered, 12);
+	assert_string_equal(b->blocks[1].prefix, HEAD);
+	assert_int_equal(b->blocks[1].layout, FG_EXPERTS_FUSED_LINEAR);
 	/* At most max blocks are written. */
-	memset(blocks, 0, sizeof(blocks));
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 1), 1);
-	assert_string_equal(blocks[0].prefix, "model.layers.3.mlp.experts.");
-	assert_int_equal(blocks[1].prefix[0], '\0');
+	assert_int_equal(scan(b, &d, 1), 1);
+	assert_string_equal(b->blocks[0].prefix, "model.layers.3.mlp.experts.");
+	assert_null(b->blocks[1].prefix);
 	fg_tset_release(&b->set);
 
 	/* No experts at all. */
-	b = bench_new();
+	b = bench_new("mtp", "mtp.safetensors");
 	add(b, "mtp.fc.weight", 64, 128, 0);
-	assert_int_equal(fg_experts_scan(&b->set, &d, blocks, 4), 0);
+	assert_int_equal(scan(b, &d, 4), 0);
+	fg_tset_release(&b->set);
+}
+
+/* A prefix of any length is kept whole: a cut one would match other blocks' tensors, or none. */
+static void test_long_prefix(void **state)
+{
+	struct bench *b;
+	struct fg_expert_dims d = { 64, 16, 4 };
+	char prefix[260], gu[300], dn[300];
+
+	(void)state;
+	memset(prefix, 'p', sizeof(prefix));
+	snprintf(prefix + 220, sizeof(prefix) - 220, ".mlp.experts.");
+	snprintf(gu, sizeof(gu), "%sgate_up_proj", prefix);
+	snprintf(dn, sizeof(dn), "%sdown_proj", prefix);
+	b = bench_new("mtp", "mtp.safetensors");
+	add(b, gu, 4, 32, 64);
+	add(b, dn, 4, 64, 16);
+	assert_int_equal(scan(b, &d, 4), 1);
+	assert_string_equal(b->blocks[0].prefix, prefix);
+	assert_int_equal(strlen(b->blocks[0].prefix), 233);
+	assert_int_equal(b->blocks[0].layout, FG_EXPERTS_FUSED_LINEAR);
+	assert_string_equal(b->blocks[0].gate_up->name, gu);
 	fg_tset_release(&b->set);
 }
 
@@ -388,14 +372,15 @@ static void test_dims(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_fused_linear, release_bench),
-		cmocka_unit_test_teardown(test_fused_bmm, release_bench),
-		cmocka_unit_test_teardown(test_fused_ambiguous, release_bench),
-		cmocka_unit_test_teardown(test_fused_invalid, release_bench),
-		cmocka_unit_test_teardown(test_numbered, release_bench),
-		cmocka_unit_test_teardown(test_fused_with_scale_companions, release_bench),
-		cmocka_unit_test_teardown(test_blocks, release_bench),
-		cmocka_unit_test_teardown(test_dims, release_bench),
+		cmocka_unit_test_teardown(test_fused_linear, bench_release),
+		cmocka_unit_test_teardown(test_fused_bmm, bench_release),
+		cmocka_unit_test_teardown(test_fused_ambiguous, bench_release),
+		cmocka_unit_test_teardown(test_fused_invalid, bench_release),
+		cmocka_unit_test_teardown(test_numbered, bench_release),
+		cmocka_unit_test_teardown(test_fused_with_scale_companions, bench_release),
+		cmocka_unit_test_teardown(test_blocks, bench_release),
+		cmocka_unit_test_teardown(test_long_prefix, bench_release),
+		cmocka_unit_test_teardown(test_dims, bench_release),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

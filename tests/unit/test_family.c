@@ -1,6 +1,6 @@
 /*
- * test_family.c: the family table and the tensor-name rules of family.h,
- * against domain.md sections 1 and 2 and design.md section 5.
+ * test_family.c: the family table (family.h) and the tensor-name rules
+ * (names.h), against docs/domain.md sections 1 and 2 and docs/interfaces.md section 3.
  *
  * - fg_family_detect on configs written here: model_type, then
  *   text_config.model_type, then architectures; unknown configs are
@@ -38,7 +38,7 @@ static const struct fg_family *detect(const char *json, int *moe)
 
 static void test_detect_by_model_type(void **state)
 {
-	/* Every row of domain.md section 1, by its config model_type. */
+	/* Every row of docs/domain.md section 1, by its config model_type. */
 	static const struct {
 		const char *model_type;
 		const char *id;
@@ -368,7 +368,7 @@ static void test_norm_zero_centred(void **state)
 
 static void test_norm_mlx_shifted(void **state)
 {
-	/* mlx-lm's suffix list (domain.md section 4). */
+	/* mlx-lm's suffix list (docs/domain.md section 4). */
 	static const char *const yes[] = {
 		"model.layers.0.input_layernorm.weight",
 		"language_model.model.layers.0.post_attention_layernorm.weight",

@@ -1,6 +1,6 @@
 /*
  * test_forge.c: fg_forge_run (forge/artifact/forge.h) on a generated
- * fixture ($FIXTURES, skipped without it): the result carries the
+ * fixture (fixture_path: $FIXTURES or BUILD/fixtures, skipped without it): the result carries the
  * provenance it wrote, equal to forged.json on disk, so a caller storing
  * the artifact never has to read the file back; progress walks the stage
  * table in order, from 0 to 1, never backwards.
@@ -11,7 +11,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +18,8 @@
 #include <unistd.h>
 
 #include "forge/artifact/forge.h"
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	return remove(path);
-}
+#include "forge/core/json.h"
+#include "tests/unit/support.h"
 
 struct seen {
 	size_t n;
@@ -45,8 +40,7 @@ static int record(void *ctx, const char *stage, double fraction)
 
 static void test_result_carries_provenance(void **state)
 {
-	const char *fixtures = getenv("FIXTURES");
-	char tmp[] = "/tmp/forged-test-forge-XXXXXX", src[1024], out[1100], prov_path[PATH_MAX + 16];
+	char tmp[PATH_MAX], src[PATH_MAX], out[PATH_MAX + 16], prov_path[PATH_MAX + 16];
 	struct seen seen = { 0 };
 	struct fg_forge_opts o = { .version = "test", .progress = record, .progress_ctx = &seen };
 	static const char *const order[] = { "inspect", "backbone", "sidecar", "provenance", "check", "done" };
@@ -56,10 +50,9 @@ static void test_result_carries_provenance(void **state)
 	cJSON *on_disk = NULL;
 
 	(void)state;
-	if (!fixtures || !*fixtures)
+	if (!fixture_path(src, sizeof(src), "qwen35_hf"))
 		skip();
-	assert_non_null(mkdtemp(tmp));
-	snprintf(src, sizeof(src), "%s/qwen35_hf", fixtures);
+	tmpdir_new(tmp, sizeof(tmp), "forge");
 	snprintf(out, sizeof(out), "%s/artifact", tmp);
 	o.source = src;
 	o.out = out;
@@ -91,7 +84,7 @@ static void test_result_carries_provenance(void **state)
 	assert_int_equal(k, 6);
 	fg_forge_result_release(&res);
 	assert_null(res.provenance);
-	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(rm_tree(tmp), 0);
 }
 
 /* Remote reads stand for the part of the run before the backbone stage. */

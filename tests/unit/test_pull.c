@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 
 #include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
+#include "tests/unit/support.h"
 
 /* ---- pure parts ---- */
 
@@ -81,6 +83,49 @@ static void test_parse_hf(void **state)
 	free(rev);
 }
 
+/* Without an endpoint (NULL or empty), hf:// means the Hugging Face Hub itself. */
+static void test_parse_hf_default_endpoint(void **state)
+{
+	struct fg_err err = { 0 };
+	char *base, *rev, *file;
+
+	(void)state;
+	assert_string_equal(FG_PULL_HF_DEFAULT_ENDPOINT, "https://huggingface.co");
+	assert_int_equal(fg_pull_parse_source("hf://a/b", NULL, &base, &rev, &file, &err), 0);
+	assert_string_equal(base, "https://huggingface.co/a/b/resolve/main/");
+	free(base);
+	free(rev);
+	assert_int_equal(fg_pull_parse_source("hf://Qwen/Qwen3.5-9B@v1.0", "", &base, &rev, &file, &err), 0);
+	assert_string_equal(base, "https://huggingface.co/Qwen/Qwen3.5-9B/resolve/v1.0/");
+	assert_string_equal(rev, "v1.0");
+	free(base);
+	free(rev);
+}
+
+/* $HF_HOME/token, else $XDG_CACHE_HOME/huggingface/token (absolute only), else ~/.cache/huggingface/token. */
+static void test_hf_token_path(void **state)
+{
+	char buf[256], tiny[8], *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+	(void)state;
+	assert_int_equal(setenv("HF_HOME", "/hf", 1), 0);
+	assert_int_equal(setenv("XDG_CACHE_HOME", "/xdg", 1), 0);
+	assert_int_equal(setenv("HOME", "/home/q", 1), 0);
+	assert_string_equal(fg_pull_hf_token_path(buf, sizeof(buf)), "/hf/token");
+	assert_int_equal(unsetenv("HF_HOME"), 0);
+	assert_string_equal(fg_pull_hf_token_path(buf, sizeof(buf)), "/xdg/huggingface/token");
+	assert_int_equal(setenv("XDG_CACHE_HOME", "relative", 1), 0);
+	assert_string_equal(fg_pull_hf_token_path(buf, sizeof(buf)), "/home/q/.cache/huggingface/token");
+	assert_int_equal(unsetenv("XDG_CACHE_HOME"), 0);
+	assert_string_equal(fg_pull_hf_token_path(buf, sizeof(buf)), "/home/q/.cache/huggingface/token");
+	assert_null(fg_pull_hf_token_path(tiny, sizeof(tiny)));
+	assert_int_equal(unsetenv("HOME"), 0);
+	assert_null(fg_pull_hf_token_path(buf, sizeof(buf)));
+	if (home)
+		assert_int_equal(setenv("HOME", home, 1), 0);
+	free(home);
+}
+
 static void test_parse_hf_refusals(void **state)
 {
 	static const char *const bad[] = {
@@ -96,9 +141,6 @@ static void test_parse_hf_refusals(void **state)
 				 FG_EUSAGE);
 		assert_null(base);
 	}
-	assert_int_equal(fg_pull_parse_source("hf://a/b", NULL, &base, &rev, &file, &err),
-			 FG_EUSAGE);
-	assert_non_null(strstr(err.msg, "HF_ENDPOINT"));
 	assert_int_equal(fg_pull_parse_source("hf://a/b", "ftp://e", &base, &rev, &file, &err),
 			 FG_EUSAGE);
 	assert_int_equal(fg_pull_parse_source("ftp://h/x", NULL, &base, &rev, &file, &err),
@@ -277,7 +319,7 @@ static void test_open_refusals(void **state)
 	struct fg_pull_opts o;
 	struct fg_pull *p = (struct fg_pull *)&o; /* must stay untouched */
 	struct fg_err err = { 0 };
-	char dir[] = "/tmp/fg-pull-XXXXXX", sub[64];
+	char dir[PATH_MAX], sub[PATH_MAX + 32];
 	struct stat sb;
 
 	(void)state;
@@ -290,7 +332,7 @@ static void test_open_refusals(void **state)
 	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8081/m/", &o, &err), FG_EFORBIDDEN);
 
 	/* listed hosts open (nothing is fetched), and the cache folder is made */
-	assert_non_null(mkdtemp(dir));
+	tmpdir_new(dir, sizeof(dir), "pull");
 	snprintf(sub, sizeof(sub), "%s/state/cache", dir);
 	o.cache_dir = sub;
 	assert_int_equal(fg_pull_open(&p, "http://hub.internal/m/model.safetensors", &o, &err), 0);
@@ -303,9 +345,27 @@ static void test_open_refusals(void **state)
 	assert_null(fg_pull_source_file(p));
 	fg_pull_close(p);
 
+	/* no endpoint anywhere: the Hub's own (listed here, so allowed); nothing is fetched */
 	o.hf_endpoint = NULL;
 	unsetenv("HF_ENDPOINT");
-	assert_int_equal(fg_pull_open(&p, "hf://a/b", &o, &err), FG_EUSAGE);
+	static const char *const hub[] = { "huggingface.co" };
+	o.allow_hosts = hub;
+	o.n_allow_hosts = 1;
+	assert_int_equal(fg_pull_open(&p, "hf://a/b@v2", &o, &err), 0);
+	assert_string_equal(fg_pull_base_url(p), "https://huggingface.co/a/b/resolve/v2/");
+	assert_string_equal(fg_pull_revision(p), "v2");
+	assert_null(fg_pull_resolved_commit(p)); /* not known before a response */
+	fg_pull_close(p);
+	assert_int_equal(fg_pull_open(&p, "hf://a/b@0123456789abcdef0123456789abcdef01234567", &o, &err), 0);
+	assert_string_equal(fg_pull_resolved_commit(p), "0123456789abcdef0123456789abcdef01234567");
+	fg_pull_close(p);
+	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8080/m", &o, &err), FG_EFORBIDDEN);
+	o.allow_hosts = hosts;
+	o.n_allow_hosts = 2;
+	assert_int_equal(fg_pull_open(&p, "http://127.0.0.1:8080/m", &o, &err), 0);
+	assert_null(fg_pull_revision(p));
+	assert_null(fg_pull_resolved_commit(p));
+	fg_pull_close(p);
 	o.hf_endpoint = "http://hub.internal";
 	assert_int_equal(fg_pull_open(&p, "hf://a/b", &o, &err), 0);
 	/* bad file names are refused before any request */
@@ -319,8 +379,7 @@ static void test_open_refusals(void **state)
 	fg_pull_close(p);
 	fg_pull_close(NULL);
 
-	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
-	assert_int_equal(system(sub), 0);
+	assert_int_equal(rm_tree(dir), 0);
 }
 
 /* ---- HTTP (against nginx, see tests/e2e/test_pull.sh) ---- */
@@ -418,11 +477,8 @@ static struct fg_pull *open_ok(const char *source, const struct fg_pull_opts *o)
 
 static void cache_dir_for(char *out, size_t cap, const char *name)
 {
-	char cmd[1200];
-
-	snprintf(out, cap, "%s/%s", cache_root, name);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", out);
-	assert_int_equal(system(cmd), 0);
+	path_join(out, cap, cache_root, name);
+	assert_int_equal(rm_tree(out), 0);
 }
 
 /* Fetch a safetensors header remotely; *st parsed header-only. */
@@ -948,6 +1004,78 @@ static void test_http_cache(void **state)
 	fg_pull_close(p);
 }
 
+/*
+ * The hub's commit (nginx_lib.sh sends X-Repo-Commit for main) is learned
+ * from responses and kept in the records; offline (hf_offline), every record
+ * is trusted however old, nothing is asked, and a miss names its URL.
+ */
+static void test_http_offline_and_commit(void **state)
+{
+	struct fg_pull_opts o;
+	struct fg_pull *p;
+	struct fg_pull_stats s;
+	struct fg_err err = { 0 };
+	const char *want = getenv("FORGED_TEST_HUB_COMMIT");
+	char cache[1024];
+	size_t before;
+	uint8_t *data = NULL;
+	size_t len;
+
+	(void)state;
+	assert_non_null(want);
+	opts_for_test(&o, base_url);
+	cache_dir_for(cache, sizeof(cache), "offline");
+	o.cache_dir = cache;
+	p = open_ok("hf://fx/qwen35_hf", &o);
+	assert_null(fg_pull_resolved_commit(p));
+	read_fixed(p);
+	assert_string_equal(fg_pull_resolved_commit(p), want);
+	fg_pull_close(p);
+
+	/* TTL 0 would confirm every file: offline, the expired records are served as they are */
+	before = log_lines();
+	o.cache_ttl_seconds = 0;
+	o.hf_offline = "1";
+	p = open_ok("hf://fx/qwen35_hf", &o);
+	read_fixed(p);
+	assert_string_equal(fg_pull_resolved_commit(p), want); /* from the records */
+	fg_pull_stats(p, &s);
+	assert_int_equal(s.requests, 0);
+	assert_int_equal(s.bytes_fetched, 0);
+	/* what the cache lacks: FG_EIO naming the URL, still no request */
+	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "/fx/qwen35_hf/resolve/main/generation_config.json"));
+	assert_non_null(strstr(err.msg, "HF_HUB_OFFLINE"));
+	struct fg_pull_range r = { "other.safetensors", 1000, 10, NULL };
+	assert_int_equal(fg_pull_ranges(p, &r, 1, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "(bytes 1000-1009)"));
+	fg_pull_stats(p, &s);
+	assert_int_equal(s.requests, 0);
+	fg_pull_close(p);
+	assert_int_equal(log_lines(), before);
+	/* "0", and any other value than 1/true/yes/on, is online; http(s):// is never offline */
+	o.hf_offline = "TRUE";
+	p = open_ok("hf://fx/qwen35_hf", &o);
+	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	fg_pull_close(p);
+	o.hf_offline = "0";
+	p = open_ok("hf://fx/qwen35_hf", &o);
+	data = NULL;
+	assert_int_not_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	free(data);
+	fg_pull_close(p);
+	o.hf_offline = "1";
+	char folder[600];
+	snprintf(folder, sizeof(folder), "%s/fx/qwen35_hf/resolve/main/", base_url);
+	p = open_ok(folder, &o);
+	data = NULL;
+	if (fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err))
+		fail_msg("offline does not apply to http(s)://: %s", err.msg);
+	assert_null(fg_pull_resolved_commit(p));
+	free(data);
+	fg_pull_close(p);
+}
+
 static void test_http_cache_eviction(void **state)
 {
 	struct fg_pull_opts o;
@@ -1154,6 +1282,8 @@ int main(void)
 	const struct CMUnitTest unit[] = {
 		cmocka_unit_test(test_is_url),
 		cmocka_unit_test(test_parse_hf),
+		cmocka_unit_test(test_parse_hf_default_endpoint),
+		cmocka_unit_test(test_hf_token_path),
 		cmocka_unit_test(test_parse_hf_refusals),
 		cmocka_unit_test(test_parse_http),
 		cmocka_unit_test(test_file_url),
@@ -1175,6 +1305,7 @@ int main(void)
 		cmocka_unit_test(test_http_errors),
 		cmocka_unit_test(test_http_redirects),
 		cmocka_unit_test(test_http_cache),
+		cmocka_unit_test(test_http_offline_and_commit),
 		cmocka_unit_test(test_http_cache_eviction),
 		cmocka_unit_test(test_http_disconnect),
 		cmocka_unit_test(test_http_progress),

@@ -40,10 +40,10 @@
 #include <cmocka.h>
 
 #include "forge/core/bytes.h"
-#include "tests/unit/rng.h"
-#include "tests/unit/simd_rerun.h"
+#include "tests/unit/support.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,6 @@
 #include "forge/core/error.h"
 #include "forge/format/quant/quant.h"
 
-#define GOLDEN_DEFAULT "build/fixtures/quant_golden"
 #define GOLDEN_HOWTO "/usr/bin/python3 tests/fixtures/quant_golden.py build/fixtures/quant_golden"
 
 static char **saved_argv;
@@ -147,11 +146,12 @@ static unsigned char *read_all(const char *dir, const char *name, size_t *len)
 	return buf;
 }
 
+/* $FORGED_QUANT_GOLDEN, else BUILD/fixtures/quant_golden beside this binary. */
 static const char *golden_dir(void)
 {
-	const char *d = getenv("FORGED_QUANT_GOLDEN");
+	static char dir[PATH_MAX];
 
-	return d && *d ? d : GOLDEN_DEFAULT;
+	return fixture_dir_env(dir, sizeof(dir), "FORGED_QUANT_GOLDEN", "quant_golden");
 }
 
 /* The parsed index.json; a missing folder fails the calling test. */
@@ -1361,6 +1361,48 @@ static void test_error_bound_and_round_trip(void **state)
 /* The F32-rounded log2 of every scale near sqrt(2) * 2^k is unambiguous:
  * log2 in double is nowhere near the midpoint of two floats, so the E8M0
  * exponent does not depend on the last bit of the libm's log2. */
+/*
+ * fg_dequant_affine_rows_dt reads scales and biases stored as the weights'
+ * dtype (what forge writes for BF16 and F16 heads): it equals widening them
+ * exactly to F32 and dequantizing, bit for bit, and refuses other dtypes.
+ */
+static void test_dequant_dt(void **state)
+{
+	const size_t rows = 8, cols = 256, ng = rows * cols / 64;
+	float *w = xmalloc(rows * cols * 4), *want = xmalloc(rows * cols * 4), *got = xmalloc(rows * cols * 4);
+	float *s32 = xmalloc(ng * 4), *b32 = xmalloc(ng * 4);
+	unsigned char *src = xmalloc(rows * cols * 4), *s = xmalloc(ng * 4), *b = xmalloc(ng * 4);
+	uint32_t *pk = xmalloc(rows * fg_quant_affine_row_words(cols, 4) * 4);
+	struct fg_err err = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < COUNT(param_dtypes); i++) {
+		const enum fg_dtype dt = param_dtypes[i];
+
+		fill_weights(w, rows * cols, (int)i);
+		assert_int_equal(fg_dtype_from_f32_ref(dt, w, src, rows * cols), 0);
+		assert_int_equal(fg_quant_affine_rows_dt(dt, src, rows, cols, 4, 64, pk, s, b, NULL), 0);
+		assert_int_equal(fg_dtype_to_f32_ref(dt, s, s32, ng), 0);
+		assert_int_equal(fg_dtype_to_f32_ref(dt, b, b32, ng), 0);
+		assert_int_equal(fg_dequant_affine_rows(pk, s32, b32, rows, cols, 4, 64, want, NULL), 0);
+		memset(got, 0x5a, rows * cols * 4);
+		assert_int_equal(fg_dequant_affine_rows_dt(dt, pk, s, b, rows, cols, 4, 64, got, NULL), 0);
+		expect_same("dequantized", fg_dtype_name(dt), want, got, rows * cols, 4);
+	}
+	assert_int_equal(fg_dequant_affine_rows_dt(FG_DT_U8, pk, s, b, rows, cols, 4, 64, got, &err), FG_EUSAGE);
+	assert_non_null(strstr(err.msg, "scales of dtype U8 not supported"));
+	assert_int_equal(fg_dequant_affine_rows_dt(FG_DT_BF16, pk, s, b, rows, cols, 4, 48, got, &err), FG_EINPUT);
+	free(w);
+	free(want);
+	free(got);
+	free(s32);
+	free(b32);
+	free(src);
+	free(s);
+	free(b);
+	free(pk);
+}
+
 static void test_e8m0_log2_margin(void **state)
 {
 	int k;
@@ -1606,6 +1648,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_threads_env),
 		cmocka_unit_test(test_threads_bit_identical),
 		cmocka_unit_test(test_error_bound_and_round_trip),
+		cmocka_unit_test(test_dequant_dt),
 		cmocka_unit_test(test_e8m0_log2_margin),
 		cmocka_unit_test(test_fp8_nan_and_specials),
 		cmocka_unit_test(test_fp8_paths_agree),

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <dirent.h>
 
 #include "forge/format/safetensors.h"
+#include "tests/unit/support.h"
 
 /* A valid file typed out by hand: 8-byte length 144, the 143-byte header padded
  * with one space, then 1.0f 2.0f (F32 "a") and 0x3f80 0xc000 (BF16 "b":
@@ -148,43 +150,19 @@ static void test_rejections_name_tensor(void **state)
 
 /* ---- writer ---- */
 
-static char tmpdir[64];
+static char tmpdir[PATH_MAX];
 
 static int setup_dir(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-st-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	tmpdir_new(tmpdir, sizeof(tmpdir), "st");
+	return 0;
 }
 
 static int teardown_dir(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char p[512];
-
 	(void)state;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", tmpdir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(tmpdir);
-	return 0;
-}
-
-static size_t slurp(const char *path, uint8_t *buf, size_t cap)
-{
-	FILE *fp = fopen(path, "rb");
-	size_t n;
-
-	assert_non_null(fp);
-	n = fread(buf, 1, cap, fp);
-	fclose(fp);
-	return n;
+	return rm_tree(tmpdir);
 }
 
 static int count_entries(const char *dir)
@@ -211,21 +189,40 @@ static void test_writer_golden_bytes(void **state)
 	struct fg_st_out t = { .name = "n", .dtype = FG_DT_BF16, .rank = 2, .shape = { 1, 2 }, .data = vals };
 	struct fg_st_meta md = { "format", "mlx" };
 	struct fg_err err = { 0 };
-	uint8_t got[256];
-	char path[128];
+	uint8_t *got;
+	char path[PATH_MAX + 32];
 	size_t n;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/golden.safetensors", tmpdir);
 	assert_int_equal(fg_st_write(path, &t, 1, &md, 1, &err), 0);
-	n = slurp(path, got, sizeof(got));
+	got = (uint8_t *)read_whole(path, &n);
 	assert_int_equal(n, 8 + 96 + 4);
 	assert_int_equal(got[0], 96);
 	for (int i = 1; i < 8; i++)
 		assert_int_equal(got[i], 0);
 	assert_memory_equal(got + 8, want_header, 96);
 	assert_memory_equal(got + 104, vals, 4);
+	free(got);
 	assert_int_equal(count_entries(tmpdir), 1); /* no temporary left */
+	unlink(path);
+
+	/* The tests' own writer (support.c, written from the spec) makes the same bytes. */
+	{
+		static const uint64_t shape[2] = { 1, 2 };
+		struct shard *sh = shard_new();
+
+		shard_meta(sh, "format", "mlx");
+		shard_add(sh, "n", "BF16", 2, shape, vals);
+		shard_save(sh, tmpdir, "golden.safetensors");
+		got = (uint8_t *)read_whole(path, &n);
+		assert_int_equal(n, 8 + 96 + 4);
+		assert_int_equal(got[0], 96);
+		assert_memory_equal(got + 8, want_header, 96);
+		assert_memory_equal(got + 104, vals, 4);
+		free(got);
+		unlink(path);
+	}
 }
 
 struct ramp {
@@ -262,7 +259,7 @@ static void test_writer_streams(void **state)
 	};
 	struct fg_st_file *f = NULL;
 	struct fg_err err = { 0 };
-	char path[128];
+	char path[PATH_MAX + 32];
 	const struct fg_tensor *big;
 	uint64_t bad = 0;
 
@@ -291,7 +288,7 @@ static void test_writer_failure_leaves_nothing(void **state)
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "b" },
 	};
 	struct fg_err err = { 0 };
-	char path[128];
+	char path[PATH_MAX + 32];
 	int before = count_entries(tmpdir);
 
 	(void)state;

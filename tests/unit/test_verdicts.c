@@ -1,5 +1,5 @@
 /*
- * test_verdicts.c: the one verdict table (design.md section 5's codes and their
+ * test_verdicts.c: the one verdict table (docs/interfaces.md section 4's codes and their
  * fixed severities, the two documented extensions, the verification and fleet
  * codes; unique names, lookups, values outside the enum refused), the
  * severity names, and the verdict list
@@ -30,7 +30,7 @@ static int release_list(void **state)
 
 static void test_severities(void **state)
 {
-	/* design.md section 5, every code, and verdicts.h's two extensions. */
+	/* docs/interfaces.md section 4, every code, and verdicts.h's two extensions. */
 	static const struct {
 		const char *code;
 		enum fg_severity sev;
@@ -45,7 +45,14 @@ static void test_severities(void **state)
 		{ "nonfinite_norm", FG_SEV_ERROR },
 		{ "degenerate_head", FG_SEV_ERROR },
 		{ "expert_layout_ambiguous", FG_SEV_ERROR },
-		{ "mtp_declared_missing", FG_SEV_ERROR },
+		{ "mtp_declared_missing", FG_SEV_INFO }, /* issue 12: a note; refusing runtimes get runtime_load_error */
+		{ "runtime_load_error", FG_SEV_ERROR },
+		{ "model_type_unsupported", FG_SEV_ERROR },
+		{ "duplicate_tensor_order_dependent", FG_SEV_ERROR },
+		{ "head_keys_not_loaded", FG_SEV_ERROR },
+		{ "head_experts_not_loaded", FG_SEV_ERROR },
+		{ "trunk_experts_not_loaded", FG_SEV_ERROR },
+		{ "head_contract_mismatch", FG_SEV_ERROR },
 		{ "malformed_checkpoint", FG_SEV_ERROR },
 		{ "stray_shard", FG_SEV_WARNING },
 		{ "index_mismatch", FG_SEV_WARNING },
@@ -112,7 +119,7 @@ static void test_table(void **state)
 	size_t n_verification = 0;
 
 	(void)state;
-	assert_int_equal(FG_VERDICT_COUNT, 24); /* 19 static, 1 fleet, 4 verification */
+	assert_int_equal(FG_VERDICT_COUNT, 31); /* 26 static, 1 fleet, 4 verification */
 	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
 		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
 
@@ -228,15 +235,17 @@ static void test_detail_truncated(void **state)
 					 "%s", longtext), 0);
 	assert_non_null(v);
 	assert_int_equal(strlen(v->detail), sizeof(v->detail) - 1);
-	assert_int_equal(strlen(v->set), sizeof(v->set) - 1);
+	/* The detail is prose and may be cut; the set is a name a reader looks up: kept whole. */
+	assert_string_equal(v->set, "a-set-name-that-is-much-longer-than-sixty-four-characters-in-all-of-it");
 	fg_verdicts_release(&list);
 }
 
 static void test_runtimes_deduped(void **state)
 {
 	static const char *const ids[] = {
-		"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12", "ollama", "hf",
-		"r8", "r9", "r10",
+		"mlx-lm-0.31", "mlx-lm-0.32", "mlx-lm-pr990", "mtplx-2.11", "mtplx-2.12", "ollama", "vllm",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "r16", "r17", "r18", "r19", "r20",
+		"r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29", "r30", "r31", "r32", "r33",
 	};
 	struct fg_verdict *v;
 
@@ -252,10 +261,10 @@ static void test_runtimes_deduped(void **state)
 	assert_string_equal(v->runtimes[0], "mlx-lm-0.31");
 	assert_string_equal(v->runtimes[1], "mtplx-2.12");
 	assert_string_equal(v->runtimes[2], "ollama");
-	/* The list holds at most FG_VERDICT_MAX_LIST runtimes. */
+	/* The list holds at most FG_VERDICT_MAX_RUNTIMES runtimes (every table row fits). */
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
 		fg_verdict_runtime(v, ids[i]);
-	assert_int_equal(v->n_runtimes, FG_VERDICT_MAX_LIST);
+	assert_int_equal(v->n_runtimes, FG_VERDICT_MAX_RUNTIMES);
 	for (size_t i = 0; i < v->n_runtimes; i++)
 		for (size_t k = i + 1; k < v->n_runtimes; k++)
 			assert_string_not_equal(v->runtimes[i], v->runtimes[k]);

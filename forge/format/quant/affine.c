@@ -13,16 +13,16 @@
  * Where the definition comes from (read in ml-explore/mlx, commit 846d176,
  * August 2026; mxfp4.c and fp8.c cite theirs): mlx/backend/cpu/quantized.cpp,
  * function quantize().  It keeps min and max from +-infinity, computes
- * scale, edge and q0 in float as domain.md section 5 states, divides (no
+ * scale, edge and q0 in float as docs/domain.md section 5 states, divides (no
  * reciprocal), rounds with std::rint, clamps to [0, N], and casts scale and
  * bias to the source type only when storing them: the q values use the F32
- * scale.  That is exactly domain.md; the differences are at the edges: MLX
+ * scale.  That is exactly docs/domain.md; the differences are at the edges: MLX
  * lets NaN slip through its min/max (std::max keeps its first argument) and
  * then casts a NaN q to an integer (undefined), and an infinite weight gives
  * an infinite scale; forged refuses both.  MLX groups over the flattened
  * tensor, the same thing when cols is a multiple of group.  For 3, 5 and 6
  * bits it writes bytes of 24- or 40-bit packs, which is the same
- * little-endian bit stream.  The Metal kernel differs as domain.md says (max
+ * little-endian bit stream.  The Metal kernel differs as docs/domain.md says (max
  * starts at 0, round() is half away from zero, no clamp at 0); the generic
  * fallback in mlx/ops.cpp agrees with the CPU kernel.
  *

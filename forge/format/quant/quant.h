@@ -44,7 +44,7 @@
 
 /* ---- MLX affine quantization ---------------------------------------------
  *
- * domain.md section 5, which is what MLX's CPU kernel computes
+ * docs/domain.md section 5, which is what MLX's CPU kernel computes
  * (mlx/backend/cpu/quantized.cpp): per group of `group` consecutive values of
  * a row, in F32, N = 2^bits - 1, s0 = max((max - min) / N, 1e-7); the edge is
  * the extreme of larger magnitude (min if |min| > |max|, else max, with

@@ -1,12 +1,14 @@
 /*
  * cache.c: the pull cache on disk (internal.h; the layout is described in
  * pull.c's header).  It owns the records (v1/files/: a file's URL,
- * validator, size and when they were confirmed, or its 404), the entries
+ * validator, size, the hf:// commit and when they were confirmed, or its
+ * 404), the entries
  * (v1/ranges/: data plus a trailer naming and hashing it, written to v1/tmp/
  * and renamed), their lookup and verification, and eviction by last use.
  */
 #include "forge/source/pull/internal.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include "forge/core/sha256.h"
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
 
 #define CACHE_MAGIC      "FGCACHE1"
 #define TRAILER_MAX      (64u << 10)
@@ -29,27 +33,6 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 
 /* ---- records ---- */
 
-int fgp_mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_BUF];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return FG_ESTATE;
-	memcpy(buf, path, n + 1);
-	for (char *c = buf + 1; *c; c++) {
-		if (*c != '/')
-			continue;
-		*c = '\0';
-		if (mkdir(buf, mode) != 0 && errno != EEXIST)
-			return FG_ESTATE;
-		*c = '/';
-	}
-	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return FG_ESTATE;
-	return 0;
-}
-
 static void record_path(const struct fg_pull *p, const char *url, char *out, size_t cap)
 {
 	struct fg_sha256 *h = fg_sha256_new();
@@ -59,6 +42,7 @@ static void record_path(const struct fg_pull *p, const char *url, char *out, siz
 		fg_sha256_update(h, "file", 5);
 		fg_sha256_update(h, url, strlen(url));
 		fg_sha256_final_hex(h, hex);
+		fg_sha256_free(h);
 	} else {
 		fg_sha256_buf(url, strlen(url), hex);
 	}
@@ -132,7 +116,7 @@ static char *read_small(const char *path, size_t cap)
  */
 int fgp_record_load(struct fg_pull *p, struct pfile *f)
 {
-	char path[PATH_BUF], url[URL_BUF], val[300];
+	char path[PATH_BUF], url[URL_BUF], val[300], commit[COMMIT_BUF];
 	uint64_t size, checked;
 	char *text;
 	time_t now = time(NULL);
@@ -147,7 +131,8 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 		free(text);
 		return 0;
 	}
-	int fresh = p->immutable ||
+	/* Offline, whatever the cache knows is all there is: no record expires. */
+	int fresh = p->immutable || p->offline ||
 		    (p->ttl > 0 && (uint64_t)now >= checked && (uint64_t)now - checked < p->ttl);
 	if (text_field(text, "absent", val, sizeof(val)) == 0) {
 		free(text);
@@ -159,7 +144,23 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 		free(text);
 		return 0;
 	}
+	/*
+	 * The commit the record was confirmed at.  One of another commit than
+	 * the pull's is as good as none: the file is read again, and a server
+	 * still at that other commit then fails the call (the branch moved).
+	 */
+	if (text_field(text, "commit", commit, sizeof(commit)) != 0 || !fgp_commit_ok(commit))
+		commit[0] = '\0';
+	if (commit[0] && p->commit[0] && strcmp(commit, p->commit) != 0) {
+		free(text);
+		return 0;
+	}
 	free(text);
+	if (commit[0] && p->rev) {
+		snprintf(f->commit, sizeof(f->commit), "%s", commit);
+		if (!p->commit[0])
+			snprintf(p->commit, sizeof(p->commit), "%s", commit);
+	}
 	f->validator = strdup(val);
 	if (!f->validator)
 		return FG_ENOMEM;
@@ -188,8 +189,9 @@ void fgp_record_store(struct fg_pull *p, const struct pfile *f, int absent)
 		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nabsent=1\nsize=-\nchecked=%lld\n", f->url,
 				   (long long)time(NULL));
 	else
-		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n",
-				   f->url, f->validator, size, (long long)time(NULL));
+		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n%s%s%s",
+				   f->url, f->validator, size, (long long)time(NULL),
+				   f->commit[0] ? "commit=" : "", f->commit, f->commit[0] ? "\n" : "");
 	if (!text)
 		return;
 	write_file_atomic(p, path, text, strlen(text));
@@ -207,24 +209,6 @@ void fgp_record_drop(struct fg_pull *p, const struct pfile *f)
 }
 
 /* ---- entries ---- */
-
-int fgp_write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *c = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, c, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return FG_ESTATE; /* errno says why */
-		}
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int fgp_tmp_open(const struct fg_pull *p, char **path)
 {
@@ -250,7 +234,7 @@ static int write_file_atomic(const struct fg_pull *p, const char *final, const v
 
 	if (fd < 0)
 		return fd;
-	if (fgp_write_all(fd, data, len) == 0 && close(fd) == 0) {
+	if (fg_fs_write_all(fd, data, len) == 0 && close(fd) == 0) {
 		fd = -1;
 		rc = rename(tmp, final) == 0 ? 0 : FG_ESTATE;
 	}
@@ -345,16 +329,9 @@ static int disk_list(struct fg_pull *p, struct pfile *f)
 		if (fgp_parse_u64(&s, &off) || *s++ != '-' || fgp_parse_u64(&s, &len) || *s ||
 		    len == 0 || off > UINT64_MAX - len)
 			continue;
-		if (f->n_disk == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			struct fg_pull_extent *nd = realloc(f->disk, nc * sizeof(*nd));
-
-			if (!nd) {
-				closedir(d);
-				return FG_ENOMEM;
-			}
-			f->disk = nd;
-			cap = nc;
+		if (FG_GROW(f->disk, f->n_disk + 1, cap)) {
+			closedir(d);
+			return FG_ENOMEM;
 		}
 		f->disk[f->n_disk].offset = off;
 		f->disk[f->n_disk].len = len;
@@ -463,20 +440,13 @@ struct evict_entry {
 static int evict_add(struct fg_pull_cache_item **items, struct evict_entry **ents, size_t *n,
 		     size_t *cap, const char *path, const struct stat *sb, int is_range)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 256;
-		struct fg_pull_cache_item *ni = realloc(*items, nc * sizeof(*ni));
+	/* Two parallel arrays, one capacity: each grows from the same cap to the same new one. */
+	size_t cap_items = *cap, cap_ents = *cap;
 
-		if (!ni)
-			return FG_ENOMEM;
-		*items = ni;
-		struct evict_entry *ne = realloc(*ents, nc * sizeof(*ne));
-
-		if (!ne)
-			return FG_ENOMEM;
-		*ents = ne;
-		*cap = nc;
-	}
+	if (FG_GROW(*items, *n + 1, cap_items) || FG_GROW(*ents, *n + 1, cap_ents))
+		return FG_ENOMEM;
+	assert(cap_items == cap_ents);
+	*cap = cap_items;
 	(*ents)[*n].path = strdup(path);
 	if (!(*ents)[*n].path)
 		return FG_ENOMEM;

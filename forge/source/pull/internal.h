@@ -31,6 +31,7 @@
 #define OPEN_CACHE_DIR_MAX 3000
 #define BASE_URL_MAX     3000         /* + an encoded file name fits URL_BUF */
 #define URL_BUF          8192
+#define COMMIT_BUF       65           /* a git commit id: 40 (SHA-1) or 64 (SHA-256) hex digits */
 
 enum fstate {
 	F_UNKNOWN,   /* nothing known: the first response tells */
@@ -51,6 +52,7 @@ struct pfile {
 	enum fstate state;
 	char *validator;             /* NULL: the server gave none (not cached) */
 	uint64_t size;               /* FG_PULL_SIZE_UNKNOWN */
+	char commit[COMMIT_BUF];     /* the hf:// commit validator and size belong to, or "" */
 	int served;                  /* bytes under validator were handed out */
 	struct extent *ext;          /* ranges held in memory */
 	size_t n_ext, cap_ext;
@@ -70,6 +72,8 @@ struct fg_pull {
 	char *rev;                   /* hf revision, or NULL */
 	char *single;                /* the file a single-file source named */
 	int immutable;               /* rev is a commit: records never expire */
+	int offline;                 /* HF_HUB_OFFLINE for an hf:// source: no request at all */
+	char commit[COMMIT_BUF];     /* the commit rev resolved to, or "" while unknown */
 	char *user_agent;
 	struct curl_slist *headers;  /* Authorization, when a token applies */
 	char **allow;
@@ -120,6 +124,7 @@ struct xfer {
 	int headers_done;
 	int complete;
 	struct resp r;
+	char commit[COMMIT_BUF];     /* X-Repo-Commit of any response of this attempt */
 	CURL *easy;
 	char errbuf[CURL_ERROR_SIZE];
 	unsigned tries;
@@ -144,6 +149,7 @@ int fgp_add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap);
 void fgp_drop_last_mapping(struct fg_pull *p);
 void *fgp_load_region(struct fg_pull *p, int fd, size_t len);
 int fgp_add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint8_t *data);
+int fgp_commit_ok(const char *s);
 
 /* url.c: file names and hosts */
 int fgp_file_name_ok(const char *name);
@@ -154,11 +160,9 @@ int fgp_host_allowed(const struct fg_pull *p, const char *host, const char *port
 int fgp_parse_u64(const char **s, uint64_t *out);
 
 /* cache.c: records, entries and eviction */
-int fgp_mkdir_p(const char *path, mode_t mode);
 int fgp_record_load(struct fg_pull *p, struct pfile *f);
 void fgp_record_store(struct fg_pull *p, const struct pfile *f, int absent);
 void fgp_record_drop(struct fg_pull *p, const struct pfile *f);
-int fgp_write_all(int fd, const void *data, size_t len);
 int fgp_tmp_open(const struct fg_pull *p, char **path);
 char *fgp_entry_trailer(const struct pfile *f, uint64_t offset, uint64_t len,
 			const char *sha, size_t *tlen);

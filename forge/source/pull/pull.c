@@ -23,13 +23,26 @@
  * of the same file with another validator means the file changed under us,
  * and the call fails rather than mixing two versions.
  *
+ * Hub revisions.  hf://ORG/NAME@REV reads {endpoint}/ORG/NAME/resolve/REV/
+ * (the endpoint: hf_endpoint, $HF_ENDPOINT, else FG_PULL_HF_DEFAULT_ENDPOINT;
+ * the bearer token: hf_token, $HF_TOKEN, else the hub's token file).  REV is
+ * a branch, a tag or a commit; the hub names the commit it served in the
+ * X-Repo-Commit header of every resolve response, which becomes the pull's
+ * resolved commit (fg_pull_resolved_commit) and is kept in each file's
+ * record.  A second commit within one pull (the branch moved) fails the call
+ * rather than mixing files of two commits.  A commit REV makes every record
+ * immutable.  With $HF_HUB_OFFLINE (hf_offline) an hf:// pull makes no
+ * request at all: records never expire, and what the cache lacks fails with
+ * the URL that would have been asked.
+ *
  * Cache layout (under cache_dir, all files written to tmp/ then renamed, so
  * a reader sees whole entries or none, and two processes fetching the same
  * range both rename identical bytes):
  *
- *   v1/files/<sha256("file\0" URL)>   a record: URL, validator, size and when
- *                                      the server last confirmed them (or that
- *                                      the file is absent: 404)
+ *   v1/files/<sha256("file\0" URL)>   a record: URL, validator, size, commit
+ *                                      (hf://) and when the server last
+ *                                      confirmed them (or that the file is
+ *                                      absent: 404)
  *   v1/ranges/<K>/<OFFSET>-<LEN>       an entry: LEN data bytes, then a text
  *                                      trailer (URL, validator, size, range,
  *                                      SHA-256 of the data), its 8-byte length
@@ -50,6 +63,9 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -58,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -91,14 +108,62 @@ int fgp_oom(struct fg_err *err)
 	return fg_err_set(err, FG_ENOMEM, "out of memory");
 }
 
-static int is_hex40(const char *s)
+/* A full git commit id in lowercase hex: 40 digits (SHA-1) or 64 (SHA-256). */
+int fgp_commit_ok(const char *s)
 {
 	size_t i;
 
 	for (i = 0; s[i]; i++)
 		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
 			return 0;
-	return i == 40;
+	return i == 40 || i == 64;
+}
+
+static int truthy(const char *v)
+{
+	return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+		     strcasecmp(v, "on") == 0);
+}
+
+const char *fg_pull_hf_token_path(char *buf, size_t len)
+{
+	const char *hf_home = getenv("HF_HOME"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *home = getenv("HOME");
+	int n = -1;
+
+	if (hf_home && *hf_home)
+		n = snprintf(buf, len, "%s/token", hf_home);
+	else if (xdg && xdg[0] == '/') /* XDG: a relative path is to be ignored */
+		n = snprintf(buf, len, "%s/huggingface/token", xdg);
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.cache/huggingface/token", home);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+/*
+ * The first line of the hub's token file, blanks trimmed, into buf; NULL
+ * when there is no such file or it holds no token.  An unreadable file is
+ * as good as none: the Hugging Face tools ignore it too, and a server that
+ * needs a token says so (401, with a hint naming HF_TOKEN).
+ */
+static const char *token_from_file(char *buf, size_t len)
+{
+	char path[PATH_BUF];
+	FILE *fp;
+	size_t n;
+
+	if (!fg_pull_hf_token_path(path, sizeof(path)) || !(fp = fopen(path, "re")))
+		return NULL;
+	if (!fgets(buf, (int)len, fp))
+		buf[0] = '\0';
+	fclose(fp);
+	n = strcspn(buf, "\r\n");
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	buf[n] = '\0';
+	n = strspn(buf, " \t");
+	memmove(buf, buf + n, strlen(buf + n) + 1);
+	return buf[0] ? buf : NULL;
 }
 
 void fg_pull_opts_init(struct fg_pull_opts *o)
@@ -141,15 +206,8 @@ static int file_get(struct fg_pull *p, const char *name, struct pfile **out, str
 	}
 	if (!fgp_file_name_ok(name))
 		return fg_err_set(err, FG_EUSAGE, "bad remote file name '%.200s'", name);
-	if (p->n_files == p->cap_files) {
-		size_t nc = p->cap_files ? 2 * p->cap_files : 16;
-		struct pfile **nf = realloc(p->files, nc * sizeof(*nf));
-
-		if (!nf)
-			return fgp_oom(err);
-		p->files = nf;
-		p->cap_files = nc;
-	}
+	if (FG_GROW(p->files, p->n_files + 1, p->cap_files))
+		return fgp_oom(err);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return fgp_oom(err);
@@ -171,15 +229,8 @@ static int file_get(struct fg_pull *p, const char *name, struct pfile **out, str
 
 int fgp_add_mapping(struct fg_pull *p, void *addr, size_t len, int is_mmap)
 {
-	if (p->n_maps == p->cap_maps) {
-		size_t nc = p->cap_maps ? 2 * p->cap_maps : 32;
-		struct mapping *nm = realloc(p->maps, nc * sizeof(*nm));
-
-		if (!nm)
-			return FG_ENOMEM;
-		p->maps = nm;
-		p->cap_maps = nc;
-	}
+	if (FG_GROW(p->maps, p->n_maps + 1, p->cap_maps))
+		return FG_ENOMEM;
 	p->maps[p->n_maps].addr = addr;
 	p->maps[p->n_maps].len = len;
 	p->maps[p->n_maps].is_mmap = is_mmap;
@@ -246,15 +297,8 @@ void *fgp_load_region(struct fg_pull *p, int fd, size_t len)
 
 int fgp_add_extent(struct pfile *f, uint64_t offset, uint64_t len, const uint8_t *data)
 {
-	if (f->n_ext == f->cap_ext) {
-		size_t nc = f->cap_ext ? 2 * f->cap_ext : 8;
-		struct extent *ne = realloc(f->ext, nc * sizeof(*ne));
-
-		if (!ne)
-			return FG_ENOMEM;
-		f->ext = ne;
-		f->cap_ext = nc;
-	}
+	if (FG_GROW(f->ext, f->n_ext + 1, f->cap_ext))
+		return FG_ENOMEM;
 	f->ext[f->n_ext].offset = offset;
 	f->ext[f->n_ext].len = len;
 	f->ext[f->n_ext].data = data;
@@ -283,7 +327,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	struct fg_pull_opts def;
 	struct fg_pull *p = NULL;
 	const char *endpoint, *token, *ua;
-	char *base = NULL, *rev = NULL, *file = NULL, host[256], port[16];
+	char *base = NULL, *rev = NULL, *file = NULL, host[256], port[16], token_buf[1024];
 	int rc;
 
 	if (!o) {
@@ -303,7 +347,10 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	p->rev = rev;
 	p->single = file;
 	base = rev = file = NULL;
-	p->immutable = p->rev && is_hex40(p->rev);
+	p->immutable = p->rev && fgp_commit_ok(p->rev);
+	if (p->immutable)
+		snprintf(p->commit, sizeof(p->commit), "%s", p->rev);
+	p->offline = p->rev && truthy(o->hf_offline ? o->hf_offline : getenv("HF_HUB_OFFLINE"));
 	p->cap = o->cache_cap_bytes;
 	p->ttl = o->cache_ttl_seconds;
 	p->maxconn = o->max_connections ? o->max_connections : 1;
@@ -347,6 +394,8 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		}
 	}
 	token = o->hf_token ? o->hf_token : getenv("HF_TOKEN");
+	if (p->rev && !o->hf_token && (!token || !*token))
+		token = token_from_file(token_buf, sizeof(token_buf));
 	if (p->rev && token && *token) {
 		char *h;
 
@@ -381,10 +430,13 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 		}
 		static const char *const subs[] = { "files", "ranges", "tmp" };
 		for (size_t i = 0; i < 3; i++) {
+			int mk;
+
 			snprintf(sub, sizeof(sub), "%s/%s", p->cache, subs[i]);
-			if (fgp_mkdir_p(sub, 0700) != 0) {
-				rc = fg_err_set(err, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
-						strerror(errno));
+			mk = fg_fs_mkdir_p(sub, 0700);
+			if (mk != 0) {
+				rc = fg_err_set(err, mk == -ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache folder '%s': %s", sub,
+						strerror(-mk));
 				goto fail;
 			}
 		}
@@ -416,6 +468,16 @@ const char *fg_pull_base_url(const struct fg_pull *p)
 const char *fg_pull_source_file(const struct fg_pull *p)
 {
 	return p->single;
+}
+
+const char *fg_pull_revision(const struct fg_pull *p)
+{
+	return p->rev;
+}
+
+const char *fg_pull_resolved_commit(const struct fg_pull *p)
+{
+	return p->commit[0] ? p->commit : NULL;
 }
 
 static int absent_error(const struct pfile *f, struct fg_err *err)

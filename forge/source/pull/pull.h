@@ -25,6 +25,8 @@
 
 #define FG_PULL_SIZE_UNKNOWN UINT64_MAX
 #define FG_PULL_MERGE_GAP    (64u << 10) /* ranges of a file this close share a request */
+/* The hub hf:// sources resolve against when neither hf_endpoint nor $HF_ENDPOINT names one. */
+#define FG_PULL_HF_DEFAULT_ENDPOINT "https://huggingface.co"
 
 struct fg_pull;
 
@@ -42,8 +44,15 @@ struct fg_pull_opts {
 	unsigned connect_timeout_seconds; /* 0: libcurl's default */
 	unsigned retries;             /* extra attempts on 5xx, 429, network errors, truncation */
 	unsigned backoff_ms;          /* first retry delay, doubled each time (capped at 8 s) */
-	const char *hf_endpoint;      /* for hf:// (NULL: $HF_ENDPOINT; hf:// fails without one) */
-	const char *hf_token;         /* bearer token for hf:// sources (NULL: $HF_TOKEN) */
+	const char *hf_endpoint;      /* for hf:// (NULL: $HF_ENDPOINT; NULL or empty there:
+				       * FG_PULL_HF_DEFAULT_ENDPOINT) */
+	const char *hf_token;         /* bearer token for hf:// sources (NULL: $HF_TOKEN, else
+				       * the first line of the hub's token file, see
+				       * fg_pull_hf_token_path; "" sends none) */
+	const char *hf_offline;       /* NULL: $HF_HUB_OFFLINE.  "1", "true", "yes" or "on"
+				       * (any case): an hf:// pull makes no request; it serves
+				       * what the cache holds, expired records included, and
+				       * anything else fails (FG_EIO naming the URL) */
 	const char *user_agent;       /* NULL: "forged" */
 	const char *const *allow_hosts; /* when n_allow_hosts > 0, the source's host and every */
 	size_t n_allow_hosts;           /* redirect target must be listed ("host" or "host:port") */
@@ -54,8 +63,9 @@ struct fg_pull_opts {
 
 /*
  * Fill o with the defaults: no cache, cap 10 GiB, TTL 1 hour, 8 connections,
- * timeout 60 s, connect timeout 10 s, 4 retries from 250 ms, $HF_ENDPOINT and
- * $HF_TOKEN read at fg_pull_open time, no host list.
+ * timeout 60 s, connect timeout 10 s, 4 retries from 250 ms, $HF_ENDPOINT,
+ * $HF_TOKEN (or the token file) and $HF_HUB_OFFLINE read at fg_pull_open
+ * time, no host list.
  */
 void fg_pull_opts_init(struct fg_pull_opts *o);
 
@@ -65,11 +75,12 @@ int fg_pull_is_url(const char *source);
 /*
  * Open the remote folder source: an http(s):// base URL (a trailing '/' is
  * implied) or hf://ORG/NAME[@REV] -> {endpoint}/ORG/NAME/resolve/REV/ (REV
- * default main, percent-encoded).  A URL whose last segment ends in
- * ".safetensors" names one file: the pull's folder is its parent and
- * fg_pull_source_file() returns the name.  o may be NULL (defaults).  Nothing
- * is fetched.  Errors: FG_EUSAGE for a malformed source, a query string, a
- * missing hf endpoint; FG_EFORBIDDEN for a host not in allow_hosts;
+ * default main, percent-encoded; a branch, a tag or a commit).  A URL whose
+ * last segment ends in ".safetensors" names one file: the pull's folder is
+ * its parent and fg_pull_source_file() returns the name.  o may be NULL
+ * (defaults).  Nothing is fetched.  Errors: FG_EUSAGE for a malformed
+ * source, a query string, an endpoint that is not http(s); FG_EFORBIDDEN
+ * for a host not in allow_hosts;
  * FG_ESTATE (FG_ENOSPC on a full disk) when the cache folder cannot be
  * created; FG_ENOMEM.  On success *out is the caller's to
  * release with fg_pull_close().
@@ -82,6 +93,22 @@ const char *fg_pull_base_url(const struct fg_pull *p);
 
 /* The file a single-file source named (borrowed), or NULL for a folder. */
 const char *fg_pull_source_file(const struct fg_pull *p);
+
+/* The hf:// revision as the source named it ("main" by default; borrowed), or NULL for http(s). */
+const char *fg_pull_revision(const struct fg_pull *p);
+
+/*
+ * The commit an hf:// revision resolved to (borrowed), or NULL while unknown
+ * (nothing read yet, or a server that does not say).  A revision that is a
+ * commit is its own; a branch or tag resolves through the X-Repo-Commit
+ * header the hub sends with every resolve response (the first hop of a
+ * redirect included), and cache records keep it, so a pull served from the
+ * cache knows it too.  All files of a pull come from one commit: a response
+ * naming another one (the branch moved while being read) fails the call
+ * with FG_EIO and drops the records of the pull's files, so a rerun reads
+ * the new commit whole.
+ */
+const char *fg_pull_resolved_commit(const struct fg_pull *p);
 
 /*
  * Fetch the whole of file (a path relative to the folder: no "..", no
@@ -157,10 +184,19 @@ void fg_pull_close(struct fg_pull *p);
 /*
  * Split source into the folder URL *base (malloc'd, ends in '/'), the hf
  * revision *rev (malloc'd, NULL for http(s)) and the single file *file
- * (malloc'd or NULL).  hf_endpoint is used for hf:// only (may be NULL then).
+ * (malloc'd or NULL).  hf_endpoint is used for hf:// only (NULL or empty:
+ * FG_PULL_HF_DEFAULT_ENDPOINT).
  */
 int fg_pull_parse_source(const char *source, const char *hf_endpoint, char **base, char **rev,
 			 char **file, struct fg_err *err);
+
+/*
+ * Where the hub's token file is: $HF_HOME/token, HF_HOME defaulting to
+ * $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (as the Hugging
+ * Face tools keep it).  Written into buf; NULL when no variable gives a
+ * folder or the path does not fit.
+ */
+const char *fg_pull_hf_token_path(char *buf, size_t len);
 
 /* base + file with file's bytes percent-encoded (except '/'); malloc'd or NULL. */
 char *fg_pull_file_url(const char *base, const char *file);

@@ -139,6 +139,7 @@ void fg_pull_cache_key(const char *url, const char *validator, uint64_t size, ch
 	fg_sha256_update(h, validator, strlen(validator) + 1);
 	fg_sha256_update(h, sz, strlen(sz) + 1);
 	fg_sha256_final_hex(h, hex);
+	fg_sha256_free(h);
 }
 
 static int cmp_item(const void *pa, const void *pb)

@@ -2,12 +2,15 @@
  * url.c: what a pull's source and file names become as URLs (internal.h).
  *
  * It owns the parsing of a source (http(s):// folder or single file,
- * hf://ORG/NAME[@REV] against the hub endpoint), the percent-encoding of file
+ * hf://ORG/NAME[@REV] against the hub endpoint, FG_PULL_HF_DEFAULT_ENDPOINT
+ * unless one is given), the percent-encoding of file
  * names and revisions, the file-name rules, and the host allow-list that the
  * source and every redirect target are checked against.  libcurl is
  * initialised here, on the first source parsed.
  */
 #include "forge/source/pull/internal.h"
+
+#include "forge/core/str.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -63,17 +66,6 @@ static char *pct_encode(const char *s, int keep_slash)
 	return out;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 16; /* not a hex digit */
-}
-
 /* Decode %XX in place; FG_EUSAGE on a bad escape or an encoded NUL. */
 static int pct_decode(char *s)
 {
@@ -81,9 +73,9 @@ static int pct_decode(char *s)
 
 	for (char *c = s; *c; c++) {
 		if (*c == '%') {
-			int hi = hexval(c[1]), lo = hi > 15 ? 16 : hexval(c[2]);
+			int hi = fg_hex_nibble(c[1]), lo = hi == FG_HEX_NONE ? FG_HEX_NONE : fg_hex_nibble(c[2]);
 
-			if (hi > 15 || lo > 15 || (hi == 0 && lo == 0))
+			if (hi == FG_HEX_NONE || lo == FG_HEX_NONE || (hi == 0 && lo == 0))
 				return FG_EUSAGE;
 			*o++ = (char)(hi * 16 + lo);
 			c += 2;
@@ -169,8 +161,7 @@ static int parse_hf(const char *source, const char *endpoint, char **base, char 
 			return fg_err_set(err, FG_EUSAGE, "source '%s': bad character in revision",
 					  source);
 	if (!endpoint || !*endpoint)
-		return fg_err_set(err, FG_EUSAGE,
-				  "source '%s': hf:// needs a hub endpoint (set HF_ENDPOINT)", source);
+		endpoint = FG_PULL_HF_DEFAULT_ENDPOINT;
 	if (!has_prefix_ci(endpoint, "http://") && !has_prefix_ci(endpoint, "https://"))
 		return fg_err_set(err, FG_EUSAGE, "hub endpoint '%s' is not an http(s) URL", endpoint);
 	elen = strlen(endpoint);

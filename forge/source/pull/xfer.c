@@ -8,6 +8,9 @@
  */
 #include "forge/source/pull/internal.h"
 
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
+
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -98,6 +101,30 @@ static char *resp_validator(const struct fg_pull *p, const struct resp *r)
 }
 
 /*
+ * The commit a response of an hf:// pull names (X-Repo-Commit): it becomes
+ * the pull's when it has none yet, and another one than the pull's means the
+ * revision moved between two responses.  Then the files of this pull cannot
+ * be trusted to belong together: fail, and drop their records so that the
+ * next run reads them all again at the new commit.
+ */
+static int note_commit(struct xfer *x)
+{
+	struct fg_pull *p = x->p;
+
+	if (!p->rev || !x->commit[0])
+		return 0;
+	if (p->commit[0] && strcmp(p->commit, x->commit) != 0) {
+		for (size_t i = 0; i < p->n_files; i++)
+			fgp_record_drop(p, p->files[i]);
+		return xfer_fail(x, FG_EIO, "revision '%s' moved while being read (commit %s, now %s); run again",
+				 p->rev, p->commit, x->commit);
+	}
+	memcpy(p->commit, x->commit, sizeof(p->commit));
+	memcpy(x->f->commit, x->commit, sizeof(x->f->commit));
+	return 0;
+}
+
+/*
  * Take the validator and size a response gives f.  A file whose bytes were
  * already handed out under another validator changed on the server: fail
  * rather than mix versions, and drop its record so the next run starts over.
@@ -106,9 +133,12 @@ static int learn(struct xfer *x, uint64_t size)
 {
 	struct fg_pull *p = x->p;
 	struct pfile *f = x->f;
-	char *v = resp_validator(p, &x->r);
+	char *v;
 	int same;
 
+	if (note_commit(x) != 0)
+		return x->rc;
+	v = resp_validator(p, &x->r);
 	if (!v && (x->r.etag[0] || x->r.lastmod[0] || p->rev))
 		return xfer_fail(x, FG_ENOMEM, "out of memory");
 	same = (!v && !f->validator) || (v && f->validator && strcmp(v, f->validator) == 0);
@@ -255,6 +285,13 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		copy_value(x->r.etag, sizeof(x->r.etag), v, vl);
 	} else if (nl == 13 && strncasecmp(buf, "last-modified", 13) == 0) {
 		copy_value(x->r.lastmod, sizeof(x->r.lastmod), v, vl);
+	} else if (nl == 13 && strncasecmp(buf, "x-repo-commit", 13) == 0) {
+		char c[COMMIT_BUF + 1];
+
+		/* The hub's own hop names it; a CDN it redirects to does not: keep the first. */
+		copy_value(c, sizeof(c), v, vl);
+		if (!x->commit[0] && fgp_commit_ok(c))
+			memcpy(x->commit, c, sizeof(x->commit));
 	} else if (nl == 13 && strncasecmp(buf, "content-range", 13) == 0) {
 		copy_value(x->r.crange, sizeof(x->r.crange), v, vl);
 	} else if (nl == 14 && strncasecmp(buf, "content-length", 14) == 0) {
@@ -297,9 +334,11 @@ static int sink(struct xfer *x, const char *data, size_t n)
 	if (n == 0)
 		return 0;
 	if (x->fd >= 0) {
-		if (fgp_write_all(x->fd, data, n) != 0)
-			return xfer_fail(x, errno == ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
-					 strerror(errno));
+		int w = fg_fs_write_all(x->fd, data, n);
+
+		if (w != 0)
+			return xfer_fail(x, w == -ENOSPC ? FG_ENOSPC : FG_ESTATE, "cache: write '%s': %s", x->tmp,
+					 strerror(-w));
 		fg_sha256_update(x->sha, data, n);
 	} else {
 		memcpy(x->buf + x->got, data, n);
@@ -313,18 +352,8 @@ static int get_append(struct xfer *x, const char *data, size_t n)
 {
 	if (n > x->len - x->got)
 		return xfer_fail(x, FG_EINPUT, "over the cap of %" PRIu64 " bytes", x->len);
-	if (x->got + n + 1 > x->buf_cap) {
-		size_t nc = x->buf_cap ? x->buf_cap : 4096;
-		uint8_t *nb;
-
-		while (nc < x->got + n + 1)
-			nc *= 2;
-		nb = realloc(x->buf, nc);
-		if (!nb)
-			return xfer_fail(x, FG_ENOMEM, "out of memory");
-		x->buf = nb;
-		x->buf_cap = nc;
-	}
+	if (FG_GROW(x->buf, x->got + n + 1, x->buf_cap))
+		return xfer_fail(x, FG_ENOMEM, "out of memory");
 	memcpy(x->buf + x->got, data, n);
 	x->got += n;
 	x->buf[x->got] = '\0';
@@ -444,6 +473,13 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 	CURL *e;
 	int rc;
 
+	if (p->offline) {
+		char label[FG_ERR_MSG_MAX];
+
+		xfer_label(x, label, sizeof(label));
+		return fg_err_set(err, FG_EIO, "%s: not in the cache, and HF_HUB_OFFLINE is set: no request is made",
+				  label);
+	}
 	/* Sinks open at the first attempt, so at most maxconn tmp files are open. */
 	if (x->tries == 0 && (rc = xfer_sink_init(x, err)) != 0)
 		return rc;
@@ -452,6 +488,7 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 		return fgp_oom(err);
 	x->easy = e;
 	memset(&x->r, 0, sizeof(x->r));
+	x->commit[0] = '\0';
 	x->mode = BM_NONE;
 	x->headers_done = 0;
 	x->body_pos = 0;
@@ -529,9 +566,9 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 			trailer = fgp_entry_trailer(x->f, 0, x->got, sha, &tlen);
 			fd = trailer ? fgp_tmp_open(p, &tmp) : -1;
 			if (fd >= 0) {
-				int ok = fgp_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
+				int ok = fg_fs_write_all(fd, x->buf ? x->buf : (const uint8_t *)"",
 						       (size_t)x->got) == 0 &&
-					 fgp_write_all(fd, trailer, tlen) == 0;
+					 fg_fs_write_all(fd, trailer, tlen) == 0;
 
 				close(fd);
 				if (!(x->got > 0 && ok && fgp_entry_rename(p, x->f, tmp, 0, x->got) == 0))
@@ -547,6 +584,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		char *trailer;
 
 		fg_sha256_final_hex(x->sha, sha);
+		fg_sha256_free(x->sha);
 		x->sha = NULL;
 		map = fgp_load_region(p, x->fd, (size_t)x->len);
 		if (!map)
@@ -555,7 +593,7 @@ static int xfer_commit(struct fg_pull *p, struct xfer *x)
 		/* Without a validator the bytes cannot be named: serve, do not keep. */
 		if (x->f->validator) {
 			trailer = fgp_entry_trailer(x->f, x->start, x->len, sha, &tlen);
-			if (trailer && fgp_write_all(x->fd, trailer, tlen) == 0 &&
+			if (trailer && fg_fs_write_all(x->fd, trailer, tlen) == 0 &&
 			    fgp_entry_rename(p, x->f, x->tmp, x->start, x->len) == 0) {
 				free(x->tmp);
 				x->tmp = NULL;

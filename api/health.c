@@ -1,0 +1,219 @@
+/*
+ * health.c: GET /v1/fleet/health, its cache and its pages.
+ *
+ * The store builds the whole document (unhealthy artifacts capped at 500,
+ * served ones first: store/fleet.c).  A snapshot keeps it three ways: the
+ * whole text (?full=1, the document as it always was), the default page
+ * (the summary, the first FG_API_HEALTH_PAGE_DEFAULT unhealthy artifacts,
+ * unhealthy_total and next_cursor) and the parsed tree other pages are cut
+ * from.  The full document of a large fleet was 112 KB per GET; the default
+ * page is what a poller needs.
+ *
+ * A snapshot is answered while nothing was written since it was built
+ * (generation unchanged) and for at most FG_API_HEALTH_MAX_AGE_MS, which
+ * bounds staleness from writers outside this process.  The generation is
+ * read before the store is, so a write that races the build leaves the
+ * cache marked stale rather than hiding the write.  When a snapshot is only
+ * too old, one request rebuilds it while the others keep answering it: a
+ * rebuild reads the whole fleet, and every handler thread doing it at once
+ * stalled them all.  Snapshots are reference-counted, so a request cutting
+ * a page from one keeps it while another request replaces it.
+ */
+#include "api/internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/validate.h"
+
+struct fg_health_snap {
+	int refs;                          /* atomic */
+	cJSON *doc;                        /* read-only once built */
+	struct fg_shared_body *full, *page;
+	int n_listed;                      /* entries of doc's unhealthy[] */
+};
+
+static struct fg_health_snap *snap_ref(struct fg_health_snap *h)
+{
+	if (h)
+		__atomic_add_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+	return h;
+}
+
+void fg_health_snap_unref(struct fg_health_snap *h)
+{
+	if (!h || __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	cJSON_Delete(h->doc);
+	fg_shared_body_unref(h->full);
+	fg_shared_body_unref(h->page);
+	free(h);
+}
+
+static double ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/* The page of doc holding unhealthy[cursor .. cursor + limit), as text (malloc'd), NULL: ENOMEM. */
+static char *page_text(const cJSON *doc, long long cursor, long long limit, int n_listed)
+{
+	cJSON *page = cJSON_CreateObject();
+	const cJSON *it;
+	char *text;
+
+	if (!page)
+		return NULL;
+	cJSON_ArrayForEach(it, doc) {
+		if (strcmp(it->string, "unhealthy") == 0) {
+			cJSON *arr = cJSON_AddArrayToObject(page, "unhealthy");
+			const cJSON *u;
+			long long i = 0;
+
+			cJSON_ArrayForEach(u, it) {
+				if (i >= cursor && i < cursor + limit)
+					cJSON_AddItemToArray(arr, cJSON_Duplicate(u, 1));
+				i++;
+			}
+		} else {
+			cJSON_AddItemToObject(page, it->string, cJSON_Duplicate(it, 1));
+		}
+	}
+	if (cursor + limit < n_listed)
+		cJSON_AddNumberToObject(page, "next_cursor", (double)(cursor + limit));
+	else
+		cJSON_AddNullToObject(page, "next_cursor");
+	text = cJSON_PrintUnformatted(page);
+	cJSON_Delete(page);
+	return text;
+}
+
+static struct fg_shared_body *shared_of(char *text)
+{
+	struct fg_shared_body *b = text ? fg_shared_body_new(text, strlen(text)) : NULL;
+
+	cJSON_free(text);
+	return b;
+}
+
+/* A fresh snapshot from the store; NULL with resp set. */
+static struct fg_health_snap *build(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_err err = { 0 };
+	struct fg_health_snap *h;
+	struct fg_store *s = fg_api_store(req->api, &err);
+	cJSON *doc = NULL;
+
+	if (!s || fg_store_fleet_health(s, &doc, &err) != 0) {
+		fg_problem_from_err(resp, req, &err);
+		if (err.code != FG_ENOSPC && err.code != FG_ENOMEM && err.code != FG_EINTERNAL)
+			resp->retry_after = FG_API_RETRY_AFTER_S;
+		return NULL;
+	}
+	fg_json_utf8_fix(doc);
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		cJSON_Delete(doc);
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		return NULL;
+	}
+	h->refs = 1;
+	h->doc = doc;
+	h->n_listed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "unhealthy"));
+	h->full = shared_of(cJSON_PrintUnformatted(doc));
+	h->page = shared_of(page_text(doc, 0, FG_API_HEALTH_PAGE_DEFAULT, h->n_listed));
+	if (!h->full || !h->page) {
+		fg_health_snap_unref(h);
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		return NULL;
+	}
+	return h;
+}
+
+/* The current snapshot (one reference), rebuilt when stale; NULL with resp set. */
+static struct fg_health_snap *current(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_api *api = req->api;
+	struct fg_health_snap *h = NULL, *old = NULL;
+	unsigned long long gen;
+	int rebuilding = 0;
+
+	pthread_mutex_lock(&api->health_lock);
+	gen = api->generation;
+	if (api->health && api->health_gen == gen) {
+		if (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_rebuilding)
+			h = snap_ref(api->health);
+		else
+			rebuilding = api->health_rebuilding = 1;
+	}
+	pthread_mutex_unlock(&api->health_lock);
+	if (h)
+		return h;
+	h = build(req, resp);
+	pthread_mutex_lock(&api->health_lock);
+	if (rebuilding)
+		api->health_rebuilding = 0;
+	if (h && api->generation == gen) {
+		old = api->health;
+		api->health = snap_ref(h);
+		api->health_gen = gen;
+		clock_gettime(CLOCK_MONOTONIC, &api->health_at);
+	}
+	pthread_mutex_unlock(&api->health_lock);
+	fg_health_snap_unref(old);
+	return h;
+}
+
+/* A query integer in min..max (def when absent), else a fault in v. */
+static long long param(struct fg_req *req, struct fg_vlist *v, const char *key, long long def, long long min,
+		       long long max)
+{
+	const char *text = fg_req_query(req, key);
+	char *end;
+	long long n;
+
+	if (!text || !*text)
+		return def;
+	n = strtoll(text, &end, 10);
+	if (*end || *text < '0' || *text > '9' || n < min || n > max) {
+		fg_v_add_param(v, "invalid-query", key, "must be an integer from %lld to %lld", min, max);
+		return def;
+	}
+	return n;
+}
+
+void fg_api_get_fleet_health(struct fg_req *req, struct fg_resp *resp)
+{
+	struct fg_vlist v = { .n = 0 };
+	const char *full = fg_req_query(req, "full");
+	long long limit = param(req, &v, "unhealthy_limit", FG_API_HEALTH_PAGE_DEFAULT, 1, FG_API_HEALTH_PAGE_MAX);
+	long long cursor = param(req, &v, "cursor", 0, 0, INT_MAX);
+	int whole = full && (strcmp(full, "1") == 0 || strcmp(full, "true") == 0);
+	struct fg_health_snap *h;
+
+	if (full && !whole && strcmp(full, "0") != 0 && strcmp(full, "false") != 0)
+		fg_v_add_param(&v, "invalid-query", "full", "must be 1, true, 0 or false");
+	if (v.n) {
+		fg_problem_v(resp, req, &v);
+		return;
+	}
+	if (!(h = current(req, resp)))
+		return;
+	resp->status = 200;
+	resp->content_type = "application/json";
+	if (whole) {
+		resp->shared = fg_shared_body_ref(h->full);
+	} else if (cursor == 0 && limit == FG_API_HEALTH_PAGE_DEFAULT) {
+		resp->shared = fg_shared_body_ref(h->page);
+	} else {
+		resp->body = page_text(h->doc, cursor, limit, h->n_listed);
+		if (!resp->body)
+			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+	}
+	fg_health_snap_unref(h);
+}

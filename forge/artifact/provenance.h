@@ -1,0 +1,70 @@
+/*
+ * provenance.h: an artifact's forged.json (schema forged.provenance.v1) and
+ * its fingerprint.
+ *
+ * The document says where the artifact came from (source, family, head set,
+ * backbone), what forge decided (target, policy, conventions, the norms it
+ * shifted, the expert layout), what it removed from the backbone, the
+ * originals of every tensor whose bytes changed, the relayouts, and the
+ * SHA-256 of every file.  It is built from struct fg_provenance in one
+ * place, so its keys and their order are written once.
+ *
+ * The fingerprint is SHA-256 over config.json then mtp.safetensors: the
+ * artifact's identity (the store dedupes artifacts by it).
+ */
+#ifndef FG_PROVENANCE_H
+#define FG_PROVENANCE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "forge/core/error.h"
+#include "forge/core/sha256.h"
+#include "forge/model/convention.h"
+
+#define FG_PROVENANCE_SCHEMA "forged.provenance.v1"
+
+/* What forged.json records.  Everything is borrowed; strings may not be NULL unless said. */
+struct fg_provenance {
+	const char *forged_version;         /* NULL: "unknown" */
+	time_t created_at;                  /* written as RFC 3339 UTC */
+	const char *source;                 /* the source's folder or URL */
+	const char *family;                 /* the source's family id */
+	const char *head_set;               /* the source's head set, as inspect names it */
+	const char *revision;               /* an hf:// source's revision as named, else NULL */
+	const char *resolved_commit;        /* the commit it resolved to, else NULL */
+	const char *backbone;               /* the backbone's folder */
+	const char *target;                 /* runtime id */
+	const char *policy;                 /* quantization policy text */
+	enum fg_convention source_convention;
+	enum fg_convention target_convention;
+	char *const *shifted;               /* output names of the norms forge shifted */
+	size_t n_shifted;
+	const char *expert_layout;          /* "numbered", "fused_linear", ... or "" */
+	char *const *removed;               /* head tensors removed from the backbone's shards */
+	size_t n_removed;
+	const cJSON *originals;             /* array of original-tensor records */
+	const cJSON *relayouts;             /* array of relayout records */
+	const cJSON *files;                 /* object: artifact file name -> SHA-256 */
+	const char *fingerprint;            /* fg_provenance_fingerprint's */
+	const cJSON *job;                   /* the daemon's job ({"id", "created_at"}), copied as "job"; NULL: none */
+};
+
+/*
+ * The forged.provenance.v1 document of p (the lists are copied: p keeps
+ * its own).  The caller frees it with cJSON_Delete.  NULL on ENOMEM.
+ */
+cJSON *fg_provenance_json(const struct fg_provenance *p);
+
+/*
+ * The fingerprint of the artifact folder dir, and mtp.safetensors' own
+ * SHA-256 (sidecar_sha256) from the same single pass over it, so a multi-GB
+ * head is read once.  0, or FG_EIO (a file cannot be read) / FG_EUSAGE (a
+ * path too long) / FG_ENOMEM with err set; the outputs are untouched then.
+ */
+int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
+			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * fs.c: the file-system steps of fs.h.
+ *
+ * Every write loops: a single write(2) may move fewer bytes than asked (Linux
+ * caps one call at 0x7ffff000 bytes), and a loop that trusts one call fails
+ * on the first multi-GB tensor with a stale errno.  Durability follows one
+ * recipe: write a temporary name in the destination's folder, fsync it,
+ * rename it, fsync the folder.
+ */
+#include "forge/core/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_CHUNK (4u << 20) /* the read/write fallback's buffer */
+
+/* Makes temporary names unique between threads of one process. */
+static unsigned long tmp_seq;
+
+int fg_fs_write_all(int fd, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	while (len) {
+		ssize_t put = write(fd, p, len > FG_FS_WRITE_CHUNK ? FG_FS_WRITE_CHUNK : len);
+
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return -errno;
+		if (put == 0) {
+			errno = EIO;
+			return -EIO;
+		}
+		p += put;
+		len -= (size_t)put;
+	}
+	return 0;
+}
+
+int fg_fs_fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int fg_fs_fsync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash)
+		return fg_fs_fsync_dir(".");
+	n = slash == path ? 1 : (size_t)(slash - path); /* "/x" lives in "/" */
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return fg_fs_fsync_dir(dir);
+}
+
+/* mkdir that accepts an existing folder. */
+static int mkdir_one(const char *path, mode_t mode)
+{
+	struct stat st;
+
+	if (mkdir(path, mode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (stat(path, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+int fg_fs_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+	int rc;
+
+	if (n == 0)
+		return -ENOENT;
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *c = buf + 1; *c; c++) {
+		if (*c != '/' || c[-1] == '/')
+			continue;
+		*c = '\0';
+		rc = mkdir_one(buf, mode);
+		*c = '/';
+		if (rc)
+			return rc;
+	}
+	return mkdir_one(buf, mode);
+}
+
+int fg_fs_join(char *buf, size_t len, const char *dir, const char *name, struct fg_err *err)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= len)
+		return fg_err_set(err, FG_EUSAGE, "path too long: %s/%s", dir, name);
+	return 0;
+}
+
+/* nftw stops at the first non-zero return and passes it on: the errno, positive. */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	return remove(path) == 0 ? 0 : errno;
+}
+
+int fg_fs_rm_rf(const char *path)
+{
+	struct stat st;
+	int rc;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	rc = nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rc > 0 ? -rc : rc < 0 ? -errno : 0;
+}
+
+/* Copy the rest of in to out: copy_file_range while it serves, then read/write to EOF.  0 or -errno. */
+static int copy_fd(int in, int out, uint64_t size)
+{
+	uint64_t copied = 0;
+	char *buf;
+	int rc = 0;
+
+	while (copied < size) {
+		uint64_t want = size - copied;
+		ssize_t n = copy_file_range(in, NULL, out, NULL,
+					    want > FG_FS_WRITE_CHUNK ? FG_FS_WRITE_CHUNK : (size_t)want, 0);
+
+		if (n > 0) {
+			copied += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		/*
+		 * Nothing copied where bytes remain (a file system that serves none,
+		 * such as procfs), or a pair of files it does not support: the
+		 * offsets moved with what was copied, so read/write takes over.
+		 */
+		if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
+		    errno == EPERM) /* EPERM: a seccomp filter */
+			break;
+		return -errno;
+	}
+	buf = malloc(COPY_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t got = read(in, buf, COPY_CHUNK);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			break;
+		}
+		if (got == 0)
+			break;
+		rc = fg_fs_write_all(out, buf, (size_t)got);
+		if (rc)
+			break;
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Copy src to dst, a new file created read-only (0444 less the umask), so the
+ * copy is as immutable as a hard link made read-only; copy_fd reflinks on XFS
+ * and btrfs and copies server-side on NFS where copy_file_range serves.
+ */
+static int copy_file(const char *src, const char *dst, struct fg_err *err)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	struct stat st;
+
+	if (in < 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", src, strerror(errno));
+	if (fstat(in, &st) != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: cannot stat: %s", src, strerror(errno));
+		goto out;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (out < 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+		goto out;
+	}
+	rc = copy_fd(in, out, st.st_size > 0 ? (uint64_t)st.st_size : 0);
+	if (rc)
+		rc = fg_err_set(err, rc == -ENOMEM ? FG_ENOMEM : FG_EIO, "%s: cannot copy from %s: %s", dst, src,
+				strerror(-rc));
+	else if (fsync(out) != 0)
+		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+out:
+	if (out >= 0) {
+		close(out);
+		if (rc)
+			unlink(dst);
+	}
+	close(in);
+	return rc;
+}
+
+int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err)
+{
+	struct stat st;
+
+	if (link(src, dst) == 0) {
+		/*
+		 * A link shares the source's inode, so it is made read-only (the
+		 * source's name loses its write bits too): nothing writing through
+		 * either name can change an artifact's bytes behind its
+		 * fingerprints.  When the inode is not ours to change (a file of
+		 * another user), the artifact gets a copy instead.
+		 */
+		if (stat(dst, &st) == 0 && (!(st.st_mode & 0222) || chmod(dst, st.st_mode & 07555) == 0))
+			return 0;
+		unlink(dst);
+	} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
+		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+	}
+	return copy_file(src, dst, err);
+}
+
+int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err)
+{
+	char tmp[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	int fd, rc, n;
+
+	base = base ? base + 1 : path;
+	n = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp-%ld-%lu", (int)(base - path), path, base, (long)getpid(),
+		     __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return fg_err_set(err, FG_EUSAGE, "%s: path too long", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot create temporary file: %s", tmp, strerror(errno));
+	rc = fg_fs_write_all(fd, data, len);
+	if (rc) {
+		rc = fg_err_set(err, FG_EIO, "%s: write: %s", tmp, strerror(-rc));
+		goto fail;
+	}
+	if (fsync(fd) != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	rc = close(fd);
+	fd = -1;
+	if (rc != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: close: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+		goto fail;
+	}
+	rc = fg_fs_fsync_parent(path);
+	if (rc)
+		return fg_err_set(err, FG_EIO, "%s: fsync of the folder: %s", path, strerror(-rc));
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}

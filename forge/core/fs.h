@@ -1,0 +1,73 @@
+/*
+ * fs.h: the file-system steps every writer in forged repeats, written once:
+ * a whole buffer to a descriptor, an atomic file replacement, fsync of a
+ * folder, mkdir -p, joining a path, removing a tree, and hard-link-else-copy.
+ *
+ * Two return shapes.  The primitives (write_all, fsync_dir, fsync_parent,
+ * mkdir_p, rm_rf) return 0 or -errno, so the caller words the message about
+ * its own subject ("writing tensor 'x': No space left on device").  The
+ * steps that own a whole operation (join, link_or_copy, write_atomic) fill
+ * struct fg_err with a message naming the path and return FG_EIO,
+ * FG_EUSAGE (a path too long) or FG_ENOMEM.
+ */
+#ifndef FG_FS_H
+#define FG_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "forge/core/error.h"
+
+/* Bytes handed to one write(2): Linux moves at most 0x7ffff000 per call anyway. */
+#define FG_FS_WRITE_CHUNK (1u << 30)
+
+/*
+ * Write all len bytes of data to fd, in calls of at most FG_FS_WRITE_CHUNK,
+ * retrying short writes and EINTR.  Returns 0 or -errno (errno is left as the
+ * failing write set it; a write that makes no progress is -EIO).
+ */
+int fg_fs_write_all(int fd, const void *data, size_t len);
+
+/* fsync the folder path.  0 or -errno. */
+int fg_fs_fsync_dir(const char *path);
+
+/* fsync the folder holding path ("." for a bare name), after a rename into it.  0 or -errno. */
+int fg_fs_fsync_parent(const char *path);
+
+/*
+ * Create the folder path and its missing parents with mode (mkdir -p).  An
+ * existing folder is fine; an existing non-folder is -ENOTDIR.  0 or -errno
+ * (-ENAMETOOLONG beyond PATH_MAX).
+ */
+int fg_fs_mkdir_p(const char *path, mode_t mode);
+
+/* "dir/name" into buf (len bytes).  0, or FG_EUSAGE "path too long" when it does not fit. */
+int fg_fs_join(char *buf, size_t len, const char *dir, const char *name, struct fg_err *err);
+
+/*
+ * Remove path and everything under it, never following a symbolic link.  A
+ * missing path is 0; otherwise 0 or the -errno of the first entry that could
+ * not be removed (the walk stops there).
+ */
+int fg_fs_rm_rf(const char *path);
+
+/*
+ * Make dst (which must not exist) hold src's bytes: a hard link when src and
+ * dst share a file system, else a copy (copy_file_range, else a read/write
+ * loop, for file systems and files it does not serve), fsynced, created
+ * read-only; a link is made read-only too (the source name shares its inode
+ * and loses its write bits).  A failed
+ * copy removes its partial dst.  0 or FG_EIO/FG_ENOMEM.
+ */
+int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
+
+/*
+ * Replace path with len bytes of data atomically: written to a temporary
+ * file in path's folder (O_EXCL, so concurrent writers never share one),
+ * fsynced, renamed over path, and the folder fsynced, so a reader or a crash
+ * sees the old file or the whole new one.  The temporary file never outlives
+ * a failure.  0 or FG_EIO/FG_EUSAGE.
+ */
+int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err);
+
+#endif

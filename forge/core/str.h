@@ -1,0 +1,51 @@
+/*
+ * str.h: the small string helpers every layer used to write for itself: a
+ * suffix test, the 64-bit FNV-1a hash of the in-memory lookup tables, and one
+ * hex digit's value.  Internal to forged: static inline, no symbols, no
+ * allocation, no errors.
+ */
+#ifndef FG_STR_H
+#define FG_STR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* True when s ends with suffix (an empty suffix ends every string).  Both non-NULL. */
+static inline bool fg_str_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/*
+ * 64-bit FNV-1a of the NUL-terminated s, with the published offset basis and
+ * prime.  Only for in-process hash tables (tensor names, SQL text): a value
+ * is never stored or sent, so the function may change without a migration.
+ */
+static inline uint64_t fg_fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+/* What fg_hex_nibble returns for a character that is no hex digit. */
+#define FG_HEX_NONE 16
+
+/* The value of one hex digit (0-9, a-f, A-F), or FG_HEX_NONE for any other character. */
+static inline int fg_hex_nibble(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return FG_HEX_NONE;
+}
+
+#endif

@@ -1,0 +1,395 @@
+/*
+ * test_core.c: the plumbing of forge/core that every layer shares: the
+ * string helpers (str.h), array growth (grow.h), the running SHA-256,
+ * whose final step leaves the hash to its owner (sha256.h), JSON from
+ * files and buffers (json.h), and the file-system steps (fs.h): whole
+ * writes, atomic replacement, mkdir -p, tree removal, link-else-copy.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "forge/core/fs.h"
+#include "forge/core/grow.h"
+#include "forge/core/json.h"
+#include "forge/core/sha256.h"
+#include "forge/core/str.h"
+#include "tests/unit/support.h"
+
+/* ---- str.h ---- */
+
+static void test_ends_with(void **state)
+{
+	(void)state;
+	assert_true(fg_str_ends_with("mtp.fc.weight", ".weight"));
+	assert_true(fg_str_ends_with(".weight", ".weight"));
+	assert_true(fg_str_ends_with("x", ""));
+	assert_false(fg_str_ends_with("weight", ".weight"));
+	assert_false(fg_str_ends_with("mtp.fc.weights", ".weight"));
+	assert_false(fg_str_ends_with("", "x"));
+}
+
+static void test_fnv1a(void **state)
+{
+	(void)state;
+	/* The published 64-bit FNV-1a test vectors. */
+	assert_true(fg_fnv1a("") == 0xcbf29ce484222325ull);
+	assert_true(fg_fnv1a("a") == 0xaf63dc4c8601ec8cull);
+	assert_true(fg_fnv1a("foobar") == 0x85944171f73967e8ull);
+	assert_true(fg_fnv1a("mtp.fc.weight") != fg_fnv1a("mtp.fc.weigh"));
+}
+
+static void test_hex_nibble(void **state)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	(void)state;
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(fg_hex_nibble(digits[i]), i);
+		if (i >= 10)
+			assert_int_equal(fg_hex_nibble(digits[i] - 'a' + 'A'), i);
+	}
+	assert_int_equal(fg_hex_nibble('g'), FG_HEX_NONE);
+	assert_int_equal(fg_hex_nibble('G'), FG_HEX_NONE);
+	assert_int_equal(fg_hex_nibble('/'), FG_HEX_NONE);
+	assert_int_equal(fg_hex_nibble(':'), FG_HEX_NONE);
+	assert_int_equal(fg_hex_nibble('\0'), FG_HEX_NONE);
+	assert_int_equal(fg_hex_nibble(-80), FG_HEX_NONE); /* a negative char */
+}
+
+/* ---- grow.h ---- */
+
+static void test_grow_one_at_a_time(void **state)
+{
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0, reallocs = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < 10000; i++) {
+		size_t before = cap;
+
+		assert_int_equal(FG_GROW(v, n + 1, cap), 0);
+		reallocs += cap != before;
+		assert_true(cap >= n + 1);
+		v[n++] = i;
+	}
+	for (uint32_t i = 0; i < 10000; i++)
+		assert_int_equal(v[i], i);
+	assert_true(reallocs <= 12); /* doubling from FG_GROW_FIRST, not one per element */
+	/* Already large enough: nothing moves. */
+	{
+		uint32_t *same = v;
+		size_t c = cap;
+
+		assert_int_equal(FG_GROW(v, 5, cap), 0);
+		assert_ptr_equal(v, same);
+		assert_int_equal(cap, c);
+	}
+	free(v);
+}
+
+static void test_grow_exact_need(void **state)
+{
+	char *s = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(FG_GROW(s, 1, cap), 0);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	assert_int_equal(FG_GROW(s, 1000, cap), 0);
+	assert_true(cap >= 1000 && cap < 2048);
+	memset(s, 'x', 1000);
+	free(s);
+}
+
+static void test_grow_overflow(void **state)
+{
+	uint64_t *v = NULL, *kept;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(FG_GROW(v, 4, cap), 0);
+	v[3] = 42;
+	kept = v;
+	/* need * sizeof(uint64_t) overflows size_t: refused, nothing touched. */
+	assert_int_equal(FG_GROW(v, SIZE_MAX / 4, cap), FG_ENOMEM);
+	assert_ptr_equal(v, kept);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	assert_int_equal(v[3], 42);
+	assert_int_equal(FG_GROW(v, SIZE_MAX, cap), FG_ENOMEM);
+	assert_int_equal(cap, FG_GROW_FIRST);
+	free(v);
+}
+
+/* ---- sha256.h ---- */
+
+static void test_sha256_final_leaves_the_hash(void **state)
+{
+	struct fg_sha256 *h = fg_sha256_new();
+	char hex[FG_SHA256_HEX], buf_hex[FG_SHA256_HEX];
+
+	(void)state;
+	assert_non_null(h);
+	fg_sha256_update(h, "ab", 2);
+	fg_sha256_update(h, "c", 1);
+	fg_sha256_final_hex(h, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	fg_sha256_buf("abc", 3, buf_hex);
+	assert_string_equal(buf_hex, hex);
+	fg_sha256_free(h); /* the caller's: final did not free it (ASan checks) */
+	fg_sha256_free(NULL);
+}
+
+/* ---- json.h ---- */
+
+static void test_json_parse(void **state)
+{
+	struct fg_err err = { 0 };
+	cJSON *doc = NULL, *untouched = (cJSON *)&err;
+
+	(void)state;
+	assert_int_equal(fg_json_parse(&doc, "{\"a\": 1}\n\t ", 11, "x.json", &err), 0);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(doc, "a")->valueint, 1);
+	cJSON_Delete(doc);
+	assert_int_equal(fg_json_parse(&untouched, "{} {}", 5, "two.json", &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "two.json: invalid JSON"));
+	assert_ptr_equal(untouched, (cJSON *)&err);
+	assert_int_equal(fg_json_parse(&untouched, "{\"a\"\0: 1}", 10, "nul.json", &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "nul.json: not JSON text (contains a NUL byte)"));
+	assert_ptr_equal(untouched, (cJSON *)&err);
+}
+
+static void test_json_load(void **state)
+{
+	char dir[] = "/tmp/forged-test-core-XXXXXX", path[64];
+	struct fg_err err = { 0 };
+	cJSON *doc = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.json", dir);
+	write_text(NULL, path, "{\"hidden_size\": 64}");
+	assert_int_equal(fg_json_load(&doc, path, 64, &err), 0);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(doc, "hidden_size")->valueint, 64);
+	cJSON_Delete(doc);
+	doc = NULL;
+	/* Over the cap: refused before it is read. */
+	assert_int_equal(fg_json_load(&doc, path, 8, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "exceed the cap of 8"));
+	assert_null(doc);
+	/* A folder is not a readable regular file; a missing file cannot be opened. */
+	assert_int_equal(fg_json_load(&doc, dir, 64, &err), FG_EIO);
+	unlink(path);
+	assert_int_equal(fg_json_load(&doc, path, 64, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "cannot open"));
+	assert_null(doc);
+	rmdir(dir);
+}
+
+/* ---- fs.h ---- */
+
+/* The whole file at path, NUL-terminated; *len its size.  Caller frees. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+
+	assert_non_null(f);
+	do {
+		assert_int_equal(FG_GROW(buf, n + 65536 + 1, cap), 0);
+		got = fread(buf + n, 1, 65536, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static int count_entries(const char *dir)
+{
+	char cmd[PATH_MAX + 32];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_int_equal(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+static void test_fs_write_all_and_atomic(void **state)
+{
+	char dir[] = "/tmp/forged-test-fs-XXXXXX", path[PATH_MAX], *back;
+	struct fg_err err = { 0 };
+	static char big[9u << 20];
+	size_t len;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 2654435761u >> 24);
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "a.bin", &err), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fg_fs_write_all(fd, big, sizeof(big)), 0);
+	close(fd);
+	back = slurp(path, &len);
+	assert_int_equal(len, sizeof(big));
+	assert_memory_equal(back, big, sizeof(big));
+	free(back);
+	/* A read-only descriptor: -EBADF, as write(2) said. */
+	fd = open(path, O_RDONLY);
+	assert_int_equal(fg_fs_write_all(fd, "x", 1), -EBADF);
+	close(fd);
+
+	/* Atomic replacement: the new bytes whole, no temporary file left. */
+	assert_int_equal(fg_fs_write_atomic(path, "{}\n", 3, &err), 0);
+	back = slurp(path, &len);
+	assert_string_equal(back, "{}\n");
+	free(back);
+	assert_int_equal(count_entries(dir), 1);
+	/* A folder that does not exist: refused, named, nothing created. */
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "no/such/x.json", &err), 0);
+	assert_int_equal(fg_fs_write_atomic(path, "{}", 2, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "cannot create temporary file"));
+	assert_int_equal(count_entries(dir), 1);
+	assert_int_equal(fg_fs_rm_rf(dir), 0);
+}
+
+static void test_fs_join_mkdir_rm(void **state)
+{
+	char dir[] = "/tmp/forged-test-fs-XXXXXX", path[PATH_MAX], small[16];
+	struct fg_err err = { 0 };
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fg_fs_join(small, sizeof(small), "/tmp", "0123456789a", &err), FG_EUSAGE);
+	assert_non_null(strstr(err.msg, "path too long: /tmp/0123456789a"));
+	assert_int_equal(fg_fs_join(small, sizeof(small), "/tmp", "0123456789", &err), 0);
+	assert_string_equal(small, "/tmp/0123456789");
+
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "a/b//c/", &err), 0);
+	assert_int_equal(fg_fs_mkdir_p(path, 0755), 0);
+	assert_int_equal(fg_fs_mkdir_p(path, 0755), 0); /* existing: fine */
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "a/file", &err), 0);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fg_fs_mkdir_p(path, 0755), -ENOTDIR);
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "a/file/sub", &err), 0);
+	assert_int_equal(fg_fs_mkdir_p(path, 0755), -ENOTDIR);
+	assert_int_equal(fg_fs_fsync_dir(dir), 0);
+	assert_int_equal(fg_fs_fsync_parent(path), -ENOTDIR); /* a/file is no folder */
+	assert_int_equal(fg_fs_fsync_parent("bare-name"), 0);  /* "." */
+	assert_int_equal(fg_fs_fsync_dir("/no/such/folder"), -ENOENT);
+
+	/* A symbolic link inside is removed, not followed. */
+	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "a/b/link", &err), 0);
+	assert_int_equal(symlink("/tmp", path), 0);
+	assert_int_equal(fg_fs_rm_rf(dir), 0);
+	assert_int_equal(lstat(dir, &st), -1);
+	assert_int_equal(stat("/tmp", &st), 0);
+	assert_int_equal(fg_fs_rm_rf(dir), 0); /* already gone */
+}
+
+static void test_fs_link_or_copy(void **state)
+{
+	char dir[] = "/tmp/forged-test-fs-XXXXXX", shm[] = "/dev/shm/forged-test-fs-XXXXXX";
+	char src[PATH_MAX], dst[PATH_MAX], *a, *b;
+	struct fg_err err = { 0 };
+	struct stat s1, s2;
+	size_t la, lb;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fg_fs_join(src, sizeof(src), dir, "src.bin", &err), 0);
+	fd = open(src, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 300; i++) {
+		char line[64];
+		int n = snprintf(line, sizeof(line), "line %d of the source, longer than one block\n", i);
+
+		assert_int_equal(fg_fs_write_all(fd, line, (size_t)n), 0);
+	}
+	close(fd);
+	/* Same file system: a hard link. */
+	assert_int_equal(fg_fs_join(dst, sizeof(dst), dir, "linked.bin", &err), 0);
+	assert_int_equal(fg_fs_link_or_copy(src, dst, &err), 0);
+	assert_int_equal(stat(src, &s1), 0);
+	assert_int_equal(stat(dst, &s2), 0);
+	assert_int_equal(s1.st_ino, s2.st_ino);
+	/* dst exists: refused, named. */
+	assert_int_equal(fg_fs_link_or_copy(src, dst, &err), FG_EIO);
+	assert_non_null(strstr(err.msg, "cannot link from"));
+
+	/* Another file system (tmpfs): a copy, byte for byte. */
+	if (mkdtemp(shm)) {
+		assert_int_equal(fg_fs_join(dst, sizeof(dst), shm, "copied.bin", &err), 0);
+		assert_int_equal(fg_fs_link_or_copy(src, dst, &err), 0);
+		assert_int_equal(stat(dst, &s2), 0);
+		assert_true(s1.st_dev != s2.st_dev);
+		a = slurp(src, &la);
+		b = slurp(dst, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(a, b, la);
+		free(a);
+		free(b);
+		assert_int_equal(fg_fs_rm_rf(shm), 0);
+	}
+	/* A file whose size says 0 but which holds bytes (procfs): the read/write loop copies it all. */
+	assert_int_equal(fg_fs_join(dst, sizeof(dst), dir, "version", &err), 0);
+	assert_int_equal(fg_fs_link_or_copy("/proc/version", dst, &err), 0);
+	a = slurp("/proc/version", &la);
+	b = slurp(dst, &lb);
+	assert_true(la > 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	/* A missing source: named, no dst left behind. */
+	assert_int_equal(fg_fs_join(dst, sizeof(dst), dir, "none.bin", &err), 0);
+	assert_int_equal(fg_fs_link_or_copy("/no/such/file", dst, &err), FG_EIO);
+	assert_int_equal(lstat(dst, &s2), -1);
+	assert_int_equal(fg_fs_rm_rf(dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ends_with),
+		cmocka_unit_test(test_fnv1a),
+		cmocka_unit_test(test_hex_nibble),
+		cmocka_unit_test(test_grow_one_at_a_time),
+		cmocka_unit_test(test_grow_exact_need),
+		cmocka_unit_test(test_grow_overflow),
+		cmocka_unit_test(test_sha256_final_leaves_the_hash),
+		cmocka_unit_test(test_json_parse),
+		cmocka_unit_test(test_json_load),
+		cmocka_unit_test(test_fs_write_all_and_atomic),
+		cmocka_unit_test(test_fs_join_mkdir_rm),
+		cmocka_unit_test(test_fs_link_or_copy),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
