@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2345,6 +2346,260 @@ static void test_job_recover_shared(void **state)
 	assert_int_equal(fg_store_jobs_recover(f->s, "new", 0, 0, &requeued, &failed, &err), FG_EINPUT);
 }
 
+/* ---- Idempotency-Keys of the POSTs other than /v1/jobs (store/idem.h): both backends ---- */
+
+/* Reserve, in flight, another body, answer, replay, release, a stale reservation taken over. */
+static void test_idem(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_idem_answer ans;
+	enum fg_idem_state st = FG_IDEM_REPLAY;
+	const char *route = "POST /v1/artifacts/1/verifications";
+	int known = -1, same = -1;
+	int64_t aid;
+
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	assert_null(ans.body);
+	/* The same key and body while the first is being answered; another body; another route. */
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_IN_FLIGHT);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "bb", 120, &st, &ans, &err), FG_ECONFLICT);
+	assert_non_null(strstr(err.msg, "another body"));
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "bb", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	/* Answered: every repeat gets the answer back, whoever asks. */
+	assert_int_equal(fg_store_idem_finish(f->s, route, "k1", 201, "/v1/verifications/9", "{\"id\":9}", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_REPLAY);
+	assert_int_equal(ans.status, 201);
+	assert_string_equal(ans.location, "/v1/verifications/9");
+	assert_string_equal(ans.body, "{\"id\":9}");
+	fg_idem_answer_release(&ans);
+	assert_null(ans.body);
+	/* A release drops a reservation only, never an answer. */
+	assert_int_equal(fg_store_idem_release(f->s, route, "k1", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_REPLAY);
+	fg_idem_answer_release(&ans);
+	assert_int_equal(fg_store_idem_release(f->s, "POST /v1/inspections", "k1", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	/* A reservation whose request died long ago is taken over; a fresh one is not. */
+	exec_sql(f->s, "UPDATE api_idempotency SET created_at = '2000-01-01T00:00:00.000Z' WHERE idem_key = 'k1'"
+		       " AND status = 0");
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_IN_FLIGHT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 2);
+	/* Bad arguments are the caller's: nothing stored. */
+	assert_int_equal(fg_store_idem_claim(f->s, "", "k", "aa", 120, &st, &ans, &err), FG_EINPUT);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "", "aa", 120, &st, &ans, &err), FG_EINPUT);
+	assert_int_equal(fg_store_idem_finish(f->s, route, NULL, 200, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 2);
+	/* A job's own key, and a fleet report that repeats the standing one. */
+	enqueue(f->s, "job-key", "h1");
+	assert_int_equal(fg_store_job_key_known(f->s, "job-key", "h1", &known, &err), 0);
+	assert_int_equal(known, 1);
+	assert_int_equal(fg_store_job_key_known(f->s, "job-key", "h2", &known, &err), 0);
+	assert_int_equal(known, 0);
+	aid = put_artifact(f->s, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-1", aid, "ollama", NULL, &err), 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", aid, "{}", &same, &err), 0);
+	assert_int_equal(same, 1);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", aid, "{\"x\":1}", &same, &err), 0);
+	assert_int_equal(same, 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-2", "ollama", aid, "{}", &same, &err), 0);
+	assert_int_equal(same, 0);
+}
+
+/* A child process's claim of one key: its exit status says what it was told (10 + state, 1 on error). */
+static int idem_child(const char *path, int go)
+{
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+	struct fg_idem_answer ans;
+	enum fg_idem_state st;
+	char c;
+
+	if (fg_store_open(&s, path, &err) != 0)
+		return 1;
+	if (read(go, &c, 1) != 1)
+		return 1;
+	if (fg_store_idem_claim(s, "POST /v1/fleet/reports", "race", "aa", 120, &st, &ans, &err) != 0) {
+		fprintf(stderr, "idem child: %s\n", err.msg);
+		return 1;
+	}
+	if (st == FG_IDEM_REPLAY && (ans.status != 201 || !ans.body || strcmp(ans.body, "{}") != 0))
+		return 1;
+	fg_idem_answer_release(&ans);
+	fg_store_close(s);
+	return 10 + (int)st;
+}
+
+/* Four processes claim one key at once, twice: one reserves it and three find it in flight; once answered, four replays. */
+static void test_idem_processes(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+
+	for (int round = 0; round < 2; round++) {
+		int go[2], seen[3] = { 0, 0, 0 };
+		pid_t kid[4];
+
+		assert_int_equal(pipe(go), 0);
+		for (int i = 0; i < 4; i++) {
+			kid[i] = fork();
+			assert_true(kid[i] >= 0);
+			if (kid[i] == 0) {
+				close(go[1]);
+				_exit(idem_child(f->path, go[0]));
+			}
+		}
+		close(go[0]);
+		/* Each child has opened its store (its own writer) or soon will; then all go at once. */
+		usleep(300 * 1000);
+		assert_int_equal(write(go[1], "xxxx", 4), 4);
+		close(go[1]);
+		for (int i = 0; i < 4; i++) {
+			int status = 0;
+
+			assert_int_equal(waitpid(kid[i], &status, 0), kid[i]);
+			assert_true(WIFEXITED(status));
+			if (WEXITSTATUS(status) < 10 || WEXITSTATUS(status) > 12)
+				fail_msg("round %d, child %d: exit %d", round, i, WEXITSTATUS(status));
+			seen[WEXITSTATUS(status) - 10]++;
+		}
+		if (round == 0) {
+			assert_int_equal(seen[FG_IDEM_NEW], 1);
+			assert_int_equal(seen[FG_IDEM_IN_FLIGHT], 3);
+			assert_int_equal(fg_store_idem_finish(f->s, "POST /v1/fleet/reports", "race", 201, "", "{}", &err), 0);
+		} else {
+			assert_int_equal(seen[FG_IDEM_REPLAY], 4);
+		}
+	}
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 1);
+}
+
+/* ---- LISTEN/NOTIFY (PostgreSQL): what another instance wrote reaches this one ---- */
+
+struct events {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int n[2];                      /* by enum fg_store_event */
+};
+
+static void on_event(void *ctx, enum fg_store_event ev)
+{
+	struct events *e = ctx;
+
+	pthread_mutex_lock(&e->lock);
+	e->n[ev == FG_STORE_EV_JOB ? 0 : 1]++;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Wait at most ms for event ev to have been seen at least n times; its count. */
+static int wait_event(struct events *e, enum fg_store_event ev, int n, int ms)
+{
+	struct timespec until;
+	int got;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&e->lock);
+	while (e->n[ev == FG_STORE_EV_JOB ? 0 : 1] < n && pthread_cond_timedwait(&e->cond, &e->lock, &until) == 0)
+		;
+	got = e->n[ev == FG_STORE_EV_JOB ? 0 : 1];
+	pthread_mutex_unlock(&e->lock);
+	return got;
+}
+
+static void reset_events(struct events *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->n[0] = e->n[1] = 0;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * An enqueue and a requeue NOTIFY the jobs channel; an artifact, a
+ * verification and a fleet report the data channel; a claim, progress and
+ * a read notify nothing.  A listener whose connection is cut reconnects
+ * and reports both events, since what was sent meanwhile is lost.
+ */
+static void test_pg_listen(void **state)
+{
+	struct fixture *f = *state;
+	struct events e = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0, 0 } };
+	struct fg_store_listener *l = NULL;
+	struct fg_store *other = NULL;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_CreateObject();
+	int64_t aid, vid = 0;
+	int listening = 0;
+
+	assert_int_equal(fg_store_listen(&l, f->path, on_event, &e, &err), 0);
+	assert_non_null(l);
+	/* Another instance's handle (its own connection; the writer is this process's). */
+	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
+	/* The listener's LISTEN runs on its own thread: enqueue until it hears one. */
+	for (int i = 0; i < 100 && !listening; i++) {
+		enqueue(other, NULL, NULL);
+		listening = wait_event(&e, FG_STORE_EV_JOB, 1, 100) >= 1;
+	}
+	assert_true(listening);
+	usleep(200 * 1000);
+	reset_events(&e);
+	/* Claims, progress and reads: no notification (waking every instance for them would be noise). */
+	assert_int_equal(claim(other, "o/0"), 1);
+	assert_int_equal(fg_store_job_progress(other, 1, "o/0", "inspect", 0.1, &err), 0);
+	(void)get_job(other, 1);
+	usleep(300 * 1000);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 10), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 1, 10), 0);
+	/* A requeue (a drain) wakes the other instances' workers. */
+	assert_int_equal(fg_store_job_requeue(other, 1, "o/0", &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 5000), 1);
+	/* Data: an artifact, a verification, a fleet report, each one notification. */
+	aid = put_artifact(other, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 1, 5000), 1);
+	cJSON_AddStringToObject(result, "verdict", "mtp_depth_wins");
+	assert_int_equal(fg_store_verification_put(other, aid, "[]", result, &vid, &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 2, 5000), 2);
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", aid, "ollama", NULL, &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 3, 5000), 3);
+	/* A failed write (no such artifact) notifies nothing: its transaction never committed. */
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", 999, "ollama", NULL, &err), FG_ENOTFOUND);
+	usleep(300 * 1000);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 4, 10), 3);
+	/* The listener's connection is cut (a server restart, a network blip): back, it reports both. */
+	reset_events(&e);
+	exec_sql(other, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'forged-listen'"
+			" AND pid <> pg_backend_pid()");
+	assert_true(wait_event(&e, FG_STORE_EV_JOB, 1, 10000) >= 1);
+	assert_true(wait_event(&e, FG_STORE_EV_DATA, 1, 10000) >= 1);
+	/* And it listens again. */
+	usleep(200 * 1000);
+	reset_events(&e);
+	enqueue(other, NULL, NULL);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 5000), 1);
+	fg_store_listener_stop(l);
+	/* SQLite has no channel: no listener, no error. */
+	l = (struct fg_store_listener *)0x1;
+	assert_int_equal(fg_store_listen(&l, "sqlite:///tmp/none.db", on_event, &e, &err), 0);
+	assert_null(l);
+	cJSON_Delete(result);
+	fg_store_close(other);
+}
+
 /* ---- the runs ---- */
 
 enum { BOTH, SQLITE_ONLY, PG_ONLY };
@@ -2403,6 +2658,9 @@ int main(void)
 		T(test_disk_full, setup, SQLITE_ONLY),
 		T(test_probe_write, setup, SQLITE_ONLY),
 		T(test_pg_probe_write, setup, PG_ONLY),
+		T(test_idem, setup, BOTH),
+		T(test_idem_processes, setup, BOTH),
+		T(test_pg_listen, setup, PG_ONLY),
 	};
 	static struct CMUnitTest tests[2 * sizeof(list) / sizeof(list[0])];
 	static char names[2 * sizeof(list) / sizeof(list[0])][64];
