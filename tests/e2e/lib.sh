@@ -29,37 +29,30 @@ _lib_exit() {
 			psql -q -X "$FORGED_TEST_PG" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1
 		done <"$TMP/pg_dbs"
 	fi
-	rm -rf "$TMP"
+	# KEEP_TMP=1 keeps the logs and state for a look after a failure.
+	if [ -n "${KEEP_TMP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
 }
 
 # The store the servers of a script use: FORGED_E2E_STORE=postgres (the
 # *_pg.sh wrappers) gives each state folder a database of its own on the
 # cluster of FORGED_TEST_PG (tests/run_all.sh starts one, tests/pg_cluster.sh),
 # dropped on exit; the default is each state folder's SQLite file.
-# store_skip_without_pg: a postgres run without a cluster prints why it is
-# skipped and exits 0.
+# A postgres run without a cluster prints why it is skipped and exits 0
+# (at the end of this file).
 E2E_STORE=${FORGED_E2E_STORE:-sqlite}
-store_skip_without_pg() {
-	[ "$E2E_STORE" = postgres ] || return 0
-	if [ -z "${FORGED_TEST_PG:-}" ]; then
-		echo "$(basename "$0" .sh): skipped: FORGED_TEST_PG is not set (tests/run_all.sh starts a PostgreSQL cluster when it is installed)"
-		finish
-		exit 0
-	fi
-	. "$(dirname "${BASH_SOURCE[0]}")/../pg_cluster.sh"
-}
 # store_db STATE_DIR: the database name of that state folder's server (postgres).
 store_db() { echo "e2e_$(basename "$1" | tr -c 'a-z0-9_\n' '_')_$$"; }
 # store_url STATE_DIR: the libpq URL of that database.
 store_url() { echo "postgresql:///$(store_db "$1")?host=$FORGED_TEST_PG_SOCKET&user=forged"; }
 # store_args STATE_DIR: the --store flag of a server with that state folder
 # (postgres: its database, created on first use); nothing on SQLite.
+# Status 1 when the database cannot be created (the caller counts it).
 store_args() {
 	local db
 	[ "$E2E_STORE" = postgres ] || return 0
 	db=$(store_db "$1")
 	if ! grep -qx "$db" "$TMP/pg_dbs" 2>/dev/null; then
-		pg_createdb "$db" >/dev/null || { bad "cannot create database $db"; return 1; }
+		pg_createdb "$db" >/dev/null || return 1
 		echo "$db" >>"$TMP/pg_dbs"
 	fi
 	echo "--store $(store_url "$1")"
@@ -92,7 +85,12 @@ run_forged() {
 start_server() {
 	local name=$1 i a prev="" sa=""
 	shift
-	for a in "$@"; do [ "$prev" = --state-dir ] && sa=$(store_args "$a"); prev=$a; done
+	for a in "$@"; do
+		if [ "$prev" = --state-dir ]; then
+			sa=$(store_args "$a") || { bad "$name: cannot create the database of $a"; return 1; }
+		fi
+		prev=$a
+	done
 	# shellcheck disable=SC2086
 	env ${SERVER_ENV:-} "$FORGED" serve --listen 127.0.0.1:0 $sa "$@" >"$TMP/$name.log" 2>&1 &
 	SPID=$!
@@ -137,3 +135,12 @@ finish() {
 	printf '%s: %d passed, %d failed\n' "$(basename "$0" .sh)" "$PASS" "$FAIL"
 	[ "$FAIL" -eq 0 ]
 }
+
+if [ "$E2E_STORE" = postgres ]; then
+	if [ -z "${FORGED_TEST_PG:-}" ]; then
+		echo "$(basename "$0" .sh): skipped: FORGED_TEST_PG is not set (tests/run_all.sh starts a PostgreSQL cluster when it is installed)"
+		finish
+		exit 0
+	fi
+	. "$(dirname "${BASH_SOURCE[0]}")/../pg_cluster.sh"
+fi

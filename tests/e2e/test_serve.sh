@@ -18,7 +18,6 @@ set -u
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STORE=$E2E_STORE
-store_skip_without_pg
 # sql STATE_DIR SQL: run SQL on that server's database; prints the first column of each row.
 sql() {
 	if [ "$STORE" = postgres ]; then
