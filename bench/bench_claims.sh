@@ -25,7 +25,7 @@ for p in 1 3; do
 	./build/bench/bench_claims "$tmp/claims-$p.db" "$n" "$p" 2
 done
 if [ -z "${FORGED_TEST_PG:-}" ]; then
-	if pg_cluster_start "$tmp/pg"; then started=1; else echo "bench_claims: PostgreSQL skipped: $PG_SKIP"; exit 0; fi
+	if pg_cluster_start "$tmp/pg"; then started=1; else echo "bench_claims: PostgreSQL skipped: $PG_SKIP$PG_FAIL"; exit 0; fi
 fi
 FORGED_TEST_PG_SOCKET=${FORGED_TEST_PG_SOCKET:-$tmp/pg}
 for p in 1 3; do

@@ -4,9 +4,11 @@
 #                          Unix socket in DIR (no TCP), and export
 #                          FORGED_TEST_PG (a libpq URL of its "postgres"
 #                          database as the superuser "forged") and
-#                          FORGED_TEST_PG_SOCKET; returns 1, with the reason
-#                          in PG_SKIP, when PostgreSQL is not installed or
-#                          the cluster does not start
+#                          FORGED_TEST_PG_SOCKET; returns 1 with the reason
+#                          in PG_SKIP when PostgreSQL is not installed (the
+#                          one case its tests may be skipped), 2 with the
+#                          reason in PG_FAIL when it is installed but the
+#                          cluster does not start (a failure, not a skip)
 #   pg_cluster_stop        stop it (pg_ctl -m immediate) and remove DIR
 #   pg_createdb NAME       a fresh database; prints its URL
 #
@@ -33,6 +35,7 @@ pg_as() {
 pg_cluster_start() {
 	local dir=$1 bin
 	PG_SKIP=""
+	PG_FAIL=""
 	bin=$(pg_bindir)
 	if [ -z "$bin" ]; then
 		PG_SKIP="PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb; apt-get install postgresql)"
@@ -45,8 +48,8 @@ pg_cluster_start() {
 	mkdir -p "$dir"
 	if [ "$(id -u)" = 0 ]; then
 		if ! command -v runuser >/dev/null 2>&1; then
-			PG_SKIP="running as root without runuser: cannot start PostgreSQL as an unprivileged user"
-			return 1
+			PG_FAIL="running as root without runuser (util-linux): cannot start PostgreSQL as an unprivileged user"
+			return 2
 		fi
 		chown nobody: "$dir"
 		chmod 0755 "$dir"
@@ -55,14 +58,14 @@ pg_cluster_start() {
 	PG_BIN=$bin
 	if ! pg_as "$bin/initdb" -D "$dir/data" -U forged --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync \
 		>"$dir/initdb.log" 2>&1; then
-		PG_SKIP="initdb failed: $(tail -n 2 "$dir/initdb.log" | tr '\n' ' ')"
-		return 1
+		PG_FAIL="initdb failed: $(tail -n 2 "$dir/initdb.log" | tr '\n' ' ')"
+		return 2
 	fi
 	# Unix socket only; room for three instances' connections and the tests'.
 	if ! pg_as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
 		-o "-k $dir -h '' -c max_connections=300 -c shared_buffers=64MB" start >"$dir/pg_ctl.log" 2>&1; then
-		PG_SKIP="the cluster did not start: $(tail -n 3 "$dir/server.log" 2>/dev/null | tr '\n' ' ')"
-		return 1
+		PG_FAIL="the cluster did not start: $(tail -n 3 "$dir/server.log" 2>/dev/null | tr '\n' ' ')"
+		return 2
 	fi
 	FORGED_TEST_PG_SOCKET=$dir
 	FORGED_TEST_PG="postgresql:///postgres?host=$dir&user=forged"

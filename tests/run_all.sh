@@ -18,14 +18,21 @@ failed=0
 log=$(mktemp)
 # One throwaway PostgreSQL cluster for the run (tests/pg_cluster.sh): the
 # store's tests run on it as well as on SQLite.  Without PostgreSQL they
-# skip their PostgreSQL half, saying why.
+# skip their PostgreSQL half, saying why; PostgreSQL installed but its
+# cluster not starting is one failure (and the PostgreSQL half is not run).
 . "$(dirname "$0")/pg_cluster.sh"
 pgdir=$(mktemp -d /tmp/forged-pg.XXXXXX)
 trap 'pg_cluster_stop; rm -f "$log"; rm -rf "$pgdir"' EXIT
-if pg_cluster_start "$pgdir"; then
+pg_cluster_start "$pgdir"
+pg_rc=$?
+if [ "$pg_rc" = 0 ]; then
 	echo "PostgreSQL for the store tests: $FORGED_TEST_PG"
-else
+elif [ "$pg_rc" = 1 ]; then
 	echo "PostgreSQL store tests skipped: $PG_SKIP"
+	unset FORGED_TEST_PG FORGED_TEST_PG_SOCKET
+else
+	echo "FAIL: PostgreSQL is installed but its test cluster does not start: $PG_FAIL"
+	failed=$((failed + 1))
 	unset FORGED_TEST_PG FORGED_TEST_PG_SOCKET
 fi
 
