@@ -33,7 +33,7 @@ HEALTHY = ["qwen35_mlx_sidecar", "qwen35_mlx_q4", "qwen35_moe_mlx_sidecar", "qwe
            "glm45", "glm47_flash", "deepseek_v3_fp8", "deepseek_v32", "mimo", "mimo_v2"]
 UNHEALTHY = ["qwen35_mlx_embedded", "qwen35_mlx_stray_shard", "qwen35_mlx_trunk_double_shifted",
              "qwen35_mlx_head_shifted", "qwen35_mlx_mixed_head", "qwen35_mlx_nan_head"]
-FORGE = ["qwen35_hf", "glm45", "mimo", "qwen35_moe_hf_numbered"]
+FORGE = ["qwen35_hf", "glm45", "mimo", "qwen35_moe_hf_fused_linear"]
 RUNTIMES = ["mlx-lm-0.31", "mlx-lm-0.32", "mtplx-2.12", "ollama", "hf"]
 TOKEN = "bench-api-seed-token"
 CONTROL = {"schema": "forged.verification.v1", "hardware": "M4 Max", "runtime": "mtplx-2.12",
