@@ -42,7 +42,8 @@ const struct fg_cmd fg_cmd_serve = {
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
 		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
-		 "             [--inspect-seconds N] [--store URL] [--lease-seconds N] [--http-threads N]\n\n"
+		 "             [--inspect-seconds N] [--store URL] [--lease-seconds N] [--http-threads N]\n"
+		 "             [--per-ip-connections N]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
 		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
@@ -283,6 +284,8 @@ static int run_serve(int argc, char **argv)
 	acfg.queue_cap = cfg.queue_cap;
 	/* A write holds its handler thread until its group commit: more of them, bigger commits. */
 	acfg.threads = cfg.http_threads;
+	/* Behind a proxy every client has its address: the operator raises this. */
+	acfg.per_ip_limit = cfg.per_ip_connections;
 	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.inspect_seconds = cfg.inspect_seconds;
 	acfg.log = fg_log;

@@ -41,6 +41,7 @@ static const struct setting settings[] = {
 	{ "store_url", K_STORE, offsetof(struct fg_config, store_url), 0, 0 },
 	{ "lease_seconds", K_INT, offsetof(struct fg_config, lease_seconds), 3, 3600 },
 	{ "http_threads", K_UINT, offsetof(struct fg_config, http_threads), 1, 256 },
+	{ "per_ip_connections", K_UINT, offsetof(struct fg_config, per_ip_connections), 1, 256 },
 	/* A number strictly inside (0, 1); min and max are unused. */
 	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
 	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
@@ -71,6 +72,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->max_attempts = 3;
 	cfg->lease_seconds = 60;
 	cfg->http_threads = 16;
+	cfg->per_ip_connections = FG_API_PER_IP_LIMIT_DEFAULT;
 	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;
 	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
 	fg_pull_opts_init(&pull);

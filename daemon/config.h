@@ -15,6 +15,8 @@
  * heartbeat renews it every third of that), http_threads (16: a POST waits
  * in its handler thread for the group commit that holds its write, so the
  * number of threads bounds how many writes share one commit),
+ * per_ip_connections (32: connections one client address may hold; raise it
+ * when the clients reach forged through one proxy or load balancer),
  * collapse_threshold (0.10: the verification verdict's
  * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
  * artifacts_dir (STATE/artifacts: where jobs without an out write their
@@ -50,6 +52,7 @@ struct fg_config {
 	char store_url[PATH_MAX + 64];     /* "" when the default */
 	int lease_seconds;
 	unsigned http_threads;
+	unsigned per_ip_connections;
 	double collapse_threshold;
 	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
 	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */

@@ -225,13 +225,17 @@ static void test_ranges(void **state)
 	assert_int_equal(cfg.max_body_bytes, 1073741824);
 }
 
-/* The store's keys (issue 17): store_url and its two flags, lease_seconds, http_threads. */
+/*
+ * The farm's keys (issue 17): store_url and its two flags, lease_seconds,
+ * http_threads, per_ip_connections (a farm's clients often come through one
+ * proxy, and the API benchmark's 64 connections from one address).
+ */
 static void test_store_keys(void **state)
 {
 	static const struct {
 		const char *key;
 		long long min, max;
-	} ranges[] = { { "lease_seconds", 3, 3600 }, { "http_threads", 1, 256 } };
+	} ranges[] = { { "lease_seconds", 3, 3600 }, { "http_threads", 1, 256 }, { "per_ip_connections", 1, 256 } };
 	const char *none[] = { NULL };
 	struct fg_config cfg;
 	struct fg_err err;
@@ -242,6 +246,7 @@ static void test_store_keys(void **state)
 	assert_string_equal(cfg.store_url, "");
 	assert_int_equal(cfg.lease_seconds, 60);
 	assert_int_equal(cfg.http_threads, 16);
+	assert_int_equal(cfg.per_ip_connections, FG_API_PER_IP_LIMIT_DEFAULT);
 	expect_file_ok("{\"store_url\": \"postgres://forged@db.example/forged?sslmode=verify-full\","
 		       " \"lease_seconds\": 30, \"http_threads\": 64}",
 		       &cfg);
@@ -282,12 +287,13 @@ static void test_store_keys(void **state)
 	}
 	{
 		const char *flags[] = { file_arg, "--store-url=postgresql:///d", "--lease-seconds", "9",
-					"--http-threads=2", NULL };
+					"--http-threads=2", "--per-ip-connections", "64", NULL };
 
 		assert_int_equal(load_args(&cfg, &err, flags), 0);
 		assert_string_equal(cfg.store_url, "postgresql:///d");
 		assert_int_equal(cfg.lease_seconds, 9);
 		assert_int_equal(cfg.http_threads, 2);
+		assert_int_equal(cfg.per_ip_connections, 64);
 	}
 	{
 		const char *flags[] = { "--store", "ftp://x", NULL };
