@@ -125,9 +125,15 @@ if [ "$STORE" = postgres ]; then
 	"$BENCH_PYTHON" bench/api/seed_pg.py "$FORGED" "$SEED/state/forged.db" "$PG_URL" | tee "$RUN/seed_pg.json"
 	STORE_ARGS=(--store "$PG_URL")
 fi
+# CONNECTIONS from one address: past the default 32 per address, raise it (a forged
+# older than per_ip_connections has its own compiled-in limit).
+SERVE_ARGS=()
+if [ "$CONNECTIONS" -gt 32 ] && "$FORGED" serve --help 2>&1 | grep -q -- --per-ip-connections; then
+	SERVE_ARGS=(--per-ip-connections "$((CONNECTIONS > 256 ? 256 : CONNECTIONS))")
+fi
 
 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$RUN/state" --tokens-file "$RUN/state/seed.tokens" \
-	"${STORE_ARGS[@]}" --workers 1 >"$LOG" 2>&1 &
+	"${STORE_ARGS[@]}" "${SERVE_ARGS[@]}" --workers 1 >"$LOG" 2>&1 &
 PID=$!
 # The port is in the "listening on ADDR port N, state ..." line: match it
 # whole (the comma and "state" after the digits), so a line still being
