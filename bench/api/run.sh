@@ -129,7 +129,8 @@ fi
 # older than per_ip_connections has its own compiled-in limit).
 SERVE_ARGS=()
 if [ "$CONNECTIONS" -gt 32 ] && "$FORGED" serve --help 2>&1 | grep -q -- --per-ip-connections; then
-	SERVE_ARGS=(--per-ip-connections "$((CONNECTIONS > 256 ? 256 : CONNECTIONS))")
+	# Twice CONNECTIONS: a connection wrk reopens may arrive before the server has seen the old one close.
+	SERVE_ARGS=(--per-ip-connections "$((2 * CONNECTIONS > 256 ? 256 : 2 * CONNECTIONS))")
 fi
 
 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$RUN/state" --tokens-file "$RUN/state/seed.tokens" \
