@@ -15,7 +15,8 @@
 #                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
 #                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
-#   make fuzz       run the libFuzzer header target for FUZZ_SECONDS (clang)
+#   make fuzz       run every libFuzzer target (tests/fuzz) for FUZZ_SECONDS each (clang)
+#   make fuzz-smoke the same for FUZZ_SMOKE_SECONDS (5) each: part of make test when clang links libFuzzer
 #   make check-src  refuse banned libc functions, bare -1 returns in forge/, and
 #                   branches on error message text
 #   make check-layers  refuse an include of a layer above the including file's
@@ -87,10 +88,15 @@ LIBAPI     := $(BUILD)/libapi.a
 LIBS       := $(LIBAPI) $(LIBSTORE) $(LIBFORGE)
 FORGED     := $(BUILD)/forged
 FIXTURES   := $(BUILD)/fixtures
+# libFuzzer targets (tests/fuzz/fuzz_NAME.c): see `make fuzz` below.
+FUZZ_DIR := build/fuzz
+FUZZ_TARGETS := st_header jsonlex_diff ckpt_open config tokens verify api
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
 # Shell completions, generated from the binary's command table.
 COMPLETIONS := $(BUILD)/completion/forged.bash $(BUILD)/completion/_forged
 
-.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz check-src check-layers check-docs clean deb check-deb FORCE
+.PHONY: all deps deps-run deps-deb browser-deps test test-build tsan-test run demo fuzz fuzz-build fuzz-smoke check-src check-layers check-docs clean deb check-deb FORCE
 .DEFAULT_GOAL := all
 
 all: $(FORGED) $(COMPLETIONS)
@@ -151,7 +157,7 @@ UNIT_SUPPORT := $(BUILD)/tests/unit/support.o
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
-$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o
+$(BUILD)/tests/test_config: $(BUILD)/daemon/config.o $(BUILD)/daemon/args.o
 $(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
@@ -192,6 +198,7 @@ $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
 
 test: deps
 	@$(MAKE) --no-print-directory check-src check-layers check-docs test-build
+	@$(if $(SANITIZE),echo "fuzz-smoke: skipped under SANITIZE (the plain make test runs it)",$(MAKE) --no-print-directory fuzz-smoke)
 	@PYTHON=$(PYTHON) FORGED_QUANT_GOLDEN=$(QUANT_GOLDEN) FORGED_DEQUANT_GOLDEN=$(DEQUANT_GOLDEN) \
 		bash tests/run_all.sh $(BUILD)
 
@@ -222,17 +229,73 @@ demo: deps-run
 	$(FORGED) inspect $(FIXTURES)/qwen35_mlx_sidecar
 	-$(FORGED) inspect $(FIXTURES)/qwen35_mlx_embedded
 
+# ---- fuzzing (tests/fuzz, README of tests/fuzz/run.sh) ----
+# libFuzzer targets built with clang under ASan+UBSan (every UB report aborts),
+# always in build/fuzz whatever SANITIZE says: the sources are compiled once
+# with coverage instrumentation into build/fuzz/obj, each target is one
+# tests/fuzz/fuzz_NAME.c linked against the fuzz builds of the libraries.
+# `make fuzz-smoke` (part of `make test` when clang can link -fsanitize=fuzzer,
+# else skipped saying why) runs every target FUZZ_SMOKE_SECONDS each on its
+# seeds (tests/fuzz/seeds/NAME); `make fuzz` runs them FUZZ_SECONDS each.  Any
+# crash, leak, timeout or sanitizer report fails the run; the input is kept
+# in build/fuzz/crashes.  New corpus entries go to build/fuzz/corpus/NAME.
 FUZZ_SECONDS ?= 60
-FUZZ_BIN := build/fuzz/fuzz_st_header
-$(FUZZ_BIN): tests/fuzz/fuzz_st_header.c $(FORGE_SRC)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
-		-o $@ tests/fuzz/fuzz_st_header.c $(FORGE_SRC) $(LDLIBS)
+FUZZ_SMOKE_SECONDS ?= 5
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. $(FUZZ_SAN)
+FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c daemon/args.c
+FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_GEN_OBJ := $(FUZZ_DIR)/obj/gen/openapi.o $(FUZZ_DIR)/obj/gen/web.o
+FUZZ_LIBS := $(FUZZ_DIR)/libapi.a $(FUZZ_DIR)/libstore.a $(FUZZ_DIR)/libforge.a
 
-fuzz: deps $(FUZZ_BIN)
-	@mkdir -p build/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		build/fuzz/corpus tests/hostile tests/fuzz/seeds
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/libforge.a: $(filter $(FUZZ_DIR)/obj/forge/%,$(FUZZ_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/libstore.a: $(filter $(FUZZ_DIR)/obj/store/%,$(FUZZ_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/libapi.a: $(filter $(FUZZ_DIR)/obj/api/%,$(FUZZ_OBJ)) $(FUZZ_GEN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# fuzz_config links the daemon's config reader and the option parser it reads
+# its flags with, the daemon objects it needs;
+# fuzz_jsonlex_diff its tree-based reference reader of safetensors headers.
+$(FUZZ_DIR)/fuzz_config: $(FUZZ_DIR)/obj/daemon/config.o $(FUZZ_DIR)/obj/daemon/args.o
+$(FUZZ_DIR)/fuzz_jsonlex_diff: $(FUZZ_DIR)/obj/tests/fuzz/ref_st_header.o tests/fuzz/ref_st_header.h
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIBS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -fsanitize=fuzzer -o $@ $< \
+		$(filter %.o,$^) $(FUZZ_LIBS) $(LDLIBS)
+
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_st_header
+fuzz-build: $(FUZZ_BINS)
+
+# The seeds of fuzz_api name fixture checkpoints (build/fixtures).
+FUZZ_RUN = FUZZ_CC=$(FUZZ_CC) FORGED_FUZZ_FIXTURES=$(CURDIR)/$(FIXTURES) bash tests/fuzz/run.sh
+
+fuzz-smoke:
+	@if $(FUZZ_RUN) --probe; then \
+		$(MAKE) --no-print-directory fuzz-build $(FIXTURES)/manifest.json && \
+		$(FUZZ_RUN) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS); \
+	fi
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build $(FIXTURES)/manifest.json
+	@$(FUZZ_RUN) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Benchmarks (bench/run_all.sh): figures and ratios against references run in
 # the same run, never asserted.
@@ -276,7 +339,7 @@ check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
-	$(UNIT_SUPPORT:.o=.d)
+	$(UNIT_SUPPORT:.o=.d) $(FUZZ_OBJ:.o=.d)
 
 # ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR

@@ -257,6 +257,7 @@ struct scan {
 	const char *p, *end;
 	struct fg_vlist *v;
 	char ptr[FG_V_POINTER_MAX];
+	int ctrl;              /* the last string held a raw control character (below U+0020) */
 };
 
 static void skip_ws(struct scan *sc)
@@ -292,9 +293,14 @@ static void scan_string(struct scan *sc, char *key, size_t keycap, int *bad_utf8
 	size_t k = 0;
 
 	*bad_utf8 = *nul = 0;
+	sc->ctrl = 0;
 	sc->p++; /* the quote */
 	while (sc->p < sc->end && *sc->p != '"') {
 		const unsigned char *u = (const unsigned char *)sc->p;
+
+		/* RFC 8259 section 7: cJSON takes a raw tab or newline, SQLite's JSON and strict clients do not. */
+		if (*u < 0x20)
+			sc->ctrl = 1;
 
 		if (*u == '\\' && sc->end - sc->p >= 2) {
 			unsigned cp;
@@ -357,6 +363,10 @@ static void string_faults(struct scan *sc, int bad_utf8, int nul, int is_key)
 	if (nul)
 		fg_v_add(sc->v, "invalid-field", sc->ptr, "%s holds U+0000 (\\u0000), which no name or path may hold",
 			 is_key ? "the member name" : "the string");
+	if (sc->ctrl)
+		fg_v_add(sc->v, "malformed-json", sc->ptr,
+			 "%s holds a raw control character (below U+0020); JSON requires it escaped (RFC 8259 section 7)",
+			 is_key ? "the member name" : "the string");
 }
 
 static void scan_value(struct scan *sc, int depth)
@@ -411,7 +421,7 @@ static void scan_value(struct scan *sc, int depth)
 
 void fg_v_scan_json_text(struct fg_vlist *v, const char *body, size_t len)
 {
-	struct scan sc = { body, body + len, v, "" };
+	struct scan sc = { body, body + len, v, "", 0 };
 
 	scan_value(&sc, 0);
 }

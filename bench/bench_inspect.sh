@@ -56,6 +56,16 @@
 # under 1 s wall, under 64 MiB read, faster than the Python reference.
 # A non-zero exit means a command failed or disagreed, not that it was slow.
 #
+# Sizes.  By default the script runs three checkpoints of the same shape at
+# about 10k, 100k and 400k tensors (gen_sparse_moe.py: 64 layers with 48,
+# 512 and 2048 experts; the 400k one with --moe-intermediate 128 so that it
+# stays at 18 shards of 25 GB) and ends with one table of the ratios, so a
+# ratio that falls with size shows.  INSPECT_SIZES="100k" (any of 10k, 100k,
+# 400k) picks sizes; each size's figures go to results fragment
+# inspect_SIZE, and its case is copied into fragment inspect as case
+# inspect_SIZE (what `make bench` collects).  BENCH_QUICK=1 runs the one
+# small checkpoint as before, its case named inspect.
+#
 #   make && bash bench/bench_inspect.sh        (run from anywhere)
 #   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3 RUNTIME=ollama-mlx
 #        REGEN=0 GEN_ARGS="--layers 64 --experts 512"  (passed to gen_sparse_moe.py)
@@ -78,9 +88,45 @@ TARGET_MIB=64
 # (qwen3_5_moe.py@d78bf58e217c:L23-52): since issue 10 inspect's default targets report that load
 # error.  ollama --experimental stacks per-expert tensors at load (x/models/qwen3_5/qwen3_5.go@fb3076099687:
 # L599-767), so the run targets it and still asserts ok=true; every row is simulated either way.
-RUNTIME=${RUNTIME:-ollama-mlx}
+RUNTIME=${RUNTIME:-$SPARSE_RUNTIME}
 
 [ -x "$FORGED" ] || { echo "bench_inspect: $FORGED missing: run make first" >&2; exit 2; }
+# The driver: one run of this script per size, then the table of ratios.
+if [ -z "${INSPECT_ONE:-}" ] && [ "$BENCH_QUICK" = 0 ]; then
+	sizes=${INSPECT_SIZES:-10k 100k 400k}
+	table=""
+	# The fragment bench/run_all.sh collects: one case per size, inspect_SIZE,
+	# copied from that size's own fragment once it is complete.
+	bench_init inspect sizes="\"$sizes\""
+	for size in $sizes; do
+		case $size in
+		10k) gen="--layers 64 --experts 48" ;;
+		100k) gen="--layers 64 --experts 512" ;;
+		400k) gen="--layers 64 --experts 2048 --moe-intermediate 128" ;;
+		*) echo "bench_inspect: unknown size $size (10k, 100k, 400k)" >&2; exit 2 ;;
+		esac
+		echo "==== bench_inspect $size ($gen) ===="
+		INSPECT_ONE=$size SPARSE_DIR=$BENCH_DIR/sparse_$size GEN_ARGS=$gen bash "$0" || exit $?
+		f=$BENCH_RESULTS/inspect_$size.json
+		jq --arg s "$size" --slurpfile p "$f" '.cases["inspect_" + $s] = $p[0].cases.inspect
+			| .cases["inspect_" + $s].extra.checkpoint = $p[0].params.checkpoint' "$FRAG" >"$FRAG.tmp" &&
+			mv "$FRAG.tmp" "$FRAG"
+		table+=$(jq -r --arg s "$size" '.cases.inspect as $c | $c.extra as $x |
+			"\($s)\t\($x.tensors)\t\($c.forged.cpu.best)\t\($c.reference.cpu.best)\t\($c.forged.wall.best)\t\($c.reference.wall.best)\t\($c.forged.maxrss_kib)"' "$f" 2>/dev/null || echo "$size")
+		table+=$'\n'
+	done
+	echo
+	echo "==== bench_inspect: python reference / forged (above 1 = forged faster), best warm runs ===="
+	printf '%-6s %8s %10s %10s %8s %10s %10s %8s %10s\n' size tensors "cpu forged" "cpu py" ratio "wall forged" "wall py" ratio "rss KiB"
+	while IFS=$'\t' read -r size n fc pc fw pw rss; do
+		[ -n "$size" ] || continue
+		printf '%-6s %8s %10s %10s %8s %10s %10s %8s %10s\n' "$size" "$n" "$fc" "$pc" \
+			"$(awk -v a="$pc" -v b="$fc" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$fw" "$pw" \
+			"$(awk -v a="$pw" -v b="$fw" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$rss"
+	done <<< "$table"
+	bench_ok
+	exit 0
+fi
 command -v jq > /dev/null || { echo "bench_inspect: jq missing (make deps)" >&2; exit 2; }
 mkdir -p "$BENCH_DIR"
 if [ "${REGEN:-0}" = 1 ]; then bench_sparse --force; else bench_sparse; fi
@@ -97,10 +143,11 @@ fi
 # field KEY LINE: the value of KEY=... in one key=value line
 field() { tr ' ' '\n' <<< "$2" | sed -n "s/^$1=//p"; }
 
-bench_init inspect reps="$REPS" checkpoint="\"$DIR\""
-J="$BENCH_DIR/inspect.json"
-R="$BENCH_DIR/ref_inspect.json"
-RAW="$BENCH_DIR/inspect_runs.json"
+NAME=inspect${INSPECT_ONE:+_$INSPECT_ONE}
+bench_init "$NAME" reps="$REPS" checkpoint="\"$DIR\""
+J="$BENCH_DIR/$NAME.json"
+R="$BENCH_DIR/ref_$NAME.json"
+RAW="$BENCH_DIR/${NAME}_runs.json"
 echo "forged inspect and the python reference, interleaved: 1 first run + $REPS warm runs each..."
 bl abrun "$FRAG" --reps "$REPS" --first --raw "$RAW" --stdout forged="$J" --stdout reference="$R" \
 	--label forged="forged inspect DIR --json" --label reference="$(basename "$BENCH_PYTHON") bench/ref_inspect.py DIR" \
@@ -190,7 +237,8 @@ EOF
 bl set "$FRAG" cases.inspect.extra ok="$ok" agree_with_reference="\"$agree\"" tensors="$n_tensors" \
 	files="$n_files" logical_bytes="$logical" forged_rchar="$F_rchar" reference_rchar="$P_rchar" \
 	forged_faults="$F_flt" rchar_plus_faults_bound="$upper" norm_pages="$norm_pages" \
-	mmap_file_faults="${ff_n:-null}" accounting_check="\"$io_ok\""
+	mmap_file_faults="${ff_n:-null}" accounting_check="\"$io_ok\"" forged_rss_kib="$F_rss" \
+	reference_rss_kib="$P_rss"
 if [ "$ok" != true ] || [ "$agree" != yes ]; then
 	echo "bench_inspect: forged and the reference disagree, or ok is not true" >&2
 	exit 1

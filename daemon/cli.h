@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "daemon/args.h"
 #include "forge/core/error.h"
 #include "forge/core/version.h"
 
@@ -43,6 +44,13 @@ struct fg_cmd {
 	int (*run)(int argc, char **argv);
 	const struct fg_subcmd *subs;  /* a group's subcommands (ended by a NULL name), else NULL */
 	const char *common;            /* a group's options that every subcommand takes, or NULL */
+	/*
+	 * The getopt_long table the command parses with (completions are made
+	 * from it), and what its help prints after the usage text (the valid
+	 * values of its options, such as the runtime ids), or NULL.
+	 */
+	const struct option *(*options)(void);
+	void (*help_extra)(FILE *out);
 };
 
 /* The command table of main.c, in overview order. */
@@ -57,24 +65,30 @@ const struct fg_subcmd *fg_cli_find_sub(const struct fg_cmd *cmd, const char *na
 /* Print the overview of `forged --help`: every command, the global option, exit codes. */
 void fg_cli_print_overview(FILE *out);
 
-/* Print a command's help (for a group: every synopsis, then the usage text). */
-void fg_cli_print_help(const struct fg_cmd *cmd, FILE *out);
-
 /*
- * Colour: the global --color=auto|always|never (main.c takes it out of argv
- * before a command runs).  With auto, colour only on a terminal, and never
- * when NO_COLOR is set or TERM is "dumb" or unset.
+ * Print a command's help (for a group: every synopsis, then the usage text),
+ * the global options, then its help_extra.
  */
-enum fg_color_mode { FG_COLOR_AUTO, FG_COLOR_ALWAYS, FG_COLOR_NEVER };
-extern enum fg_color_mode fg_cli_color_mode;
-int fg_cli_color(FILE *out);
+void fg_cli_print_help(const struct fg_cmd *cmd, FILE *out);
 
 /* Print "forged: error: MSG" for err and return the exit code for its kind. */
 int fg_cli_fail(const struct fg_err *err);
 
-/* Print "forged CMD: MSG" and the usage line; returns FG_EXIT_USAGE. */
+/* Print "forged CMD: MSG" and the command's synopsis (its usage up to the first blank line); returns FG_EXIT_USAGE. */
 int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Parse the argv of a command without subcommands (args.h): with --help its
+ * help is printed (exit 0); else the first error, or a count of positional
+ * arguments outside min_pos..max_pos ("missing NAMES", names saying what
+ * they are), is a usage error (exit 2).  Returns FG_CLI_RUN when the command
+ * is to run, else the exit code.
+ */
+enum { FG_CLI_RUN = -1 };
+int fg_cli_parse(const struct fg_cmd *cmd, struct fg_args *a, int argc, char **argv, const char *shortopts,
+		 const struct option *longopts, fg_args_fn handle, void *ctx, size_t min_pos, size_t max_pos,
+		 const char *names);
 
 /*
  * Pull options for remote sources: fg_ckpt_pull_defaults (the cache folder is
@@ -91,8 +105,6 @@ void fg_cli_pull_opts(struct fg_pull_opts *o, char *cache, size_t len);
  */
 void fg_cli_print_runtimes(FILE *out);
 
-/* True when arg is -h or --help. */
-int fg_cli_is_help(const char *arg);
 
 extern const struct fg_cmd fg_cmd_version;
 extern const struct fg_cmd fg_cmd_forge;

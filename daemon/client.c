@@ -13,8 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "forge/model/runtimes.h"
-
 #define BODY_MAX ((size_t)256 << 20)
 #define TOKEN_FILE_MAX 4096
 #define REQUEST_TIMEOUT_MS 60000L
@@ -24,29 +22,6 @@
 #define RETRY_AFTER_MAX 30.0
 
 /* ---- argument parsing ---- */
-
-/* The first parse error, printed once the subcommand (and so the label) is known. */
-static char parse_error[400];
-
-static void arg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void arg_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (parse_error[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(parse_error, sizeof(parse_error), fmt, ap);
-	va_end(ap);
-}
-
-static const struct option *option_by_val(const struct option *longopts, int val)
-{
-	for (const struct option *o = longopts; o->name; o++)
-		if (o->val == val && !o->flag)
-			return o;
-	return NULL;
-}
 
 /* True when synopsis names --name as a whole word. */
 static int synopsis_has(const char *synopsis, const char *name)
@@ -85,128 +60,107 @@ int fg_client_usage(const struct fg_client_args *a, const char *fmt, ...)
 	return FG_EXIT_USAGE;
 }
 
-/* Called by group handlers for a bad option value. */
-int fg_client_bad_value(const char *fmt, ...)
+/* Apply a common option; 0 when val is not one. */
+static int common_option(struct fg_client_args *a, int val, const char *arg)
 {
-	va_list ap;
-
-	if (!parse_error[0]) {
-		va_start(ap, fmt);
-		vsnprintf(parse_error, sizeof(parse_error), fmt, ap);
-		va_end(ap);
+	switch (val) {
+	case FG_OPT_SERVER:
+		a->server = arg;
+		return 1;
+	case FG_OPT_TOKEN:
+		a->token = arg;
+		return 1;
+	case FG_OPT_TOKEN_FILE:
+		a->token_file = arg;
+		return 1;
+	case FG_OPT_OUTPUT:
+		a->output = arg;
+		return 1;
+	default:
+		return 0;
 	}
-	return -1;
 }
 
-int fg_client_check_runtime(const char *option, const char *id)
-{
-	char list[512];
-	size_t n, used = 0;
-	const struct fg_runtime *rt = fg_runtime_all(&n);
+struct group_ctx {
+	struct fg_client_args *a;
+	int (*handle)(void *ctx, int val, const char *arg);
+	void *ctx;
+};
 
-	if (fg_runtime_find(id))
+static int group_option(void *ctx, int val, const char *arg)
+{
+	struct group_ctx *g = ctx;
+
+	if (common_option(g->a, val, arg))
 		return 0;
-	list[0] = '\0';
-	for (size_t i = 0; i < n && used < sizeof(list); i++)
-		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", rt[i].id);
-	return fg_client_bad_value("%s '%s' is not a runtime: one of %s, hf (an alias), or a versioned id "
-				   "(mlx-lm-0.33, mtplx-2.11.3)", option, id, list);
+	return g->handle ? g->handle(g->ctx, val, arg) : 0;
+}
+
+/* The global options every command takes, whatever a synopsis says. */
+static int is_global(const char *name)
+{
+	return strcmp(name, "help") == 0 || strcmp(name, "color") == 0 || strcmp(name, "json-style") == 0;
 }
 
 int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc, char **argv,
 		    const char *shortopts, const struct option *longopts,
 		    int (*handle)(void *ctx, int val, const char *arg), void *ctx)
 {
+	struct group_ctx g = { a, handle, ctx };
+	struct fg_args *p = calloc(1, sizeof(*p));
+	const char *error;
 	char subs[200];
-	int c;
 
 	memset(a, 0, sizeof(*a));
-	parse_error[0] = '\0';
 	a->cmd = cmd;
 	snprintf(a->label, sizeof(a->label), "%s", cmd->name);
-	opterr = 0;
-	optind = 0;   /* glibc: a full reinitialisation */
-	for (;;) {
-		int li = -1;
-		const struct option *o;
-
-		c = getopt_long(argc, argv, shortopts, longopts, &li);
-		if (c == -1)
-			break;
-		if (c == ':') {
-			o = option_by_val(longopts, optopt);
-			if (optind > 0 && strncmp(argv[optind - 1], "--", 2) == 0 && o)
-				arg_error("--%s needs a value", o->name);
-			else
-				arg_error("-%c needs a value", optopt);
-			continue;
-		}
-		if (c == '?') {
-			const char *arg = optind > 0 ? argv[optind - 1] : "";
-
-			if (strncmp(arg, "--", 2) == 0) {
-				o = optopt ? option_by_val(longopts, optopt) : NULL;
-				if (o && o->has_arg == no_argument && strchr(arg, '='))
-					arg_error("--%s takes no value", o->name);
-				else
-					arg_error("unknown or ambiguous option '%.*s'", (int)strcspn(arg, "="), arg);
-			} else {
-				arg_error("unknown option '-%c'", optopt ? optopt : '?');
-			}
-			continue;
-		}
-		o = li >= 0 ? &longopts[li] : option_by_val(longopts, c);
-		if (o && a->n_seen < FG_CLIENT_MAX_SEEN)
-			a->seen[a->n_seen++] = o->name;
-		switch (c) {
-		case FG_OPT_SERVER:
-			a->server = optarg;
-			break;
-		case FG_OPT_TOKEN:
-			a->token = optarg;
-			break;
-		case FG_OPT_TOKEN_FILE:
-			a->token_file = optarg;
-			break;
-		case FG_OPT_OUTPUT:
-			a->output = optarg;
-			break;
-		case FG_OPT_HELP:
-			a->help = 1;
-			break;
-		default:
-			if (handle)
-				handle(ctx, c, optarg);
-			break;
-		}
+	if (!p) {
+		fprintf(stderr, "forged %s: out of memory\n", cmd->name);
+		return FG_EXIT_INTERNAL;
 	}
-	for (int i = optind; i < argc; i++) {
-		if (a->n_pos == FG_CLIENT_MAX_ARGS) {
-			arg_error("too many arguments ('%s')", argv[i]);
-			break;
-		}
-		a->pos[a->n_pos++] = argv[i];
-	}
+	fg_args_parse(p, argc, argv, shortopts, longopts, group_option, &g);
+	for (size_t i = 0; i < p->n_pos && i < FG_CLIENT_MAX_ARGS; i++)
+		a->pos[a->n_pos++] = p->pos[i];
+	if (p->n_pos > FG_CLIENT_MAX_ARGS && !p->error[0])
+		snprintf(p->error, sizeof(p->error), "too many arguments ('%s')", p->pos[FG_CLIENT_MAX_ARGS]);
+	for (size_t i = 0; i < p->n_seen && a->n_seen < FG_CLIENT_MAX_SEEN; i++)
+		a->seen[a->n_seen++] = p->seen[i];
+	a->help = p->help;
+	error = p->error;
 	list_subs(cmd, subs, sizeof(subs));
 	if (a->help) {
 		fg_cli_print_help(cmd, stdout);
+		free(p);
 		return 0;
 	}
-	if (!a->n_pos)
-		return fg_client_usage(a, "missing subcommand: one of %s", subs);
+	if (!a->n_pos) {
+		int rc = error[0] ? fg_client_usage(a, "%s", error)
+				  : fg_client_usage(a, "missing subcommand: one of %s", subs);
+
+		free(p);
+		return rc;
+	}
 	a->sub = fg_cli_find_sub(cmd, a->pos[0]);
-	if (!a->sub && parse_error[0])
-		return fg_client_usage(a, "%s", parse_error);
-	if (!a->sub)
-		return fg_client_usage(a, "unknown subcommand '%s': one of %s", a->pos[0], subs);
+	if (!a->sub) {
+		int rc = error[0] ? fg_client_usage(a, "%s", error)
+				  : fg_client_usage(a, "unknown subcommand '%s': one of %s", a->pos[0], subs);
+
+		free(p);
+		return rc;
+	}
 	snprintf(a->label, sizeof(a->label), "%s %s", cmd->name, a->sub->name);
 	/* The subcommand is not an argument of its own. */
 	memmove(a->pos, a->pos + 1, (a->n_pos - 1) * sizeof(a->pos[0]));
 	a->n_pos--;
-	if (parse_error[0])
-		return fg_client_usage(a, "%s", parse_error);
+	if (error[0]) {
+		int rc = fg_client_usage(a, "%s", error);
+
+		free(p);
+		return rc;
+	}
+	free(p);
 	for (size_t i = 0; i < a->n_seen; i++)
-		if (strcmp(a->seen[i], "help") != 0 && !synopsis_has(a->sub->synopsis, a->seen[i]) &&
+		if (!is_global(a->seen[i]) && !synopsis_has(a->sub->synopsis, a->seen[i]) &&
 		    !synopsis_has(cmd->common, a->seen[i]))
 			return fg_client_usage(a, "--%s is not an option of 'forged %s'", a->seen[i], a->label);
 	return 0;
@@ -640,6 +594,17 @@ cJSON *fg_client_doc(struct fg_client *c, const struct fg_http *r)
 
 int fg_client_print_body(const struct fg_http *r)
 {
+	if (fg_cli_json_pretty(stdout) && r->len) {
+		/* Pretty, as every command prints its documents on a terminal; else the bytes as sent. */
+		cJSON *doc = cJSON_ParseWithLength(r->body, r->len);
+
+		if (doc) {
+			int rc = fg_cli_print_json(doc);
+
+			cJSON_Delete(doc);
+			return rc;
+		}
+	}
 	if (r->len && fwrite(r->body, 1, r->len, stdout) != r->len)
 		return FG_EXIT_INTERNAL;
 	if (!r->len || r->body[r->len - 1] != '\n')

@@ -35,21 +35,20 @@
 enum {
 	FG_OPT_SERVER = 's',
 	FG_OPT_OUTPUT = 'o',
-	FG_OPT_HELP = 'h',
 	FG_OPT_TOKEN = 1000,
 	FG_OPT_TOKEN_FILE,
 };
 
-/* The common long options, to put first in a group's option table. */
+/* The common long options (with the global ones), to put first in a group's option table. */
 #define FG_CLIENT_LONGOPTS \
 	{ "server", required_argument, NULL, FG_OPT_SERVER }, \
 	{ "token", required_argument, NULL, FG_OPT_TOKEN }, \
 	{ "token-file", required_argument, NULL, FG_OPT_TOKEN_FILE }, \
 	{ "output", required_argument, NULL, FG_OPT_OUTPUT }, \
-	{ "help", no_argument, NULL, FG_OPT_HELP }
+	FG_ARGS_GLOBAL_LONGOPTS
 
 /* The common short options, to start a group's optstring with. */
-#define FG_CLIENT_SHORTOPTS ":s:o:h"
+#define FG_CLIENT_SHORTOPTS "s:o:" FG_ARGS_GLOBAL_SHORTOPTS
 
 /* The synopsis of the common options (the groups' fg_cmd.common). */
 #define FG_CLIENT_COMMON "[-s|--server URL] [--token TOKEN | --token-file FILE] [-o|--output table|json]"
@@ -77,10 +76,10 @@ struct fg_client_args {
 };
 
 /*
- * Parse argv (argv[0] is the group's name) with getopt_long: permuted
- * options, "--", --opt=value, short options.  The first positional argument
- * is the subcommand.  handle(ctx, val, optarg) receives each option that is
- * not a common one; for a bad value it returns fg_client_bad_value(...).
+ * Parse argv (argv[0] is the group's name) with fg_args_parse (args.h): the
+ * grammar of every command.  The first positional argument is the
+ * subcommand.  handle(ctx, val, optarg) receives each option that is not a
+ * common or global one; for a bad value it returns fg_client_bad_value(...).
  * Errors are printed once the subcommand is known, prefixed "forged CMD
  * SUB:", with its synopsis.  An option the subcommand's synopsis (or the
  * group's common one) does not name is an error.  Returns 0 with *a filled
@@ -92,10 +91,10 @@ int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc
 		    int (*handle)(void *ctx, int val, const char *arg), void *ctx);
 
 /* 0 when id is a runtime of forge/model/runtimes.h, else fg_client_bad_value() listing them all. */
-int fg_client_check_runtime(const char *option, const char *id);
+#define fg_client_check_runtime fg_args_check_runtime
 
 /* Record the first bad option value (printf-style message) for fg_client_parse; returns -1. */
-int fg_client_bad_value(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define fg_client_bad_value fg_args_bad
 
 /* Print "forged LABEL: MSG", the synopsis line, return FG_EXIT_USAGE. */
 int fg_client_usage(const struct fg_client_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -165,7 +164,11 @@ int fg_client_fail(struct fg_client *c, const struct fg_http *r, int rc);
 /* r's body as JSON (caller deletes), or NULL after reporting it as a bad answer (exit 3). */
 cJSON *fg_client_doc(struct fg_client *c, const struct fg_http *r);
 
-/* Print r's body on stdout as the server sent it, with a final newline; 0 or FG_EXIT_INTERNAL. */
+/*
+ * Print r's body on stdout with a final newline: as the server sent it
+ * (compact), or pretty when fg_cli_json_pretty says so (a terminal,
+ * --json-style=pretty); 0 or FG_EXIT_INTERNAL.
+ */
 int fg_client_print_body(const struct fg_http *r);
 
 /* value escaped for a URL query (caller frees), or NULL when out of memory. */

@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/model/family.h"
+#include "forge/model/verdicts.h"
+
 #define ROWS_MAX ((size_t)1 << 20)
 
 static int run_artifacts(int argc, char **argv);
+static const struct option *artifacts_longopts(void);
+static void print_values(FILE *out);
 
 static const struct fg_subcmd artifacts_subs[] = {
 	{ "list", "[--verdict CODE] [--family FAMILY] [--limit N] [--cursor ID]",
@@ -41,6 +46,8 @@ const struct fg_cmd fg_cmd_artifacts = {
 	.run = run_artifacts,
 	.subs = artifacts_subs,
 	.common = FG_CLIENT_COMMON,
+	.options = artifacts_longopts,
+	.help_extra = print_values,
 };
 
 enum { OPT_VERDICT = 3000, OPT_FAMILY, OPT_LIMIT, OPT_CURSOR };
@@ -54,6 +61,58 @@ static const struct option artifacts_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static const struct option *artifacts_longopts(void)
+{
+	return artifacts_options;
+}
+
+/* "a, b, c" of the verdict codes, or of the family ids, into buf. */
+static void verdict_codes(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < FG_VERDICT_COUNT && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", fg_verdict_table[i].name);
+}
+
+static void family_ids(char *buf, size_t len)
+{
+	size_t n, used = 0;
+	const struct fg_family *const *all = fg_family_all(&n);
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s, ", all[i]->id);
+	/* What an artifact of no known family is stored as. */
+	if (used < len)
+		snprintf(buf + used, len - used, "%s", fg_family_unknown.id);
+}
+
+static int is_family(const char *id)
+{
+	size_t n;
+	const struct fg_family *const *all = fg_family_all(&n);
+
+	if (strcmp(id, fg_family_unknown.id) == 0)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(all[i]->id, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* What --verdict and --family accept, after the help text. */
+static void print_values(FILE *out)
+{
+	char list[2048];
+
+	verdict_codes(list, sizeof(list));
+	fprintf(out, "\nverdict codes (docs/interfaces.md section 4): %s\n", list);
+	family_ids(list, sizeof(list));
+	fprintf(out, "families: %s\n", list);
+}
+
 struct artifacts_opts {
 	const char *verdict, *family;
 	long long limit, cursor;
@@ -62,15 +121,22 @@ struct artifacts_opts {
 static int artifacts_option(void *ctx, int val, const char *arg)
 {
 	struct artifacts_opts *o = ctx;
+	char list[1536];
 	char *end;
 
 	switch (val) {
 	case OPT_VERDICT:
 		o->verdict = arg;
-		return 0;
+		if (fg_verdict_code_find(arg))
+			return 0;
+		verdict_codes(list, sizeof(list));
+		return fg_client_bad_value("--verdict '%s' is not a verdict code: one of %s", arg, list);
 	case OPT_FAMILY:
 		o->family = arg;
-		return 0;
+		if (is_family(arg))
+			return 0;
+		family_ids(list, sizeof(list));
+		return fg_client_bad_value("--family '%s' is not a family: one of %s", arg, list);
 	case OPT_LIMIT:
 		o->limit = strtoll(arg, &end, 10);
 		if (!*arg || *end || o->limit < 1 || o->limit > 500)

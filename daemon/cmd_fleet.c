@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 static int run_fleet(int argc, char **argv);
+static const struct option *fleet_longopts(void);
 
 static const struct fg_subcmd fleet_subs[] = {
 	{ "health", "", "the fleet-wide health: unhealthy artifacts, the hosts serving them" },
@@ -37,6 +38,8 @@ const struct fg_cmd fg_cmd_fleet = {
 	.run = run_fleet,
 	.subs = fleet_subs,
 	.common = FG_CLIENT_COMMON,
+	.options = fleet_longopts,
+	.help_extra = fg_cli_print_runtimes,
 };
 
 enum { OPT_HOST = 4000, OPT_ARTIFACT, OPT_RUNTIME, OPT_OBSERVED };
@@ -49,6 +52,11 @@ static const struct option fleet_options[] = {
 	{ "observed", required_argument, NULL, OPT_OBSERVED },
 	{ NULL, 0, NULL, 0 },
 };
+
+static const struct option *fleet_longopts(void)
+{
+	return fleet_options;
+}
 
 struct fleet_opts {
 	const char *host, *artifact, *runtime, *observed;

@@ -16,6 +16,7 @@
 #include "forge/artifact/forge.h"
 
 static int run_forge(int argc, char **argv);
+static const struct option *forge_longopts(void);
 
 const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
@@ -32,6 +33,8 @@ const struct fg_cmd fg_cmd_forge = {
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
 	.run = run_forge,
+	.options = forge_longopts,
+	.help_extra = fg_cli_print_runtimes,
 };
 
 /*
@@ -52,22 +55,55 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	return 0;
 }
 
-/* The value of --name VALUE or --name=VALUE at argv[*i], or NULL when argv[*i] is not --name. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-	size_t n = strlen(name);
+enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE };
 
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
+static const struct option forge_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "backbone", required_argument, NULL, OPT_BACKBONE },
+	{ "target", required_argument, NULL, OPT_TARGET },
+	{ "quant", required_argument, NULL, OPT_QUANT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *forge_longopts(void)
+{
+	return forge_options;
+}
+
+struct forge_args {
+	struct fg_forge_opts *o;
+	int json;
+};
+
+static int forge_option(void *ctx, int val, const char *arg)
+{
+	struct forge_args *f = ctx;
+
+	switch (val) {
+	case OPT_OUT:
+		f->o->out = arg;
+		return 0;
+	case OPT_BACKBONE:
+		f->o->backbone = arg;
+		return 0;
+	case OPT_TARGET:
+		f->o->target = arg;
+		return fg_args_check_runtime("--target", arg);
+	case OPT_QUANT:
+		f->o->quant = arg;
+		return fg_args_check_policy("--quant", arg);
+	case OPT_JSON:
+		f->json = 1;
+		return 0;
+	case OPT_FORCE:
+		f->o->force = 1;
+		return 0;
+	default:
+		return fg_args_bad("unknown option");
 	}
-	return argv[++*i];
 }
 
 static int run_forge(int argc, char **argv)
@@ -77,43 +113,16 @@ static int run_forge(int argc, char **argv)
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
 	struct fg_err err = { 0 };
-	int json = 0, rc;
+	struct forge_args f = { &o, 0 };
+	struct fg_args a;
+	int json, rc;
 
-	for (int i = 1; i < argc; i++) {
-		static const char *const names[] = { "--out", "--backbone", "--target", "--quant" };
-		const char **slots[] = { &o.out, &o.backbone, &o.target, &o.quant };
-		int matched = 0, missing = 0;
-
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_forge.usage, stdout);
-			fg_cli_print_runtimes(stdout);
-			return FG_EXIT_OK;
-		}
-		for (size_t k = 0; k < 4 && !matched; k++) {
-			const char *v = option_value(argc, argv, &i, names[k], &missing);
-
-			if (missing)
-				return fg_cli_usage_error(&fg_cmd_forge, "%s needs a value", names[k]);
-			if (v) {
-				*slots[k] = v;
-				matched = 1;
-			}
-		}
-		if (matched)
-			continue;
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--force") == 0)
-			o.force = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return fg_cli_usage_error(&fg_cmd_forge, "unknown option '%s'", argv[i]);
-		else if (o.source)
-			return fg_cli_usage_error(&fg_cmd_forge, "one SOURCE only (got '%s' and '%s')", o.source, argv[i]);
-		else
-			o.source = argv[i];
-	}
-	if (!o.source)
-		return fg_cli_usage_error(&fg_cmd_forge, "missing SOURCE");
+	rc = fg_cli_parse(&fg_cmd_forge, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, forge_options, forge_option, &f,
+			  1, 1, "SOURCE");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	o.source = a.pos[0];
+	json = f.json;
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
 	o.progress = on_progress;
@@ -135,17 +144,19 @@ static int run_forge(int argc, char **argv)
 	}
 	if (json) {
 		cJSON *doc = fg_forge_result_json(&res);
-		char *text;
+		int prc;
 
 		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
 		if (doc)
 			fg_json_utf8_fix(doc);
-		text = doc ? cJSON_Print(doc) : NULL;
-
-		if (text)
-			puts(text);
-		free(text);
+		prc = doc ? fg_cli_print_json(doc) : FG_EXIT_INTERNAL;
+		if (!doc)
+			fprintf(stderr, "forged: error: out of memory making the document\n");
 		cJSON_Delete(doc);
+		if (prc) {
+			fg_forge_result_release(&res);
+			return prc;
+		}
 	} else if (!rc) {
 		printf("%s\n  fingerprint %s\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
 		       "%zu norms shifted\n", res.artifact, res.fingerprint, res.target, res.policy, res.head_tensors,

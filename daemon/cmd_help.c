@@ -14,10 +14,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "forge/model/family.h"
 #include "forge/model/runtimes.h"
+#include "forge/model/verdicts.h"
 
 static int run_help(int argc, char **argv);
 static int run_completion(int argc, char **argv);
+
+/* help and completion take the global options only. */
+static const struct option global_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *global_longopts(void)
+{
+	return global_options;
+}
 
 const struct fg_cmd fg_cmd_help = {
 	.name = "help",
@@ -27,6 +40,7 @@ const struct fg_cmd fg_cmd_help = {
 		 "COMMAND the list of commands.  Exit 2 for an unknown command.  Every command,\n"
 		 "exit code and document: forged(1), and docs/interfaces.md in the source tree.\n",
 	.run = run_help,
+	.options = global_longopts,
 };
 
 static const struct fg_subcmd completion_subs[] = {
@@ -45,30 +59,31 @@ const struct fg_cmd fg_cmd_completion = {
 		 "       compinit (make install puts _forged in $(PREFIX)/share/zsh/site-functions).\n",
 	.run = run_completion,
 	.subs = completion_subs,
+	.options = global_longopts,
 };
 
 static int run_help(int argc, char **argv)
 {
 	const struct fg_cmd *cmd;
+	struct fg_args a;
+	int rc;
 
-	if (argc < 2) {
+	rc = fg_cli_parse(&fg_cmd_help, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, global_options, NULL, NULL, 0, 2,
+			  "COMMAND");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	if (!a.n_pos) {
 		fg_cli_print_overview(stdout);
 		return FG_EXIT_OK;
 	}
-	if (fg_cli_is_help(argv[1])) {
-		fputs(fg_cmd_help.usage, stdout);
-		return FG_EXIT_OK;
-	}
-	cmd = fg_cli_find(argv[1]);
+	cmd = fg_cli_find(a.pos[0]);
 	if (!cmd) {
-		fprintf(stderr, "forged help: unknown command '%s'\n", argv[1]);
+		fprintf(stderr, "forged help: unknown command '%s'\n", a.pos[0]);
 		fg_cli_print_overview(stderr);
 		return FG_EXIT_USAGE;
 	}
-	if (argc > 2 && (!cmd->subs || !fg_cli_find_sub(cmd, argv[2]) || argc > 3)) {
-		fprintf(stderr, "forged help: unexpected argument '%s'\n", argv[2]);
-		return FG_EXIT_USAGE;
-	}
+	if (a.n_pos > 1 && (!cmd->subs || !fg_cli_find_sub(cmd, a.pos[1])))
+		return fg_cli_usage_error(&fg_cmd_help, "unexpected argument '%s'", a.pos[1]);
 	fg_cli_print_help(cmd, stdout);
 	return FG_EXIT_OK;
 }
@@ -80,7 +95,7 @@ static int run_help(int argc, char **argv)
 struct opt {
 	char name[48];     /* "--target" */
 	char alias[4];     /* "-o", or "" */
-	char arg[512];     /* value completion: words, "@files", "@dirs", "@none"; "" for a flag */
+	char arg[2048];    /* value completion: words, "@files", "@dirs", "@none"; "" for a flag */
 };
 
 struct optset {
@@ -110,6 +125,22 @@ static void value_kind(const char *name, const char *tok, size_t n, char *out, s
 		al = fg_runtime_aliases(&n_al);
 		for (size_t i = 0; i < n_al && used < len; i++)
 			used += (size_t)snprintf(out + used, len - used, " %s", al[i].alias);
+		return;
+	}
+	if (strcmp(name, "--verdict") == 0) {
+		out[0] = '\0';
+		for (size_t i = 0; i < FG_VERDICT_COUNT && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", fg_verdict_table[i].name);
+		return;
+	}
+	if (strcmp(name, "--family") == 0) {
+		const struct fg_family *const *fams = fg_family_all(&k);
+
+		out[0] = '\0';
+		for (size_t i = 0; i < k && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, "%s ", fams[i]->id);
+		if (used < len)
+			snprintf(out + used, len - used, "%s", fg_family_unknown.id);
 		return;
 	}
 	if (memchr(tok, '|', n)) {
@@ -178,25 +209,58 @@ static void scan_options(struct optset *set, const char *text, int paragraph)
 	}
 }
 
-/* The options of a command, or of one of its subcommands. */
+static int in_set(const struct optset *set, const char *name)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (strcmp(set->o[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The options of a command, or of one of its subcommands, as its getopt_long
+ * table has them: for a command, every option of its table; for a
+ * subcommand, those of the group's table its synopsis (or the group's
+ * common synopsis) names; then the global options.  How a value completes
+ * comes from the metavariable the synopsis writes after the option.
+ */
 static void options_of(const struct fg_cmd *cmd, const struct fg_subcmd *sub, struct optset *set)
 {
-	memset(set, 0, sizeof(*set));
-	if (sub) {
-		scan_options(set, sub->synopsis, 0);
-		if (cmd->common)
-			scan_options(set, cmd->common, 0);
-	} else {
-		scan_options(set, cmd->usage, 1);
-	}
-	if (set->n < MAX_OPTS && strcmp(cmd->name, "help") != 0) {
-		int has = 0;
+	const struct option *table = cmd->options ? cmd->options() : NULL;
+	struct optset named, global;
 
-		for (size_t i = 0; i < set->n; i++)
-			has |= strcmp(set->o[i].name, "--help") == 0;
-		if (!has)
-			snprintf(set->o[set->n++].name, sizeof(set->o[0].name), "--help");
+	memset(set, 0, sizeof(*set));
+	memset(&named, 0, sizeof(named));
+	memset(&global, 0, sizeof(global));
+	if (sub) {
+		scan_options(&named, sub->synopsis, 0);
+		if (cmd->common)
+			scan_options(&named, cmd->common, 0);
+	} else {
+		scan_options(&named, cmd->usage, 1);
 	}
+	scan_options(&global, FG_ARGS_GLOBAL_SYNOPSIS, 0);
+	for (const struct option *o = table; o && o->name && set->n < MAX_OPTS; o++) {
+		struct opt one;
+		char name[48];
+
+		snprintf(name, sizeof(name), "--%s", o->name);
+		if (in_set(&global, name) || (sub && !in_set(&named, name)))
+			continue;
+		memset(&one, 0, sizeof(one));
+		snprintf(one.name, sizeof(one.name), "%s", name);
+		for (size_t i = 0; i < named.n; i++)
+			if (strcmp(named.o[i].name, name) == 0)
+				one = named.o[i];
+		/* The table says whether a value follows; the synopsis only how it completes. */
+		if (o->has_arg == no_argument)
+			one.arg[0] = '\0';
+		else if (!one.arg[0])
+			snprintf(one.arg, sizeof(one.arg), "@none");
+		set->o[set->n++] = one;
+	}
+	for (size_t i = 0; i < global.n && set->n < MAX_OPTS; i++)
+		set->o[set->n++] = global.o[i];
 }
 
 /* Every option of every command, once, for the value table. */
@@ -276,7 +340,7 @@ static void print_data_functions(void)
 		if (set.o[i].arg[0])
 			printf("\t%s%s%s) echo \"%s\" ;;\n", set.o[i].alias, set.o[i].alias[0] ? "|" : "",
 			       set.o[i].name, set.o[i].arg);
-	printf("\t--color) echo \"auto always never\" ;;\n\tesac\n}\n\n");
+	printf("\tesac\n}\n\n");
 }
 
 static void print_bash(void)
@@ -315,11 +379,11 @@ static void print_bash(void)
 	      "\t\tesac\n"
 	      "\tfi\n"
 	      "\tif [[ -z $cmd ]]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_commands) --help --version --color\" -- \"$cur\"))\n"
+	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_commands) --help --version --color --json-style\" -- \"$cur\"))\n"
 	      "\telif [[ -z $sub && -n $(_forged_subs \"$cmd\") ]]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_subs \"$cmd\") --help\" -- \"$cur\"))\n"
 	      "\telif [[ $cur == -* ]]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_opts \"$cmd${sub:+ $sub}\") --color\" -- \"$cur\"))\n"
+	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_opts \"$cmd${sub:+ $sub}\")\" -- \"$cur\"))\n"
 	      "\telif [[ $cmd == help ]]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"$(_forged_commands)\" -- \"$cur\"))\n"
 	      "\telse\n"
@@ -401,11 +465,11 @@ static void print_zsh(void)
 	      "\t\tesac\n"
 	      "\tfi\n"
 	      "\tif [[ -z $cmd ]]; then\n"
-	      "\t\tif [[ $cur == -* ]]; then compadd -- --help --version --color; else _forged_described_commands; fi\n"
+	      "\t\tif [[ $cur == -* ]]; then compadd -- --help --version --color --json-style; else _forged_described_commands; fi\n"
 	      "\telif [[ -z $sub && -n $(_forged_subs \"$cmd\") ]]; then\n"
 	      "\t\tif [[ $cur == -* ]]; then compadd -- --help; else _forged_described_subs \"$cmd\"; fi\n"
 	      "\telif [[ $cur == -* ]]; then\n"
-	      "\t\tcompadd -- ${=$(_forged_opts \"$cmd${sub:+ $sub}\")} --color\n"
+	      "\t\tcompadd -- ${=$(_forged_opts \"$cmd${sub:+ $sub}\")}\n"
 	      "\telif [[ $cmd == help ]]; then\n"
 	      "\t\t_forged_described_commands\n"
 	      "\telse\n"
@@ -417,20 +481,25 @@ static void print_zsh(void)
 
 static int run_completion(int argc, char **argv)
 {
-	if (argc == 2 && fg_cli_is_help(argv[1])) {
+	struct fg_args a;
+
+	fg_args_parse(&a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, global_options, NULL, NULL);
+	if (a.help) {
 		fg_cli_print_help(&fg_cmd_completion, stdout);
 		return FG_EXIT_OK;
 	}
-	if (argc != 2 || !fg_cli_find_sub(&fg_cmd_completion, argv[1])) {
-		if (argc == 2)
-			fprintf(stderr, "forged completion: unknown shell '%s': one of bash, zsh\n", argv[1]);
+	if (a.error[0] || a.n_pos != 1 || !fg_cli_find_sub(&fg_cmd_completion, a.pos[0])) {
+		if (a.error[0])
+			fprintf(stderr, "forged completion: %s\n", a.error);
+		else if (a.n_pos == 1)
+			fprintf(stderr, "forged completion: unknown shell '%s': one of bash, zsh\n", a.pos[0]);
 		else
 			fprintf(stderr, "forged completion: %s: one of bash, zsh\n",
-				argc < 2 ? "missing shell" : "one shell only");
+				a.n_pos < 1 ? "missing shell" : "one shell only");
 		fprintf(stderr, "usage: forged completion bash|zsh\n");
 		return FG_EXIT_USAGE;
 	}
-	if (strcmp(argv[1], "bash") == 0)
+	if (strcmp(a.pos[0], "bash") == 0)
 		print_bash();
 	else
 		print_zsh();

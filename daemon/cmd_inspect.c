@@ -18,20 +18,67 @@
 #define MAX_RUNTIME_ARGS 16
 
 static int run_inspect(int argc, char **argv);
+static const struct option *inspect_longopts(void);
 
 const struct fg_cmd fg_cmd_inspect = {
 	.name = "inspect",
 	.summary = "decide norm conventions, predict every runtime, give verdicts",
-	.usage = "forged inspect SOURCE [--json] [--runtime ID]...\n\n"
+	.usage = "forged inspect SOURCE [--json] [--runtime ID]... [--follow-symlinks]\n\n"
 		 "SOURCE is a checkpoint folder or one .safetensors file.  Reads the headers\n"
 		 "and the norm tensors only.  Decides each tensor set's convention once\n"
 		 "(trunk, embedded head, sidecar head), simulates each runtime's loader and\n"
 		 "lists verdicts.  --runtime ID (repeatable) sets the targeted runtimes\n"
-		 "(listed below); by default the layout's own.  Exit 0 ok, 1 error verdicts\n"
+		 "(listed below); by default the layout's own.  Files inside the folder are\n"
+		 "opened without following symbolic links; --follow-symlinks follows them (a\n"
+		 "Hugging Face cache snapshot links into ../../blobs).  Exit 0 ok, 1 error verdicts\n"
 		 "(do not ship), 2 unreadable or malformed input, 3 a failure of forged's own\n"
 		 "state (the pull cache) or an internal error.\n",
 	.run = run_inspect,
+	.options = inspect_longopts,
+	.help_extra = fg_cli_print_runtimes,
 };
+
+enum { OPT_JSON = 2000, OPT_RUNTIME, OPT_FOLLOW_SYMLINKS };
+
+static const struct option inspect_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "runtime", required_argument, NULL, OPT_RUNTIME },
+	{ "follow-symlinks", no_argument, NULL, OPT_FOLLOW_SYMLINKS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *inspect_longopts(void)
+{
+	return inspect_options;
+}
+
+struct inspect_args {
+	const char *runtimes[MAX_RUNTIME_ARGS];
+	size_t n_runtimes;
+	int json, follow;
+};
+
+static int inspect_option(void *ctx, int val, const char *arg)
+{
+	struct inspect_args *o = ctx;
+
+	switch (val) {
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	case OPT_FOLLOW_SYMLINKS:
+		o->follow = 1;
+		return 0;
+	case OPT_RUNTIME:
+		if (o->n_runtimes == MAX_RUNTIME_ARGS)
+			return fg_args_bad("more than %d --runtime options", MAX_RUNTIME_ARGS);
+		o->runtimes[o->n_runtimes++] = arg;
+		return fg_args_check_runtime("--runtime", arg);
+	default:
+		return fg_args_bad("unknown option");
+	}
+}
 
 struct palette {
 	const char *error, *warning, *info, *bold, *reset;
@@ -130,44 +177,28 @@ static void print_human(const struct fg_inspect *r)
 
 static int run_inspect(int argc, char **argv)
 {
-	const char *runtimes[MAX_RUNTIME_ARGS];
+	struct inspect_args o;
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_inspect *r = NULL;
 	struct fg_err err = { 0 };
-	const char *source = NULL;
-	size_t n_runtimes = 0;
-	int json = 0, rc;
+	const char *source;
+	struct fg_inspect_opts io;
+	struct fg_args a;
+	int json, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_inspect.usage, stdout);
-			fg_cli_print_runtimes(stdout);
-			return FG_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--runtime") == 0 || strncmp(argv[i], "--runtime=", 10) == 0) {
-			const char *id = argv[i][9] == '=' ? argv[i] + 10 : (i + 1 < argc ? argv[++i] : NULL);
-
-			if (!id || !*id)
-				return fg_cli_usage_error(&fg_cmd_inspect, "--runtime needs an ID");
-			if (n_runtimes == MAX_RUNTIME_ARGS)
-				return fg_cli_usage_error(&fg_cmd_inspect, "too many --runtime options");
-			runtimes[n_runtimes++] = id;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return fg_cli_usage_error(&fg_cmd_inspect, "unknown option '%s'", argv[i]);
-		} else if (source) {
-			return fg_cli_usage_error(&fg_cmd_inspect, "one SOURCE only (got '%s' and '%s')",
-						  source, argv[i]);
-		} else {
-			source = argv[i];
-		}
-	}
-	if (!source)
-		return fg_cli_usage_error(&fg_cmd_inspect, "missing SOURCE");
+	memset(&o, 0, sizeof(o));
+	rc = fg_cli_parse(&fg_cmd_inspect, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, inspect_options, inspect_option,
+			  &o, 1, 1, "SOURCE");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	source = a.pos[0];
+	json = o.json;
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
-	rc = fg_inspect_run_opts(&r, source, runtimes, n_runtimes, &pull, &err);
+	memset(&io, 0, sizeof(io));
+	io.pull = &pull;
+	io.links.follow = o.follow; /* the caller's own files: a link may point anywhere */
+	rc = fg_inspect_run_with(&r, source, o.runtimes, o.n_runtimes, &io, &err);
 	if (pull.progress && fg_pull_is_url(source))
 		fputc('\n', stderr);
 	if (rc == FG_EUSAGE)
@@ -176,21 +207,18 @@ static int run_inspect(int argc, char **argv)
 		return fg_cli_fail(&err);
 	if (json) {
 		cJSON *doc = fg_inspect_json(r);
-		char *text;
 
 		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
 		if (doc)
 			fg_json_utf8_fix(doc);
-		text = doc ? cJSON_Print(doc) : NULL;
-
-		cJSON_Delete(doc);
-		if (!text) {
-			fg_inspect_free(r);
+		rc = doc ? fg_cli_print_json(doc) : FG_EXIT_INTERNAL;
+		if (!doc)
 			fprintf(stderr, "forged: error: out of memory printing the report\n");
-			return FG_EXIT_INTERNAL;
+		cJSON_Delete(doc);
+		if (rc) {
+			fg_inspect_free(r);
+			return rc;
 		}
-		puts(text);
-		free(text);
 	} else {
 		print_human(r);
 	}

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge/artifact/policy.h"
 
 #define WAIT_FIRST 0.2
 #define WAIT_MAX 5.0
 
 static int run_jobs(int argc, char **argv);
+static const struct option *jobs_longopts(void);
 
 static const struct fg_subcmd jobs_subs[] = {
 	{ "submit", "SOURCE [--backbone SOURCE] [--target RUNTIME] [--quant keep|match|affine:BITS:GROUP|mxfp4] "
@@ -56,6 +56,8 @@ const struct fg_cmd fg_cmd_jobs = {
 	.run = run_jobs,
 	.subs = jobs_subs,
 	.common = FG_CLIENT_COMMON,
+	.options = jobs_longopts,
+	.help_extra = fg_cli_print_runtimes,
 };
 
 enum { OPT_WAIT = 'w', OPT_BACKBONE = 2000, OPT_TARGET, OPT_QUANT, OPT_OUT, OPT_TIMEOUT, OPT_STATE, OPT_LIMIT,
@@ -75,6 +77,11 @@ static const struct option jobs_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static const struct option *jobs_longopts(void)
+{
+	return jobs_options;
+}
+
 struct jobs_opts {
 	const char *backbone, *target, *quant, *out, *state;
 	int wait;
@@ -82,7 +89,7 @@ struct jobs_opts {
 	long long limit, cursor;
 };
 
-static const char *const job_states[] = { "queued", "running", "succeeded", "failed", "cancelled" };
+static const char *const job_states[] = { "queued", "running", "succeeded", "failed", "cancelled", NULL };
 
 /* A whole number in lo..hi. */
 static int parse_count(const char *text, long long lo, long long hi, long long *out)
@@ -99,10 +106,7 @@ static int parse_count(const char *text, long long lo, long long hi, long long *
 static int jobs_option(void *ctx, int val, const char *arg)
 {
 	struct jobs_opts *o = ctx;
-	struct fg_policy policy;
-	struct fg_err err = { 0 };
 	char *end;
-	size_t k;
 
 	switch (val) {
 	case OPT_BACKBONE:
@@ -119,23 +123,15 @@ static int jobs_option(void *ctx, int val, const char *arg)
 		return fg_client_check_runtime("--target", arg);
 	case OPT_QUANT:
 		o->quant = arg;
-		if (fg_policy_parse(arg, &policy, &err) != 0)
-			return fg_client_bad_value("--quant '%s' is not a policy: keep, match, affine:BITS:GROUP "
-						   "(BITS 2 3 4 5 6 8, GROUP 32 64 128) or mxfp4", arg);
-		return 0;
+		return fg_args_check_policy("--quant", arg);
 	case OPT_TIMEOUT:
 		o->timeout = strtod(arg, &end);
 		if (!*arg || *end || !isfinite(o->timeout) || o->timeout <= 0)
 			return fg_client_bad_value("--timeout '%s' is not a number of seconds above 0", arg);
 		return 0;
 	case OPT_STATE:
-		for (k = 0; k < 5 && strcmp(arg, job_states[k]) != 0; k++)
-			;
 		o->state = arg;
-		if (k == 5)
-			return fg_client_bad_value("--state '%s' is not a job state: queued, running, succeeded, "
-						   "failed or cancelled", arg);
-		return 0;
+		return fg_args_pick("--state", arg, job_states) < 0 ? -1 : 0;
 	case OPT_LIMIT:
 		if (parse_count(arg, 1, 500, &o->limit))
 			return fg_client_bad_value("--limit '%s' is not a number in 1..500", arg);

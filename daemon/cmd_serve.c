@@ -55,6 +55,7 @@ const struct fg_cmd fg_cmd_serve = {
 		 "queues jobs without running any.\n"
 		 "Routes and keys: GET /openapi.json, forged.conf(5), docs/interfaces.md.\n",
 	.run = run_serve,
+	.options = fg_config_longopts,
 };
 
 /* HOST-PID-TIME: unique in a farm, and it says where the instance runs. */
@@ -171,9 +172,13 @@ static int run_serve(int argc, char **argv)
 	long tick_ms = 5000;
 	int requeued = 0, failed = 0, rc = FG_EXIT_OK, pinged = 0, healthy = 1;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_serve.usage, stdout);
+	{
+		/* --help before anything is read: the options themselves are fg_config_load's. */
+		struct fg_args a;
+
+		fg_args_parse(&a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, fg_config_longopts(), NULL, NULL);
+		if (a.help) {
+			fg_cli_print_help(&fg_cmd_serve, stdout);
 			return FG_EXIT_OK;
 		}
 	}
@@ -302,7 +307,8 @@ static int run_serve(int argc, char **argv)
 		fg_log(FG_LOG_ERR, "%s", err.msg);
 		fg_workers_stop(workers, 0);
 		fg_store_close(store);
-		return FG_EXIT_USAGE;
+		/* 2 for an address it cannot resolve or listen on, or a bad tokens file; 3 when memory or a thread fails. */
+		return fg_err_exit_code(err.code);
 	}
 	fg_workers_set_api(workers, api);
 	lctx.workers = workers;

@@ -14,6 +14,7 @@
 #include "forge/model/stats.h"
 
 static int run_tensors(int argc, char **argv);
+static const struct option *tensors_longopts(void);
 
 const struct fg_cmd fg_cmd_tensors = {
 	.name = "tensors",
@@ -24,7 +25,30 @@ const struct fg_cmd fg_cmd_tensors = {
 		 "and the count of non-finite values.  --json prints one forged.tensors.v1\n"
 		 "document.  Exit 2 when FILE is unreadable or malformed.\n",
 	.run = run_tensors,
+	.options = tensors_longopts,
 };
+
+enum { OPT_JSON = 2000 };
+
+static const struct option tensors_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *tensors_longopts(void)
+{
+	return tensors_options;
+}
+
+static int tensors_option(void *ctx, int val, const char *arg)
+{
+	(void)arg;
+	if (val != OPT_JSON)
+		return fg_args_bad("unknown option");
+	*(int *)ctx = 1;
+	return 0;
+}
 
 /*
  * Numbers are formatted here and added raw: cJSON's own printer formats each
@@ -84,40 +108,41 @@ static cJSON *tensor_json(const struct fg_tensor *t)
 	return o;
 }
 
-/* Print one cJSON item and free it; 0 or -1 when out of memory. */
-static int put_item(cJSON *item)
+/* Print one cJSON item at nesting depth and free it; 0 or -1 when out of memory. */
+static int put_item(cJSON *item, int pretty, int depth)
 {
-	char *text = item ? cJSON_PrintUnformatted(item) : NULL;
+	int rc = item ? fg_cli_put_json(stdout, item, pretty, depth) : -1;
 
 	cJSON_Delete(item);
-	if (!text)
-		return -1;
-	fputs(text, stdout);
-	free(text);
-	return 0;
+	return rc;
 }
 
-/* The document is streamed tensor by tensor, so memory stays flat. */
+/*
+ * The document is streamed tensor by tensor, so memory stays flat; pretty,
+ * it is laid out as cJSON_Print lays out the whole document.
+ */
 static int print_json(const struct fg_st_file *f)
 {
+	int pretty = fg_cli_json_pretty(stdout);
+	const char *sep = pretty ? ":\t" : ":", *next = pretty ? ",\n\t" : ",";
 	cJSON *md = cJSON_CreateObject();
 
 	for (size_t i = 0; md && i < f->n_meta; i++)
 		cJSON_AddStringToObject(md, f->meta[i].key, f->meta[i].value);
-	fputs("{\"schema\":\"forged.tensors.v1\",\"file\":", stdout);
-	if (put_item(cJSON_CreateString(f->path)))
+	printf("{%s\"schema\"%s\"forged.tensors.v1\"%s\"file\"%s", pretty ? "\n\t" : "", sep, next, sep);
+	if (put_item(cJSON_CreateString(f->path), pretty, 1))
 		goto nomem;
-	fputs(",\"metadata\":", stdout);
-	if (put_item(md))
+	printf("%s\"metadata\"%s", next, sep);
+	if (put_item(md, pretty, 1))
 		goto nomem;
-	fputs(",\"tensors\":[", stdout);
+	printf("%s\"tensors\"%s[", next, sep);
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		if (i)
-			fputc(',', stdout);
-		if (put_item(tensor_json(&f->tensors[i])))
+			fputs(pretty ? ", " : ",", stdout);
+		if (put_item(tensor_json(&f->tensors[i]), pretty, 2))
 			goto nomem;
 	}
-	fputs("]}\n", stdout);
+	fputs(pretty ? "]\n}\n" : "]}\n", stdout);
 	return FG_EXIT_OK;
 nomem:
 	fprintf(stderr, "forged: error: out of memory printing %zu tensors\n", f->n_tensors);
@@ -177,26 +202,15 @@ static int run_tensors(int argc, char **argv)
 {
 	struct fg_st_file *f = NULL;
 	struct fg_err err = { 0 };
-	const char *path = NULL;
+	const char *path;
+	struct fg_args a;
 	int json = 0, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_tensors.usage, stdout);
-			return FG_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return fg_cli_usage_error(&fg_cmd_tensors, "unknown option '%s'", argv[i]);
-		else if (path)
-			return fg_cli_usage_error(&fg_cmd_tensors, "one FILE only (got '%s' and '%s')",
-						  path, argv[i]);
-		else
-			path = argv[i];
-	}
-	if (!path)
-		return fg_cli_usage_error(&fg_cmd_tensors, "missing FILE");
+	rc = fg_cli_parse(&fg_cmd_tensors, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, tensors_options, tensors_option,
+			  &json, 1, 1, "FILE");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	path = a.pos[0];
 	if (fg_st_open(&f, path, &err) != 0)
 		return fg_cli_fail(&err);
 	rc = json ? print_json(f) : print_human(f);

@@ -22,6 +22,7 @@
 #define VERDICT_JSON_MAX (1u << 20)
 
 static int run_verdict(int argc, char **argv);
+static const struct option *verdict_longopts(void);
 
 const struct fg_cmd fg_cmd_verdict = {
 	.name = "verdict",
@@ -43,6 +44,26 @@ const struct fg_cmd fg_cmd_verdict = {
 		 "document.  Exit 1 for mtp_acceptance_collapsed (do not ship), 2 for bad usage\n"
 		 "or input.\n",
 	.run = run_verdict,
+	.options = verdict_longopts,
+};
+
+enum { OPT_JSON = 2000, OPT_COLLAPSE_THRESHOLD };
+
+static const struct option verdict_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "collapse-threshold", required_argument, NULL, OPT_COLLAPSE_THRESHOLD },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *verdict_longopts(void)
+{
+	return verdict_options;
+}
+
+struct verdict_args {
+	double threshold;
+	int json;
 };
 
 /* X of --collapse-threshold, which must be a number strictly inside (0, 1). */
@@ -59,20 +80,35 @@ static int parse_threshold(const char *text, double *out)
 	return 0;
 }
 
+static int verdict_option(void *ctx, int val, const char *arg)
+{
+	struct verdict_args *o = ctx;
+
+	switch (val) {
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	case OPT_COLLAPSE_THRESHOLD:
+		if (parse_threshold(arg, &o->threshold) != 0)
+			return fg_args_bad("collapse threshold '%s' is not a number in (0, 1)", arg);
+		return 0;
+	default:
+		return fg_args_bad("unknown option");
+	}
+}
+
 static int print_json(const struct fg_verify_result *r)
 {
 	cJSON *o = fg_verify_result_json(r);
-	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+	int rc;
 
-	cJSON_Delete(o);
-	if (!text) {
+	if (!o) {
 		fprintf(stderr, "forged: error: out of memory printing the verdict\n");
 		return FG_EXIT_INTERNAL;
 	}
-	fputs(text, stdout);
-	fputc('\n', stdout);
-	free(text);
-	return FG_EXIT_OK;
+	rc = fg_cli_print_json(o);
+	cJSON_Delete(o);
+	return rc;
 }
 
 static void print_row(const struct fg_verify_row *row)
@@ -168,46 +204,20 @@ static int run_verdict(int argc, char **argv)
 	struct fg_verify_input in = { .rows = NULL };
 	struct fg_verify_result r;
 	struct fg_err err = { 0 };
-	double threshold = FG_VERIFY_COLLAPSE_DEFAULT;
-	const char *path = NULL;
+	struct verdict_args o = { FG_VERIFY_COLLAPSE_DEFAULT, 0 };
+	double threshold;
+	const char *path;
 	cJSON *doc = NULL;
-	int json = 0, rc;
+	struct fg_args a;
+	int json, rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *value = NULL;
-
-		if (fg_cli_is_help(arg)) {
-			fputs(fg_cmd_verdict.usage, stdout);
-			return FG_EXIT_OK;
-		}
-		if (strcmp(arg, "--json") == 0) {
-			json = 1;
-			continue;
-		}
-		if (strcmp(arg, "--collapse-threshold") == 0) {
-			if (i + 1 >= argc)
-				return fg_cli_usage_error(&fg_cmd_verdict,
-							  "--collapse-threshold needs a value");
-			value = argv[++i];
-		} else if (strncmp(arg, "--collapse-threshold=", 21) == 0) {
-			value = arg + 21;
-		}
-		if (value) {
-			if (parse_threshold(value, &threshold) != 0)
-				return fg_cli_usage_error(&fg_cmd_verdict,
-							  "collapse threshold '%s' is not a number in (0, 1)",
-							  value);
-		} else if (arg[0] == '-' && arg[1]) {
-			return fg_cli_usage_error(&fg_cmd_verdict, "unknown option '%s'", arg);
-		} else if (path) {
-			return fg_cli_usage_error(&fg_cmd_verdict, "one ROWS.json only (got '%s' and '%s')",
-						  path, arg);
-		} else {
-			path = arg;
-		}
-	}
-	if (!path)
-		return fg_cli_usage_error(&fg_cmd_verdict, "missing ROWS.json");
+	rc = fg_cli_parse(&fg_cmd_verdict, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, verdict_options, verdict_option,
+			  &o, 1, 1, "ROWS.json");
+	if (rc != FG_CLI_RUN)
+		return rc;
+	path = a.pos[0];
+	threshold = o.threshold;
+	json = o.json;
 
 	rc = fg_json_load(&doc, path, VERDICT_JSON_MAX, &err);
 	if (rc == 0 && (rc = fg_verify_parse(&in, doc, &err)) != 0)

@@ -18,6 +18,7 @@
 #define FG_VERSION_SCHEMA "forged.version.v1"
 
 static int run_version(int argc, char **argv);
+static const struct option *version_longopts(void);
 
 const struct fg_cmd fg_cmd_version = {
 	.name = "version",
@@ -29,7 +30,30 @@ const struct fg_cmd fg_cmd_version = {
 		 "--json prints one forged.version.v1 document: schema, forged, cjson, simd and\n"
 		 "libraries (an object of library name to version).\n",
 	.run = run_version,
+	.options = version_longopts,
 };
+
+enum { OPT_JSON = 2000 };
+
+static const struct option version_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option *version_longopts(void)
+{
+	return version_options;
+}
+
+static int version_option(void *ctx, int val, const char *arg)
+{
+	(void)arg;
+	if (val != OPT_JSON)
+		return fg_args_bad("unknown option");
+	*(int *)ctx = 1;
+	return 0;
+}
 
 struct lib {
 	const char *name;
@@ -59,7 +83,7 @@ static int print_json(void)
 	struct lib libs[8];
 	size_t n = libraries(libs);
 	cJSON *doc = cJSON_CreateObject(), *l = cJSON_CreateObject();
-	char *text;
+	int rc;
 
 	cJSON_AddStringToObject(doc, "schema", FG_VERSION_SCHEMA);
 	cJSON_AddStringToObject(doc, "forged", FG_VERSION);
@@ -68,33 +92,22 @@ static int print_json(void)
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddStringToObject(l, libs[i].name, libs[i].version);
 	cJSON_AddItemToObject(doc, "libraries", l);
-	text = cJSON_Print(doc);
+	rc = fg_cli_print_json(doc);
 	cJSON_Delete(doc);
-	if (!text) {
-		fprintf(stderr, "forged: error: out of memory\n");
-		return FG_EXIT_INTERNAL;
-	}
-	puts(text);
-	free(text);
-	return FG_EXIT_OK;
+	return rc;
 }
 
 static int run_version(int argc, char **argv)
 {
 	struct lib libs[8];
 	size_t n;
-	int json = 0;
+	struct fg_args a;
+	int json = 0, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (fg_cli_is_help(argv[i])) {
-			fputs(fg_cmd_version.usage, stdout);
-			return FG_EXIT_OK;
-		}
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return fg_cli_usage_error(&fg_cmd_version, "unexpected argument '%s'", argv[i]);
-	}
+	rc = fg_cli_parse(&fg_cmd_version, &a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, version_options, version_option,
+			  &json, 0, 0, "");
+	if (rc != FG_CLI_RUN)
+		return rc;
 	if (json)
 		return print_json();
 	printf("forged %s (cJSON %s, simd %s)\n", FG_VERSION, cJSON_Version(), fg_dtype_simd_path());

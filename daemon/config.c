@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/validate.h"
+#include "daemon/args.h"
 #include "forge/core/json.h"
 #include "forge/source/pull/pull.h"
 #include "forge/verify/verify.h"
@@ -249,67 +250,112 @@ static int load_file(struct fg_config *cfg, const char *path, struct fg_err *err
 	return rc;
 }
 
+/*
+ * The flags: --config FILE, then one per setting, its key with '-' for '_'
+ * (a setting's option value is FLAG_BASE + its row), then the global
+ * options.  Made once from settings[], so a new key is a new flag.
+ */
+enum { FLAG_CONFIG = 2999, FLAG_BASE = 3000 };
+
+const struct option *fg_config_longopts(void)
+{
+	static char names[N_SETTINGS][64];
+	static struct option opts[N_SETTINGS + 6];
+	static const struct option tail[] = { FG_ARGS_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+	size_t n = 0;
+
+	if (opts[0].name)
+		return opts;
+	opts[n++] = (struct option){ "config", required_argument, NULL, FLAG_CONFIG };
+	for (size_t i = 0; i < N_SETTINGS; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s", settings[i].key);
+		for (char *p = names[i]; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		opts[n++] = (struct option){ names[i], required_argument, NULL, FLAG_BASE + (int)i };
+		/* --store is the store_url key too (the name a farm's docs use). */
+		if (strcmp(settings[i].key, "store_url") == 0)
+			opts[n++] = (struct option){ "store", required_argument, NULL, FLAG_BASE + (int)i };
+	}
+	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+		opts[n++] = tail[i];
+	return opts;
+}
+
+#define MAX_FLAGS 256
+
+/* The flags of one command line, in order, to apply once the file is read. */
+struct flags {
+	const char *file;
+	struct {
+		const struct setting *st;
+		const char *value;
+	} v[MAX_FLAGS];
+	size_t n;
+};
+
+static int take_flag(void *ctx, int val, const char *arg)
+{
+	struct flags *f = ctx;
+
+	if (val == FLAG_CONFIG) {
+		f->file = arg;
+		return 0;
+	}
+	if (val < FLAG_BASE || val >= FLAG_BASE + (int)N_SETTINGS)
+		return fg_args_bad("unknown option");
+	if (f->n == MAX_FLAGS)
+		return fg_args_bad("more than %d options", MAX_FLAGS);
+	f->v[f->n].st = &settings[val - FLAG_BASE];
+	f->v[f->n++].value = arg;
+	return 0;
+}
+
 int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *err)
 {
-	const char *file = NULL;
-	int roots_from_flags = 0, hosts_from_flags = 0, rc;
+	struct flags *f = calloc(1, sizeof(*f));
+	struct fg_args *a = calloc(1, sizeof(*a));
+	int roots_from_flags = 0, hosts_from_flags = 0, rc = 0;
 
 	defaults(cfg);
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			file = argv[++i];
-		else if (strncmp(argv[i], "--config=", 9) == 0)
-			file = argv[i] + 9;
+	if (!f || !a) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory reading the options");
+		goto out;
 	}
-	if (file && (rc = load_file(cfg, file, err)) != 0)
-		return rc;
-	for (int i = 1; i < argc; i++) {
-		const struct setting *st = NULL;
-		const char *arg = argv[i], *value = NULL;
-		char name[64];
-		size_t n;
+	fg_args_parse(a, argc, argv, FG_ARGS_GLOBAL_SHORTOPTS, fg_config_longopts(), take_flag, f);
+	if (a->error[0]) {
+		rc = fg_err_set(err, FG_EUSAGE, "%s", a->error);
+		goto out;
+	}
+	if (a->n_pos) {
+		rc = fg_err_set(err, FG_EUSAGE, "unexpected argument '%s'", a->pos[0]);
+		goto out;
+	}
+	if (f->file && (rc = load_file(cfg, f->file, err)) != 0)
+		goto out;
+	for (size_t i = 0; i < f->n; i++) {
+		const struct setting *st = f->v[i].st;
 
-		if (strncmp(arg, "--", 2) != 0)
-			return fg_err_set(err, FG_EUSAGE, "unexpected argument '%s'", arg);
-		n = strcspn(arg + 2, "=");
-		snprintf(name, sizeof(name), "%.*s", (int)n, arg + 2);
-		for (char *p = name; *p; p++)
-			if (*p == '-')
-				*p = '_';
-		/* --store is the store_url key. */
-		if (strcmp(name, "store") == 0)
-			snprintf(name, sizeof(name), "store_url");
-		if (strcmp(name, "config") == 0) {
-			if (!arg[2 + n])
-				i++;
-			continue;
-		}
-		for (size_t k = 0; k < N_SETTINGS; k++)
-			if (strcmp(settings[k].key, name) == 0)
-				st = &settings[k];
-		if (!st)
-			return fg_err_set(err, FG_EUSAGE, "unknown option '%s'", arg);
-		if (arg[2 + n] == '=')
-			value = arg + 3 + n;
-		else if (i + 1 < argc)
-			value = argv[++i];
-		else
-			return fg_err_set(err, FG_EUSAGE, "%s needs a value", arg);
 		/* A list flag replaces the file's list; repeat the flag to add more. */
 		if (st->kind == K_ROOTS && !roots_from_flags++)
 			cfg->n_allow_roots = 0;
 		if (st->kind == K_HOSTS && !hosts_from_flags++)
 			cfg->n_allow_hosts = 0;
-		if ((rc = apply(cfg, st, value, 0, 0, err)) != 0)
-			return rc;
+		if ((rc = apply(cfg, st, f->v[i].value, 0, 0, err)) != 0)
+			goto out;
 	}
 	if (!cfg->n_allow_roots && getcwd(cfg->allow_roots[0], PATH_MAX))
 		cfg->n_allow_roots = 1;
 	if (!cfg->artifacts_dir[0]) {
-		if (strlen(cfg->state_dir) + sizeof("/artifacts") > sizeof(cfg->artifacts_dir))
-			return fg_err_set(err, FG_EUSAGE, "state_dir '%s' is too long", cfg->state_dir);
+		if (strlen(cfg->state_dir) + sizeof("/artifacts") > sizeof(cfg->artifacts_dir)) {
+			rc = fg_err_set(err, FG_EUSAGE, "state_dir '%s' is too long", cfg->state_dir);
+			goto out;
+		}
 		snprintf(cfg->artifacts_dir, sizeof(cfg->artifacts_dir), "%.*s/artifacts",
 			 (int)(sizeof(cfg->artifacts_dir) - sizeof("/artifacts")), cfg->state_dir);
 	}
-	return 0;
+out:
+	free(f);
+	free(a);
+	return rc;
 }

@@ -65,4 +65,8 @@ struct fg_config {
  */
 int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *err);
 
+/* The getopt_long table of `forged serve` (daemon/args.h): --config, one flag per key, the global options. */
+struct option;
+const struct option *fg_config_longopts(void);
+
 #endif

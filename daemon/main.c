@@ -30,8 +30,6 @@ static const struct fg_cmd *const commands[] = {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-enum fg_color_mode fg_cli_color_mode = FG_COLOR_AUTO;
-
 const struct fg_cmd *const *fg_cli_commands(size_t *n)
 {
 	*n = N_COMMANDS;
@@ -58,70 +56,21 @@ void fg_cli_print_help(const struct fg_cmd *cmd, FILE *out)
 {
 	if (!cmd->subs) {
 		fputs(cmd->usage, out);
-		return;
+	} else {
+		for (const struct fg_subcmd *s = cmd->subs; s->name; s++)
+			fprintf(out, "%s forged %s %s%s%s\n", s == cmd->subs ? "usage:" : "      ", cmd->name,
+				s->name, *s->synopsis ? " " : "", s->synopsis);
+		if (cmd->common)
+			fprintf(out, "options of every %s subcommand: %s\n", cmd->name, cmd->common);
+		fputc('\n', out);
+		for (const struct fg_subcmd *s = cmd->subs; s->name; s++)
+			fprintf(out, "  %-8s %s\n", s->name, s->summary);
+		fputc('\n', out);
+		fputs(cmd->usage, out);
 	}
-	for (const struct fg_subcmd *s = cmd->subs; s->name; s++)
-		fprintf(out, "%s forged %s %s%s%s\n", s == cmd->subs ? "usage:" : "      ", cmd->name, s->name,
-			*s->synopsis ? " " : "", s->synopsis);
-	if (cmd->common)
-		fprintf(out, "options of every %s subcommand: %s\n", cmd->name, cmd->common);
-	fputc('\n', out);
-	for (const struct fg_subcmd *s = cmd->subs; s->name; s++)
-		fprintf(out, "  %-8s %s\n", s->name, s->summary);
-	fputc('\n', out);
-	fputs(cmd->usage, out);
-}
-
-int fg_cli_color(FILE *out)
-{
-	const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
-
-	if (fg_cli_color_mode != FG_COLOR_AUTO)
-		return fg_cli_color_mode == FG_COLOR_ALWAYS;
-	return isatty(fileno(out)) && !(no_color && *no_color) && term && *term && strcmp(term, "dumb") != 0;
-}
-
-/*
- * Take --color=WHEN and --color WHEN out of argv (before a "--"), wherever
- * they stand, so that every command accepts them.  Returns the new argc, or
- * -1 after printing an error.
- */
-static int take_color(int argc, char **argv)
-{
-	static const char *const names[] = { "auto", "always", "never" };
-	int out = 1;
-
-	for (int i = 1; i < argc; i++) {
-		const char *v = NULL;
-		size_t k;
-
-		if (strcmp(argv[i], "--") == 0) {
-			while (i < argc)
-				argv[out++] = argv[i++];
-			break;
-		}
-		if (strncmp(argv[i], "--color=", 8) == 0) {
-			v = argv[i] + 8;
-		} else if (strcmp(argv[i], "--color") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "forged: --color needs a value: auto, always or never\n");
-				return -1;
-			}
-			v = argv[++i];
-		} else {
-			argv[out++] = argv[i];
-			continue;
-		}
-		for (k = 0; k < 3 && strcmp(v, names[k]) != 0; k++)
-			;
-		if (k == 3) {
-			fprintf(stderr, "forged: --color '%s' is not one of auto, always, never\n", v);
-			return -1;
-		}
-		fg_cli_color_mode = (enum fg_color_mode)k;
-	}
-	argv[out] = NULL;
-	return out;
+	fprintf(out, "\nglobal options: " FG_ARGS_GLOBAL_SYNOPSIS "\n");
+	if (cmd->help_extra)
+		cmd->help_extra(out);
 }
 
 int fg_cli_fail(const struct fg_err *err)
@@ -138,8 +87,35 @@ int fg_cli_usage_error(const struct fg_cmd *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: %.*s\n", (int)strcspn(cmd->usage, "\n"), cmd->usage);
+	if (cmd->subs) {
+		fprintf(stderr, "\n'forged help %s' lists its subcommands\n", cmd->name);
+	} else {
+		const char *end = strstr(cmd->usage, "\n\n");
+
+		fprintf(stderr, "\nusage: %.*s\n", (int)(end ? end - cmd->usage : (long)strcspn(cmd->usage, "\n")),
+			cmd->usage);
+	}
 	return FG_EXIT_USAGE;
+}
+
+int fg_cli_parse(const struct fg_cmd *cmd, struct fg_args *a, int argc, char **argv, const char *shortopts,
+		 const struct option *longopts, fg_args_fn handle, void *ctx, size_t min_pos, size_t max_pos,
+		 const char *names)
+{
+	fg_args_parse(a, argc, argv, shortopts, longopts, handle, ctx);
+	if (a->help) {
+		fg_cli_print_help(cmd, stdout);
+		return FG_EXIT_OK;
+	}
+	if (a->error[0])
+		return fg_cli_usage_error(cmd, "%s", a->error);
+	if (a->n_pos < min_pos)
+		return fg_cli_usage_error(cmd, "missing %s", names);
+	if (a->n_pos > max_pos && max_pos == 1)
+		return fg_cli_usage_error(cmd, "one %s only (got '%s' and '%s')", names, a->pos[0], a->pos[1]);
+	if (a->n_pos > max_pos)
+		return fg_cli_usage_error(cmd, "unexpected argument '%s'", a->pos[max_pos]);
+	return FG_CLI_RUN;
 }
 
 static int show_fetch(void *ctx, uint64_t done, uint64_t total)
@@ -177,46 +153,70 @@ void fg_cli_print_runtimes(FILE *out)
 	fprintf(out, "  versioned ids resolve by range: mlx-lm-0.33 -> mlx-lm-0.32, mtplx-2.11.3 -> mtplx-2.11\n");
 }
 
-int fg_cli_is_help(const char *arg)
-{
-	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
-}
-
 void fg_cli_print_overview(FILE *out)
 {
-	fprintf(out, "usage: forged COMMAND [ARGS]\n\n"
+	fprintf(out, "usage: forged [GLOBAL OPTIONS] COMMAND [ARGS]\n\n"
 		"forged decides MTP-head norm conventions and forges sidecars for model-build farms.\n\n"
 		"commands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(out, "\n'forged help COMMAND' (or 'forged COMMAND --help') describes one command.\n"
-		"global option: --color=auto|always|never (auto: on a terminal, not with NO_COLOR or TERM=dumb)\n"
+		"Every command reads its options with getopt_long: in any order among the arguments,\n"
+		"--opt=value or --opt value, -h for --help, and '--' ends the options.\n"
+		"global options, before or after the command:\n"
+		"  --color=auto|always|never         colour (auto: on a terminal, not with NO_COLOR or TERM=dumb)\n"
+		"  --json-style=auto|pretty|compact  JSON documents (auto: pretty on a terminal, else compact)\n"
+		"  --version                         the same as 'forged version' (before the command only)\n"
 		"exit codes: 0 ok, 1 error verdicts (do not ship), 2 bad usage or input, 3 internal failure\n"
 		"  (client commands: 1 refused or failed job, error verdict; 2 request refused by the server (4xx);\n"
 		"   3 server or transport failure: 5xx, connection refused, timeout)\n");
 }
 
+enum { OPT_VERSION = 'V' + 1000 };
+
+static const struct option main_options[] = {
+	FG_ARGS_GLOBAL_LONGOPTS,
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int main_option(void *ctx, int val, const char *arg)
+{
+	(void)arg;
+	if (val == OPT_VERSION)
+		*(int *)ctx = 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	struct fg_args a;
+	int version = 0;
+
 	/* libcurl writes to sockets: a closed peer must be an error, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	argc = take_color(argc, argv);
-	if (argc < 0)
-		return FG_EXIT_USAGE;
-	if (argc < 2) {
-		fg_cli_print_overview(stderr);
-		return FG_EXIT_USAGE;
-	}
-	if (fg_cli_is_help(argv[1])) {
+	/* `forged --version --json` is `forged version --json`. */
+	if (argc >= 2 && strcmp(argv[1], "--version") == 0)
+		return fg_cmd_version.run(argc - 1, argv + 1);
+	fg_args_parse(&a, argc, argv, "+" FG_ARGS_GLOBAL_SHORTOPTS, main_options, main_option, &version);
+	if (a.help) {
 		fg_cli_print_overview(stdout);
 		return FG_EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0)
-		return fg_cmd_version.run(argc - 1, argv + 1);
+	if (a.error[0]) {
+		fprintf(stderr, "forged: %s\n'forged --help' lists the commands and the global options\n", a.error);
+		return FG_EXIT_USAGE;
+	}
+	if (version)
+		return fg_cmd_version.run(argc - a.end + 1, argv + a.end - 1);
+	if (a.end >= argc) {
+		fg_cli_print_overview(stderr);
+		return FG_EXIT_USAGE;
+	}
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (strcmp(argv[1], commands[i]->name) == 0)
-			return commands[i]->run(argc - 1, argv + 1);
-	fprintf(stderr, "forged: unknown command '%s'\n", argv[1]);
+		if (strcmp(argv[a.end], commands[i]->name) == 0)
+			return commands[i]->run(argc - a.end, argv + a.end);
+	fprintf(stderr, "forged: unknown command '%s'\n", argv[a.end]);
 	fg_cli_print_overview(stderr);
 	return FG_EXIT_USAGE;
 }

@@ -179,15 +179,16 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	return 0;
 }
 
-/* A remote source's head tensors are fetched (by ranges, cached) before writing. */
+/*
+ * The head tensors are made readable before writing: a remote source's are
+ * fetched (by ranges, cached), a local one's files are mapped for streaming.
+ */
 static int fetch_head(struct forge *f, struct fg_err *err)
 {
 	const struct fg_tensor **want;
 	size_t n = 0, cap = 0;
 	int rc;
 
-	if (!f->src->ckpt->pull)
-		return 0;
 	for (size_t i = 0; i < f->plan.n; i++)
 		cap += 2 + 2 * f->plan.t[i].n_srcs;
 	want = calloc(cap ? cap : 1, sizeof(*want));
@@ -206,8 +207,9 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 				want[n++] = e->scale_invs[k];
 		}
 	}
-	fg_art_progress(f, FG_ART_FETCH);
-	rc = fg_ckpt_fetch(f->src->ckpt, want, n, err);
+	if (f->src->ckpt->pull)
+		fg_art_progress(f, FG_ART_FETCH);
+	rc = fg_ckpt_map(f->src->ckpt, want, n, err);
 	free(want);
 	return rc;
 }
@@ -291,6 +293,18 @@ static const struct {
 	{ 0, FG_ART_PROVENANCE, fingerprint },
 	{ 0, FG_ART_PROVENANCE, write_provenance },
 };
+
+struct step_call {
+	struct forge *f;
+	int (*run)(struct forge *f, struct fg_err *err);
+};
+
+static int run_step(void *ctx, struct fg_err *err)
+{
+	struct step_call *s = ctx;
+
+	return s->run(s->f, err);
+}
 
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err)
 {
@@ -380,7 +394,10 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 			if ((rc = fg_art_stop_requested(&f, err)))
 				goto out;
 		}
-		if ((rc = steps[i].run(&f, err)))
+		/* Steps read mapped source bytes: a file that shrinks meanwhile fails the step, not the process. */
+		struct step_call sc = { &f, steps[i].run };
+
+		if ((rc = fg_st_guard(run_step, &sc, o->source, err)))
 			goto out;
 	}
 	rc = finish(&f, parent, err);

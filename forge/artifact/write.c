@@ -97,6 +97,8 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	keep = calloc(st->n_tensors ? st->n_tensors : 1, sizeof(*keep));
 	if (!keep)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	if ((rc = fg_ckpt_map_file(f->bb->ckpt, idx, err)))
+		goto out;
 	for (size_t k = 0; k < st->n_tensors; k++) {
 		const struct fg_tensor *t = &st->tensors[k];
 
@@ -191,7 +193,7 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		return fg_err_set(err, FG_EIO, "%s: cannot list: %s", dir, strerror(errno));
 	while (!rc && (de = readdir(d))) {
 		char src[PATH_MAX], dst[PATH_MAX];
-		struct stat st;
+		int fd;
 
 		if (de->d_name[0] == '.' || strcmp(de->d_name, "config.json") == 0 ||
 		    strcmp(de->d_name, "forged.json") == 0 ||
@@ -201,8 +203,10 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		if (fg_fs_join(src, sizeof(src), dir, de->d_name, err) ||
 		    fg_fs_join(dst, sizeof(dst), f->tmp, de->d_name, err))
 			rc = err->code;
-		else if (stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
-			rc = fg_fs_link_or_copy(src, dst, err);
+		/* Only a regular file inside the folder, opened without following links, is carried. */
+		else if (fg_ckpt_open_file(f->bb->ckpt, de->d_name, &fd) == 0) {
+			rc = fg_fs_link_or_copy_fd(fd, src, dst, err);
+			close(fd);
 			if (!rc)
 				rc = add_file_hash(f, de->d_name, err);
 		}

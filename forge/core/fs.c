@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #define COPY_CHUNK (4u << 20) /* the read/write fallback's buffer */
 
@@ -250,6 +252,40 @@ int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err)
 	return copy_file(src, dst, err);
 }
 
+int fg_fs_link_or_copy_fd(int in, const char *label, const char *dst, struct fg_err *err)
+{
+	char proc[64];
+	struct stat st;
+	int out, rc;
+
+	if (fstat(in, &st) != 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot stat: %s", label, strerror(errno));
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", in);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0) {
+		/* Read-only like fg_fs_link_or_copy's links; a copy when the inode is not ours. */
+		if (!(st.st_mode & 0222) || fchmod(in, st.st_mode & 07555) == 0)
+			return 0;
+		unlink(dst);
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (out < 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+	if (lseek(in, 0, SEEK_SET) < 0) {
+		rc = -errno;
+	} else {
+		rc = copy_fd(in, out, st.st_size > 0 ? (uint64_t)st.st_size : 0);
+	}
+	if (rc)
+		rc = fg_err_set(err, rc == -ENOMEM ? FG_ENOMEM : FG_EIO, "%s: cannot copy from %s: %s", dst, label,
+				strerror(-rc));
+	else if (fsync(out) != 0)
+		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+	close(out);
+	if (rc)
+		unlink(dst);
+	return rc;
+}
+
 int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err)
 {
 	char tmp[PATH_MAX];
@@ -292,4 +328,160 @@ fail:
 		close(fd);
 	unlink(tmp);
 	return rc;
+}
+
+/* ---- opening files beneath a folder ---- */
+
+int fg_fs_confined_relpath(const char *p)
+{
+	const char *s = p;
+
+	if (!*p || *p == '/')
+		return 0;
+	while (*s) {
+		size_t len = strcspn(s, "/");
+
+		if (len == 0 || (len == 2 && s[0] == '.' && s[1] == '.') || (len == 1 && s[0] == '.'))
+			return 0;
+		s += len;
+		if (*s == '/')
+			s++;
+	}
+	return 1;
+}
+
+const char *fg_fs_open_why(int rc)
+{
+	switch (rc) {
+	case FG_FS_SYMLINK:
+		return "is a symbolic link (refused: files beneath a checkpoint folder are opened without following links)";
+	case FG_FS_NOT_REGULAR:
+		return "is not a regular file (a FIFO, device, socket or folder)";
+	case FG_FS_OUTSIDE:
+		return "is a symbolic link to a file outside the allowed folders";
+	case -EINVAL:
+		return "is not a path inside the folder";
+	default:
+		return strerror(-rc);
+	}
+}
+
+#define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* openat2 beneath dirfd, no links: fd, -errno, or -ENOSYS when the kernel (or a filter) lacks it. */
+static int open_resolved(int dirfd, const char *rel)
+{
+	struct open_how how;
+	long fd;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = OPEN_FLAGS;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	do
+		fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	while (fd < 0 && errno == EINTR);
+	if (fd >= 0)
+		return (int)fd;
+	if (errno == ENOSYS || errno == EPERM || errno == E2BIG)
+		return -ENOSYS;
+	return -errno;
+}
+
+/* The fallback: one openat per part, O_NOFOLLOW on each.  fd or -errno (-ELOOP for a link). */
+static int open_parts(int dirfd, const char *rel)
+{
+	char part[PATH_MAX];
+	const char *s = rel;
+	int cur = dirfd, fd;
+
+	for (;;) {
+		size_t len = strcspn(s, "/");
+
+		if (len >= sizeof(part)) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, s, len);
+		part[len] = '\0';
+		s += len;
+		if (!*s) {
+			fd = openat(cur, part, OPEN_FLAGS | O_NOFOLLOW);
+			fd = fd < 0 ? -errno : fd;
+			break;
+		}
+		s++;
+		fd = openat(cur, part, O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
+		if (fd < 0) {
+			/* A link where a folder should be reads ENOTDIR under O_NOFOLLOW|O_DIRECTORY. */
+			struct stat st;
+
+			fd = errno == ENOTDIR && fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)
+				     ? -ELOOP : -errno;
+			break;
+		}
+		if (cur != dirfd)
+			close(cur);
+		cur = fd;
+	}
+	if (cur != dirfd)
+		close(cur);
+	return fd;
+}
+
+/* Is the file open on fd inside one of roots (n 0: anywhere)? */
+static int fd_within(int fd, const char *const *roots, size_t n)
+{
+	char proc[64], real[PATH_MAX];
+	ssize_t len;
+
+	if (n == 0)
+		return 1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	len = readlink(proc, real, sizeof(real) - 1);
+	if (len <= 0)
+		return 0;
+	real[len] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t rl = strlen(roots[i]);
+
+		while (rl > 1 && roots[i][rl - 1] == '/')
+			rl--;
+		if (strncmp(real, roots[i], rl) == 0 && (real[rl] == '/' || (rl == 1 && roots[i][0] == '/')))
+			return 1;
+	}
+	return 0;
+}
+
+int fg_fs_open_beneath(int dirfd, const char *rel, const struct fg_fs_links *links, int *out)
+{
+	struct stat st;
+	int fd, flags;
+
+	if (!fg_fs_confined_relpath(rel))
+		return -EINVAL;
+	fd = open_resolved(dirfd, rel);
+	if (fd == -ENOSYS)
+		fd = open_parts(dirfd, rel);
+	if (fd == -ELOOP || fd == -EXDEV) {
+		if (!links || !links->follow)
+			return FG_FS_SYMLINK;
+		fd = openat(dirfd, rel, OPEN_FLAGS);
+		if (fd < 0)
+			return errno == ELOOP ? FG_FS_SYMLINK : -errno;
+		if (!fd_within(fd, links->roots, links->n_roots)) {
+			close(fd);
+			return FG_FS_OUTSIDE;
+		}
+	}
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return FG_FS_NOT_REGULAR;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	*out = fd;
+	return 0;
 }

@@ -62,6 +62,13 @@ int fg_fs_rm_rf(const char *path);
 int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
 
 /*
+ * The same for the file open on fd (a regular file the caller opened and
+ * checked; label names it): a hard link to that very inode when it shares
+ * dst's file system, else a copy read from fd.  0 or FG_EIO/FG_ENOMEM.
+ */
+int fg_fs_link_or_copy_fd(int fd, const char *label, const char *dst, struct fg_err *err);
+
+/*
  * Replace path with len bytes of data atomically: written to a temporary
  * file in path's folder (O_EXCL, so concurrent writers never share one),
  * fsynced, renamed over path, and the folder fsynced, so a reader or a crash
@@ -69,5 +76,46 @@ int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
  * a failure.  0 or FG_EIO/FG_EUSAGE.
  */
 int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err);
+
+/*
+ * Symbolic links beneath a checkpoint folder (docs/architecture.md,
+ * "Opening files beneath a folder").  By default every link is refused;
+ * with follow, a link is followed when the file it resolves to is a
+ * regular file inside one of roots (canonical folders, as realpath gives
+ * them; n_roots 0 with follow: any folder), which is what a Hugging Face
+ * cache snapshot (links into ../../blobs/) needs.
+ */
+struct fg_fs_links {
+	int follow;
+	const char *const *roots;
+	size_t n_roots;
+};
+
+/* What fg_fs_open_beneath returns besides 0 and -errno. */
+#define FG_FS_SYMLINK     (-100001) /* a symbolic link, refused */
+#define FG_FS_NOT_REGULAR (-100002) /* a FIFO, device, socket or folder */
+#define FG_FS_OUTSIDE     (-100003) /* a followed link resolves outside the allowed roots */
+
+/*
+ * Open rel (a relative path without "..", checked here) beneath the folder
+ * dirfd for reading: openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS where the kernel has it, else one openat per part
+ * with O_NOFOLLOW; always O_NONBLOCK (a FIFO cannot block the open; the flag
+ * is cleared before returning) and O_NOCTTY.  Only a regular file is
+ * returned.  links may be NULL (refuse every link).  0 with *fd set (the
+ * caller closes it), or a negative code for fg_fs_open_why: -ENOENT,
+ * FG_FS_SYMLINK, FG_FS_NOT_REGULAR, FG_FS_OUTSIDE, -EINVAL (a path that
+ * leaves the folder) or another -errno.
+ */
+int fg_fs_open_beneath(int dirfd, const char *rel, const struct fg_fs_links *links, int *fd);
+
+/* Words for a failure of fg_fs_open_beneath ("is a symbolic link (refused)", "No such file ..."). */
+const char *fg_fs_open_why(int rc);
+
+/*
+ * A relative path that stays inside its folder: not empty, not absolute,
+ * no empty part, no "." or ".." part.
+ */
+int fg_fs_confined_relpath(const char *p);
 
 #endif

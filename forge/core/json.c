@@ -12,50 +12,74 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
+size_t fg_json_count_nodes(const char *text, size_t len)
+{
+	size_t n = 1;
+	int in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == ',' || c == ':' || c == '[' || c == '{') {
+			n++;
+		}
+	}
+	return n;
+}
+
+int fg_json_load_fd(cJSON **out, int fd, const char *label, size_t cap, size_t max_nodes, struct fg_err *err)
 {
 	struct stat st;
 	char *text = NULL;
 	cJSON *doc;
-	size_t got = 0;
-	int fd, rc = 0;
+	size_t got = 0, nodes;
+	int rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = fg_err_set(err, FG_EIO, "%s: not a readable regular file", path);
-		goto out;
-	}
-	if ((uint64_t)st.st_size > cap) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: %lld bytes exceed the cap of %zu",
-				path, (long long)st.st_size, cap);
-		goto out;
-	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return fg_err_set(err, FG_EIO, "%s: not a readable regular file", label);
+	if ((uint64_t)st.st_size > cap)
+		return fg_err_set(err, FG_EINPUT, "%s: %lld bytes exceed the cap of %zu", label, (long long)st.st_size, cap);
 	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
+	if (!text)
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", label);
 	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+		ssize_t r = pread(fd, text + got, (size_t)st.st_size - got, (off_t)got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: read failed: %s", path,
-					r < 0 ? strerror(errno) : "file shrank");
+			rc = fg_err_set(err, FG_EIO, "%s: read failed: %s", label, r < 0 ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		got += (size_t)r;
 	}
 	text[got] = '\0';
-	rc = fg_json_parse(&doc, text, got, path, err);
-	if (rc)
+	if (max_nodes && (nodes = fg_json_count_nodes(text, got)) > max_nodes) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: up to %zu JSON values exceed the cap of %zu", label, nodes, max_nodes);
 		goto out;
-	*out = doc;
+	}
+	rc = fg_json_parse(&doc, text, got, label, err);
+	if (!rc)
+		*out = doc;
 out:
 	free(text);
+	return rc;
+}
+
+int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc;
+
+	if (fd < 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
+	rc = fg_json_load_fd(out, fd, path, cap, 0, err);
 	close(fd);
 	return rc;
 }

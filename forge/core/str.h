@@ -33,6 +33,16 @@ static inline uint64_t fg_fnv1a(const char *s)
 	return h;
 }
 
+/* fg_fnv1a of the n bytes at s (the same value as fg_fnv1a of the same C string). */
+static inline uint64_t fg_fnv1a_n(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
 /* What fg_hex_nibble returns for a character that is no hex digit. */
 #define FG_HEX_NONE 16
 

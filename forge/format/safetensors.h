@@ -8,10 +8,17 @@
  * reader checks every length, count and offset before trusting it and names
  * the file, the tensor and the reason in every rejection.
  *
- * The reader reads the header with pread() and maps the file read-only; tensor
- * views point into that mapping and nothing is copied to read a tensor.  The
- * mapping is advised MADV_RANDOM so that deciding a 400 GB checkpoint's
- * convention faults in only the norm tensors it touches.
+ * The reader reads the header with pread() into a compact tensor table (no
+ * JSON tree: forge/format/jsonlex.h) and maps nothing: fg_st_open_fd parses
+ * the header of an open file, and the data is read later, either by pread
+ * of the few ranges an inspection needs (forge/source/checkpoint.c) or
+ * through fg_st_map, which a forge uses to stream whole tensors (advised
+ * sequential, since it reads them front to back).  fg_st_open (the
+ * `forged tensors` command and tests) opens, parses and maps in one call.
+ *
+ * A mapped file that shrinks while it is read raises SIGBUS; readers of
+ * mapped bytes run under fg_st_guard, which turns that into an error
+ * ("changed while it was read") instead of killing the process.
  */
 #ifndef FG_SAFETENSORS_H
 #define FG_SAFETENSORS_H
@@ -23,18 +30,36 @@
 #include "forge/core/error.h"
 
 #define FG_ST_HEADER_MAX   100000000ull /* bytes of JSON header (the format's cap) */
-#define FG_ST_MAX_RANK     16
+#define FG_ST_MAX_RANK     6  /* conv3d weights are rank 5; nothing in a model goes higher */
 #define FG_ST_MAX_TENSORS  4000000u
 
-/* One tensor of a file: a borrowed view, valid while its fg_st_file lives. */
+/*
+ * One tensor of a file: a borrowed view, valid while its fg_st_file lives.
+ * facts and skip belong to the layer that opened the file (the classifier
+ * of struct fg_st_parse_opts fills them once, at parse time); hash is the
+ * low half of fg_fnv1a(name).
+ */
 struct fg_tensor {
 	const char *name;
-	enum fg_dtype dtype;
-	int rank;
+	const uint8_t *data;  /* the tensor's bytes once read or mapped, else NULL */
 	uint64_t shape[FG_ST_MAX_RANK];
 	uint64_t nelem;
 	uint64_t begin, end;  /* offsets into the data section */
-	const uint8_t *data;  /* points into the mapping; NULL for header-only parses */
+	enum fg_dtype dtype;
+	int rank;
+	uint8_t skip;         /* classifier's: bytes of container prefixes before the name's body */
+	uint16_t facts;       /* classifier's: 0 when not classified */
+	uint32_t hash;
+};
+
+/*
+ * Options of a parse: classify(t, name_len, ctx), when not NULL, is called
+ * once per tensor after the table is built, to fill t->facts and t->skip
+ * (the model layer's name rules, computed on the parsing thread).
+ */
+struct fg_st_parse_opts {
+	void (*classify)(struct fg_tensor *t, size_t name_len, void *ctx);
+	void *ctx;
 };
 
 struct fg_st_meta {
@@ -51,6 +76,9 @@ struct fg_st_file {
 	struct fg_tensor *tensors;  /* ascending data offsets (the file's order) */
 	size_t n_meta;
 	struct fg_st_meta *meta;    /* in header order */
+	/* The file as it was when its header was read: a later read must find it the same. */
+	uint64_t dev, ino;
+	int64_t mtime_ns;
 	/* private */
 	const uint8_t *map;
 	size_t map_len;
@@ -67,6 +95,40 @@ struct fg_st_file {
  * read or mapped and for anything malformed, FG_ENOMEM).
  */
 int fg_st_open(struct fg_st_file **out, const char *path, struct fg_err *err);
+
+/*
+ * Parse and validate the header of the open file fd (read with pread; fd is
+ * the caller's, left open and unmapped).  label names the file in errors.
+ * fd must be a regular file (FG_EINPUT otherwise).  opts may be NULL.
+ * Tensors get data == NULL.
+ */
+int fg_st_open_fd(struct fg_st_file **out, int fd, const char *label, const struct fg_st_parse_opts *opts,
+		  struct fg_err *err);
+
+/*
+ * Map the data of f from fd (the same file, re-opened by the caller) and
+ * point every tensor's data into it.  The file must still be the one whose
+ * header f holds (device, inode, size, mtime): FG_EINPUT "changed since its
+ * header was read" otherwise.  Advised MADV_SEQUENTIAL: a forge streams
+ * whole tensors.  Read the bytes under fg_st_guard.  A no-op when mapped.
+ */
+int fg_st_map(struct fg_st_file *f, int fd, struct fg_err *err);
+
+/*
+ * 0 when fd is still the file whose header f holds (fstat now against the
+ * identity recorded then), else FG_EINPUT naming f and what changed.
+ */
+int fg_st_check_same(const struct fg_st_file *f, int fd, struct fg_err *err);
+
+/*
+ * Run fn(ctx, err) so that a SIGBUS raised on this thread while it runs
+ * (a mapped file shrank under it: an `rsync --inplace` re-upload) ends fn
+ * and returns FG_EINPUT with err saying what was read ("what": a file or
+ * tensor) changed while it was read.  fn's own allocations are lost then,
+ * so fn should only read mapped bytes into buffers its caller owns.  A
+ * SIGBUS outside any guard keeps its default action.  Guards nest.
+ */
+int fg_st_guard(int (*fn)(void *ctx, struct fg_err *err), void *ctx, const char *what, struct fg_err *err);
 
 /*
  * Validate a whole file already in memory (fuzzing, golden bytes).  The
@@ -88,6 +150,12 @@ void fg_st_close(struct fg_st_file *f);
 
 /* The tensor called name, or NULL.  O(1). */
 const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name);
+
+/*
+ * The tensor whose name is the len bytes at name (not NUL-terminated) with
+ * h == (uint32_t)fg_fnv1a_n(name, len), or NULL.  O(1).
+ */
+const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h);
 
 /* The metadata value for key, or NULL. */
 const char *fg_st_meta(const struct fg_st_file *f, const char *key);

@@ -122,8 +122,11 @@ static void decide_fused(struct fg_expert_block *b, const struct fg_expert_dims 
 
 static void decide_numbered(struct fg_expert_block *b, const struct fg_expert_dims *d)
 {
+	uint64_t want;
+
 	b->layout = FG_EXPERTS_NUMBERED;
-	if (b->n_numbered != 3 * (b->max_index + 1)) {
+	/* max_index < FG_EXPERTS_MAX_INDEX (fg_experts_scan), so 3 * (max + 1) cannot wrap. */
+	if (__builtin_mul_overflow(b->max_index + 1, 3, &want) || b->n_numbered != want) {
 		/* Numbers 0..max must each hold three projections: none may be missing. */
 		b->layout = FG_EXPERTS_INVALID;
 		snprintf(b->why, sizeof(b->why), "%zu numbered expert tensors for experts 0..%llu (%llu expected)",
@@ -196,6 +199,13 @@ int fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims
 			 strcmp(rest + strlen(rest) - 12, "_proj.weight") == 0) {
 			uint64_t e = strtoull(rest, NULL, 10);
 
+			if (e >= FG_EXPERTS_MAX_INDEX) {
+				fg_experts_release(blocks, n);
+				int ndig = (int)strspn(rest, "0123456789");
+
+				return fg_err_set(err, FG_EINPUT, "tensor '%.200s': expert number %.*s is beyond the %u experts "
+						  "any model has", t->name, ndig < 24 ? ndig : 24, rest, FG_EXPERTS_MAX_INDEX);
+			}
 			b->n_numbered++;
 			if (e > b->max_index)
 				b->max_index = e;

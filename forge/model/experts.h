@@ -29,6 +29,7 @@ enum fg_expert_layout {
 };
 
 #define FG_EXPERTS_MAX_BLOCKS 16
+#define FG_EXPERTS_MAX_INDEX (1u << 20) /* a numbered expert's number is below this (input error beyond) */
 
 struct fg_expert_block {
 	char *prefix;                     /* name up to and including "experts." (owned, whole) */
@@ -55,7 +56,9 @@ void fg_experts_dims(const cJSON *config, struct fg_expert_dims *out);
 /*
  * Find the expert blocks among a set's tensors and decide each block's
  * layout.  Returns 0 with the number of blocks written to blocks (at most
- * max) in *n, or FG_ENOMEM (err set, blocks released).  Each block owns its
+ * max) in *n, FG_EINPUT for an expert number of FG_EXPERTS_MAX_INDEX or more
+ * (no model has a million experts; the count check must not wrap), or
+ * FG_ENOMEM (err set, blocks released either way).  Each block owns its
  * prefix: release the n blocks with fg_experts_release.
  */
 int fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims,

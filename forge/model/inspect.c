@@ -83,7 +83,7 @@ static enum fg_name_scheme choose_scheme(const struct fg_inspect *r)
 
 	for (size_t i = 0; i < c->n_files; i++)
 		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
-			count[fg_name_head_scheme(c->files[i].st->tensors[k].name, r->n_layers, NULL)]++;
+			count[(c->files[i].st->tensors[k].facts & FG_FACT_SCHEME) >> FG_FACT_SCHEME_SH]++;
 	if (count[FG_SCHEME_PREFIX])
 		return FG_SCHEME_PREFIX;
 	if (count[FG_SCHEME_APPENDED])
@@ -178,6 +178,15 @@ static void scan_mismatch(struct fg_inspect *r)
 	}
 }
 
+/* fg_inspect_is_head for a tensor of the checkpoint, by its parse-time facts. */
+static int is_head_t(const struct fg_inspect *r, const struct fg_ckpt_file *f, const struct fg_tensor *t)
+{
+	if (is_sidecar_only(f))
+		return 1;
+	return r->scheme != FG_SCHEME_NONE &&
+	       (enum fg_name_scheme)((t->facts & FG_FACT_SCHEME) >> FG_FACT_SCHEME_SH) == r->scheme;
+}
+
 static void scan_structure(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
@@ -194,9 +203,9 @@ static void scan_structure(struct fg_inspect *r)
 			r->structure.format_mlx = 1;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
-			int head = fg_inspect_is_head(r, f, t->name);
+			int head = is_head_t(r, f, t);
 
-			if (strstr(t->name, "mtp."))
+			if (t->facts & FG_FACT_MTP_KEY)
 				ff->mtp_keys++;
 			if (head)
 				ff->head_tensors++;
@@ -204,9 +213,9 @@ static void scan_structure(struct fg_inspect *r)
 				continue;
 			if (!head)
 				r->trunk_experts |= expert_layout_bit(t, &dims);
-			if (fg_str_ends_with(t->name, ".scales"))
+			if (t->facts & FG_FACT_SCALES)
 				r->structure.quantized = 1;
-			if (!fg_str_ends_with(t->name, "conv1d.weight"))
+			if (!(t->facts & FG_FACT_CONV1D))
 				continue;
 			/* mlx-lm's test: the last dimension is not 1, at any rank */
 			if (t->rank >= 1 && t->shape[t->rank - 1] != 1) {
@@ -257,24 +266,40 @@ static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role
 	return (int)i;
 }
 
-/* Remote checkpoints: the norm tensors' bytes are all an inspection reads. */
+/*
+ * The norm tensors' bytes are all an inspection reads (plus a peek at the
+ * head): read with pread (local) or fetched (remote), at most
+ * FG_NORM_MAX_ELEMS elements per norm (a larger one is never read and is
+ * reported as malformed) and FG_INSPECT_READ_MAX bytes in all.
+ */
 static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 {
 	const struct fg_tensor **want;
 	size_t n = 0, cap = 0;
+	uint64_t total = 0;
 	int rc;
 
-	if (!r->ckpt->pull)
-		return 0;
 	for (size_t s = 0; s < r->n_sets; s++)
 		cap += r->sets[s].set.n_tensors;
 	want = calloc(cap ? cap : 1, sizeof(*want));
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
-			if (r->sets[s].set.tensors[i]->rank == 1 && fg_name_norm_class(r->sets[s].set.tensors[i]->name) != FG_NAME_NOT_NORM)
-				want[n++] = r->sets[s].set.tensors[i];
+		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++) {
+			const struct fg_tensor *t = r->sets[s].set.tensors[i];
+
+			if (t->rank != 1 || t->nelem > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
+			    fg_tensor_norm_class(t) == FG_NAME_NOT_NORM)
+				continue;
+			want[n++] = t;
+			total += fg_tensor_bytes(t);
+		}
+	if (total > r->read_cap) {
+		free(want);
+		return fg_err_set(err, FG_EINPUT,
+				  "%s: its %zu norm tensors hold %llu bytes, over the %llu bytes an inspection reads",
+				  r->ckpt->source, n, (unsigned long long)total, (unsigned long long)r->read_cap);
+	}
 	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
 	free(want);
 	return rc;
@@ -299,7 +324,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 			continue;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
 			const struct fg_tensor *t = &f->st->tensors[k];
-			int head = fg_inspect_is_head(r, f, t->name);
+			int head = is_head_t(r, f, t);
 
 			rc = fg_tset_add(&r->sets[head ? embedded : trunk].set, t, f->name, err);
 			if (rc)
@@ -321,7 +346,7 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (s < 0)
 			return s;
 		for (size_t k = 0; k < f->st->n_tensors; k++) {
-			if (!fg_inspect_is_head(r, f, f->st->tensors[k].name))
+			if (!is_head_t(r, f, &f->st->tensors[k]))
 				continue;
 			rc = fg_tset_add(&r->sets[s].set, &f->st->tensors[k], f->name, err);
 			if (rc)
@@ -642,8 +667,8 @@ static int verdict_norm_values(struct fg_inspect *r)
 		}
 		if (set->n_bad_norms) {
 			ADD(FG_V_MALFORMED_CHECKPOINT, set->name,
-			    "%zu norm tensor(s) are not 1-D float vectors, e.g. %s", set->n_bad_norms,
-			    short_name(set->bad_norm, sn, sizeof(sn)));
+			    "%zu norm tensor(s) are not 1-D float vectors of at most %u elements, e.g. %s",
+			    set->n_bad_norms, FG_NORM_MAX_ELEMS, short_name(set->bad_norm, sn, sizeof(sn)));
 			fg_verdict_tensor(v, set->bad_norm);
 		}
 	}
@@ -731,7 +756,7 @@ static void name_head_keys(const struct fg_inspect *r, struct fg_verdict *v)
 		if (!c->files[i].globbed)
 			continue;
 		for (size_t k = 0; k < c->files[i].st->n_tensors; k++)
-			if (strstr(c->files[i].st->tensors[k].name, "mtp."))
+			if (c->files[i].st->tensors[k].facts & FG_FACT_MTP_KEY)
 				fg_verdict_tensor(v, c->files[i].st->tensors[k].name);
 	}
 }
@@ -955,16 +980,17 @@ static int verdict_experts(struct fg_inspect *r, const struct fg_set_report *s)
 }
 
 /* A head is degenerate when every norm is all zero or no tensor has a non-zero byte. */
-static int head_payload_empty(const struct fg_tset *set)
+static int head_payload_empty(struct fg_inspect *r, const struct fg_tset *set)
 {
-	for (size_t i = 0; i < set->n_tensors; i++) {
-		const struct fg_tensor *t = set->tensors[i];
-		uint64_t n = fg_tensor_bytes(t) < DEGENERATE_SAMPLE ? fg_tensor_bytes(t) : DEGENERATE_SAMPLE;
+	uint8_t buf[DEGENERATE_SAMPLE];
 
-		if (!t->data && n)
-			return 0; /* not fetched (remote): no evidence of emptiness */
-		for (uint64_t k = 0; k < n; k++)
-			if (t->data[k])
+	for (size_t i = 0; i < set->n_tensors; i++) {
+		size_t n = 0;
+
+		if (fg_ckpt_peek(r->ckpt, set->tensors[i], buf, sizeof(buf), &n, NULL) != 0)
+			return 0; /* not read (remote, or unreadable now): no evidence of emptiness */
+		for (size_t k = 0; k < n; k++)
+			if (buf[k])
 				return 0;
 	}
 	return 1;
@@ -987,7 +1013,7 @@ static int verdict_heads(struct fg_inspect *r)
 			zero += (size_t)set->norms[i].all_zero;
 		if (set->n_norms && zero == set->n_norms)
 			ADD(FG_V_DEGENERATE_HEAD, set->name, "all %zu head norm tensor(s) are exactly zero", zero);
-		else if (set->n_tensors && head_payload_empty(set))
+		else if (set->n_tensors && head_payload_empty(r, set))
 			ADD(FG_V_DEGENERATE_HEAD, set->name, "none of the %zu head tensors has a non-zero byte",
 			    set->n_tensors);
 		if (set->n_quantized)
@@ -1012,6 +1038,16 @@ static int verdict_heads(struct fg_inspect *r)
 	return 0;
 }
 
+/* Whether one of rt's heads reads the file called name as a head source. */
+static int rt_reads_head_file(const struct fg_runtime *rt, const char *name)
+{
+	for (const struct fg_rt_head *h = rt->heads; h && h->mode != FG_HEAD_NONE; h++)
+		for (const struct fg_rt_head_src *s = h->sources; s && s->kind != FG_HSRC_END; s++)
+			if (s->kind == FG_HSRC_FILE && s->file && strcmp(s->file, name) == 0)
+				return 1;
+	return 0;
+}
+
 static int verdict_files(struct fg_inspect *r)
 {
 	const struct fg_ckpt *c = r->ckpt;
@@ -1020,6 +1056,16 @@ static int verdict_files(struct fg_inspect *r)
 	size_t by_problem[3] = { 0 }, n_all;
 	const struct fg_runtime *all = fg_runtime_all(&n_all);
 
+	for (size_t i = 0; i < c->n_unreadable; i++) {
+		const struct fg_ckpt_unreadable *u = &c->unreadable[i];
+
+		ADD(FG_V_UNREADABLE_SHARD, NULL, "%s %s: %s", u->name, u->why,
+		    u->globbed ? "a runtime that globs model*.safetensors fails to load it"
+			       : "a runtime that loads this sidecar fails to load it");
+		for (size_t k = 0; k < n_all; k++)
+			if (u->globbed ? all[k].files == FG_FILES_GLOB : rt_reads_head_file(&all[k], u->name))
+				fg_verdict_runtime(v, all[k].id);
+	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		if (!c->files[i].stray)
 			continue;
@@ -1102,24 +1148,73 @@ int fg_inspect_run(struct fg_inspect **out, const char *source, const char *cons
 int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
 			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err)
 {
+	struct fg_inspect_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.pull = pull;
+	return fg_inspect_run_with(out, source, runtimes, n_runtimes, &o, err);
+}
+
+/* num_hidden_layers as soon as config.json is read: the parse-time head scheme needs it. */
+static void on_config(const cJSON *config, void *ctx)
+{
+	struct fg_inspect *r = ctx;
+
+	r->n_layers = config_long(config, "num_hidden_layers");
+}
+
+/* The head scheme facts again, for a layer count found only from the names. */
+static void reclassify_schemes(struct fg_inspect *r)
+{
+	for (size_t i = 0; i < r->ckpt->n_files; i++) {
+		struct fg_st_file *st = r->ckpt->files[i].st;
+
+		for (size_t k = 0; k < st->n_tensors; k++) {
+			struct fg_tensor *t = &st->tensors[k];
+			unsigned sch = (unsigned)fg_name_head_scheme(t->name, r->n_layers, NULL);
+
+			t->facts = (uint16_t)((t->facts & ~FG_FACT_SCHEME) | (sch << FG_FACT_SCHEME_SH));
+		}
+	}
+}
+
+int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_inspect_opts *o, struct fg_err *err)
+{
 	struct fg_inspect *r = calloc(1, sizeof(*r));
+	struct fg_st_parse_opts parse;
+	struct fg_ckpt_opts co;
 	int rc;
 
 	if (!r)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	r->n_layers = -1;
+	r->read_cap = o && o->read_cap ? o->read_cap : FG_INSPECT_READ_MAX;
+	parse.classify = fg_name_classify;
+	parse.ctx = &r->n_layers;
+	memset(&co, 0, sizeof(co));
+	co.pull = o ? o->pull : NULL;
+	if (o)
+		co.links = o->links;
+	co.parse = &parse;
+	co.on_config = on_config;
+	co.config_ctx = r;
 	for (size_t i = 0; i < n_runtimes; i++) {
 		if (!fg_runtime_find(runtimes[i])) {
 			rc = fg_err_set(err, FG_EUSAGE, "unknown runtime '%s'", runtimes[i]);
 			goto out;
 		}
 	}
-	rc = fg_ckpt_open_opts(&r->ckpt, source, pull, err);
+	rc = fg_ckpt_open_with(&r->ckpt, source, &co, err);
 	if (rc)
 		goto out;
 	r->family = fg_family_detect(r->ckpt->config_raw, &r->moe);
 	r->n_layers = config_long(r->ckpt->config, "num_hidden_layers");
-	if (r->n_layers < 0)
+	if (r->n_layers < 0) {
 		r->n_layers = appended_head_layer(r->ckpt);
+		if (r->n_layers >= 0)
+			reclassify_schemes(r);
+	}
 	r->facts = calloc(r->ckpt->n_files ? r->ckpt->n_files : 1, sizeof(*r->facts));
 	if (!r->facts) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");

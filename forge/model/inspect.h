@@ -26,6 +26,7 @@
 #define FG_INSPECT_MAX_SETS 8
 #define FG_INSPECT_MAX_RUNTIMES 32
 #define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
+#define FG_INSPECT_READ_MAX (256ull << 20) /* norm bytes one inspection reads or fetches, by default */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
 
@@ -83,6 +84,14 @@ struct fg_inspect {
 	struct fg_runtime_result runtimes[FG_INSPECT_MAX_RUNTIMES];
 	struct fg_verdicts verdicts;
 	int ok;
+	uint64_t read_cap;                    /* the norm bytes this inspection may read */
+};
+
+/* How to inspect (zeroed is the default). */
+struct fg_inspect_opts {
+	const struct fg_pull_opts *pull;      /* remote sources (NULL: defaults) */
+	struct fg_fs_links links;             /* symbolic links beneath the folder (refused by default) */
+	uint64_t read_cap;                    /* norm bytes read at most; 0: FG_INSPECT_READ_MAX */
 };
 
 /*
@@ -100,6 +109,10 @@ int fg_inspect_run(struct fg_inspect **out, const char *source, const char *cons
 /* The same for any source, remote ones with these pull options (NULL: defaults). */
 int fg_inspect_run_opts(struct fg_inspect **out, const char *source, const char *const *runtimes,
 			size_t n_runtimes, const struct fg_pull_opts *pull, struct fg_err *err);
+
+/* The same with every option (o may be NULL). */
+int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char *const *runtimes,
+			size_t n_runtimes, const struct fg_inspect_opts *o, struct fg_err *err);
 
 void fg_inspect_free(struct fg_inspect *r);
 

@@ -4,6 +4,7 @@
  */
 #include "forge/model/inspect.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ static void add_str_or_null(cJSON *o, const char *key, const char *s)
 /* Figures are rounded to 4 decimals, as people read them. */
 static double round4(double x)
 {
+	/* Beyond 2^53 / 10^4 there is nothing to round (and the cast would overflow); NaN stays NaN. */
+	if (!(fabs(x) < 1e11))
+		return x;
 	return (double)(long long)(x * 10000.0 + (x < 0 ? -0.5 : 0.5)) / 10000.0;
 }
 
@@ -221,6 +225,10 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 			cJSON_AddNumberToObject(rem, "bytes_fetched", (double)st.bytes_fetched);
 			cJSON_AddNumberToObject(rem, "bytes_from_cache", (double)st.bytes_from_cache);
 			cJSON_AddNumberToObject(rem, "requests", (double)st.requests);
+			if (st.max_bytes)
+				cJSON_AddNumberToObject(rem, "max_bytes", (double)st.max_bytes);
+			else
+				cJSON_AddNullToObject(rem, "max_bytes");
 			cJSON_AddStringToObject(rem, "note", "a remote listing cannot show stray shards: "
 							     "mlx-lm's glob sees local files only");
 		}

@@ -28,46 +28,62 @@ const char *fg_name_scheme_name(enum fg_name_scheme s)
 /* Suffix -> class, first match wins; ".norm.weight" must come after linear_attn. */
 static const struct norm_rule {
 	const char *suffix;
+	size_t len;        /* strlen(suffix) */
 	enum fg_name_norm cls;
 	int zero_centred;  /* stores an offset in zero-centred families */
 	int mlx_shifted;   /* in mlx-lm's sanitize suffix list */
 } norm_rules[] = {
-	{ ".q_norm.weight", FG_NAME_QK, 1, 1 },
-	{ ".k_norm.weight", FG_NAME_QK, 1, 1 },
-	{ ".input_layernorm.weight", FG_NAME_LOW, 1, 1 },
-	{ ".post_attention_layernorm.weight", FG_NAME_LOW, 1, 1 },
-	{ ".pre_fc_norm_embedding.weight", FG_NAME_LOW, 1, 0 },
-	{ ".pre_fc_norm_hidden.weight", FG_NAME_LOW, 1, 0 },
+	{ ".q_norm.weight", sizeof(".q_norm.weight") - 1, FG_NAME_QK, 1, 1 },
+	{ ".k_norm.weight", sizeof(".k_norm.weight") - 1, FG_NAME_QK, 1, 1 },
+	{ ".input_layernorm.weight", sizeof(".input_layernorm.weight") - 1, FG_NAME_LOW, 1, 1 },
+	{ ".post_attention_layernorm.weight", sizeof(".post_attention_layernorm.weight") - 1, FG_NAME_LOW, 1, 1 },
+	{ ".pre_fc_norm_embedding.weight", sizeof(".pre_fc_norm_embedding.weight") - 1, FG_NAME_LOW, 1, 0 },
+	{ ".pre_fc_norm_hidden.weight", sizeof(".pre_fc_norm_hidden.weight") - 1, FG_NAME_LOW, 1, 0 },
 	/* The pre-fc norms of the plain families' heads: evidence-class only. */
-	{ ".enorm.weight", FG_NAME_LOW, 0, 0 },
-	{ ".hnorm.weight", FG_NAME_LOW, 0, 0 },
-	{ ".token_layernorm.weight", FG_NAME_LOW, 0, 0 },
-	{ ".hidden_layernorm.weight", FG_NAME_LOW, 0, 0 },
-	{ "linear_attn.norm.weight", FG_NAME_NEVER, 0, 0 },
-	{ "model.norm.weight", FG_NAME_FINAL, 1, 1 },
-	{ "mtp.norm.weight", FG_NAME_FINAL, 1, 0 },
+	{ ".enorm.weight", sizeof(".enorm.weight") - 1, FG_NAME_LOW, 0, 0 },
+	{ ".hnorm.weight", sizeof(".hnorm.weight") - 1, FG_NAME_LOW, 0, 0 },
+	{ ".token_layernorm.weight", sizeof(".token_layernorm.weight") - 1, FG_NAME_LOW, 0, 0 },
+	{ ".hidden_layernorm.weight", sizeof(".hidden_layernorm.weight") - 1, FG_NAME_LOW, 0, 0 },
+	{ "linear_attn.norm.weight", sizeof("linear_attn.norm.weight") - 1, FG_NAME_NEVER, 0, 0 },
+	{ "model.norm.weight", sizeof("model.norm.weight") - 1, FG_NAME_FINAL, 1, 1 },
+	{ "mtp.norm.weight", sizeof("mtp.norm.weight") - 1, FG_NAME_FINAL, 1, 0 },
 };
 
-/* The first rule whose suffix ends name, or NULL. */
-static const struct norm_rule *find_norm_rule(const char *name)
+#define N_RULES (sizeof(norm_rules) / sizeof(norm_rules[0]))
+
+static int ends_n(const char *s, size_t n, const char *suffix, size_t m)
 {
-	for (size_t i = 0; i < sizeof(norm_rules) / sizeof(norm_rules[0]); i++)
-		if (fg_str_ends_with(name, norm_rules[i].suffix))
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* The first rule whose suffix ends name (n bytes), or NULL. */
+static const struct norm_rule *find_norm_rule_n(const char *name, size_t n)
+{
+	/* Every rule ends in "norm.weight", "norm_embedding.weight" or "norm_hidden.weight". */
+	if (!ends_n(name, n, "norm.weight", 11) && !ends_n(name, n, "norm_embedding.weight", 21) &&
+	    !ends_n(name, n, "norm_hidden.weight", 18))
+		return NULL;
+	for (size_t i = 0; i < N_RULES; i++)
+		if (ends_n(name, n, norm_rules[i].suffix, norm_rules[i].len))
 			return &norm_rules[i];
 	return NULL;
 }
 
-enum fg_name_norm fg_name_norm_class(const char *name)
+static const struct norm_rule *find_norm_rule(const char *name)
+{
+	return find_norm_rule_n(name, strlen(name));
+}
+
+static enum fg_name_norm norm_class_n(const char *name, size_t n, const struct norm_rule *r)
 {
 	const char *last, *end;
-	const struct norm_rule *r = find_norm_rule(name);
 
 	if (r)
 		return r->cls;
-	if (!fg_str_ends_with(name, ".weight"))
+	if (!ends_n(name, n, ".weight", 7))
 		return FG_NAME_NOT_NORM;
 	/* The module name before ".weight" says whether it is a norm. */
-	end = name + strlen(name) - strlen(".weight");
+	end = name + n - 7;
 	last = end;
 	while (last > name && last[-1] != '.')
 		last--;
@@ -75,6 +91,13 @@ enum fg_name_norm fg_name_norm_class(const char *name)
 		if (memcmp(p, "norm", 4) == 0)
 			return FG_NAME_OTHER;
 	return FG_NAME_NOT_NORM;
+}
+
+enum fg_name_norm fg_name_norm_class(const char *name)
+{
+	size_t n = strlen(name);
+
+	return norm_class_n(name, n, find_norm_rule_n(name, n));
 }
 
 int fg_name_zero_centred(const char *name)
@@ -155,4 +178,40 @@ long fg_name_layer(const char *name)
 		p = strstr(p + 1, "layers.");
 	}
 	return FG_NAME_NO_LAYER;
+}
+
+/* name is NUL-terminated, n bytes long. */
+static unsigned facts_of(const char *name, size_t n, long n_layers)
+{
+	const struct norm_rule *r = find_norm_rule_n(name, n);
+	unsigned f = FG_FACT_VALID | (unsigned)norm_class_n(name, n, r);
+
+	if (r && r->zero_centred)
+		f |= FG_FACT_ZERO_C;
+	if (r && r->mlx_shifted)
+		f |= FG_FACT_MLX_SHIFT;
+	if (strstr(name, "mtp."))
+		f |= FG_FACT_MTP_KEY;
+	if (ends_n(name, n, ".scales", 7))
+		f |= FG_FACT_SCALES;
+	if (ends_n(name, n, "_scale_inv", 10))
+		f |= FG_FACT_SCALE_INV;
+	if (ends_n(name, n, "conv1d.weight", 13))
+		f |= FG_FACT_CONV1D;
+	f |= (unsigned)fg_name_head_scheme(name, n_layers, NULL) << FG_FACT_SCHEME_SH;
+	return f;
+}
+
+void fg_name_classify(struct fg_tensor *t, size_t name_len, void *ctx)
+{
+	long n_layers = ctx ? *(const long *)ctx : -1;
+	size_t skip = (size_t)(fg_name_strip(t->name) - t->name);
+
+	t->facts = (uint16_t)facts_of(t->name, name_len, n_layers);
+	t->skip = (uint8_t)(skip < 255 ? skip : 255);
+}
+
+unsigned fg_name_facts(const struct fg_tensor *t, long n_layers)
+{
+	return (t->facts & FG_FACT_VALID) ? t->facts : facts_of(t->name, strlen(t->name), n_layers);
 }

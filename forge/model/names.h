@@ -9,6 +9,10 @@
 #ifndef FG_NAMES_H
 #define FG_NAMES_H
 
+#include <stddef.h>
+
+#include "forge/format/safetensors.h"
+
 enum fg_name_scheme {
 	FG_SCHEME_NONE,
 	FG_SCHEME_PREFIX,      /* mtp.* after container prefixes */
@@ -61,5 +65,36 @@ enum fg_name_scheme fg_name_head_scheme(const char *name, long n_layers, int *in
 
 /* The decoder layer number of a trunk name ("...layers.7.x" -> 7), or FG_NAME_NO_LAYER. */
 long fg_name_layer(const char *name);
+
+/*
+ * ---- Facts computed once per tensor, at parse time ----
+ *
+ * fg_name_classify is the classifier inspect hands to the safetensors
+ * parser (struct fg_st_parse_opts): it fills t->facts with the answers of
+ * the rules above (so each is worked out once per tensor, on the parsing
+ * threads) and t->skip with fg_name_strip's offset.  ctx points to a long,
+ * the num_hidden_layers the head scheme is judged against (-1: unknown).
+ */
+#define FG_FACT_NORM_MASK  0x0007u  /* enum fg_name_norm */
+#define FG_FACT_ZERO_C     0x0008u  /* fg_name_zero_centred */
+#define FG_FACT_MLX_SHIFT  0x0010u  /* fg_name_mlx_shifted */
+#define FG_FACT_MTP_KEY    0x0020u  /* the name contains "mtp." */
+#define FG_FACT_SCALES     0x0040u  /* ends ".scales" (MLX quantized) */
+#define FG_FACT_SCALE_INV  0x0080u  /* ends "_scale_inv" (FP8) */
+#define FG_FACT_CONV1D     0x0100u  /* ends "conv1d.weight" */
+#define FG_FACT_SCHEME_SH  9        /* bits 9-10: enum fg_name_scheme */
+#define FG_FACT_SCHEME     (3u << FG_FACT_SCHEME_SH)
+#define FG_FACT_VALID      0x8000u
+
+void fg_name_classify(struct fg_tensor *t, size_t name_len, void *ctx);
+
+/* The facts of t: its own when classified, else computed now from its name (n_layers for the scheme). */
+unsigned fg_name_facts(const struct fg_tensor *t, long n_layers);
+
+static inline enum fg_name_norm fg_tensor_norm_class(const struct fg_tensor *t)
+{
+	return (t->facts & FG_FACT_VALID) ? (enum fg_name_norm)(t->facts & FG_FACT_NORM_MASK)
+					  : fg_name_norm_class(t->name);
+}
 
 #endif

@@ -247,6 +247,24 @@ const struct fg_runtime *fg_runtime_find(const char *id)
 	return fg_runtime_resolve(id, rows, NULL) ? rows[0] : NULL;
 }
 
+size_t fg_runtime_ids_text(char *buf, size_t len)
+{
+	size_t n, n_al, used = 0;
+	const struct fg_runtime *all = fg_runtime_all(&n);
+	const struct fg_runtime_alias *al = fg_runtime_aliases(&n_al);
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", all[i].id);
+	for (size_t i = 0; i < n_al && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, ", %s (an alias)", al[i].alias);
+	if (used < len)
+		used += (size_t)snprintf(buf + used, len - used, ", or a versioned id (mlx-lm-0.33, mtplx-2.11.3)");
+	return used < len ? used : len - 1;
+}
+
 unsigned fg_runtime_layout_bit(const char *layout)
 {
 	if (layout && strcmp(layout, "mlx") == 0)

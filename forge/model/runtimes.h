@@ -335,6 +335,13 @@ const struct fg_runtime *fg_runtime_all(size_t *n);
  */
 const struct fg_runtime *fg_runtime_find(const char *id);
 
+/*
+ * The ids a runtime option accepts, for messages: "mlx-lm-0.31, ..., sglang,
+ * hf (an alias), or a versioned id (...)" into buf (len bytes, cut short when
+ * it does not fit).  Returns the length written.
+ */
+size_t fg_runtime_ids_text(char *buf, size_t len);
+
 #define FG_RUNTIME_MAX_ALIAS 4
 
 /*

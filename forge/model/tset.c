@@ -51,7 +51,7 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->n_tensors; i++)
-		n += fg_name_norm_class(s->tensors[i]->name) != FG_NAME_NOT_NORM;
+		n += fg_tensor_norm_class(s->tensors[i]) != FG_NAME_NOT_NORM;
 	free(s->norms);
 	s->norms = calloc(n ? n : 1, sizeof(*s->norms));
 	if (!s->norms)
@@ -60,14 +60,15 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 	s->bad_norm = NULL;
 	for (size_t i = 0; i < s->n_tensors; i++) {
 		const struct fg_tensor *t = s->tensors[i];
-		enum fg_name_norm cls = fg_name_norm_class(t->name);
+		enum fg_name_norm cls = fg_tensor_norm_class(t);
 		struct fg_norm *nm;
 
-		if (fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
+		if ((t->facts & FG_FACT_VALID) ? (t->facts & (FG_FACT_SCALES | FG_FACT_SCALE_INV)) != 0
+					       : fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
 			s->n_quantized++;
 		if (cls == FG_NAME_NOT_NORM)
 			continue;
-		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || (!t->data && t->nelem)) {
+		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || t->nelem > FG_NORM_MAX_ELEMS || (!t->data && t->nelem)) {
 			if (!s->n_bad_norms++)
 				s->bad_norm = t->name;
 			continue;

@@ -17,6 +17,14 @@
 #include "forge/format/safetensors.h"
 #include "forge/model/stats.h"
 
+/*
+ * The largest norm forged reads: a norm is a vector of hidden-size floats
+ * (8,192 in the largest models shipped; 2^20 leaves room for any), so a
+ * "norm" beyond it is malformed (never read: a 1 TiB sparse one would be
+ * read whole) and counted in n_bad_norms.
+ */
+#define FG_NORM_MAX_ELEMS (1u << 20)
+
 struct fg_norm {
 	const struct fg_tensor *t;   /* borrowed */
 	const char *file;            /* borrowed: the file holding it */
@@ -34,7 +42,8 @@ struct fg_tset {
 	size_t n_norms;
 	struct fg_norm *norms;
 	size_t n_quantized;          /* quantized linears: *.scales (MLX) or *_scale_inv (FP8) */
-	size_t n_bad_norms;          /* norm-named tensors that are not 1-D float */
+	size_t n_bad_norms;          /* norm-named tensors that are not 1-D float, are larger than
+				      * FG_NORM_MAX_ELEMS, or whose bytes were not read */
 	const char *bad_norm;        /* the first of them */
 	/* private */
 	size_t cap;

@@ -86,6 +86,8 @@ enum fg_verdict_kind {
 	  "a targeted runtime's lenient load skips the trunk's routed experts")                   \
 	X(HEAD_CONTRACT_MISMATCH, "head_contract_mismatch", FG_SEV_ERROR, FG_VK_STATIC,            \
 	  "a targeted runtime feeds the head a concatenation order its family does not use")      \
+	X(UNREADABLE_SHARD, "unreadable_shard", FG_SEV_ERROR, FG_VK_STATIC,                        \
+	  "a model*.safetensors is no readable regular file: a runtime that globs fails to load it") \
 	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
 	  "a model*.safetensors absent from the index: mlx-lm loads it anyway")                   \
 	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \

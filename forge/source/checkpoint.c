@@ -5,24 +5,35 @@
  * Shards are found two ways and both are kept: the folder glob mlx-lm uses and
  * the index's weight_map.  A shard the glob finds but the index omits is a
  * stray (mlx-lm loads it anyway: MTPLX issue 306's embedded head survived a
- * pruned index this way).  A tensor -> file table over the shards answers
- * lookups in O(1) for checkpoints of 100,000+ tensors.
+ * pruned index this way).
+ *
+ * Every file beneath the folder is opened through one checked open
+ * (fg_fs_open_beneath: no symbolic links unless the caller allows them
+ * within given roots, O_NONBLOCK so a FIFO cannot wedge the open, regular
+ * files only) from a descriptor of the folder kept for the checkpoint's
+ * life.  Nothing is mapped while opening: headers are read with pread and
+ * parsed into compact tables on a pool of threads, the index is scanned
+ * once (jsonlex.h, no tree) and checked against those tables as it goes,
+ * and tensor bytes are read later, on request (fg_ckpt_fetch, fg_ckpt_map).
  */
 #include "forge/source/checkpoint.h"
 
 #include "forge/core/str.h"
 #include "forge/core/grow.h"
 #include "forge/core/json.h"
+#include "forge/format/jsonlex.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,16 +41,17 @@ static const char *const sidecar_candidates[] = {
 	"mtp.safetensors", "mtp/weights.safetensors", "model-mtp.safetensors",
 };
 
-/* ---- tensor name -> file index ---- */
+enum { GROUP_GLOB, GROUP_INDEX, GROUP_SIDECAR };
+
+/* ---- tensor name -> file index (the index's map, built only on a mismatch) ---- */
 
 struct name_slot {
 	const char *name;
-	size_t file;          /* the shard holding it */
-	const char *target;   /* in the index map: the file the index names */
+	const char *target;   /* the file the index names */
 };
 
 struct name_map {
-	size_t n_slots, used;
+	size_t n_slots;
 	struct name_slot *slots;
 };
 
@@ -60,29 +72,83 @@ static int map_init(struct name_map *m, size_t expect)
 		n <<= 1;
 	m->slots = calloc(n, sizeof(*m->slots));
 	m->n_slots = n;
-	m->used = 0;
-	return m->slots ? 0 : -1;
+	return m->slots ? 0 : FG_ENOMEM;
 }
 
-/* Insert name unless present; returns the slot either way. */
-static struct name_slot *map_put(struct name_map *m, const char *name, size_t file,
-				  const char *target)
-{
-	struct name_slot *s = map_slot(m, name);
+/* ---- file name -> files[] (linear in the number of files) ---- */
 
-	if (!s->name) {
-		s->name = name;
-		s->file = file;
-		s->target = target;
-		m->used++;
+struct file_table {
+	size_t n_slots;
+	size_t *slots;        /* index + 1, 0 empty */
+};
+
+static size_t ft_probe(const struct fg_ckpt *c, const struct file_table *t, const char *name, size_t len)
+{
+	size_t mask = t->n_slots - 1, i = (size_t)fg_fnv1a_n(name, len) & mask;
+
+	while (t->slots[i]) {
+		const char *n = c->files[t->slots[i] - 1].name;
+
+		if (strncmp(n, name, len) == 0 && n[len] == '\0')
+			break;
+		i = (i + 1) & mask;
 	}
-	return s;
+	return i;
 }
 
-static void map_release(struct name_map *m)
+/* The index of the file called name (len bytes) in c->files, or NO_FILE. */
+#define NO_FILE SIZE_MAX
+
+static size_t find_file_n(const struct fg_ckpt *c, const char *name, size_t len)
 {
-	if (m)
-		free(m->slots);
+	const struct file_table *t = c->fileidx;
+	size_t i;
+
+	if (!t || !t->n_slots)
+		return NO_FILE;
+	i = ft_probe(c, t, name, len);
+	return t->slots[i] ? t->slots[i] - 1 : NO_FILE;
+}
+
+static size_t find_file(const struct fg_ckpt *c, const char *name)
+{
+	return find_file_n(c, name, strlen(name));
+}
+
+static int ft_add(struct fg_ckpt *c, size_t idx)
+{
+	struct file_table *t = c->fileidx;
+
+	if (!t) {
+		if (!(t = calloc(1, sizeof(*t))))
+			return FG_ENOMEM;
+		c->fileidx = t;
+	}
+	if (2 * (idx + 1) >= t->n_slots) {
+		size_t n = t->n_slots ? 2 * t->n_slots : 64;
+		size_t *s = calloc(n, sizeof(*s));
+
+		if (!s)
+			return FG_ENOMEM;
+		free(t->slots);
+		t->slots = s;
+		t->n_slots = n;
+		for (size_t k = 0; k < idx; k++)
+			t->slots[ft_probe(c, t, c->files[k].name, strlen(c->files[k].name))] = k + 1;
+	}
+	t->slots[ft_probe(c, t, c->files[idx].name, strlen(c->files[idx].name))] = idx + 1;
+	return 0;
+}
+
+static void ft_rebuild(struct fg_ckpt *c)
+{
+	struct file_table *t = c->fileidx;
+
+	if (!t)
+		return;
+	memset(t->slots, 0, t->n_slots * sizeof(*t->slots));
+	for (size_t k = 0; k < c->n_files; k++)
+		t->slots[ft_probe(c, t, c->files[k].name, strlen(c->files[k].name))] = k + 1;
 }
 
 /* ---- helpers ---- */
@@ -97,50 +163,118 @@ static char *path_join(const char *dir, const char *name)
 	return p;
 }
 
-static int is_regular(const char *path)
-{
-	struct stat st;
+/* A config key and its place, sorted by (key, place) to answer "first" and "last" in O(log n). */
+struct keypos {
+	const char *key;
+	size_t pos;
+	const cJSON *item;
+};
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+static int cmp_keypos(const void *pa, const void *pb)
+{
+	const struct keypos *a = pa, *b = pb;
+	int c = strcmp(a->key, b->key);
+
+	return c ? c : (a->pos < b->pos ? -1 : a->pos > b->pos);
 }
 
-/* config with text_config's keys (but model_type) copied over the top level. */
+/* The first (want_last 0) or last element of v[0..n) with key, or NULL. */
+static const struct keypos *kp_find(const struct keypos *v, size_t n, const char *key, int want_last)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(v[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n || strcmp(v[lo].key, key) != 0)
+		return NULL;
+	while (want_last && lo + 1 < n && strcmp(v[lo + 1].key, key) == 0)
+		lo++;
+	return &v[lo];
+}
+
+static struct keypos *kp_list(const cJSON *o, size_t *n)
+{
+	const cJSON *kv;
+	struct keypos *v;
+	size_t i = 0;
+
+	*n = 0;
+	cJSON_ArrayForEach(kv, o)
+		(*n)++;
+	if (!(v = calloc(*n ? *n : 1, sizeof(*v))))
+		return NULL;
+	cJSON_ArrayForEach(kv, o) {
+		v[i].key = kv->string;
+		v[i].pos = i;
+		v[i].item = kv;
+		i++;
+	}
+	qsort(v, *n, sizeof(*v), cmp_keypos);
+	return v;
+}
+
+/*
+ * config with text_config's keys (but model_type) over the top level, as a
+ * copy of raw followed by cJSON_ReplaceItemInObject / AddItemToObject of
+ * each text_config key would have it, but holding references to raw's
+ * items instead of copies (the merged tree costs one node per key).
+ */
 static int merge_text_config(cJSON **out, const cJSON *raw)
 {
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(raw, "text_config");
+	struct keypos *r = NULL, *t = NULL;
+	size_t nr, nt = 0, i = 0;
 	const cJSON *kv;
-	cJSON *merged = cJSON_Duplicate(raw, 1);
+	cJSON *merged = cJSON_CreateObject();
+	int rc = FG_ENOMEM;
 
-	if (!merged)
-		return FG_ENOMEM;
-	if (cJSON_IsObject(tc)) {
+	if (!merged || !(r = kp_list(raw, &nr)) || (cJSON_IsObject(tc) && !(t = kp_list(tc, &nt))))
+		goto out;
+	cJSON_ArrayForEach(kv, raw) {
+		const struct keypos *first = kp_find(r, nr, kv->string, 0);
+		const struct keypos *over = NULL;
+
+		if (t && first->pos == i && strcmp(kv->string, "model_type") != 0)
+			over = kp_find(t, nt, kv->string, 1);
+		if (!cJSON_AddItemReferenceToObject(merged, kv->string, (cJSON *)(uintptr_t)(over ? over->item : kv)))
+			goto out;
+		i++;
+	}
+	i = 0;
+	if (t) {
 		cJSON_ArrayForEach(kv, tc) {
-			cJSON *copy;
+			const struct keypos *first = kp_find(t, nt, kv->string, 0);
 
-			if (strcmp(kv->string, "model_type") == 0)
-				continue;
-			copy = cJSON_Duplicate(kv, 1);
-			if (!copy) {
-				cJSON_Delete(merged);
-				return FG_ENOMEM;
-			}
-			if (cJSON_GetObjectItemCaseSensitive(merged, kv->string))
-				cJSON_ReplaceItemInObjectCaseSensitive(merged, kv->string, copy);
-			else
-				cJSON_AddItemToObject(merged, kv->string, copy);
+			if (first->pos == i && strcmp(kv->string, "model_type") != 0 && !kp_find(r, nr, kv->string, 0) &&
+			    !cJSON_AddItemReferenceToObject(merged, kv->string,
+							    (cJSON *)(uintptr_t)kp_find(t, nt, kv->string, 1)->item))
+				goto out;
+			i++;
 		}
 	}
 	*out = merged;
-	return 0;
+	merged = NULL;
+	rc = 0;
+out:
+	cJSON_Delete(merged);
+	free(r);
+	free(t);
+	return rc;
 }
 
-static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, struct fg_err *err)
+static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, int group, struct fg_err *err)
 {
 	struct fg_ckpt_file *f;
+	size_t found = find_file(c, name);
 
-	for (size_t i = 0; i < c->n_files; i++)
-		if (strcmp(c->files[i].name, name) == 0)
-			return (int)i;
+	if (found != NO_FILE)
+		return (int)found;
 	if (c->n_files == FG_CKPT_MAX_FILES)
 		return fg_err_set(err, FG_EINPUT, "%s: more than %u safetensors files",
 				  c->source, FG_CKPT_MAX_FILES);
@@ -149,8 +283,10 @@ static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, struct fg_
 	f = &c->files[c->n_files];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);
-	f->path = c->single_file ? strdup(c->source) : path_join(c->dir, name);
-	if (!f->name || !f->path) {
+	f->path = c->single_file && !c->pull ? strdup(c->source) : path_join(c->dir, name);
+	f->group = group;
+	f->seq = c->n_files;
+	if (!f->name || !f->path || ft_add(c, c->n_files)) {
 		free(f->name);
 		free(f->path);
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
@@ -158,46 +294,87 @@ static int add_file(struct fg_ckpt *c, size_t *cap, const char *name, struct fg_
 	return (int)c->n_files++;
 }
 
+static int add_unreadable(struct fg_ckpt *c, size_t *cap, const char *name, int rc, struct fg_err *err)
+{
+	struct fg_ckpt_unreadable *u;
+
+	if (FG_GROW(c->unreadable, c->n_unreadable + 1, *cap))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+	u = &c->unreadable[c->n_unreadable];
+	if (!(u->name = strdup(name)))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+	u->why = fg_fs_open_why(rc);
+	u->globbed = fnmatch("model*.safetensors", name, 0) == 0;
+	c->n_unreadable++;
+	return 0;
+}
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Every model*.safetensors in the folder, sorted, as mlx-lm's glob sees them. */
-static int glob_shards(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
+/* Probe name beneath the folder with the checked open: 0 (a regular file), -ENOENT, or another failure. */
+static int probe(const struct fg_ckpt *c, const char *name)
 {
-	DIR *d = opendir(c->dir);
+	int fd, rc = fg_fs_open_beneath(c->dirfd, name, &c->links, &fd);
+
+	if (!rc)
+		close(fd);
+	return rc;
+}
+
+/*
+ * Every model*.safetensors in the folder, sorted, as mlx-lm's glob sees
+ * them.  Names that are no regular file (or a link forged does not follow)
+ * go to c->unreadable instead.
+ */
+static int glob_shards(struct fg_ckpt *c, size_t *cap, size_t *ucap, struct fg_err *err)
+{
+	int dfd = dup(c->dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
 	char **names = NULL;
 	size_t n = 0, ncap = 0;
 	int rc = 0;
 
-	if (!d)
-		return fg_err_set(err, FG_EINPUT, "%s: cannot list the folder: %s", c->dir, strerror(errno));
+	if (!d) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot list the folder: %s", c->dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return rc;
+	}
 	while ((de = readdir(d))) {
-		char *full;
-		int reg;
+		struct stat st;
+		int why = 0;
 
 		if (fnmatch("model*.safetensors", de->d_name, 0) != 0)
 			continue;
-		full = path_join(c->dir, de->d_name);
-		reg = full && is_regular(full);
-		free(full);
-		if (!reg)
-			continue;
-		if (FG_GROW(names, n + 1, ncap)) {
-			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
-			goto out;
+		if (de->d_type == DT_REG) {
+			why = 0;
+		} else if (fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			why = -errno;
+		} else if (S_ISLNK(st.st_mode)) {
+			why = probe(c, de->d_name);
+		} else if (!S_ISREG(st.st_mode)) {
+			why = FG_FS_NOT_REGULAR;
 		}
-		if (!(names[n] = strdup(de->d_name))) {
+		if (why) {
+			rc = add_unreadable(c, ucap, de->d_name, why, err);
+			if (rc)
+				goto out;
+			continue;
+		}
+		if (FG_GROW(names, n + 1, ncap) || !(names[n] = strdup(de->d_name))) {
 			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
 			goto out;
 		}
 		n++;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
-		rc = add_file(c, cap, names[i], err);
+		rc = add_file(c, cap, names[i], GROUP_GLOB, err);
 		if (rc < 0)
 			goto out;
 		c->files[rc].globbed = 1;
@@ -211,137 +388,63 @@ out:
 	return rc;
 }
 
-/* A relative path inside the folder: no absolute path, no "..", no empty part. */
-static int confined_relpath(const char *p)
-{
-	const char *s = p;
-
-	if (!*p || *p == '/')
-		return 0;
-	while (*s) {
-		size_t len = strcspn(s, "/");
-
-		if (len == 0 || (len == 2 && s[0] == '.' && s[1] == '.'))
-			return 0;
-		s += len;
-		if (*s == '/')
-			s++;
-	}
-	return 1;
-}
-
-/* The index of the file called name in c->files, or NO_FILE. */
-#define NO_FILE SIZE_MAX
-
-static size_t find_file(const struct fg_ckpt *c, const char *name)
-{
-	for (size_t i = 0; i < c->n_files; i++)
-		if (strcmp(c->files[i].name, name) == 0)
-			return i;
-	return NO_FILE;
-}
-
 /*
  * Does the folder hold file name?  A remote folder cannot be listed: with
- * probe, one small request asks (optional sidecars); without, the header fetch
- * will tell (files the index names).
+ * remote_probe, one small request asks (optional sidecars); without, the
+ * header fetch will tell (files the index names).  0 when it does, -ENOENT
+ * when it does not, another fg_fs_open_beneath code when it is no regular
+ * file (or a refused link).
  */
-static int file_exists(const struct fg_ckpt *c, const char *name, int probe)
+static int file_exists(const struct fg_ckpt *c, const char *name, int remote_probe)
 {
 	struct fg_err ignored = { 0 };
 	uint64_t size;
-	char *path;
-	int exists;
 
 	if (c->pull)
-		return !probe || fg_pull_size(c->pull, name, &size, &ignored) == 0;
-	path = path_join(c->dir, name);
-	exists = path && is_regular(path);
-	free(path);
-	return exists;
-}
-
-/* Record the files the index's weight_map names; label names the index in errors. */
-static int process_index(struct fg_ckpt *c, size_t *cap, const char *label, struct fg_err *err)
-{
-	const cJSON *wm = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map"), *kv;
-	size_t last = NO_FILE;
-
-	if (!cJSON_IsObject(wm))
-		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", label);
-	cJSON_ArrayForEach(kv, wm) {
-		int idx;
-
-		if (!cJSON_IsString(kv))
-			return fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' is not a file name",
-					  label, kv->string);
-		if (!confined_relpath(kv->valuestring))
-			return fg_err_set(err, FG_EINPUT, "%s: weight_map entry '%.200s' names '%.200s', outside the folder",
-					  label, kv->string, kv->valuestring);
-		/* Index entries repeat a few file names: check each name once. */
-		if (last != NO_FILE && strcmp(c->files[last].name, kv->valuestring) == 0)
-			continue;
-		last = find_file(c, kv->valuestring);
-		if (last != NO_FILE) {
-			c->files[last].in_index = 1;
-			continue;
-		}
-		if (!file_exists(c, kv->valuestring, 0))
-			return fg_err_set(err, FG_EINPUT, "%s: weight_map names '%.200s' (for '%.200s'), which is missing",
-					  label, kv->valuestring, kv->string);
-		idx = add_file(c, cap, kv->valuestring, err);
-		if (idx < 0)
-			return idx;
-		c->files[idx].in_index = 1;
-		/* A remote folder cannot be listed: what the index names stands for the glob. */
-		c->files[idx].globbed = c->pull && fnmatch("model*.safetensors", kv->valuestring, 0) == 0;
-		last = (size_t)idx;
-	}
-	return 0;
-}
-
-static int load_index(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
-{
-	char *path = path_join(c->dir, "model.safetensors.index.json");
-	int rc = 0;
-
-	if (!path)
-		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->dir);
-	if (access(path, F_OK) == 0) {
-		rc = fg_json_load(&c->index, path, FG_CKPT_JSON_MAX, err);
-		if (!rc)
-			rc = process_index(c, cap, path, err);
-	}
-	free(path);
-	return rc;
+		return !remote_probe || fg_pull_size(c->pull, name, &size, &ignored) == 0 ? 0 : -ENOENT;
+	return probe(c, name);
 }
 
 /* The sidecar pointer of config.json, then the conventional names. */
-static int find_sidecars(struct fg_ckpt *c, size_t *cap, struct fg_err *err)
+static int find_sidecars(struct fg_ckpt *c, size_t *cap, size_t *ucap, struct fg_err *err)
 {
 	const cJSON *extra = cJSON_GetObjectItemCaseSensitive(c->config_raw, "mlx_lm_extra_tensors");
 	const cJSON *ptr = cJSON_GetObjectItemCaseSensitive(extra, "mtp_file");
-	int idx;
+	int idx, why;
 
 	if (ptr) {
-		if (!cJSON_IsString(ptr) || !confined_relpath(ptr->valuestring))
+		if (!cJSON_IsString(ptr) || !fg_fs_confined_relpath(ptr->valuestring))
 			return fg_err_set(err, FG_EINPUT,
 					  "%s/config.json: mlx_lm_extra_tensors.mtp_file is not a relative path inside the folder",
 					  c->dir);
-		if (!file_exists(c, ptr->valuestring, 1))
+		why = file_exists(c, ptr->valuestring, 1);
+		if (why == -ENOENT)
 			return fg_err_set(err, FG_EINPUT,
 					  "%s/config.json: mlx_lm_extra_tensors.mtp_file names '%.200s', which is missing",
 					  c->dir, ptr->valuestring);
-		idx = add_file(c, cap, ptr->valuestring, err);
+		if (why)
+			return fg_err_set(err, FG_EINPUT, "%s/config.json: mlx_lm_extra_tensors.mtp_file names '%.200s', which %s",
+					  c->dir, ptr->valuestring, fg_fs_open_why(why));
+		idx = add_file(c, cap, ptr->valuestring, GROUP_SIDECAR, err);
 		if (idx < 0)
 			return idx;
 		c->files[idx].sidecar = 1;
 		c->sidecar = idx;
 	}
 	for (size_t i = 0; i < sizeof(sidecar_candidates) / sizeof(*sidecar_candidates); i++) {
-		if (find_file(c, sidecar_candidates[i]) == NO_FILE && !file_exists(c, sidecar_candidates[i], 1))
-			continue;
-		idx = add_file(c, cap, sidecar_candidates[i], err);
+		if (find_file(c, sidecar_candidates[i]) == NO_FILE) {
+			why = file_exists(c, sidecar_candidates[i], 1);
+			if (why == -ENOENT)
+				continue;
+			if (why) {
+				/* A glob-matching candidate is already listed by the glob. */
+				if (fnmatch("model*.safetensors", sidecar_candidates[i], 0) != 0 &&
+				    add_unreadable(c, ucap, sidecar_candidates[i], why, err))
+					return err ? err->code : FG_ENOMEM;
+				continue;
+			}
+		}
+		idx = add_file(c, cap, sidecar_candidates[i], GROUP_SIDECAR, err);
 		if (idx < 0)
 			return idx;
 		c->files[idx].sidecar = 1;
@@ -368,46 +471,375 @@ static int is_shard(const struct fg_ckpt_file *f)
 	return f->globbed || f->in_index || !f->sidecar;
 }
 
-/*
- * Compare the index with the shard headers.  Every index entry is looked up
- * in the file it names (O(1) per entry); when each shard then has exactly as
- * many index entries found as it holds tensors, nothing is unlisted and no
- * second table is needed.  Only a mismatch pays for the name -> file table
- * that tells which tensors the index omits or misplaces.
- */
-static int cross_check(struct fg_ckpt *c, struct fg_err *err)
-{
-	struct name_map idx = { 0, 0, NULL };
-	const cJSON *wm = c->index ? cJSON_GetObjectItemCaseSensitive(c->index, "weight_map") : NULL;
-	size_t *found = NULL, mcap = 0;
-	const cJSON *kv;
-	size_t last = NO_FILE;
-	int rc = 0, complete = 1;
+/* ---- the index: scanned once, never kept as a tree ---- */
 
-	if (!wm)
-		return 0;
-	found = calloc(c->n_files ? c->n_files : 1, sizeof(*found));
-	if (!found)
-		goto nomem;
-	cJSON_ArrayForEach(kv, wm) {
-		if (last == NO_FILE || strcmp(c->files[last].name, kv->valuestring) != 0)
-			last = find_file(c, kv->valuestring);
-		if (last == NO_FILE)
-			continue;
-		if (fg_st_find(c->files[last].st, kv->string))
-			found[last]++;
-		else if (add_mismatch(c, &mcap, FG_INDEX_MISSING, kv->string, c->files[last].name) != 0)
-			goto nomem;
+/* The text of the index (mapped, or the remote body) and what scanning it found. */
+struct index_text {
+	const char *text;
+	size_t len;
+	const char *label;
+	int mapped;
+};
+
+/* Is the whole text JSON by fg_json_parse's rule?  (A meaning error is reported only then.) */
+static bool index_json_ok(const struct index_text *ix)
+{
+	struct fg_jl l;
+
+	fg_jl_init(&l, ix->text, ix->len);
+	return fg_jl_skip(&l) && fg_jl_end_plain(&l);
+}
+
+static int index_syntax(const struct index_text *ix, struct fg_err *err)
+{
+	struct fg_jl l;
+
+	fg_jl_init(&l, ix->text, ix->len);
+	if (fg_jl_skip(&l))
+		fg_jl_end_plain(&l);
+	return fg_err_set(err, FG_EINPUT, "%s: invalid JSON near byte %td", ix->label,
+			  l.bad ? l.bad - ix->text : (ptrdiff_t)0);
+}
+
+/* A meaning error, unless the text is no JSON at all (that wins, as when a tree was parsed first). */
+#define INDEX_FAIL(ix, err, ...) \
+	(index_json_ok(ix) ? fg_err_set(err, FG_EINPUT, __VA_ARGS__) : index_syntax(ix, err))
+
+/* The first "weight_map" member's value: the cursor is left there.  0, or FG_EINPUT. */
+static int index_find_map(const struct index_text *ix, struct fg_jl *l, cJSON **meta, char *scratch,
+			  struct fg_err *err)
+{
+	struct fg_jl_str key;
+	const char *map_at = NULL, *meta_at = NULL, *meta_end = NULL;
+	bool first = true;
+
+	fg_jl_init(l, ix->text, ix->len);
+	if (fg_jl_peek(l) != FG_JL_OBJECT)
+		return INDEX_FAIL(ix, err, "%s: no \"weight_map\" object", ix->label);
+	if (!fg_jl_begin(l, '{'))
+		return index_syntax(ix, err);
+	while (fg_jl_more(l, '}', &first)) {
+		size_t klen;
+		const char *k;
+		char *tmp = NULL;
+
+		(void)scratch;
+		if (!fg_jl_key(l, &key))
+			return index_syntax(ix, err);
+		if (key.escaped) {
+			if (!(tmp = malloc(key.len + 1)))
+				return fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			klen = fg_jl_decode(&key, tmp);
+			k = tmp;
+		} else {
+			klen = key.len;
+			k = key.raw;
+		}
+		if (!map_at && klen == 10 && memcmp(k, "weight_map", 10) == 0)
+			map_at = l->p;
+		else if (meta && !meta_at && klen == 8 && memcmp(k, "metadata", 8) == 0)
+			meta_at = l->p;
+		free(tmp);
+		if (!fg_jl_skip(l))
+			return index_syntax(ix, err);
+		if (meta_at && !meta_end)
+			meta_end = l->tok_end;
 	}
-	for (size_t i = 0; i < c->n_files; i++)
-		if (is_shard(&c->files[i]) && found[i] != c->files[i].st->n_tensors)
-			complete = 0;
-	if (complete)
+	if (l->bad || !fg_jl_end_plain(l))
+		return index_syntax(ix, err);
+	if (meta) {
+		*meta = NULL;
+		if (meta_at && fg_json_parse(meta, meta_at, (size_t)(meta_end - meta_at), ix->label, NULL) != 0)
+			*meta = NULL;
+	}
+	if (!map_at)
+		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", ix->label);
+	fg_jl_init(l, map_at, (size_t)(ix->text + ix->len - map_at));
+	if (fg_jl_peek(l) != FG_JL_OBJECT)
+		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", ix->label);
+	return 0;
+}
+
+/* What a pass over weight_map does. */
+enum scan_mode {
+	SCAN_FILES = 1,   /* check entries, mark in_index, add the files the index alone names */
+	SCAN_COUNT = 2,   /* look each entry up in its file's table: found[], FG_INDEX_MISSING */
+};
+
+struct scan {
+	struct fg_ckpt *c;
+	size_t *cap, *mcap;
+	size_t *found;        /* per file (n_files at the start of the pass) */
+	size_t n_found;
+	int added;            /* SCAN_FILES added a file: a SCAN_COUNT pass must follow its open */
+	size_t n_entries;
+	char *names;          /* FG_INDEX_MISSING names, copied (c->mismatch_names chain) */
+};
+
+/* Copy a missing tensor's name for the mismatch list (it outlives the index text). */
+static const char *keep_name(struct fg_ckpt *c, const char *name, size_t len)
+{
+	/* Each copy is its own block on the blocks list: rare (only mismatches). */
+	char *p = malloc(len + 1);
+
+	if (!p || FG_GROW(c->blocks, c->n_blocks + 1, c->cap_blocks)) {
+		free(p);
+		return NULL;
+	}
+	memcpy(p, name, len);
+	p[len] = '\0';
+	c->blocks[c->n_blocks++] = p;
+	return p;
+}
+
+static bool grow_buf(char **buf, size_t *cap, size_t need)
+{
+	char *p = realloc(*buf, need);
+
+	if (!p)
+		return false;
+	*buf = p;
+	*cap = need;
+	return true;
+}
+
+/* The entries of the weight_map object at l's cursor (see scan_index). */
+static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_jl *l, int mode, struct fg_err *err)
+{
+	struct fg_ckpt *c = s->c;
+	struct fg_jl_str key, val;
+	/* Decoded names are never longer than their text; the buffers grow to the longest seen. */
+	size_t kcap = 4096, vcap = 4096;
+	char *kbuf = malloc(kcap), *vbuf = malloc(vcap);
+	const char *last_raw = NULL, *drop_to = ix->text;
+	size_t last_len = 0, last = NO_FILE;
+	bool first = true;
+	int rc = 0;
+
+	if (!kbuf || !vbuf) {
+		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
 		goto out;
-	if (map_init(&idx, (size_t)cJSON_GetArraySize(wm)) != 0)
+	}
+	if (!fg_jl_begin(l, '{')) {
+		rc = index_syntax(ix, err);
+		goto out;
+	}
+	s->n_entries = 0;
+	while (fg_jl_more(l, '}', &first)) {
+		/* What was scanned leaves the resident set: the index is read once, front to back. */
+		if (ix->mapped && l->p - drop_to > (1 << 20)) {
+			const char *upto = (const char *)((uintptr_t)l->p & ~(uintptr_t)4095);
+
+			madvise((void *)(uintptr_t)drop_to, (size_t)(upto - drop_to), MADV_DONTNEED);
+			drop_to = upto;
+		}
+		const char *kname, *vname;
+		size_t klen, vlen;
+		uint32_t h;
+
+		if (!fg_jl_key(l, &key)) {
+			rc = index_syntax(ix, err);
+			goto out;
+		}
+		if (key.len >= kcap && !grow_buf(&kbuf, &kcap, key.len + 1)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			goto out;
+		}
+		s->n_entries++;
+		if (fg_jl_peek(l) != FG_JL_STRING) {
+			klen = fg_jl_decode(&key, kbuf);
+			rc = INDEX_FAIL(ix, err, "%s: weight_map entry '%.200s' is not a file name", ix->label, kbuf);
+			goto out;
+		}
+		if (!fg_jl_string(l, &val)) {
+			rc = index_syntax(ix, err);
+			goto out;
+		}
+		if (val.len >= vcap && !grow_buf(&vbuf, &vcap, val.len + 1)) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			goto out;
+		}
+		/* The file name: compared raw with the last one, decoded when it changes. */
+		if (!last_raw || val.escaped || val.len != last_len || memcmp(val.raw, last_raw, val.len) != 0) {
+			vlen = fg_jl_decode(&val, vbuf);
+			vname = vbuf;
+			if (!fg_fs_confined_relpath(vname)) {
+				fg_jl_decode(&key, kbuf);
+				rc = INDEX_FAIL(ix, err, "%s: weight_map entry '%.200s' names '%.200s', outside the folder",
+						ix->label, kbuf, vname);
+				goto out;
+			}
+			last = find_file_n(c, vname, vlen);
+			if (last == NO_FILE && (mode & SCAN_FILES)) {
+				int why = file_exists(c, vname, 0), idx;
+
+				fg_jl_decode(&key, kbuf);
+				if (why == -ENOENT) {
+					rc = INDEX_FAIL(ix, err, "%s: weight_map names '%.200s' (for '%.200s'), which is missing",
+							ix->label, vname, kbuf);
+					goto out;
+				}
+				if (why) {
+					rc = INDEX_FAIL(ix, err, "%s: weight_map names '%.200s' (for '%.200s'), which %s",
+							ix->label, vname, kbuf, fg_fs_open_why(why));
+					goto out;
+				}
+				idx = add_file(c, s->cap, vname, GROUP_INDEX, err);
+				if (idx < 0) {
+					rc = idx;
+					goto out;
+				}
+				/* A remote folder cannot be listed: what the index names stands for the glob. */
+				c->files[idx].globbed = c->pull && fnmatch("model*.safetensors", vname, 0) == 0;
+				c->files[idx].seq = s->n_entries;
+				last = (size_t)idx;
+				s->added = 1;
+			}
+			if (last != NO_FILE && (mode & SCAN_FILES) && !c->files[last].in_index) {
+				c->files[last].in_index = 1;
+				if (c->files[last].group != GROUP_GLOB) {
+					/* Listed in the order the index first names it, as the index added it before. */
+					c->files[last].group = GROUP_INDEX;
+					c->files[last].seq = s->n_entries;
+				}
+			}
+			last_raw = val.escaped ? NULL : val.raw;
+			last_len = val.len;
+		}
+		if (!(mode & SCAN_COUNT) || last == NO_FILE || last >= s->n_found || !c->files[last].st)
+			continue;
+		if (key.escaped) {
+			klen = fg_jl_decode(&key, kbuf);
+			kname = kbuf;
+		} else {
+			kname = key.raw;
+			klen = key.len;
+		}
+		h = (uint32_t)fg_fnv1a_n(kname, klen);
+		if (fg_st_find_n(c->files[last].st, kname, klen, h)) {
+			s->found[last]++;
+		} else {
+			const char *copy = keep_name(c, kname, klen);
+
+			if (!copy || add_mismatch(c, s->mcap, FG_INDEX_MISSING, copy, c->files[last].name) != 0) {
+				rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory cross-checking the index", c->source);
+				goto out;
+			}
+		}
+	}
+	if (l->bad) {
+		rc = index_syntax(ix, err);
+		goto out;
+	}
+out:
+	free(kbuf);
+	free(vbuf);
+	return rc;
+}
+
+
+/*
+ * One pass over the index: the top-level object's members are skipped but
+ * for the first "weight_map", whose entries are handled as they are read
+ * (scan_entries), and, on the SCAN_FILES pass, the first "metadata", kept
+ * as c->index.
+ */
+static int scan_index(struct scan *s, const struct index_text *ix, int mode, struct fg_err *err)
+{
+	struct fg_jl l;
+	struct fg_jl_str key;
+	const char *meta_at = NULL, *meta_end = NULL;
+	bool first = true, seen_map = false, map_ok = false;
+	int rc;
+
+	fg_jl_init(&l, ix->text, ix->len);
+	if (fg_jl_peek(&l) != FG_JL_OBJECT)
+		return INDEX_FAIL(ix, err, "%s: no \"weight_map\" object", ix->label);
+	if (!fg_jl_begin(&l, '{'))
+		return index_syntax(ix, err);
+	while (fg_jl_more(&l, '}', &first)) {
+		size_t klen;
+		const char *k;
+		char *tmp = NULL;
+
+		if (!fg_jl_key(&l, &key))
+			return index_syntax(ix, err);
+		if (key.escaped) {
+			if (!(tmp = malloc(key.len + 1)))
+				return fg_err_set(err, FG_ENOMEM, "%s: out of memory", ix->label);
+			klen = fg_jl_decode(&key, tmp);
+			k = tmp;
+		} else {
+			klen = key.len;
+			k = key.raw;
+		}
+		if (!seen_map && klen == 10 && memcmp(k, "weight_map", 10) == 0) {
+			free(tmp);
+			seen_map = true;
+			if (fg_jl_peek(&l) == FG_JL_OBJECT) {
+				map_ok = true;
+				rc = scan_entries(s, ix, &l, mode, err);
+				if (rc)
+					return rc;
+				continue;
+			}
+		} else if ((mode & SCAN_FILES) && !meta_at && klen == 8 && memcmp(k, "metadata", 8) == 0) {
+			free(tmp);
+			meta_at = l.p;
+			if (!fg_jl_skip(&l))
+				return index_syntax(ix, err);
+			meta_end = l.tok_end;
+			continue;
+		} else {
+			free(tmp);
+		}
+		if (!fg_jl_skip(&l))
+			return index_syntax(ix, err);
+	}
+	if (l.bad || !fg_jl_end_plain(&l))
+		return index_syntax(ix, err);
+	if (!map_ok)
+		return fg_err_set(err, FG_EINPUT, "%s: no \"weight_map\" object", ix->label);
+	if (meta_at && !s->c->index && fg_json_parse(&s->c->index, meta_at, (size_t)(meta_end - meta_at), ix->label, NULL))
+		s->c->index = NULL;
+	return 0;
+}
+
+/*
+ * The second half of the cross-check, paid only on a mismatch: the index's
+ * name -> file map (a second scan of its text) tells which tensors of a
+ * shard it omits or places in another file.
+ */
+static int cross_check_tail(struct fg_ckpt *c, const struct index_text *ix, const size_t *found, size_t *mcap,
+			    size_t n_entries, struct fg_err *err)
+{
+	struct name_map idx = { 0, NULL };
+	struct fg_jl l;
+	struct fg_jl_str key, val;
+	char *arena = NULL, *scratch = NULL;
+	size_t pos = 0;
+	bool first = true;
+	int rc = 0;
+
+	if (map_init(&idx, n_entries) != 0 || !(arena = malloc(ix->len + 1)) || !(scratch = malloc(ix->len + 1)))
 		goto nomem;
-	cJSON_ArrayForEach(kv, wm)
-		map_put(&idx, kv->string, 0, kv->valuestring);
+	if (index_find_map(ix, &l, NULL, scratch, err) || !fg_jl_begin(&l, '{'))
+		goto nomem; /* scanned fine before: cannot happen */
+	while (fg_jl_more(&l, '}', &first)) {
+		struct name_slot *e;
+		char *k = arena + pos, *v;
+
+		if (!fg_jl_key(&l, &key) || !fg_jl_string(&l, &val))
+			break;
+		pos += fg_jl_decode(&key, k) + 1;
+		v = arena + pos;
+		pos += fg_jl_decode(&val, v) + 1;
+		e = map_slot(&idx, k);
+		if (!e->name) {
+			e->name = k;
+			e->target = v;
+		}
+	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_ckpt_file *f = &c->files[i];
 
@@ -421,7 +853,7 @@ static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 			if (e->name && strcmp(e->target, f->name) == 0)
 				continue;
 			p = e->name ? FG_INDEX_WRONG_FILE : FG_INDEX_UNLISTED;
-			if (add_mismatch(c, &mcap, p, name, f->name) != 0)
+			if (add_mismatch(c, mcap, p, name, f->name) != 0)
 				goto nomem;
 		}
 	}
@@ -429,23 +861,76 @@ static int cross_check(struct fg_ckpt *c, struct fg_err *err)
 nomem:
 	rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory cross-checking the index", c->source);
 out:
-	free(found);
-	map_release(&idx);
+	free(arena);
+	free(scratch);
+	free(idx.slots);
 	return rc;
 }
 
 /*
+ * Compare the index with the shard headers.  Every index entry is looked up
+ * in the file it names (O(1) per entry, as the scan goes); when each shard
+ * then has exactly as many entries found as it holds tensors, nothing is
+ * unlisted and no map is needed.
+ */
+static int cross_check(struct fg_ckpt *c, const struct index_text *ix, struct scan *s, struct fg_err *err)
+{
+	int complete = 1;
+
+	for (size_t i = 0; i < c->n_files; i++)
+		if (is_shard(&c->files[i]) && s->found[i] != c->files[i].st->n_tensors)
+			complete = 0;
+	if (complete)
+		return 0;
+	return cross_check_tail(c, ix, s->found, s->mcap, s->n_entries, err);
+}
+
+/* A pass that counts: found[] sized for every file now known. */
+static int count_pass(struct scan *s, const struct index_text *ix, struct fg_err *err)
+{
+	free(s->found);
+	s->n_found = s->c->n_files;
+	s->found = calloc(s->n_found ? s->n_found : 1, sizeof(*s->found));
+	if (!s->found)
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", s->c->source);
+	return scan_index(s, ix, SCAN_COUNT, err);
+}
+
+/* Files in discovery order: the glob's (sorted), those the index alone names, then sidecars. */
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct fg_ckpt_file *a = pa, *b = pb;
+
+	if (a->group != b->group)
+		return a->group < b->group ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static void order_files(struct fg_ckpt *c)
+{
+	const char *side = c->sidecar >= 0 ? c->files[c->sidecar].name : NULL;
+
+	for (size_t i = 0; i < c->n_files; i++)
+		if (c->files[i].group == GROUP_GLOB)
+			c->files[i].seq = i;
+	if (c->n_files)
+		qsort(c->files, c->n_files, sizeof(*c->files), cmp_group);
+	ft_rebuild(c);
+	if (side)
+		c->sidecar = (int)find_file(c, side);
+}
+
+/*
  * Files are opened by a few threads: parsing a 100,000-tensor checkpoint's
- * headers is most of an inspection's time, and headers are independent.  The
- * globbed shards start opening while the calling thread parses the index.
- * Workers see only the pool's own arrays, never c->files, which the index
- * may grow meanwhile.
+ * headers is most of an inspection's time, and headers are independent.
+ * Workers see only the pool's own arrays, never c->files.
  */
 #define OPEN_THREADS_MAX FG_CKPT_OPEN_THREADS
 
 struct open_pool {
 	size_t n;
-	const char **paths;
+	const struct fg_ckpt *c;
+	const char **names, **paths;
 	struct fg_st_file **st;
 	int *rc;
 	struct fg_err *errs;
@@ -454,6 +939,19 @@ struct open_pool {
 	pthread_t tids[OPEN_THREADS_MAX];
 	size_t started;
 };
+
+/* Open one file beneath the folder and parse its header. */
+static int open_one(const struct fg_ckpt *c, const char *name, const char *path, struct fg_st_file **st,
+		    struct fg_err *err)
+{
+	int fd, rc = fg_fs_open_beneath(c->dirfd, name, &c->links, &fd);
+
+	if (rc)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, fg_fs_open_why(rc));
+	rc = fg_st_open_fd(st, fd, path, c->parse, err);
+	close(fd);
+	return rc;
+}
 
 static void *open_worker(void *arg)
 {
@@ -467,58 +965,8 @@ static void *open_worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		if (i >= p->n)
 			return NULL;
-		p->rc[i] = fg_st_open(&p->st[i], p->paths[i], &p->errs[i]);
+		p->rc[i] = open_one(p->c, p->names[i], p->paths[i], &p->st[i], &p->errs[i]);
 	}
-}
-
-/* Start opening files [from, c->n_files) on n_threads threads. */
-static int pool_start(struct open_pool *p, const struct fg_ckpt *c, size_t from, size_t n_threads)
-{
-	memset(p, 0, sizeof(*p));
-	pthread_mutex_init(&p->lock, NULL);
-	p->n = c->n_files - from;
-	p->paths = calloc(p->n ? p->n : 1, sizeof(*p->paths));
-	p->st = calloc(p->n ? p->n : 1, sizeof(*p->st));
-	p->rc = calloc(p->n ? p->n : 1, sizeof(*p->rc));
-	p->errs = calloc(p->n ? p->n : 1, sizeof(*p->errs));
-	if (!p->paths || !p->st || !p->rc || !p->errs)
-		return FG_ENOMEM;
-	for (size_t i = 0; i < p->n; i++)
-		p->paths[i] = c->files[from + i].path;
-	if (n_threads > OPEN_THREADS_MAX)
-		n_threads = OPEN_THREADS_MAX;
-	if (n_threads > p->n)
-		n_threads = p->n;
-	for (size_t i = 0; i < n_threads; i++)
-		if (pthread_create(&p->tids[p->started], NULL, open_worker, p) == 0)
-			p->started++;
-	return 0;
-}
-
-/* Wait for the pool (helping it), hand its files to c from index from, free it. */
-static int pool_finish(struct open_pool *p, struct fg_ckpt *c, size_t from, int rc, struct fg_err *err)
-{
-	if (p->paths && p->st && p->rc && p->errs)
-		open_worker(p);
-	for (size_t i = 0; i < p->started; i++)
-		pthread_join(p->tids[i], NULL);
-	pthread_mutex_destroy(&p->lock);
-	if (!p->paths || !p->st || !p->rc || !p->errs)
-		rc = rc ? rc : fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
-	for (size_t i = 0; p->st && i < p->n; i++) {
-		c->files[from + i].st = p->st[i];
-		/* Report the first failing file in files[] order, as a serial open would. */
-		if (!rc && p->rc[i]) {
-			if (err)
-				*err = p->errs[i];
-			rc = fg_err_prefix(err, p->rc[i], "checkpoint '%s': ", c->source);
-		}
-	}
-	free(p->paths);
-	free(p->st);
-	free(p->rc);
-	free(p->errs);
-	return rc;
 }
 
 static size_t open_threads(void)
@@ -526,6 +974,61 @@ static size_t open_threads(void)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return cpus > 1 ? (size_t)cpus : 1;
+}
+
+/* Open the headers of files [from, c->n_files) that have none, on a pool; the first failure in files[] order wins. */
+static int open_files(struct fg_ckpt *c, size_t from, struct fg_err *err)
+{
+	struct open_pool p;
+	size_t n_threads = open_threads();
+	int rc = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.c = c;
+	p.n = c->n_files - from;
+	if (!p.n)
+		return 0;
+	pthread_mutex_init(&p.lock, NULL);
+	p.names = calloc(p.n, sizeof(*p.names));
+	p.paths = calloc(p.n, sizeof(*p.paths));
+	p.st = calloc(p.n, sizeof(*p.st));
+	p.rc = calloc(p.n, sizeof(*p.rc));
+	p.errs = calloc(p.n, sizeof(*p.errs));
+	if (!p.names || !p.paths || !p.st || !p.rc || !p.errs) {
+		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+		goto out;
+	}
+	for (size_t i = 0; i < p.n; i++) {
+		p.names[i] = c->files[from + i].name;
+		p.paths[i] = c->files[from + i].path;
+	}
+	if (n_threads > OPEN_THREADS_MAX)
+		n_threads = OPEN_THREADS_MAX;
+	if (n_threads > p.n)
+		n_threads = p.n;
+	/* The calling thread is one of the workers. */
+	for (size_t i = 1; i < n_threads; i++)
+		if (pthread_create(&p.tids[p.started], NULL, open_worker, &p) == 0)
+			p.started++;
+	open_worker(&p);
+	for (size_t i = 0; i < p.started; i++)
+		pthread_join(p.tids[i], NULL);
+	for (size_t i = 0; i < p.n; i++) {
+		c->files[from + i].st = p.st[i];
+		if (!rc && p.rc[i]) {
+			if (err)
+				*err = p.errs[i];
+			rc = fg_err_prefix(err, p.rc[i], "checkpoint '%s': ", c->source);
+		}
+	}
+out:
+	pthread_mutex_destroy(&p.lock);
+	free(p.names);
+	free(p.paths);
+	free(p.st);
+	free(p.rc);
+	free(p.errs);
+	return rc;
 }
 
 static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *err)
@@ -547,7 +1050,201 @@ static int set_location(struct fg_ckpt *c, const char *source, struct fg_err *er
 	} else {
 		return fg_err_set(err, FG_EINPUT, "%s: neither a folder nor a file", source);
 	}
-	return c->dir ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
+	if (!c->dir)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	/* The folder itself may be reached through links (the caller confined it); nothing beneath it is. */
+	c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dirfd < 0)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open the folder: %s", c->dir, strerror(errno));
+	return 0;
+}
+
+/* config.json beneath the folder: -ENOENT when absent (*found 0), else loaded or an error. */
+static int load_config(struct fg_ckpt *c, int *found, struct fg_err *err)
+{
+	char label[PATH_MAX];
+	int fd, rc = fg_fs_open_beneath(c->dirfd, "config.json", &c->links, &fd);
+
+	*found = rc != -ENOENT;
+	snprintf(label, sizeof(label), "%s/config.json", c->dir);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", label, fg_fs_open_why(rc));
+	rc = fg_json_load_fd(&c->config_raw, fd, label, FG_CKPT_CONFIG_MAX, FG_CKPT_CONFIG_NODES, err);
+	close(fd);
+	if (rc)
+		return rc;
+	if (!cJSON_IsObject(c->config_raw))
+		return fg_err_set(err, FG_EINPUT, "%s: not a JSON object", label);
+	if (merge_text_config(&c->config, c->config_raw) != 0)
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", label);
+	return 0;
+}
+
+/* The index beneath the folder, mapped (ix->text NULL when there is none). */
+static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size_t label_len, struct fg_err *err)
+{
+	struct stat st;
+	int fd, rc = fg_fs_open_beneath(c->dirfd, "model.safetensors.index.json", &c->links, &fd);
+	void *m;
+
+	memset(ix, 0, sizeof(*ix));
+	snprintf(label, label_len, "%s/model.safetensors.index.json", c->dir);
+	ix->label = label;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", label, fg_fs_open_why(rc));
+	if (fstat(fd, &st) != 0) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot stat: %s", label, strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size > FG_CKPT_JSON_MAX) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: %lld bytes exceed the cap of %u", label, (long long)st.st_size,
+				FG_CKPT_JSON_MAX);
+		goto out;
+	}
+	if (st.st_size == 0) {
+		ix->text = "";
+		goto out;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot map: %s", label, strerror(errno));
+		goto out;
+	}
+	madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+	ix->text = m;
+	ix->len = (size_t)st.st_size;
+	ix->mapped = 1;
+	/* No NUL byte (the reader relies on it), checked a MiB at a time and let go of again. */
+	for (size_t at = 0; at < ix->len && !rc; at += 1u << 20) {
+		size_t n = ix->len - at < (1u << 20) ? ix->len - at : 1u << 20;
+
+		if (memchr(ix->text + at, '\0', n))
+			rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
+		madvise((char *)m + at, n, MADV_DONTNEED);
+	}
+out:
+	close(fd);
+	return rc;
+}
+
+static void unmap_index(struct index_text *ix)
+{
+	if (ix->mapped)
+		munmap((void *)(uintptr_t)ix->text, ix->len);
+	ix->mapped = 0;
+}
+
+static void config_ready(const struct fg_ckpt *c, const struct fg_ckpt_opts *o)
+{
+	if (o && o->on_config)
+		o->on_config(c->config, o->config_ctx);
+}
+
+static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckpt_opts *o, size_t *cap,
+		      struct fg_err *err)
+{
+	struct index_text ix;
+	struct scan s;
+	char label[PATH_MAX];
+	size_t ucap = 0, mcap = 0;
+	int rc, has_config;
+
+	memset(&s, 0, sizeof(s));
+	memset(&ix, 0, sizeof(ix));
+	rc = set_location(c, source, err);
+	if (rc)
+		return rc;
+	rc = load_config(c, &has_config, err);
+	if (rc)
+		return rc;
+	if (!has_config && !c->single_file)
+		return fg_err_set(err, FG_EINPUT, "%s: no config.json in the checkpoint folder", source);
+	config_ready(c, o);
+	if (c->single_file) {
+		const char *slash = strrchr(source, '/');
+		int fd;
+
+		rc = add_file(c, cap, slash ? slash + 1 : source, GROUP_GLOB, err);
+		if (rc < 0)
+			return rc;
+		c->files[rc].globbed = fnmatch("model*.safetensors", c->files[rc].name, 0) == 0;
+		/* The file the caller named: opened as given (it may be a link the caller resolved). */
+		fd = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return fg_err_set(err, FG_EINPUT, "checkpoint '%s': %s: cannot open: %s", source, source,
+					  strerror(errno));
+		rc = fg_st_open_fd(&c->files[0].st, fd, c->files[0].path, c->parse, err);
+		close(fd);
+		return rc ? fg_err_prefix(err, rc, "checkpoint '%s': ", c->source) : 0;
+	}
+	rc = glob_shards(c, cap, &ucap, err);
+	if (!rc)
+		rc = find_sidecars(c, cap, &ucap, err);
+	if (!rc)
+		rc = map_index(c, &ix, label, sizeof(label), err);
+	if (rc)
+		goto out;
+	rc = open_files(c, 0, err);
+	if (rc && ix.text) {
+		/* An index error comes first, as when the index was read before the shards. */
+		struct fg_err ierr = { 0 };
+		int irc;
+
+		s.c = c;
+		s.cap = cap;
+		s.mcap = &mcap;
+		irc = scan_index(&s, &ix, SCAN_FILES, &ierr);
+		if (irc && err)
+			*err = ierr;
+		rc = irc ? irc : rc;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (ix.text) {
+		size_t before = c->n_files;
+
+		s.c = c;
+		s.cap = cap;
+		s.mcap = &mcap;
+		s.n_found = c->n_files;
+		s.found = calloc(s.n_found ? s.n_found : 1, sizeof(*s.found));
+		if (!s.found) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
+			goto out;
+		}
+		rc = scan_index(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
+		if (!rc && s.added) {
+			rc = open_files(c, before, err);
+			c->n_mismatch = 0;
+			if (!rc)
+				rc = count_pass(&s, &ix, err);
+		}
+		if (!rc)
+			rc = cross_check(c, &ix, &s, err);
+		if (rc)
+			goto out;
+		if (!c->index && !(c->index = cJSON_CreateObject())) {
+			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
+			goto out;
+		}
+	}
+	order_files(c);
+	for (size_t i = 0; i < c->n_files; i++)
+		c->files[i].stray = c->index && c->files[i].globbed && !c->files[i].in_index;
+	if (c->n_files == 0 && c->n_unreadable == 0)
+		rc = fg_err_set(err, FG_EINPUT, "%s: no model*.safetensors shards in the folder", source);
+	else if (c->n_files == 0)
+		rc = fg_err_set(err, FG_EINPUT, "%s: no readable model*.safetensors shard in the folder: %s %s", source,
+				c->unreadable[0].name, c->unreadable[0].why);
+out:
+	unmap_index(&ix);
+	free(s.found);
+	return rc;
 }
 
 /* ---- remote checkpoints ---- */
@@ -566,6 +1263,7 @@ void fg_ckpt_pull_opts(struct fg_pull_opts *o, const char *cache_dir, const char
 	o->cache_dir = cache_dir;
 	o->allow_hosts = allow_hosts;
 	o->n_allow_hosts = n_allow_hosts;
+	o->max_bytes = FG_CKPT_PULL_MAX_BYTES;
 }
 
 const char *fg_ckpt_default_cache_dir(char *buf, size_t len)
@@ -587,18 +1285,23 @@ void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len)
 	fg_ckpt_pull_opts(o, fg_ckpt_default_cache_dir(buf, len), NULL, 0);
 }
 
-/* A small JSON file of the remote folder; FG_ENOTFOUND when it is not there. */
-static int remote_json(struct fg_ckpt *c, const char *name, cJSON **out, struct fg_err *err)
+/* config.json of the remote folder; FG_ENOTFOUND when it is not there. */
+static int remote_config(struct fg_ckpt *c, struct fg_err *err)
 {
 	uint8_t *text = NULL;
 	size_t len = 0;
 	char label[PATH_MAX];
-	int rc = fg_pull_get(c->pull, name, &text, &len, FG_CKPT_JSON_MAX, err);
+	int rc = fg_pull_get(c->pull, "config.json", &text, &len, FG_CKPT_CONFIG_MAX, err);
+	size_t nodes;
 
 	if (rc)
 		return rc;
-	snprintf(label, sizeof(label), "%s/%s", c->dir, name);
-	rc = fg_json_parse(out, (const char *)text, len, label, err);
+	snprintf(label, sizeof(label), "%s/config.json", c->dir);
+	if ((nodes = fg_json_count_nodes((const char *)text, len)) > FG_CKPT_CONFIG_NODES)
+		rc = fg_err_set(err, FG_EINPUT, "%s: up to %zu JSON values exceed the cap of %u", label, nodes,
+				FG_CKPT_CONFIG_NODES);
+	else
+		rc = fg_json_parse(&c->config_raw, (const char *)text, len, label, err);
 	free(text);
 	return rc;
 }
@@ -607,40 +1310,47 @@ static int remote_json(struct fg_ckpt *c, const char *name, cJSON **out, struct 
  * Every file's header by range requests: first the 8-byte lengths of all
  * files in one parallel call, then all headers in a second one.
  */
-static int remote_headers(struct fg_ckpt *c, struct fg_err *err)
+static int remote_headers(struct fg_ckpt *c, size_t from, struct fg_err *err)
 {
-	struct fg_pull_range *r = calloc(c->n_files ? c->n_files : 1, sizeof(*r));
+	size_t n = c->n_files - from;
+	struct fg_pull_range *r = calloc(n ? n : 1, sizeof(*r));
 	int rc = 0;
 
 	if (!r)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	for (size_t i = 0; i < c->n_files; i++) {
-		r[i].file = c->files[i].name;
+	for (size_t i = 0; i < n; i++) {
+		r[i].file = c->files[from + i].name;
 		r[i].offset = 0;
 		r[i].len = 8;
 	}
-	rc = fg_pull_ranges(c->pull, r, c->n_files, err);
-	for (size_t i = 0; !rc && i < c->n_files; i++) {
+	rc = fg_pull_ranges(c->pull, r, n, err);
+	for (size_t i = 0; !rc && i < n; i++) {
 		uint64_t size = 0, hlen = 0;
 
-		rc = fg_pull_size(c->pull, c->files[i].name, &size, err);
+		rc = fg_pull_size(c->pull, c->files[from + i].name, &size, err);
 		for (int b = 7; !rc && b >= 0; b--)
 			hlen = (hlen << 8) | r[i].data[b];
 		if (!rc && (hlen > FG_ST_HEADER_MAX || hlen > size - 8))
-			rc = fg_err_set(err, FG_EINPUT, "%s: header length %llu is over the cap or past the end of the file",
-					c->files[i].path, (unsigned long long)hlen);
+			rc = fg_err_set(err, FG_EINPUT, "%s: header length is over the cap or past the end of the file",
+					c->files[from + i].path);
 		r[i].len = 8 + hlen;
 		r[i].data = NULL;
 	}
 	if (!rc)
-		rc = fg_pull_ranges(c->pull, r, c->n_files, err);
-	for (size_t i = 0; !rc && i < c->n_files; i++) {
+		rc = fg_pull_ranges(c->pull, r, n, err);
+	for (size_t i = 0; !rc && i < n; i++) {
 		uint64_t size = 0;
 
-		rc = fg_pull_size(c->pull, c->files[i].name, &size, err);
+		rc = fg_pull_size(c->pull, c->files[from + i].name, &size, err);
 		if (!rc)
-			rc = fg_st_parse_header(&c->files[i].st, r[i].data, (size_t)r[i].len, size,
-						c->files[i].path, err);
+			rc = fg_st_parse_header(&c->files[from + i].st, r[i].data, (size_t)r[i].len, size,
+						c->files[from + i].path, err);
+		if (!rc && c->parse && c->parse->classify) {
+			struct fg_st_file *st = c->files[from + i].st;
+
+			for (size_t k = 0; k < st->n_tensors; k++)
+				c->parse->classify(&st->tensors[k], strlen(st->tensors[k].name), c->parse->ctx);
+		}
 	}
 	free(r);
 	if (rc == FG_ENOTFOUND)
@@ -648,11 +1358,12 @@ static int remote_headers(struct fg_ckpt *c, struct fg_err *err)
 	return rc ? fg_err_prefix(err, rc, "checkpoint '%s': ", c->source) : 0;
 }
 
-static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pull_opts *o, size_t *cap,
-		       struct fg_err *err)
+static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pull_opts *o,
+		       const struct fg_ckpt_opts *co, size_t *cap, struct fg_err *err)
 {
 	const char *single;
-	size_t n;
+	size_t n, ucap = 0, mcap = 0;
+	uint8_t *text = NULL;
 	int rc;
 
 	rc = fg_pull_open(&c->pull, source, o, err);
@@ -667,7 +1378,7 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 		c->dir[n - 1] = '\0';
 	single = fg_pull_source_file(c->pull);
 	c->single_file = single != NULL;
-	rc = remote_json(c, "config.json", &c->config_raw, err);
+	rc = remote_config(c, err);
 	if (rc == FG_ENOTFOUND && single)
 		rc = 0;
 	else if (rc == FG_ENOTFOUND)
@@ -678,175 +1389,407 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 		return fg_err_set(err, FG_EINPUT, "%s/config.json: not a JSON object", c->dir);
 	if (c->config_raw && merge_text_config(&c->config, c->config_raw) != 0)
 		return fg_err_set(err, FG_ENOMEM, "%s/config.json: out of memory", c->dir);
+	config_ready(c, co);
 	if (single) {
-		rc = add_file(c, cap, single, err);
+		rc = add_file(c, cap, single, GROUP_GLOB, err);
 		if (rc < 0)
 			return rc;
 		c->files[rc].globbed = fnmatch("model*.safetensors", single, 0) == 0;
-		return remote_headers(c, err);
+		return remote_headers(c, 0, err);
 	}
-	rc = remote_json(c, "model.safetensors.index.json", &c->index, err);
+	n = 0;
+	rc = fg_pull_get(c->pull, "model.safetensors.index.json", &text, &n, FG_CKPT_JSON_MAX, err);
 	if (rc == FG_ENOTFOUND) {
 		/* No index: a single-shard model, as the Hugging Face tools assume. */
-		rc = add_file(c, cap, "model.safetensors", err);
+		rc = add_file(c, cap, "model.safetensors", GROUP_GLOB, err);
 		if (rc < 0)
 			return rc;
 		c->files[rc].globbed = 1;
-		rc = 0;
-	} else if (!rc) {
+		rc = find_sidecars(c, cap, &ucap, err);
+		if (!rc)
+			rc = remote_headers(c, 0, err);
+		return rc;
+	}
+	if (!rc) {
 		char label[PATH_MAX];
+		struct index_text ix = { (const char *)text, n, label, 0 };
+		struct scan s;
 
+		memset(&s, 0, sizeof(s));
+		s.c = c;
+		s.cap = cap;
+		s.mcap = &mcap;
 		snprintf(label, sizeof(label), "%s/model.safetensors.index.json", c->dir);
-		rc = process_index(c, cap, label, err);
+		if (memchr(text, '\0', n))
+			rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
+		if (!rc)
+			rc = scan_index(&s, &ix, SCAN_FILES, err);
+		if (!rc)
+			rc = find_sidecars(c, cap, &ucap, err);
+		if (!rc)
+			rc = remote_headers(c, 0, err);
+		if (!rc)
+			rc = count_pass(&s, &ix, err);
+		if (!rc)
+			rc = cross_check(c, &ix, &s, err);
+		if (!rc && !c->index && !(c->index = cJSON_CreateObject()))
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		free(s.found);
+		if (!rc)
+			order_files(c);
+	}
+	free(text);
+	return rc;
+}
+
+/* ---- reading tensor bytes ---- */
+
+/* Which file holds tensor t: files sorted by their tensor arrays' addresses, searched. */
+struct owner {
+	const struct fg_tensor *lo, *hi;
+	size_t file;
+};
+
+static int cmp_owner(const void *pa, const void *pb)
+{
+	const struct owner *a = pa, *b = pb;
+
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static struct owner *owners(const struct fg_ckpt *c)
+{
+	struct owner *o = calloc(c->n_files ? c->n_files : 1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < c->n_files; i++) {
+		o[i].lo = c->files[i].st->tensors;
+		o[i].hi = c->files[i].st->tensors + c->files[i].st->n_tensors;
+		o[i].file = i;
+	}
+	qsort(o, c->n_files, sizeof(*o), cmp_owner);
+	return o;
+}
+
+static size_t owner_of(const struct owner *o, size_t n, const struct fg_tensor *t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t < o[mid].lo)
+			hi = mid;
+		else if (t >= o[mid].hi)
+			lo = mid + 1;
+		else
+			return o[mid].file;
+	}
+	return NO_FILE;
+}
+
+struct want {
+	size_t file;
+	const struct fg_tensor *t;
+};
+
+static int cmp_want(const void *pa, const void *pb)
+{
+	const struct want *a = pa, *b = pb;
+
+	if (a->file != b->file)
+		return a->file < b->file ? -1 : 1;
+	return a->t->begin < b->t->begin ? -1 : a->t->begin > b->t->begin;
+}
+
+/* The wanted tensors (not yet read, not empty) with their files, grouped by file.  *n in/out. */
+static struct want *wants(const struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t *n,
+			  struct fg_err *err)
+{
+	struct owner *o = owners(c);
+	struct want *w = calloc(*n ? *n : 1, sizeof(*w));
+	size_t m = 0;
+
+	if (!o || !w) {
+		free(o);
+		free(w);
+		fg_err_set(err, FG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		size_t f;
+
+		if (tensors[i]->data || !fg_tensor_bytes(tensors[i]))
+			continue;
+		f = owner_of(o, c->n_files, tensors[i]);
+		if (f == NO_FILE)
+			continue;
+		w[m].file = f;
+		w[m++].t = tensors[i];
+	}
+	free(o);
+	qsort(w, m, sizeof(*w), cmp_want);
+	*n = m;
+	return w;
+}
+
+static int reopen(const struct fg_ckpt *c, const struct fg_ckpt_file *f, int *fd, struct fg_err *err)
+{
+	int rc;
+
+	if (c->single_file)
+		*fd = open(c->source, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc = *fd < 0 ? -errno : 0;
+	else
+		rc = fg_fs_open_beneath(c->dirfd, f->name, &c->links, fd);
+	if (rc)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", f->path, fg_fs_open_why(rc));
+	rc = fg_st_check_same(f->st, *fd, err);
+	if (rc)
+		close(*fd);
+	return rc;
+}
+
+static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t got = pread(fd, buf, len, (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		buf += got;
+		len -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+/* Local fetch: the tensors of one file read into one block c owns, the file checked before and after. */
+static int fetch_file(struct fg_ckpt *c, const struct want *w, size_t n, struct fg_err *err)
+{
+	const struct fg_ckpt_file *f = &c->files[w[0].file];
+	uint64_t total = 0, at = 0;
+	uint8_t *block;
+	int fd, rc;
+
+	for (size_t i = 0; i < n; i++)
+		total += fg_tensor_bytes(w[i].t);
+	if (total > SIZE_MAX || FG_GROW(c->blocks, c->n_blocks + 1, c->cap_blocks) ||
+	    !(block = malloc((size_t)total)))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory for %llu bytes of tensors", f->path,
+				  (unsigned long long)total);
+	c->blocks[c->n_blocks++] = block;
+	rc = reopen(c, f, &fd, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		uint64_t len = fg_tensor_bytes(w[i].t);
+
+		rc = pread_all(fd, block + at, (size_t)len, f->st->data_start + w[i].t->begin);
+		if (rc)
+			rc = fg_err_set(err, FG_EINPUT, "%s: tensor '%s': %s", f->path, w[i].t->name,
+					rc == -EIO ? "the file is shorter than its header says (changed while it was read)"
+						   : strerror(-rc));
+		at += len;
 	}
 	if (!rc)
-		rc = find_sidecars(c, cap, err);
-	if (!rc)
-		rc = remote_headers(c, err);
+		rc = fg_st_check_same(f->st, fd, err); /* the same file after the reads: size and mtime */
+	close(fd);
+	at = 0;
+	/* c owns its tensors: setting a view's data is its own business (see checkpoint.h). */
+	for (size_t i = 0; !rc && i < n; i++) {
+		((struct fg_tensor *)(uintptr_t)w[i].t)->data = block + at;
+		at += fg_tensor_bytes(w[i].t);
+	}
+	return rc;
+}
+
+static int fetch_remote(struct fg_ckpt *c, const struct want *w, size_t m, struct fg_err *err)
+{
+	struct fg_pull_range *r = calloc(m ? m : 1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	for (size_t k = 0; k < m; k++) {
+		const struct fg_st_file *st = c->files[w[k].file].st;
+
+		r[k].file = c->files[w[k].file].name;
+		r[k].offset = st->data_start + w[k].t->begin;
+		r[k].len = fg_tensor_bytes(w[k].t);
+	}
+	rc = fg_pull_ranges(c->pull, r, m, err);
+	for (size_t k = 0; !rc && k < m; k++)
+		((struct fg_tensor *)(uintptr_t)w[k].t)->data = r[k].data;
+	free(r);
 	return rc;
 }
 
 int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err)
 {
-	struct fg_pull_range *r;
-	size_t *owner, m = 0;
-	int rc;
+	struct want *w;
+	int rc = 0;
 
-	if (!c->pull || !n)
+	if (!n)
 		return 0;
-	r = calloc(n, sizeof(*r));
-	owner = calloc(n, sizeof(*owner));
-	if (!r || !owner) {
-		free(r);
-		free(owner);
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct fg_tensor *t = tensors[i];
+	if (!(w = wants(c, tensors, &n, err)))
+		return FG_ENOMEM;
+	if (c->pull) {
+		rc = fetch_remote(c, w, n, err);
+	} else {
+		for (size_t i = 0; !rc && i < n; ) {
+			size_t j = i;
 
-		if (t->data || !fg_tensor_bytes(t))
-			continue;
-		for (size_t f = 0; f < c->n_files; f++) {
-			const struct fg_st_file *st = c->files[f].st;
-
-			if (t >= st->tensors && t < st->tensors + st->n_tensors) {
-				r[m].file = c->files[f].name;
-				r[m].offset = st->data_start + t->begin;
-				r[m].len = fg_tensor_bytes(t);
-				owner[m++] = i;
-				break;
-			}
+			while (j < n && w[j].file == w[i].file)
+				j++;
+			rc = fetch_file(c, w + i, j - i, err);
+			i = j;
 		}
 	}
-	rc = fg_pull_ranges(c->pull, r, m, err);
-	/* c owns its tensors: setting a view's data is its own business (see checkpoint.h). */
-	for (size_t k = 0; !rc && k < m; k++)
-		((struct fg_tensor *)(uintptr_t)tensors[owner[k]])->data = r[k].data;
-	free(r);
-	free(owner);
+	free(w);
 	return rc;
 }
 
+int fg_ckpt_map(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err)
+{
+	struct want *w;
+	int rc = 0;
+
+	if (c->pull)
+		return fg_ckpt_fetch(c, tensors, n, err);
+	if (!n)
+		return 0;
+	if (!(w = wants(c, tensors, &n, err)))
+		return FG_ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct fg_ckpt_file *f = &c->files[w[i].file];
+		const struct fg_tensor *t = w[i].t;
+
+		if (!f->st->map) {
+			int fd;
+
+			rc = reopen(c, f, &fd, err);
+			if (rc)
+				break;
+			rc = fg_st_map(f->st, fd, err);
+			close(fd);
+		}
+		if (!rc && t->data) {
+			/* Read ahead what will be streamed; page boundaries are the kernel's. */
+			uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)4095;
+
+			madvise((void *)a, (size_t)((uintptr_t)t->data + fg_tensor_bytes(t) - a), MADV_WILLNEED);
+		}
+	}
+	free(w);
+	return rc;
+}
+
+int fg_ckpt_open_file(const struct fg_ckpt *c, const char *name, int *fd)
+{
+	if (c->dirfd < 0)
+		return -EBADF;
+	return fg_fs_open_beneath(c->dirfd, name, &c->links, fd);
+}
+
+int fg_ckpt_map_file(struct fg_ckpt *c, size_t idx, struct fg_err *err)
+{
+	struct fg_ckpt_file *f = &c->files[idx];
+	int fd, rc;
+
+	if (c->pull || f->st->map)
+		return 0;
+	rc = reopen(c, f, &fd, err);
+	if (rc)
+		return rc;
+	rc = fg_st_map(f->st, fd, err);
+	close(fd);
+	return rc;
+}
+
+int fg_ckpt_peek(struct fg_ckpt *c, const struct fg_tensor *t, uint8_t *buf, size_t len, size_t *got,
+		 struct fg_err *err)
+{
+	struct owner *o;
+	size_t f;
+	int fd, rc;
+
+	*got = fg_tensor_bytes(t) < len ? (size_t)fg_tensor_bytes(t) : len;
+	if (t->data || !*got) {
+		if (*got)
+			memcpy(buf, t->data, *got);
+		return 0;
+	}
+	if (c->pull) {
+		*got = 0;
+		return FG_ENOTFOUND;
+	}
+	if (!(o = owners(c)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	f = owner_of(o, c->n_files, t);
+	free(o);
+	if (f == NO_FILE)
+		return fg_err_set(err, FG_EINTERNAL, "tensor '%s' is not one of the checkpoint's", t->name);
+	rc = reopen(c, &c->files[f], &fd, err);
+	if (rc)
+		return rc;
+	rc = pread_all(fd, buf, *got, c->files[f].st->data_start + t->begin);
+	if (rc)
+		rc = fg_err_set(err, FG_EINPUT, "%s: tensor '%s': %s", c->files[f].path, t->name,
+				rc == -EIO ? "the file is shorter than its header says" : strerror(-rc));
+	if (!rc)
+		rc = fg_st_check_same(c->files[f].st, fd, err);
+	close(fd);
+	return rc;
+}
+
+/* ---- opening ---- */
+
 int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err)
 {
-	return fg_ckpt_open_opts(out, source, NULL, err);
+	return fg_ckpt_open_with(out, source, NULL, err);
 }
 
 int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
 		      struct fg_err *err)
 {
+	struct fg_ckpt_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.pull = pull;
+	return fg_ckpt_open_with(out, source, &o, err);
+}
+
+int fg_ckpt_open_with(struct fg_ckpt **out, const char *source, const struct fg_ckpt_opts *o, struct fg_err *err)
+{
 	struct fg_ckpt *c = calloc(1, sizeof(*c));
 	size_t cap = 0;
-	char *cfg_path = NULL;
 	int rc;
 
 	if (!c)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	c->sidecar = -1;
+	c->dirfd = -1;
+	if (o) {
+		c->links = o->links;
+		c->parse = o->parse;
+	}
 	if (fg_pull_is_url(source)) {
 		struct fg_pull_opts defaults;
 		char cache[PATH_MAX];
+		const struct fg_pull_opts *pull = o ? o->pull : NULL;
 
 		if (!pull) {
 			fg_ckpt_pull_defaults(&defaults, cache, sizeof(cache));
 			pull = &defaults;
 		}
-		rc = open_remote(c, source, pull, &cap, err);
-		if (!rc)
-			rc = cross_check(c, err);
-		goto out;
-	}
-	rc = set_location(c, source, err);
-	if (rc)
-		goto out;
-	cfg_path = path_join(c->dir, "config.json");
-	if (!cfg_path) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (!c->single_file || access(cfg_path, F_OK) == 0) {
-		if (access(cfg_path, F_OK) != 0) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: no config.json in the checkpoint folder", source);
-			goto out;
-		}
-		rc = fg_json_load(&c->config_raw, cfg_path, FG_CKPT_JSON_MAX, err);
-		if (rc)
-			goto out;
-		if (!cJSON_IsObject(c->config_raw)) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: not a JSON object", cfg_path);
-			goto out;
-		}
-		if (merge_text_config(&c->config, c->config_raw) != 0) {
-			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (c->single_file) {
-		const char *slash = strrchr(source, '/');
-
-		rc = add_file(c, &cap, slash ? slash + 1 : source, err);
-		if (rc < 0)
-			goto out;
-		c->files[rc].globbed = fnmatch("model*.safetensors", c->files[rc].name, 0) == 0;
-		rc = 0;
+		rc = open_remote(c, source, pull, o, &cap, err);
 	} else {
-		struct open_pool pool;
-		size_t n_glob;
-
-		rc = glob_shards(c, &cap, err);
-		if (rc)
-			goto out;
-		n_glob = c->n_files;
-		/* The calling thread parses the index while the pool opens the shards. */
-		if (pool_start(&pool, c, 0, open_threads()) == 0) {
-			rc = load_index(c, &cap, err);
-			if (!rc)
-				rc = find_sidecars(c, &cap, err);
-		}
-		rc = pool_finish(&pool, c, 0, rc, err);
-		if (!rc && c->n_files > n_glob) {
-			if (pool_start(&pool, c, n_glob, open_threads()) != 0)
-				rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
-			rc = pool_finish(&pool, c, n_glob, rc, err);
-		}
-		if (rc)
-			goto out;
-		for (size_t i = 0; i < c->n_files; i++)
-			c->files[i].stray = c->index && c->files[i].globbed && !c->files[i].in_index;
-		if (c->n_files == 0) {
-			rc = fg_err_set(err, FG_EINPUT, "%s: no model*.safetensors shards in the folder", source);
-			goto out;
-		}
+		rc = open_local(c, source, o, &cap, err);
 	}
-	if (c->single_file) {
-		rc = fg_st_open(&c->files[0].st, c->files[0].path, err);
-		if (rc)
-			rc = fg_err_prefix(err, rc, "checkpoint '%s': ", c->source);
-	}
-	if (!rc)
-		rc = cross_check(c, err);
-out:
-	free(cfg_path);
+	c->parse = NULL;
 	if (rc) {
 		fg_ckpt_free(c);
 		return rc;
@@ -864,12 +1807,23 @@ void fg_ckpt_free(struct fg_ckpt *c)
 		free(c->files[i].name);
 		free(c->files[i].path);
 	}
+	for (size_t i = 0; i < c->n_unreadable; i++)
+		free(c->unreadable[i].name);
+	for (size_t i = 0; i < c->n_blocks; i++)
+		free(c->blocks[i]);
+	free(c->blocks);
+	free(c->unreadable);
 	free(c->files);
 	free(c->mismatch);
+	if (c->fileidx)
+		free(((struct file_table *)c->fileidx)->slots);
+	free(c->fileidx);
 	fg_pull_close(c->pull); /* after the files: their views point into it */
+	cJSON_Delete(c->config);  /* references into config_raw: first */
 	cJSON_Delete(c->config_raw);
-	cJSON_Delete(c->config);
 	cJSON_Delete(c->index);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
 	free(c->source);
 	free(c->dir);
 	free(c);
@@ -878,13 +1832,16 @@ void fg_ckpt_free(struct fg_ckpt *c)
 const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
 				     const struct fg_ckpt_file **file)
 {
+	uint32_t h = (uint32_t)fg_fnv1a(name);
+	size_t len = strlen(name);
+
 	/* Each shard's own table answers in O(1); checkpoints have tens of shards. */
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct fg_tensor *t;
 
 		if (!is_shard(&c->files[i]))
 			continue;
-		t = fg_st_find(c->files[i].st, name);
+		t = fg_st_find_n(c->files[i].st, name, len, h);
 		if (t) {
 			if (file)
 				*file = &c->files[i];

@@ -19,12 +19,17 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/core/fs.h"
 #include "forge/core/version.h"
 #include "forge/source/pull/pull.h"
 #include "forge/format/safetensors.h"
 
-#define FG_CKPT_JSON_MAX (256u << 20) /* config.json and index size cap */
+#define FG_CKPT_JSON_MAX (256u << 20) /* index size cap (scanned, never a tree) */
+#define FG_CKPT_CONFIG_MAX (4u << 20) /* config.json size cap: a real one is kilobytes */
+#define FG_CKPT_CONFIG_NODES 200000u  /* config.json JSON values cap (a cJSON node is ~64 bytes) */
 #define FG_CKPT_MAX_FILES 100000u
+#define FG_CKPT_PULL_MAX_BYTES (64ull << 30) /* a pull's max_bytes by default: an inspection, or a
+					      * job's source (its inspection and its head fetch) */
 #define FG_CKPT_OPEN_THREADS 8        /* header-parsing threads per fg_ckpt_open (see there) */
 
 struct fg_ckpt_file {
@@ -35,6 +40,20 @@ struct fg_ckpt_file {
 	int in_index;         /* the index's weight_map names it */
 	int stray;            /* globbed, an index exists, and the index does not name it */
 	int sidecar;          /* an MTP sidecar location */
+	/* private: where the file came from, to keep files[] in discovery order */
+	int group;
+	size_t seq;
+};
+
+/*
+ * A file a runtime's glob would find that is no readable regular file (a
+ * FIFO, a device, a symbolic link forged does not follow, a link loop): it
+ * is not opened, and inspect reports it (verdict unreadable_shard).
+ */
+struct fg_ckpt_unreadable {
+	char *name;
+	const char *why;      /* static words (fg_fs_open_why) */
+	int globbed;          /* matches model*.safetensors */
 };
 
 enum fg_index_problem {
@@ -55,13 +74,34 @@ struct fg_ckpt {
 	int single_file;
 	cJSON *config_raw;    /* config.json as written; NULL when a single file has none */
 	cJSON *config;        /* config.json with text_config folded in (see fg_ckpt_open) */
-	cJSON *index;         /* the index document, or NULL */
+	cJSON *index;         /* the index's "metadata" (its weight_map is scanned, never kept), or NULL
+			       * when the folder has no index */
 	size_t n_files;
 	struct fg_ckpt_file *files; /* shards (sorted by name), then sidecars */
 	int sidecar;          /* the sidecar MTPLX loads: index into files, or -1 */
 	size_t n_mismatch;
 	struct fg_index_mismatch *mismatch;
 	struct fg_pull *pull;  /* remote sources: the HTTP session (owned), else NULL */
+	size_t n_unreadable;
+	struct fg_ckpt_unreadable *unreadable;
+	/* private */
+	int dirfd;            /* the local folder, open for the checkpoint's life; -1 remote */
+	struct fg_fs_links links;
+	const struct fg_st_parse_opts *parse; /* during fg_ckpt_open_with only */
+	void **blocks;        /* bytes read for fg_ckpt_fetch (local), freed with c */
+	size_t n_blocks, cap_blocks;
+	char *mismatch_names; /* names the mismatches borrow when the index holds them */
+	void *fileidx;        /* name -> files[] table */
+};
+
+/* How to open a checkpoint (all optional: zeroed is the default). */
+struct fg_ckpt_opts {
+	const struct fg_pull_opts *pull;        /* remote sources; NULL: fg_ckpt_pull_defaults */
+	struct fg_fs_links links;               /* symbolic links beneath the folder: refused by default */
+	const struct fg_st_parse_opts *parse;   /* a classifier run on every tensor at parse time */
+	/* Called once config.json is read, before any header is parsed (config may be NULL). */
+	void (*on_config)(const cJSON *config, void *ctx);
+	void *config_ctx;
 };
 
 /*
@@ -93,12 +133,15 @@ int fg_ckpt_open(struct fg_ckpt **out, const char *source, struct fg_err *err);
 int fg_ckpt_open_opts(struct fg_ckpt **out, const char *source, const struct fg_pull_opts *pull,
 		      struct fg_err *err);
 
+/* The same with every option. */
+int fg_ckpt_open_with(struct fg_ckpt **out, const char *source, const struct fg_ckpt_opts *o, struct fg_err *err);
+
 /* The User-Agent of every remote read forged makes (CLI, API and workers alike). */
 #define FG_CKPT_USER_AGENT "forged/" FG_VERSION
 
 /*
  * The pull options every caller builds, in one place: fg_pull_opts_init's
- * defaults, merge_gap 0 (see checkpoint.c), FG_CKPT_USER_AGENT, the cache
+ * defaults, merge_gap 0 (see checkpoint.c), max_bytes FG_CKPT_PULL_MAX_BYTES, FG_CKPT_USER_AGENT, the cache
  * folder (NULL: no cache) and the allowed hosts (n_allow_hosts 0: any).
  * Strings and the host list are borrowed and must outlive o; progress and
  * the other fields are the caller's to set after.
@@ -122,8 +165,11 @@ const char *fg_ckpt_default_cache_dir(char *buf, size_t len);
 void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len);
 
 /*
- * Make the data of n tensors of c readable: a no-op for local files (mapped);
- * for remote ones, their byte ranges are fetched (merged, in parallel, from
+ * Make the data of n tensors of c readable.  Local files: each tensor's
+ * bytes are read with pread into memory c owns (the file re-opened beneath
+ * the folder, checked to be the file whose header was read, and checked
+ * again after reading: size and mtime); meant for the few small tensors an
+ * inspection reads (norms).  For remote ones, their byte ranges are fetched (merged, in parallel, from
  * the cache when present) and each tensor's data set.  The tensors must
  * belong to c's files.
  *
@@ -135,6 +181,35 @@ void fg_ckpt_pull_defaults(struct fg_pull_opts *o, char *buf, size_t len);
  * are never written after fg_ckpt_open.
  */
 int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
+
+/*
+ * Make the data of n tensors readable for streaming whole tensors (a
+ * forge): local files holding them are mapped (fg_st_map: every tensor of
+ * such a file gets its data, read-ahead advised) and each wanted range is
+ * advised MADV_WILLNEED; read mapped bytes under fg_st_guard.  Remote
+ * checkpoints: fg_ckpt_fetch.
+ */
+int fg_ckpt_map(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
+
+/*
+ * Open the file name beneath a local checkpoint's folder with the checked
+ * open (fg_fs_open_beneath and the checkpoint's link rule): 0 with *fd (the
+ * caller closes it), or the fg_fs_open_beneath code (never an err: a
+ * caller decides whether a file that is no regular file matters).
+ */
+int fg_ckpt_open_file(const struct fg_ckpt *c, const char *name, int *fd);
+
+/* fg_ckpt_map of every tensor of files[idx]. */
+int fg_ckpt_map_file(struct fg_ckpt *c, size_t idx, struct fg_err *err);
+
+/*
+ * Up to len bytes from the start of t's data into buf; *got gets how many
+ * (t's size when smaller).  Reads t->data when set, else the local file
+ * (checked as fg_ckpt_fetch does).  FG_ENOTFOUND for a remote tensor not
+ * fetched (nothing read).
+ */
+int fg_ckpt_peek(struct fg_ckpt *c, const struct fg_tensor *t, uint8_t *buf, size_t len, size_t *got,
+		 struct fg_err *err);
 
 void fg_ckpt_free(struct fg_ckpt *c);
 

@@ -84,7 +84,7 @@ expect_rc "'--' ends the options (the source -not-an-option is missing: 422)" 2
 check "after '--', -not-an-option is the source" grep -q "path-missing: source '-not-an-option'" "$TMP/dashsrc.err"
 run unknown jobs submit qwen35_hf --frobnicate
 expect_rc "an unknown option" 2
-check "unknown option: named" grep -q "unknown or ambiguous option '--frobnicate'" "$TMP/unknown.err"
+check "unknown option: named" grep -q "forged jobs submit: unknown option '--frobnicate'" "$TMP/unknown.err"
 run misplaced jobs list --wait
 expect_rc "an option of another subcommand" 2
 check "misplaced option: named" grep -q -- "--wait is not an option of 'forged jobs list'" "$TMP/misplaced.err"
@@ -100,6 +100,13 @@ run get jobs get "$OKJOB" -o json
 expect_rc "jobs get" 0
 api "/v1/jobs/$OKJOB"
 same_doc "jobs get -o json" "$TMP/get.out"
+# One JSON style for every command: the API's bytes off a terminal, pretty with --json-style=pretty or on one.
+run getp jobs get "$OKJOB" --output=json --json-style=pretty
+check "jobs get --json-style=pretty: tab-indented lines" [ "$(grep -c $'^\t"' "$TMP/getp.out")" -ge 5 ]
+check "jobs get --json-style=pretty: the API's document" cmp -s <(jq -S . "$TMP/getp.out") <(jq -S . "$TMP/api.json")
+TERM=dumb script -qec "$FORGED jobs get $OKJOB -o json" /dev/null | tr -d '\r' >"$TMP/gett.out"
+check "jobs get -o json on a terminal: pretty" [ "$(grep -c $'^\t"' "$TMP/gett.out")" -ge 5 ]
+check "jobs get -o json on a terminal: the API's document" cmp -s <(jq -S . "$TMP/gett.out") <(jq -S . "$TMP/api.json")
 run list jobs list --state=succeeded --limit 500 -o json
 api "/v1/jobs?limit=500&state=succeeded"
 same_doc "jobs list -o json" "$TMP/list.out"
@@ -174,6 +181,11 @@ expect_rc "fleet report with --observed not an object" 2
 FP=$(jq -r .fingerprint "$TMP/art.out")
 run byfp fleet report --host gpu-b --artifact "$FP" --runtime mtplx-2.12 "${W[@]}"
 check "fleet report by fingerprint resolves the artifact" [ "$(jq -r .artifact_id "$TMP/byfp.out" 2>/dev/null)" = "$OKART" ]
+
+# Bundled short options (after the fingerprint check: this forge makes the same fingerprint again).
+run bundled jobs submit qwen35_hf -wo json "${W[@]}" --target=mtplx-2.12
+expect_rc "bundled short options: -wo json (wait, JSON)" 0
+check "bundled short options: waited for the end" [ "$(jq -r .state "$TMP/bundled.out" 2>/dev/null)" = succeeded ]
 
 # ---- tokens ----
 unset FORGED_TOKEN
@@ -386,7 +398,7 @@ check "--color=never on a terminal: no colour" eval '! has_esc "$TMP/never.out"'
 check "--color always into a pipe: colour" has_esc "$TMP/always.out"
 run colorbad --color=sometimes version
 expect_rc "--color=sometimes" 2
-check "--color: the values listed" grep -q "auto, always, never" "$TMP/colorbad.err"
+check "--color: the values listed" grep -q "auto, always or never" "$TMP/colorbad.err"
 TERM=xterm script -qec "$FORGED jobs list --server $IDLE" /dev/null >"$TMP/ttyjobs.out" 2>&1
 check "jobs list on a terminal: a table by default ($(head -c 300 "$TMP/ttyjobs.out"))" grep -q "ID .*STATE" "$TMP/ttyjobs.out"
 

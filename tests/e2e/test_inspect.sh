@@ -205,7 +205,7 @@ check "malformed config: exit 2" [ "$rc" -eq 2 ]
 check "malformed config: message" grep -q "config.json: invalid JSON" "$TMP/err"
 rc=0; "$FORGED" inspect "$FIXTURES/glm45" --runtime vllm-9 >/dev/null 2>"$TMP/err" || rc=$?
 check "unknown runtime: exit 2" [ "$rc" -eq 2 ]
-check "unknown runtime: named" grep -q "unknown runtime 'vllm-9'" "$TMP/err"
+check "unknown runtime: named, the runtimes listed" grep -q -- "--runtime 'vllm-9' is not a runtime: one of mlx-lm-0.31, .*, sglang, hf (an alias)" "$TMP/err"
 rc=0; "$FORGED" inspect "$TMP/nothing-here" >/dev/null 2>&1 || rc=$?
 check "missing source: exit 2" [ "$rc" -eq 2 ]
 rc=0; "$FORGED" inspect "$here/../hostile/overlap.safetensors" >/dev/null 2>"$TMP/err" || rc=$?

@@ -245,7 +245,7 @@ static void test_broken_folders(void **state)
 	assert_non_null(fp);
 	fwrite("\x40\0\0\0\0\0\0\0{\"a\"", 1, 12, fp);
 	fclose(fp);
-	expect_open_error(dir, FG_EINPUT, "model-2.safetensors: header length 64 runs past the end");
+	expect_open_error(dir, FG_EINPUT, "model-2.safetensors: header length runs past the end");
 
 	expect_open_error("/nonexistent/ckpt", FG_EIO, "/nonexistent/ckpt: cannot open checkpoint");
 }
@@ -267,6 +267,86 @@ static void test_single_file(void **state)
 	assert_null(c->config);
 	assert_int_equal(c->n_files, 1);
 	assert_non_null(fg_ckpt_find(c, "mtp.norm.weight", NULL));
+	fg_ckpt_free(c);
+}
+
+/* A folder whose one shard holds a 64 KiB norm, as finding 4 needs it. */
+static void big_norm_case(char *dir, size_t len, char *shard, size_t shard_len)
+{
+	static float v[16384];
+	struct fg_st_out out;
+	struct fg_err err = { 0 };
+
+	new_case(dir, len);
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	for (size_t i = 0; i < 16384; i++)
+		v[i] = 1.0f;
+	memset(&out, 0, sizeof(out));
+	out.name = "model.layers.0.self_attn.q_norm.weight";
+	out.dtype = FG_DT_F32;
+	out.rank = 1;
+	out.shape[0] = 16384;
+	out.data = v;
+	snprintf(shard, shard_len, "%s/model.safetensors", dir);
+	assert_int_equal(fg_st_write(shard, &out, 1, NULL, 0, &err), 0);
+}
+
+/* Issue 11, finding 4: a shard that shrinks after its header was read is an input error, never SIGBUS. */
+static void test_shrunk_shard_read(void **state)
+{
+	char dir[128], shard[256];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0 };
+	const struct fg_tensor *t;
+	int rc;
+
+	(void)state;
+	big_norm_case(dir, sizeof(dir), shard, sizeof(shard));
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	t = fg_ckpt_find(c, "model.layers.0.self_attn.q_norm.weight", NULL);
+	assert_non_null(t);
+	/* An rsync --inplace re-upload: the file is cut to its header. */
+	assert_int_equal(truncate(shard, (off_t)c->files[0].st->data_start), 0);
+	rc = fg_ckpt_fetch(c, &t, 1, &err);
+	if (rc == 0) /* before the fix, the mapped bytes were read here: SIGBUS */
+		assert_true(((volatile const uint8_t *)t->data)[fg_tensor_bytes(t) - 1] == 0x3f);
+	assert_int_equal(rc, FG_EINPUT);
+	assert_non_null(strstr(err.msg, "changed since its header was read"));
+	fg_ckpt_free(c);
+}
+
+struct touch {
+	const struct fg_tensor *t;
+	unsigned sum;
+};
+
+static int touch_all(void *ctx, struct fg_err *err)
+{
+	struct touch *x = ctx;
+
+	(void)err;
+	for (uint64_t i = 0; i < fg_tensor_bytes(x->t); i += 4096)
+		x->sum += ((volatile const uint8_t *)x->t->data)[i];
+	return 0;
+}
+
+/* The same for a forge's mapped reads: the guard turns SIGBUS into an error. */
+static void test_shrunk_shard_mapped(void **state)
+{
+	char dir[128], shard[256];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0 };
+	struct touch x = { NULL, 0 };
+
+	(void)state;
+	big_norm_case(dir, sizeof(dir), shard, sizeof(shard));
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	x.t = fg_ckpt_find(c, "model.layers.0.self_attn.q_norm.weight", NULL);
+	assert_int_equal(fg_ckpt_map(c, &x.t, 1, &err), 0);
+	assert_int_equal(fg_st_guard(touch_all, &x, shard, &err), 0); /* whole: reads fine */
+	assert_int_equal(truncate(shard, (off_t)c->files[0].st->data_start), 0);
+	assert_int_equal(fg_st_guard(touch_all, &x, shard, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "changed while it was read"));
 	fg_ckpt_free(c);
 }
 
@@ -324,6 +404,8 @@ int main(void)
 		cmocka_unit_test(test_broken_folders),
 		cmocka_unit_test(test_single_file),
 		cmocka_unit_test(test_pull_opts),
+		cmocka_unit_test(test_shrunk_shard_read),
+		cmocka_unit_test(test_shrunk_shard_mapped),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

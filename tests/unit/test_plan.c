@@ -438,6 +438,10 @@ static struct fg_inspect *inspect_dir(const char *dir)
 
 	if (fg_inspect_run(&r, dir, NULL, 0, &err) != 0)
 		fail_msg("inspecting %s: %s", dir, err.msg);
+	/* Inspection maps nothing; a plan's materialize reads mapped data, as forge maps it. */
+	for (size_t i = 0; i < r->ckpt->n_files; i++)
+		if (fg_ckpt_map_file(r->ckpt, i, &err) != 0)
+			fail_msg("mapping %s: %s", r->ckpt->files[i].name, err.msg);
 	return r;
 }
 

@@ -54,6 +54,7 @@ static void test_severities(void **state)
 		{ "trunk_experts_not_loaded", FG_SEV_ERROR },
 		{ "head_contract_mismatch", FG_SEV_ERROR },
 		{ "malformed_checkpoint", FG_SEV_ERROR },
+		{ "unreadable_shard", FG_SEV_ERROR },
 		{ "stray_shard", FG_SEV_WARNING },
 		{ "index_mismatch", FG_SEV_WARNING },
 		{ "bf16_shift_precision_loss", FG_SEV_WARNING },
@@ -119,7 +120,7 @@ static void test_table(void **state)
 	size_t n_verification = 0;
 
 	(void)state;
-	assert_int_equal(FG_VERDICT_COUNT, 31); /* 26 static, 1 fleet, 4 verification */
+	assert_int_equal(FG_VERDICT_COUNT, 32); /* 27 static, 1 fleet, 4 verification */
 	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
 		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
 

@@ -82,6 +82,7 @@ struct fg_pull {
 	uint64_t cap;
 	unsigned ttl, maxconn, timeout, connect_timeout, retries, backoff_ms;
 	uint64_t merge_gap;
+	uint64_t max_bytes;       /* fg_pull_opts.max_bytes */
 	CURLM *multi;
 	struct pfile **files;
 	size_t n_files, cap_files;

@@ -355,6 +355,7 @@ int fg_pull_open(struct fg_pull **out, const char *source, const struct fg_pull_
 	p->ttl = o->cache_ttl_seconds;
 	p->maxconn = o->max_connections ? o->max_connections : 1;
 	p->merge_gap = o->merge_gap;
+	p->max_bytes = o->max_bytes;
 	p->timeout = o->timeout_seconds;
 	p->connect_timeout = o->connect_timeout_seconds;
 	p->retries = o->retries;
@@ -671,6 +672,14 @@ static int plan_misses(struct fg_pull *p, const struct fg_pull_range *r, struct 
 				goto out;
 			}
 			xs[(*nx)++] = x;
+			if (p->max_bytes && p->st.bytes_to_fetch + spans[s].len > p->max_bytes) {
+				rc = fg_err_set(err, FG_EINPUT,
+						"%s%s: fetching %llu more bytes would take this pull past its cap of %llu bytes "
+						"(max_bytes; %llu fetched or planned so far)", p->base, f->name,
+						(unsigned long long)spans[s].len, (unsigned long long)p->max_bytes,
+						(unsigned long long)p->st.bytes_to_fetch);
+				goto out;
+			}
 			p->st.bytes_to_fetch += spans[s].len;
 			for (size_t c = 0; c < spans[s].count; c++)
 				miss_x[idx[order[spans[s].first + c]]] = x;
@@ -790,6 +799,7 @@ out:
 void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out)
 {
 	*out = p->st;
+	out->max_bytes = p->max_bytes;
 }
 
 void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done, uint64_t total),

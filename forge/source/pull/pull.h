@@ -40,6 +40,9 @@ struct fg_pull_opts {
 	unsigned max_connections;     /* parallel transfers (0 is taken as 1) */
 	uint64_t merge_gap;           /* misses of a file this close share a request (default
 				       * FG_PULL_MERGE_GAP; 0: only touching ranges merge) */
+	uint64_t max_bytes;           /* bytes this pull may download in all (an inspection, or a
+				       * job's source: its inspection and its head fetch); a range
+				       * fetch past it fails with FG_EINPUT before it starts; 0: none */
 	unsigned timeout_seconds;     /* a transfer receiving nothing this long fails; 0: none */
 	unsigned connect_timeout_seconds; /* 0: libcurl's default */
 	unsigned retries;             /* extra attempts on 5xx, 429, network errors, truncation */
@@ -62,10 +65,10 @@ struct fg_pull_opts {
 };
 
 /*
- * Fill o with the defaults: no cache, cap 10 GiB, TTL 1 hour, 8 connections,
- * timeout 60 s, connect timeout 10 s, 4 retries from 250 ms, $HF_ENDPOINT,
- * $HF_TOKEN (or the token file) and $HF_HUB_OFFLINE read at fg_pull_open
- * time, no host list.
+ * Fill o with the defaults: no cache, max_bytes 64 GiB, cap 10 GiB, TTL 1 hour,
+ * 8 connections, timeout 60 s, connect timeout 10 s, 4 retries from 250 ms,
+ * $HF_ENDPOINT, $HF_TOKEN (or the token file) and $HF_HUB_OFFLINE read at
+ * fg_pull_open time, no host list.
  */
 void fg_pull_opts_init(struct fg_pull_opts *o);
 
@@ -157,6 +160,7 @@ struct fg_pull_stats {
 	uint64_t bytes_from_cache;    /* bytes of verified cache entries read (whole entries) */
 	uint64_t requests;            /* HTTP transfers started (each retry counts) */
 	uint64_t bytes_to_fetch;      /* bytes this pull decided to download so far */
+	uint64_t max_bytes;           /* fg_pull_opts.max_bytes (0: none) */
 };
 
 void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out);

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Write the seed corpora of tests/fuzz/ (run once; the outputs are committed).
+
+  make_seeds_ckpt.py     writes tests/fuzz/seeds/jsonlex_diff/* and tests/fuzz/seeds/ckpt_open/*
+
+seeds/jsonlex_diff: index-shaped JSON texts that exercise the cJSON dialect (escapes,
+surrogates, a byte-order mark, odd numbers, duplicate keys).  seeds/ckpt_open:
+small checkpoint folders in fuzz_ckpt_open.c's input format (config, index,
+shards cut at "\\n--\\n"; a shard part is a 2-byte data length + its header).
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def header(tensors):
+    """tensors: [(name, dtype, shape)] -> (header text, data length)."""
+    size = {"F32": 4, "BF16": 2, "F16": 2}
+    hdr, off = {"__metadata__": {"format": "mlx"}}, 0
+    for name, dt, shape in tensors:
+        n = size[dt]
+        for d in shape:
+            n *= d
+        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + n]}
+        off += n
+    return json.dumps(hdr).encode(), off
+
+
+def shard_part(tensors):
+    text, dlen = header(tensors)
+    return struct.pack("<H", dlen) + text
+
+
+def qwen(layers=2, H=8, sidecar=True, experts=0):
+    cfg = {"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text", "hidden_size": H,
+           "num_hidden_layers": layers, "mtp_num_hidden_layers": 1, "moe_intermediate_size": 4,
+           "num_experts": experts or None}}
+    trunk = [("model.embed_tokens.weight", "BF16", [4, H])]
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        trunk += [(p + "input_layernorm.weight", "F32", [H]), (p + "self_attn.q_norm.weight", "F32", [H]),
+                  (p + "self_attn.k_norm.weight", "F32", [H]), (p + "post_attention_layernorm.weight", "F32", [H]),
+                  (p + "mlp.down_proj.weight", "BF16", [H, 4])]
+    trunk.append(("model.norm.weight", "F32", [H]))
+    head = [("mtp.fc.weight", "BF16", [H, 2 * H]), ("mtp.pre_fc_norm_embedding.weight", "F32", [H]),
+            ("mtp.pre_fc_norm_hidden.weight", "F32", [H]), ("mtp.norm.weight", "F32", [H]),
+            ("mtp.layers.0.self_attn.q_norm.weight", "F32", [H])]
+    for e in range(experts):
+        head += [(f"mtp.layers.0.mlp.experts.{e}.{w}_proj.weight", "BF16", [4, H]) for w in ("gate", "up")]
+        head.append((f"mtp.layers.0.mlp.experts.{e}.down_proj.weight", "BF16", [H, 4]))
+    half = len(trunk) // 2
+    shards = [trunk[:half], trunk[half:]]
+    wm = {}
+    for i, s in enumerate(shards, 1):
+        for t in s:
+            wm[t[0]] = f"model-{i:05d}-of-00004.safetensors"
+    if sidecar:
+        cfg["mlx_lm_extra_tensors"] = {"mtp_file": "mtp.safetensors"}
+    else:
+        shards[1] = shards[1] + head
+        for t in head:
+            wm[t[0]] = "model-00002-of-00004.safetensors"
+    parts = [json.dumps(cfg).encode(), json.dumps({"metadata": {"total_size": 1}, "weight_map": wm}).encode()]
+    parts += [shard_part(s) for s in shards]
+    if sidecar:
+        text, dlen = header(head)
+        parts.append(struct.pack("<H", dlen) + b"S" + text)  # 'S' marks the sidecar; the header follows it
+    return b"\n--\n".join(parts)
+
+
+def main():
+    js = os.path.join(HERE, "seeds", "jsonlex_diff")
+    ck = os.path.join(HERE, "seeds", "ckpt_open")
+    os.makedirs(js, exist_ok=True)
+    os.makedirs(ck, exist_ok=True)
+    texts = {
+        "index.json": b'{"metadata": {"total_size": 12}, "weight_map": {"a.weight": "model-00001.safetensors", "b": "m.safetensors"}}\n',
+        "escapes.json": b'{"weight_map": {"a\\u00e9\\ud83d\\ude00\\n\\"": "x\\/y.safetensors", "b\\u0000c": "z"}}',
+        "bom.json": b'\xef\xbb\xbf {"weight_map": {}} \t\r\n',
+        "numbers.json": b'{"weight_map": {"a": 1}, "n": [-0, 1e5, 1.5e-3, -.5, 01, 1.e2, 1e400]}',
+        "dup.json": b'{"weight_map": 3, "weight_map": {"a": "b"}, "metadata": {"x": [true, false, null]}}',
+        "deep.json": b"[" * 40 + b"]" * 40,
+    }
+    for name, data in texts.items():
+        with open(os.path.join(js, name), "wb") as f:
+            f.write(data)
+    seeds = {"sidecar": qwen(), "embedded": qwen(sidecar=False), "moe_numbered": qwen(experts=2),
+             "no_index": b"\n--\n".join(qwen().split(b"\n--\n")[:1] + [b""] + qwen().split(b"\n--\n")[2:])}
+    for name, data in seeds.items():
+        with open(os.path.join(ck, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+GET /ui/app.js
+Authorization: Bearer $READ
+

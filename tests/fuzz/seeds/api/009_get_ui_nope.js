@@ -1,0 +1,3 @@
+GET /ui/nope.js
+Authorization: Bearer $READ
+
