@@ -244,7 +244,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
 	-fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. $(FUZZ_SAN)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -isystem $(PQ_INC) $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c daemon/args.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_GEN_OBJ := $(FUZZ_DIR)/obj/gen/openapi.o $(FUZZ_DIR)/obj/gen/web.o

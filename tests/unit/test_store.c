@@ -2439,25 +2439,62 @@ static int idem_child(const char *path, int go)
 	return 10 + (int)st;
 }
 
+/*
+ * The environment of a child run of this binary (main runs idem_child when
+ * FORGED_TEST_IDEM_CHILD is set): the parent's, plus the store and the
+ * descriptor to wait on.  A fresh exec, not a bare fork: this process has
+ * its writer's threads, and a forked child starting threads of its own is
+ * what ThreadSanitizer (make tsan-test) does not support.
+ */
+static char **child_env(const char *path, int go, char *store_var, size_t store_cap, char *go_var, size_t go_cap)
+{
+	extern char **environ;
+	size_t n = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	assert_non_null(env);
+	for (size_t i = 0; i < n; i++)
+		env[i] = environ[i];
+	snprintf(store_var, store_cap, "FORGED_TEST_IDEM_CHILD=%s", path);
+	snprintf(go_var, go_cap, "FORGED_TEST_IDEM_GO=%d", go);
+	env[n] = store_var;
+	env[n + 1] = go_var;
+	return env;
+}
+
 /* Four processes claim one key at once, twice: one reserves it and three find it in flight; once answered, four replays. */
 static void test_idem_processes(void **state)
 {
 	struct fixture *f = *state;
 	struct fg_err err = { 0 };
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
+	assert_true(len > 0);
+	exe[len] = '\0';
 	for (int round = 0; round < 2; round++) {
 		int go[2], seen[3] = { 0, 0, 0 };
+		char store_var[sizeof(f->path) + 32], go_var[48];
+		char **env;
 		pid_t kid[4];
 
 		assert_int_equal(pipe(go), 0);
+		env = child_env(f->path, go[0], store_var, sizeof(store_var), go_var, sizeof(go_var));
 		for (int i = 0; i < 4; i++) {
 			kid[i] = fork();
 			assert_true(kid[i] >= 0);
 			if (kid[i] == 0) {
+				char *const args[] = { exe, NULL };
+
 				close(go[1]);
-				_exit(idem_child(f->path, go[0]));
+				execve(exe, args, env);
+				_exit(2);
 			}
 		}
+		free(env);
 		close(go[0]);
 		/* Each child has opened its store (its own writer) or soon will; then all go at once. */
 		usleep(300 * 1000);
@@ -2608,6 +2645,12 @@ enum { BOTH, SQLITE_ONLY, PG_ONLY };
 
 int main(void)
 {
+	const char *idem_store = getenv("FORGED_TEST_IDEM_CHILD");
+
+	/* A child of test_idem_processes: one claim, told by the exit status. */
+	if (idem_store)
+		return idem_child(idem_store, (int)strtol(getenv("FORGED_TEST_IDEM_GO") ? getenv("FORGED_TEST_IDEM_GO") : "-1",
+							   NULL, 10));
 	static const struct {
 		const char *name;
 		CMUnitTestFunction fn;
