@@ -64,6 +64,7 @@ struct fg_api_config {
 	size_t memory_limit;           /* per connection; 0: FG_API_MEMORY_LIMIT_DEFAULT */
 	int queue_cap;                 /* jobs queued at most (503 past it) */
 	double collapse_threshold;     /* verification verdicts; 0: FG_VERIFY_COLLAPSE_DEFAULT */
+	const char *artifacts_dir;     /* where a job without an out writes (the job object names it); NULL: unknown */
 	unsigned inspect_seconds;      /* an inspection's deadline; 0: FG_API_INSPECT_SECONDS_DEFAULT */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -5,8 +5,8 @@
  * served ones first: store/fleet.c).  A snapshot keeps it three ways: the
  * whole text (?full=1, the document as it always was), the default page
  * (the summary, the first FG_API_HEALTH_PAGE_DEFAULT unhealthy artifacts,
- * unhealthy_total and next_cursor) and the parsed tree other pages are cut
- * from.  The full document of a large fleet was 112 KB per GET; the default
+ * unhealthy_total and next_cursor, without the hosts[] list) and the parsed
+ * tree other pages are cut from.  The full document of a large fleet was 112 KB per GET; the default
  * page is what a poller needs.
  *
  * A snapshot is answered while nothing was written since it was built
@@ -60,8 +60,13 @@ static double ms_since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
-/* The page of doc holding unhealthy[cursor .. cursor + limit), as text (malloc'd), NULL: ENOMEM. */
-static char *page_text(const cJSON *doc, long long cursor, long long limit, int n_listed)
+/*
+ * The page of doc holding unhealthy[cursor .. cursor + limit), as text
+ * (malloc'd), NULL: ENOMEM.  The default page leaves out hosts[] (up to 500
+ * reports: what a poller does not need; hosts_total stays), a page asked
+ * for by unhealthy_limit or cursor keeps it.
+ */
+static char *page_text(const cJSON *doc, long long cursor, long long limit, int n_listed, int with_hosts)
 {
 	cJSON *page = cJSON_CreateObject();
 	const cJSON *it;
@@ -80,7 +85,7 @@ static char *page_text(const cJSON *doc, long long cursor, long long limit, int 
 					cJSON_AddItemToArray(arr, cJSON_Duplicate(u, 1));
 				i++;
 			}
-		} else {
+		} else if (with_hosts || strcmp(it->string, "hosts") != 0) {
 			cJSON_AddItemToObject(page, it->string, cJSON_Duplicate(it, 1));
 		}
 	}
@@ -126,7 +131,7 @@ static struct fg_health_snap *build(struct fg_req *req, struct fg_resp *resp)
 	h->doc = doc;
 	h->n_listed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "unhealthy"));
 	h->full = shared_of(cJSON_PrintUnformatted(doc));
-	h->page = shared_of(page_text(doc, 0, FG_API_HEALTH_PAGE_DEFAULT, h->n_listed));
+	h->page = shared_of(page_text(doc, 0, FG_API_HEALTH_PAGE_DEFAULT, h->n_listed, 0));
 	if (!h->full || !h->page) {
 		fg_health_snap_unref(h);
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
@@ -208,10 +213,10 @@ void fg_api_get_fleet_health(struct fg_req *req, struct fg_resp *resp)
 	resp->content_type = "application/json";
 	if (whole) {
 		resp->shared = fg_shared_body_ref(h->full);
-	} else if (cursor == 0 && limit == FG_API_HEALTH_PAGE_DEFAULT) {
+	} else if (!fg_req_query(req, "unhealthy_limit") && !fg_req_query(req, "cursor")) {
 		resp->shared = fg_shared_body_ref(h->page);
 	} else {
-		resp->body = page_text(h->doc, cursor, limit, h->n_listed);
+		resp->body = page_text(h->doc, cursor, limit, h->n_listed, 1);
 		if (!resp->body)
 			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 	}

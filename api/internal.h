@@ -211,6 +211,13 @@ struct fg_vlist;
 void fg_problem_v(struct fg_resp *resp, struct fg_req *req, const struct fg_vlist *v);
 
 /*
+ * Add member (an RFC 9457 extension member; value taken, NULL: nothing) to
+ * the problem fg_problem just answered.  Out of memory leaves the problem as
+ * it was.
+ */
+void fg_problem_extend(struct fg_resp *resp, const char *member, cJSON *value);
+
+/*
  * Set resp to a JSON document (takes ownership of doc and frees it).  Bytes
  * that are not UTF-8 in its strings become U+FFFD.
  */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@
 #include "store/idem.h"
 #include "forge/artifact/policy.h"
 #include "forge/artifact/request.h"
+#include "forge/core/fs.h"
 #include "forge/core/sha256.h"
+#include "forge/model/mtplx.h"
 #include "forge/model/inspect.h"
 #include "forge/source/checkpoint.h"
 #include "forge/source/pull/pull.h"
@@ -268,6 +271,8 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 	const char *source;
 	size_t n_rt = 0;
 	cJSON *body = fg_req_json(req, resp), *report, *doc;
+	char digest[FG_DIGEST_MAX];
+	int existed = 0;
 	int64_t id;
 
 	if (!body)
@@ -356,7 +361,8 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 	}
 	{
 		struct fg_inspect_summary sum;
-		struct fg_artifact_in a = { .source = source, .report = report };
+		struct fg_artifact_in a = { .source = source, .report = report, .digest = digest,
+					    .mtplx_runtime = r->mtplx_runtime };
 
 		fg_inspect_summarize(r, &sum);
 		a.family = sum.family;
@@ -364,18 +370,23 @@ static void post_inspections(struct fg_req *req, struct fg_resp *resp)
 		a.probe_mean = sum.probe_mean;
 		a.head_convention = sum.head_convention;
 
-		if (fg_store_artifact_put(s, &a, &id, &err) != 0) {
+		/* The same source revision inspected again is the same report: one artifact (issue 13). */
+		if (fg_inspect_report_digest(report, digest, &err) != 0 ||
+		    fg_store_artifact_put(s, &a, &id, &existed, &err) != 0) {
 			cJSON_Delete(report);
 			fg_problem_from_err(resp, req, &err);
 			goto out;
 		}
-		fg_api_data_changed(req->api);
+		if (!existed)
+			fg_api_data_changed(req->api);
 	}
 	doc = cJSON_CreateObject();
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
 	cJSON_AddItemToObject(doc, "report", report);
+	cJSON_AddStringToObject(doc, "digest", digest);
+	cJSON_AddBoolToObject(doc, "existing", existed);
 	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)id);
-	fg_json_reply(resp, 201, doc);
+	fg_json_reply(resp, existed ? 200 : 201, doc);
 out:
 	fg_inspect_free(r);
 	cJSON_Delete(body);
@@ -468,6 +479,33 @@ static int out_refused(struct fg_req *req, struct fg_resp *resp, struct fg_store
 	return -1;
 }
 
+/*
+ * A job object with its request's out resolved: a job without one writes
+ * to artifacts_dir/ID (daemon/workers.c), which the store does not know.
+ */
+static void resolve_out(struct fg_req *req, cJSON *job)
+{
+	cJSON *rq = cJSON_GetObjectItemCaseSensitive(job, "request");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+	char out[PATH_MAX];
+
+	if (!req->api->cfg.artifacts_dir || !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(rq, "out")) ||
+	    !cJSON_IsNumber(id))
+		return;
+	if (snprintf(out, sizeof(out), "%s/%lld", req->api->cfg.artifacts_dir, (long long)id->valuedouble) <
+	    (int)sizeof(out))
+		cJSON_ReplaceItemInObjectCaseSensitive(rq, "out", cJSON_CreateString(out));
+}
+
+static cJSON *job_doc(struct fg_req *req, const struct fg_job *job)
+{
+	cJSON *doc = fg_job_json(job);
+
+	if (doc)
+		resolve_out(req, doc);
+	return doc;
+}
+
 static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 {
 	char src[PATH_MAX], bb[PATH_MAX], out[PATH_MAX], hex[FG_SHA256_HEX];
@@ -478,7 +516,7 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 	struct fg_store *s;
 	const char *key;
 	cJSON *body = fg_req_json(req, resp), *params = NULL;
-	char *params_text = NULL;
+	char *params_text = NULL, *asked_text = NULL;
 	int replayed = 0;
 
 	memset(&job, 0, sizeof(job));
@@ -500,13 +538,15 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 	rq.out = rq.out ? out : NULL;
 	params = fg_forge_request_to_json(&rq);
 	params_text = params ? cJSON_PrintUnformatted(params) : NULL;
+	/* The request as the client spelled it, for the job's echo (its fields were checked above). */
+	asked_text = cJSON_PrintUnformatted(body);
 	fg_sha256_buf(req->body, req->body_len, hex);
 	key = fg_req_header(req, "Idempotency-Key");
 	if (key && (strlen(key) > 200 || !*key)) {
 		fg_problem(resp, req, 400, "bad-idempotency-key", "Bad Idempotency-Key", "the key must be 1-200 bytes");
 		goto out;
 	}
-	if (!params_text) {
+	if (!params_text || !asked_text) {
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		goto out;
 	}
@@ -514,18 +554,19 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	if (rq.out && out_refused(req, resp, s, out, key, hex))
 		goto out;
-	if (fg_store_job_enqueue(s, "forge", params_text, key, hex, req->api->cfg.queue_cap, &job, &replayed,
-				 &err) != 0) {
+	if (fg_store_job_enqueue(s, "forge", params_text, asked_text, key, hex, req->api->cfg.queue_cap, &job,
+				 &replayed, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
 	if (!replayed && req->api->cfg.job_enqueued)
 		req->api->cfg.job_enqueued(req->api->cfg.ctx);
 	snprintf(resp->location, sizeof(resp->location), "/v1/jobs/%lld", (long long)job.id);
-	fg_json_reply(resp, 202, fg_job_json(&job));
+	fg_json_reply(resp, 202, job_doc(req, &job));
 out:
 	fg_job_release(&job);
 	free(params_text);
+	cJSON_free(asked_text);
 	cJSON_Delete(params);
 	cJSON_Delete(body);
 }
@@ -542,7 +583,7 @@ static void get_job(struct fg_req *req, struct fg_resp *resp)
 	if (fg_store_job_get(s, req->id, &job, &err) != 0)
 		fg_problem_from_err(resp, req, &err);
 	else
-		fg_json_reply(resp, 200, fg_job_json(&job));
+		fg_json_reply(resp, 200, job_doc(req, &job));
 	fg_job_release(&job);
 }
 
@@ -578,10 +619,15 @@ static void get_jobs(struct fg_req *req, struct fg_resp *resp)
 	}
 	if (!(s = store_or_problem(req, resp)))
 		return;
-	if (fg_store_job_list(s, state ? (int)st : -1, cursor, (int)limit, &items, &next, &err) != 0)
+	if (fg_store_job_list(s, state ? (int)st : -1, cursor, (int)limit, &items, &next, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
-	else
+	} else {
+		cJSON *it;
+
+		cJSON_ArrayForEach(it, items)
+			resolve_out(req, it);
 		list_reply(resp, items, next);
+	}
 }
 
 static void delete_job(struct fg_req *req, struct fg_resp *resp)
@@ -608,7 +654,7 @@ static void delete_job(struct fg_req *req, struct fg_resp *resp)
 		}
 		was = job.state;
 		if (was == FG_JOB_RUNNING || (was == FG_JOB_CANCELLED)) {
-			fg_json_reply(resp, was == FG_JOB_RUNNING ? 202 : 200, fg_job_json(&job));
+			fg_json_reply(resp, was == FG_JOB_RUNNING ? 202 : 200, job_doc(req, &job));
 			goto out;
 		}
 	}
@@ -657,6 +703,57 @@ static void get_artifacts(struct fg_req *req, struct fg_resp *resp)
 		list_reply(resp, items, next);
 }
 
+/*
+ * After a verification is stored: a forged MTPLX pack's mtplx_runtime.json
+ * on disk takes the restamped document the store now holds, so an MTPLX host
+ * loading the folder sees the verification (MTPLX stamps its own packs the
+ * same way after its verify).  Returns {path, written, error} or JSON null
+ * when the artifact has no such file (an inspection, another target).  One
+ * writer at a time, each writing the latest document, so two verifications
+ * racing leave the later one on disk.
+ */
+static pthread_mutex_t runtime_file_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cJSON *rewrite_runtime_file(struct fg_store *s, int64_t id)
+{
+	struct fg_err err = { 0 };
+	char path[PATH_MAX];
+	cJSON *doc = NULL, *o = NULL;
+	const cJSON *runtime, *dir;
+	struct stat st;
+	char *text = NULL;
+	int rc;
+
+	pthread_mutex_lock(&runtime_file_lock);
+	rc = fg_store_artifact_get(s, id, &doc, &err);
+	runtime = cJSON_GetObjectItemCaseSensitive(doc, "mtplx_runtime");
+	dir = cJSON_GetObjectItemCaseSensitive(doc, "path");
+	if (rc || !cJSON_IsString(dir) || !cJSON_IsObject(runtime) ||
+	    !cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(runtime, "forge_provenance"),
+					      "forged_version") ||
+	    snprintf(path, sizeof(path), "%s/%s", dir->valuestring, FG_MTPLX_RUNTIME_FILE) >= (int)sizeof(path) ||
+	    lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		pthread_mutex_unlock(&runtime_file_lock);
+		cJSON_Delete(doc);
+		return cJSON_CreateNull();
+	}
+	text = cJSON_Print(runtime);
+	rc = text ? fg_fs_write_atomic(path, text, strlen(text), &err) : fg_err_set(&err, FG_ENOMEM, "out of memory");
+	pthread_mutex_unlock(&runtime_file_lock);
+	free(text);
+	cJSON_Delete(doc);
+	o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddStringToObject(o, "path", path);
+		cJSON_AddBoolToObject(o, "written", rc == 0);
+		if (rc)
+			cJSON_AddStringToObject(o, "error", err.msg);
+		else
+			cJSON_AddNullToObject(o, "error");
+	}
+	return o;
+}
+
 static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_verify_input in;
@@ -693,6 +790,7 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)req->id);
 	cJSON_AddItemToObject(doc, "result", result);
 	result = NULL;
+	cJSON_AddItemToObject(doc, "mtplx_runtime", rewrite_runtime_file(s, req->id));
 	/* Verifications are read as the artifact's verifications[]. */
 	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
 	fg_json_reply(resp, 201, doc);
@@ -704,38 +802,58 @@ out:
 
 /* ---- fleet ---- */
 
+/*
+ * A host names the artifact it serves by id, by the artifact digest, or by
+ * the head fingerprint in either framing (MTPLX's "sha256:HEX" as MTPLX
+ * computes it, or forged's older bare hex); a fingerprint several artifacts
+ * share needs the digest or the id beside it (409 ambiguous-artifact lists
+ * them).  It names its runtime by a row id, an alias or its real version
+ * string, kept as reported beside the row it maps to.
+ */
 static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_err err = { 0 };
 	struct fg_store *s;
-	cJSON *body = fg_req_json(req, resp), *doc;
+	cJSON *body = fg_req_json(req, resp), *doc, *candidates = NULL;
 	const cJSON *art, *observed;
-	const char *host, *runtime;
-	int64_t id = 0;
-	int same = 0;
+	const char *host, *runtime, *reported = NULL, *key = NULL, *digest;
+	const struct fg_runtime *rt = NULL;
+	enum fg_runtime_match rt_how = FG_RT_MATCH_ID;
+	enum fg_artifact_match how = FG_MATCH_ID;
+	int64_t id = 0, named_id = 0, want_id = 0;
+	int same = 0, ambiguous = 0;
 
 	if (!body)
 		return;
 	{
-		static const char *const fields[] = { "host", "artifact", "runtime", "observed", NULL };
+		static const char *const fields[] = { "host", "artifact", "runtime", "observed", "digest", "artifact_id",
+						      NULL };
 		struct fg_vlist v = { .n = 0 };
+		const cJSON *aid;
 		char *text;
 
 		fg_v_known(&v, body, "", fields);
 		host = fg_v_str(&v, body, "", "host", true, 1, FG_API_HOST_MAX);
-		runtime = fg_v_str(&v, body, "", "runtime", true, 1, 64);
-		if (runtime && !fg_runtime_find(runtime))
-			fg_v_add(&v, "unknown-runtime", "/runtime", "'%s' is not a runtime id", runtime);
+		runtime = fg_v_str(&v, body, "", "runtime", true, 1, 128);
+		digest = fg_v_str(&v, body, "", "digest", false, 1, 128);
+		if (runtime && !(rt = fg_runtime_find_reported(runtime, &rt_how)))
+			fg_v_add(&v, "unknown-runtime", "/runtime",
+				 "'%s' is not a runtime id, an alias, or a version string a row covers "
+				 "(PRODUCT VERSION: 'mlx-lm 0.31.3', 'mtplx==2.12.0')", runtime);
 		art = cJSON_GetObjectItemCaseSensitive(body, "artifact");
-		if (!art)
-			fg_v_add(&v, "invalid-field", "/artifact", "required: an artifact id or a fingerprint");
-		else if (cJSON_IsNumber(art) && fg_json_to_int(art->valuedouble, 1, FG_API_ID_MAX, &id) != 0)
+		aid = cJSON_GetObjectItemCaseSensitive(body, "artifact_id");
+		if (!art && !aid)
+			fg_v_add(&v, "invalid-field", "/artifact", "required: an artifact id, digest or head fingerprint");
+		else if (art && cJSON_IsNumber(art) && fg_json_to_int(art->valuedouble, 1, FG_API_ID_MAX, &named_id) != 0)
 			fg_v_add(&v, "invalid-field", "/artifact", "an artifact id is an integer from 1 to %lld",
 				 (long long)FG_API_ID_MAX);
-		else if (cJSON_IsString(art) && (!*art->valuestring || strlen(art->valuestring) > 128))
-			fg_v_add(&v, "invalid-field", "/artifact", "a fingerprint is 1 to 128 bytes");
-		else if (!cJSON_IsNumber(art) && !cJSON_IsString(art))
-			fg_v_add(&v, "invalid-field", "/artifact", "must be an artifact id or a fingerprint");
+		else if (art && cJSON_IsString(art) && (!*art->valuestring || strlen(art->valuestring) > 128))
+			fg_v_add(&v, "invalid-field", "/artifact", "a digest or fingerprint is 1 to 128 bytes");
+		else if (art && !cJSON_IsNumber(art) && !cJSON_IsString(art))
+			fg_v_add(&v, "invalid-field", "/artifact", "must be an artifact id, a digest or a head fingerprint");
+		if (aid && (!cJSON_IsNumber(aid) || fg_json_to_int(aid->valuedouble, 1, FG_API_ID_MAX, &want_id) != 0))
+			fg_v_add(&v, "invalid-field", "/artifact_id", "an artifact id is an integer from 1 to %lld",
+				 (long long)FG_API_ID_MAX);
 		observed = cJSON_GetObjectItemCaseSensitive(body, "observed");
 		if (observed && !cJSON_IsObject(observed)) {
 			fg_v_add(&v, "invalid-field", "/observed", "must be an object");
@@ -751,13 +869,29 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 			fg_problem_v(resp, req, &v);
 			goto out;
 		}
-		/* Kept as the row it names ("mlx-lm-0.33" -> mlx-lm-0.32, "hf" -> vllm): reports join on row ids. */
-		runtime = fg_runtime_find(runtime)->id;
+		/* Kept as the row it names ("mlx-lm 0.33.1" -> mlx-lm-0.32, "hf" -> vllm): reports join on row ids. */
+		reported = runtime;
+		runtime = rt->id;
+		if (cJSON_IsString(art))
+			key = art->valuestring;
 	}
+	if (named_id && want_id && named_id != want_id) {
+		fg_problem(resp, req, 409, "artifact-mismatch", "Artifact mismatch",
+			   "the report names artifact %lld and artifact_id %lld", (long long)named_id, (long long)want_id);
+		goto out;
+	}
+	if (!want_id)
+		want_id = named_id;
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
-	if (cJSON_IsString(art) && fg_store_artifact_by_fingerprint(s, art->valuestring, &id, &err) != 0) {
-		fg_problem_from_err(resp, req, &err);
+	if (fg_store_artifact_resolve(s, key, digest, want_id, &id, &how, &ambiguous, &candidates, &err) != 0) {
+		if (err.code == FG_ECONFLICT && ambiguous)
+			fg_problem(resp, req, 409, "ambiguous-artifact", "Ambiguous artifact", "%s", err.msg);
+		else if (err.code == FG_ECONFLICT)
+			fg_problem(resp, req, 409, "artifact-mismatch", "Artifact mismatch", "%s", err.msg);
+		else
+			fg_problem_from_err(resp, req, &err);
+		fg_problem_extend(resp, "candidates", candidates);
 		goto out;
 	}
 	{
@@ -768,7 +902,7 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 			goto out;
 		}
-		if (fg_store_fleet_report_same(s, host, runtime, id, text ? text : "{}", &same, &err) != 0 &&
+		if (fg_store_fleet_report_same(s, host, runtime, reported, id, text ? text : "{}", &same, &err) != 0 &&
 		    err.code != FG_ENOTFOUND) {
 			cJSON_free(text);
 			fg_problem_from_err(resp, req, &err);
@@ -776,7 +910,7 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 		}
 		cJSON_free(text);
 	}
-	if (fg_store_fleet_report(s, host, id, runtime, observed, &err) != 0) {
+	if (fg_store_fleet_report(s, host, id, runtime, reported, observed, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
@@ -785,6 +919,10 @@ static void post_fleet_reports(struct fg_req *req, struct fg_resp *resp)
 	cJSON_AddStringToObject(doc, "host", host);
 	cJSON_AddNumberToObject(doc, "artifact_id", (double)id);
 	cJSON_AddStringToObject(doc, "runtime", runtime);
+	/* Issue 13: how the names in the report were read. */
+	cJSON_AddStringToObject(doc, "runtime_reported", reported);
+	cJSON_AddStringToObject(doc, "runtime_match", fg_runtime_match_name(rt_how));
+	cJSON_AddStringToObject(doc, "artifact_match", fg_artifact_match_name(how));
 	/* Reports are read in fleet health; a report stands per (host, runtime). */
 	if (!same)
 		snprintf(resp->location, sizeof(resp->location), "/v1/fleet/health");

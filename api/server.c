@@ -91,6 +91,25 @@ void fg_problem(struct fg_resp *resp, struct fg_req *req, unsigned status, const
 	problem_reply(resp, status, problem_doc(req, status, slug, title, detail));
 }
 
+void fg_problem_extend(struct fg_resp *resp, const char *member, cJSON *value)
+{
+	cJSON *doc = resp->body ? cJSON_Parse(resp->body) : NULL;
+	char *text;
+
+	if (!doc || !value || !cJSON_AddItemToObject(doc, member, value)) {
+		cJSON_Delete(doc);
+		cJSON_Delete(value);
+		return;
+	}
+	fg_json_utf8_fix(doc);
+	text = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	if (text) {
+		free(resp->body);
+		resp->body = text;
+	}
+}
+
 /* The title of each slug a validation fault can carry. */
 static const char *fault_title(const char *slug)
 {

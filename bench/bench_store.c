@@ -249,7 +249,7 @@ static int64_t put_one(struct fg_store *s, int i)
 		cJSON_AddStringToObject(files, "mtp.safetensors", fp);
 		a.provenance = prov;
 	}
-	if (fg_store_artifact_put(s, &a, &id, &err))
+	if (fg_store_artifact_put(s, &a, &id, NULL, &err))
 		die("artifact_put", &err);
 	cJSON_Delete(report);
 	cJSON_Delete(prov);
@@ -282,7 +282,7 @@ static void fleet_one(struct fg_store *s, int host, int64_t artifact)
 
 	snprintf(name, sizeof(name), "gpu-%04d.farm", host / 2);
 	cJSON_AddNumberToObject(obs, "tok_s", 14.2);
-	if (fg_store_fleet_report(s, name, artifact, runtimes[host % 2], obs, &err))
+	if (fg_store_fleet_report(s, name, artifact, runtimes[host % 2], NULL, obs, &err))
 		die("fleet_report", &err);
 	cJSON_Delete(obs);
 }
@@ -489,7 +489,7 @@ int main(int argc, char **argv)
 		struct fg_job j;
 
 		series_start(&t);
-		if (fg_store_job_enqueue(s, "forge", "{\"source\":\"models/x\"}", NULL, NULL, 0, &j, NULL, &err))
+		if (fg_store_job_enqueue(s, "forge", "{\"source\":\"models/x\"}", NULL, NULL, NULL, 0, &j, NULL, &err))
 			die("enqueue", &err);
 		fg_job_release(&j);
 		if (fg_store_job_claim(s, "bench/0", &j, &err) < 0)

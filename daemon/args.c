@@ -111,6 +111,17 @@ int fg_args_check_runtime(const char *option, const char *id)
 	return fg_args_bad("%s '%s' is not a runtime: one of %s", option, id, list);
 }
 
+int fg_args_check_reported_runtime(const char *option, const char *id)
+{
+	char list[1024];
+
+	if (fg_runtime_find_reported(id, NULL))
+		return 0;
+	fg_runtime_ids_text(list, sizeof(list));
+	return fg_args_bad("%s '%s' is not a runtime: one of %s, or a version string a row covers "
+			   "('mlx-lm 0.31.3', 'mtplx==2.12.0')", option, id, list);
+}
+
 int fg_args_check_policy(const char *option, const char *text)
 {
 	struct fg_policy policy;
@@ -290,12 +301,16 @@ int fg_args_parse(struct fg_args *a, int argc, char **argv, const char *shortopt
 		if (handle)
 			handle(ctx, c, optarg);
 	}
-	/* After "--" (or the first argument, with '+'): arguments all. */
+	/*
+	 * After "--" (or the first argument, with '+'): arguments all.  With '+'
+	 * they are a command line of their own (main.c: the command and its
+	 * options), however long: only the first FG_ARGS_MAX_POS are kept.
+	 */
 	a->end = optind;
 	for (int i = optind; i < argc; i++) {
 		if (a->n_pos < FG_ARGS_MAX_POS)
 			a->pos[a->n_pos++] = argv[i];
-		else
+		else if (shortopts[0] != '+')
 			bad("too many arguments ('%s')", argv[i]);
 	}
 	current = NULL;

@@ -118,6 +118,12 @@ int fg_args_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0 when id is a runtime id (a row, an alias, a versioned id), else fg_args_bad() listing them all. */
 int fg_args_check_runtime(const char *option, const char *id);
 
+/*
+ * The same for a runtime as a serving host names it (a fleet report): also
+ * a version string (fg_runtime_find_reported: "mlx-lm 0.33.1").
+ */
+int fg_args_check_reported_runtime(const char *option, const char *id);
+
 /* 0 when text is a quantization policy, else fg_args_bad() listing the policies. */
 int fg_args_check_policy(const char *option, const char *text);
 

@@ -563,6 +563,16 @@ int fg_client_fail(struct fg_client *c, const struct fg_http *r, int rc)
 		if (r->status == 401)
 			fprintf(stderr, "forged %s: give a token with --token-file FILE, $FORGED_TOKEN or "
 				"$XDG_CONFIG_HOME/forged/token\n", label);
+		/* A 409 naming the artifacts a fingerprint fits: each, so the report can name one. */
+		{
+			const cJSON *cand;
+
+			cJSON_ArrayForEach(cand, cJSON_GetObjectItemCaseSensitive(doc, "candidates"))
+				fprintf(stderr, "forged %s:   candidate artifact %lld digest %s source %s\n", label,
+					(long long)fg_json_get_num(cand, "artifact_id", 0),
+					fg_json_get_str(cand, "digest") ? fg_json_get_str(cand, "digest") : "-",
+					fg_json_get_str(cand, "source") ? fg_json_get_str(cand, "source") : "-");
+		}
 		if (c->format == FG_FORMAT_JSON)
 			fg_client_print_body(r);
 	} else {

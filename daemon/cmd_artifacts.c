@@ -257,15 +257,35 @@ static const char *latest_severity(const cJSON *art)
 static void print_artifact(const cJSON *art, int ships)
 {
 	struct fg_client_palette p = fg_client_palette();
-	const cJSON *vs, *v, *prints;
+	const cJSON *vs, *v, *prints, *rt;
 
 	printf("%sartifact %lld%s  %s%s%s\n", p.bold, (long long)fg_json_get_num(art, "id", 0), p.reset,
 	       ships ? p.green : p.red, ships ? "ok" : "NOT OK: do not ship", p.reset);
 	printf("  source       %s\n", str_or_dash(art, "source"));
 	printf("  family       %s\n", str_or_dash(art, "family"));
 	printf("  path         %s\n", str_or_dash(art, "path"));
-	printf("  fingerprint  %s\n", str_or_dash(art, "fingerprint"));
+	printf("  digest       %s\n", str_or_dash(art, "digest"));
+	printf("  head fp      %s (MTPLX's framing)\n", str_or_dash(art, "head_fingerprint"));
+	printf("  fingerprint  %s (legacy framing)\n", str_or_dash(art, "fingerprint"));
 	printf("  created      %s\n", str_or_dash(art, "created_at"));
+	rt = cJSON_GetObjectItemCaseSensitive(art, "mtplx_runtime");
+	if (cJSON_IsObject(rt)) {
+		const cJSON *ev = cJSON_GetObjectItemCaseSensitive(rt, "speed_evidence");
+
+		printf("  mtplx        %s, mtp_depth_max %lld, profile %s\n",
+		       fg_json_get_str(ev, "status") ? fg_json_get_str(ev, "status")
+						     : fg_json_get_str(ev, "verdict") ? fg_json_get_str(ev, "verdict") : "-",
+		       (long long)fg_json_get_num(rt, "mtp_depth_max", 0), str_or_dash(rt, "recommended_profile"));
+	}
+	vs = cJSON_GetObjectItemCaseSensitive(art, "fleet");
+	cJSON_ArrayForEach(v, vs) {
+		const char *named = fg_json_get_str(v, "runtime_reported");
+
+		printf("  served by    %s under %s", str_or_dash(v, "host"), str_or_dash(v, "runtime"));
+		if (named && strcmp(named, str_or_dash(v, "runtime")) != 0)
+			printf(" ('%s')", named);
+		printf("\n");
+	}
 	vs = cJSON_GetObjectItemCaseSensitive(art, "verdicts");
 	printf("  verdicts%s\n", cJSON_GetArraySize(vs) ? "" : "     none");
 	cJSON_ArrayForEach(v, vs) {

@@ -20,7 +20,8 @@ static const struct option *fleet_longopts(void);
 
 static const struct fg_subcmd fleet_subs[] = {
 	{ "health", "", "the fleet-wide health: unhealthy artifacts, the hosts serving them" },
-	{ "report", "--artifact ID|FINGERPRINT --runtime RUNTIME [--host HOST] [--observed JSON]",
+	{ "report", "--artifact ID|DIGEST|FINGERPRINT --runtime RUNTIME [--digest DIGEST] [--artifact-id ID] "
+		    "[--host HOST] [--observed JSON]",
 	  "report that a host serves an artifact under a runtime" },
 	{ NULL, NULL, NULL },
 };
@@ -31,6 +32,11 @@ const struct fg_cmd fg_cmd_fleet = {
 	.usage = "Talks to `forged serve` as `forged jobs` does (--server, --token, -o: see\n"
 		 "'forged help jobs').  report: --host defaults to this machine's host name;\n"
 		 "--observed is a JSON object of figures the host measured (e.g. {\"tok_s\": 47.2}).\n"
+		 "--artifact names the artifact by id, artifact digest or head fingerprint (MTPLX's\n"
+		 "sha256:HEX, or forged's older bare hex); a fingerprint several artifacts share\n"
+		 "needs --digest or --artifact-id too (else HTTP 409, the candidates listed).\n"
+		 "RUNTIME may be a row id, an alias or the runtime's version string ('mlx-lm 0.31.3'),\n"
+		 "mapped to the newest row that covers it.\n"
 		 "-o json prints the API's documents.\n"
 		 "Exit 0 ok; 1 health: a host serves an unhealthy artifact; 2 bad usage or a\n"
 		 "request the server refused (4xx: unknown artifact or runtime); 3 server or\n"
@@ -42,7 +48,7 @@ const struct fg_cmd fg_cmd_fleet = {
 	.help_extra = fg_cli_print_runtimes,
 };
 
-enum { OPT_HOST = 4000, OPT_ARTIFACT, OPT_RUNTIME, OPT_OBSERVED };
+enum { OPT_HOST = 4000, OPT_ARTIFACT, OPT_RUNTIME, OPT_OBSERVED, OPT_DIGEST, OPT_ARTIFACT_ID };
 
 static const struct option fleet_options[] = {
 	FG_CLIENT_LONGOPTS,
@@ -50,6 +56,8 @@ static const struct option fleet_options[] = {
 	{ "artifact", required_argument, NULL, OPT_ARTIFACT },
 	{ "runtime", required_argument, NULL, OPT_RUNTIME },
 	{ "observed", required_argument, NULL, OPT_OBSERVED },
+	{ "digest", required_argument, NULL, OPT_DIGEST },
+	{ "artifact-id", required_argument, NULL, OPT_ARTIFACT_ID },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -59,7 +67,8 @@ static const struct option *fleet_longopts(void)
 }
 
 struct fleet_opts {
-	const char *host, *artifact, *runtime, *observed;
+	const char *host, *artifact, *runtime, *observed, *digest;
+	long long artifact_id;
 };
 
 static int fleet_option(void *ctx, int val, const char *arg)
@@ -80,7 +89,20 @@ static int fleet_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_RUNTIME:
 		o->runtime = arg;
-		return fg_client_check_runtime("--runtime", arg);
+		return fg_args_check_reported_runtime("--runtime", arg);
+	case OPT_DIGEST:
+		o->digest = arg;
+		if (!*arg || strlen(arg) > 128)
+			return fg_client_bad_value("--digest must be 1-128 bytes");
+		return 0;
+	case OPT_ARTIFACT_ID: {
+		char *end;
+
+		o->artifact_id = strtoll(arg, &end, 10);
+		if (*end || o->artifact_id < 1 || arg[0] == '+' || arg[0] == '-')
+			return fg_client_bad_value("--artifact-id '%s' is not a positive integer", arg);
+		return 0;
+	}
 	case OPT_OBSERVED:
 		o->observed = arg;
 		doc = cJSON_Parse(arg);
@@ -142,12 +164,23 @@ static void print_health(const cJSON *h, int served)
 		}
 	}
 	if (cJSON_GetArraySize(band) == 2)
-		printf("\nprobe q_norm: healthy band [%g, %g], %lld artifact(s) outside\n",
+		printf("\nprobe q_norm after load, as served: healthy band [%g, %g] (Qwen3.5/3.8), %lld served "
+		       "artifact(s) outside it, %lld outside the plausible band\n",
 		       cJSON_GetArrayItem(band, 0)->valuedouble, cJSON_GetArrayItem(band, 1)->valuedouble,
-		       (long long)fg_json_get_num(probe, "outside_band", 0));
+		       (long long)fg_json_get_num(probe, "outside_band", 0),
+		       (long long)fg_json_get_num(probe, "outside_plausible", 0));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(probe, "by_family")) {
+		if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "band")))
+			printf("  %s: no published band; %lld report(s), after-load probe %g to %g\n", it->string,
+			       (long long)fg_json_get_num(it, "reports", 0), fg_json_get_num(it, "min", 0),
+			       fg_json_get_num(it, "max", 0));
+		else
+			printf("  %s: %lld served artifact(s), %lld outside the healthy band\n", it->string,
+			       (long long)fg_json_get_num(it, "artifacts", 0),
+			       (long long)fg_json_get_num(it, "outside_band", 0));
+	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(h, "warnings"))
-		if (cJSON_IsString(it))
-			printf("%swarning%s: %s\n", p.yellow, p.reset, it->valuestring);
+		printf("%swarning%s: %s: %s\n", p.yellow, p.reset, str_or_dash(it, "code"), str_or_dash(it, "detail"));
 }
 
 static int do_health(struct fg_client *c)
@@ -184,8 +217,8 @@ static int do_report(struct fg_client *c, const struct fg_client_args *a, const 
 	long long id;
 	int rc;
 
-	if (!o->artifact)
-		return fg_client_usage(a, "missing --artifact ID|FINGERPRINT");
+	if (!o->artifact && !o->artifact_id)
+		return fg_client_usage(a, "missing --artifact ID|DIGEST|FINGERPRINT");
 	if (!o->runtime)
 		return fg_client_usage(a, "missing --runtime RUNTIME");
 	if (o->host) {
@@ -196,11 +229,17 @@ static int do_report(struct fg_client *c, const struct fg_client_args *a, const 
 	host[sizeof(host) - 1] = '\0';
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "host", host);
-	id = strtoll(o->artifact, &end, 10);
-	if (*end == '\0' && id > 0 && o->artifact[0] != '+' && o->artifact[0] != '-')
-		cJSON_AddNumberToObject(body, "artifact", (double)id);
-	else
-		cJSON_AddStringToObject(body, "artifact", o->artifact);
+	if (o->artifact) {
+		id = strtoll(o->artifact, &end, 10);
+		if (*end == '\0' && id > 0 && o->artifact[0] != '+' && o->artifact[0] != '-')
+			cJSON_AddNumberToObject(body, "artifact", (double)id);
+		else
+			cJSON_AddStringToObject(body, "artifact", o->artifact);
+	}
+	if (o->artifact_id)
+		cJSON_AddNumberToObject(body, "artifact_id", (double)o->artifact_id);
+	if (o->digest)
+		cJSON_AddStringToObject(body, "digest", o->digest);
 	cJSON_AddStringToObject(body, "runtime", o->runtime);
 	if (o->observed)
 		cJSON_AddItemToObject(body, "observed", cJSON_Parse(o->observed));
@@ -217,8 +256,14 @@ static int do_report(struct fg_client *c, const struct fg_client_args *a, const 
 	} else if (c->format == FG_FORMAT_JSON) {
 		rc = fg_client_print_body(&r);
 	} else if ((doc = fg_client_doc(c, &r)) != NULL) {
-		printf("reported: %s serves artifact %lld under %s\n", str_or_dash(doc, "host"),
-		       (long long)fg_json_get_num(doc, "artifact_id", 0), str_or_dash(doc, "runtime"));
+		printf("reported: %s serves artifact %lld (by %s) under %s", str_or_dash(doc, "host"),
+		       (long long)fg_json_get_num(doc, "artifact_id", 0), str_or_dash(doc, "artifact_match"),
+		       str_or_dash(doc, "runtime"));
+		/* The mapping of a version string, shown. */
+		if (fg_json_get_str(doc, "runtime_reported") &&
+		    strcmp(fg_json_get_str(doc, "runtime_reported"), str_or_dash(doc, "runtime")) != 0)
+			printf(" ('%s', by %s)", fg_json_get_str(doc, "runtime_reported"), str_or_dash(doc, "runtime_match"));
+		printf("\n");
 		cJSON_Delete(doc);
 	} else {
 		rc = FG_EXIT_INTERNAL;
@@ -240,8 +285,9 @@ static int run_fleet(int argc, char **argv)
 		return rc;
 	if ((rc = fg_client_want_args(&a, 0, "")) != 0)
 		return rc;
-	if (strcmp(a.sub->name, "report") == 0 && (!o.artifact || !o.runtime))
-		return fg_client_usage(&a, "missing %s", !o.artifact ? "--artifact ID|FINGERPRINT" : "--runtime RUNTIME");
+	if (strcmp(a.sub->name, "report") == 0 && ((!o.artifact && !o.artifact_id) || !o.runtime))
+		return fg_client_usage(&a, "missing %s",
+				       !o.artifact && !o.artifact_id ? "--artifact ID|DIGEST|FINGERPRINT" : "--runtime RUNTIME");
 	if ((rc = fg_client_open(&c, &a)) != 0)
 		return rc;
 	if (strcmp(a.sub->name, "health") == 0)

@@ -143,7 +143,7 @@ static int run_forge(int argc, char **argv)
 		fprintf(stderr, "forged: refused: %s%s%s\n", row ? row->name : "", row ? ": " : "", err.msg);
 	}
 	if (json) {
-		cJSON *doc = fg_forge_result_json(&res);
+		cJSON *doc = fg_forge_result_json(&res, &o);
 		int prc;
 
 		/* File and tensor names are any bytes: the document is UTF-8 (U+FFFD for the rest). */
@@ -158,8 +158,8 @@ static int run_forge(int argc, char **argv)
 			return prc;
 		}
 	} else if (!rc) {
-		printf("%s\n  fingerprint %s\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
-		       "%zu norms shifted\n", res.artifact, res.fingerprint, res.target, res.policy, res.head_tensors,
+		printf("%s\n  head fingerprint %s\n  digest %s\n  fingerprint %s (legacy framing)\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
+		       "%zu norms shifted\n", res.artifact, res.head_fingerprint, res.digest, res.fingerprint, res.target, res.policy, res.head_tensors,
 		       res.n_removed, res.n_shifted);
 	}
 	fg_forge_result_release(&res);

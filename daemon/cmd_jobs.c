@@ -190,10 +190,21 @@ static void print_job(const cJSON *job)
 	struct fg_client_palette p = fg_client_palette();
 	const char *state = fg_json_get_str(job, "state");
 	const cJSON *ref = cJSON_GetObjectItemCaseSensitive(job, "refusal");
+	const cJSON *rq = cJSON_GetObjectItemCaseSensitive(job, "request");
 
 	printf("%sjob %lld%s  %s%s%s\n", p.bold, (long long)fg_json_get_num(job, "id", 0), p.reset,
 	       state_colour(&p, state), state ? state : "?", p.reset);
 	printf("  kind      %s\n", str_or_dash(job, "kind"));
+	if (cJSON_IsObject(rq)) {
+		/* What was asked (issue 13): the source as named, and where it resolved to. */
+		const char *named = fg_json_get_str(rq, "source"), *resolved = fg_json_get_str(rq, "source_resolved");
+
+		printf("  source    %s", named ? named : "-");
+		if (resolved && (!named || strcmp(named, resolved) != 0))
+			printf(" (%s)", resolved);
+		printf("\n  target    %s, quant %s\n", str_or_dash(rq, "target"), str_or_dash(rq, "quant"));
+		printf("  out       %s\n", str_or_dash(rq, "out"));
+	}
 	printf("  stage     %s\n", str_or_dash(job, "stage"));
 	printf("  progress  %.0f%%\n", fg_json_get_num(job, "progress", 0) * 100.0);
 	printf("  artifact  ");

@@ -217,14 +217,20 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
 }
 
-/* Store the forged artifact and finish the job, in one transaction; 0 or FG_E* with err set. */
+/*
+ * Store the forged artifact and finish the job, in one transaction; 0 or
+ * FG_E* with err set.  The same bytes forged before (the same digest) are
+ * that artifact: *existed says so.
+ */
 static int store_artifact(struct worker *w, int64_t job, const char *source, const struct fg_forge_result *res,
-			  int64_t *aid, struct fg_err *err)
+			  int64_t *aid, int *existed, struct fg_err *err)
 {
 	const struct fg_inspect *r = res->check;
 	cJSON *report;
 	struct fg_inspect_summary sum;
-	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint };
+	struct fg_artifact_in a = { .source = source, .path = res->artifact, .fingerprint = res->fingerprint,
+				    .head_fingerprint = res->head_fingerprint, .digest = res->digest,
+				    .mtplx_runtime = res->mtplx_runtime };
 	int rc;
 
 	fg_inspect_summarize(r, &sum);
@@ -244,7 +250,7 @@ static int store_artifact(struct worker *w, int64_t job, const char *source, con
 	fg_json_utf8_fix(report);
 	fg_json_utf8_fix(res->provenance);
 	a.report = report;
-	rc = fg_store_job_succeed(w->store, job, w->name, &a, aid, err);
+	rc = fg_store_job_succeed(w->store, job, w->name, &a, aid, existed, err);
 	cJSON_Delete(report);
 	return rc;
 }
@@ -262,18 +268,29 @@ static cJSON *job_stamp(const struct fg_job *job)
 	return o;
 }
 
+/* Copy forged.json's string key into dst (cap bytes); "" when absent, null or too long. */
+static void doc_text(const cJSON *doc, const char *key, char *dst, size_t cap)
+{
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, key));
+
+	dst[0] = '\0';
+	if (v && strlen(v) < cap)
+		snprintf(dst, cap, "%s", v);
+}
+
 /*
  * When out is a complete artifact whose forged.json names this job (a run
  * that died after the rename), fill res from it as a forge would: the
- * provenance, its fingerprint, and the folder's own inspection for target.
- * Returns 1 when adopted, 0 when out is not this job's.
+ * provenance, its fingerprints and digest, the mtplx_runtime.json it names,
+ * and the folder's own inspection for target.  Returns 1 when adopted, 0
+ * when out is not this job's.
  */
 static int adopt(const char *out, const cJSON *stamp, const char *target, struct fg_forge_result *res,
 		 struct fg_err *err)
 {
 	char path[PATH_MAX];
 	cJSON *doc = NULL;
-	const char *fp;
+	const char *fp, *runtime;
 	struct fg_err ignore = { 0 };
 
 	if (snprintf(path, sizeof(path), "%s/forged.json", out) >= (int)sizeof(path) ||
@@ -295,9 +312,20 @@ static int adopt(const char *out, const cJSON *stamp, const char *target, struct
 		cJSON_Delete(doc);
 		return 0;
 	}
+	/* The runtime document it names is part of what was stored for it (forge.c wrote both). */
+	runtime = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "mtplx_runtime"));
+	if (runtime && (strchr(runtime, '/') ||
+			snprintf(path, sizeof(path), "%s/%s", out, runtime) >= (int)sizeof(path) ||
+			fg_json_load(&res->mtplx_runtime, path, 64u << 20, &ignore) != 0)) {
+		fg_forge_result_release(res);
+		cJSON_Delete(doc);
+		return 0;
+	}
 	res->ok = 1;
 	res->provenance = doc;
 	snprintf(res->fingerprint, sizeof(res->fingerprint), "%s", fp);
+	doc_text(doc, "head_fingerprint", res->head_fingerprint, sizeof(res->head_fingerprint));
+	doc_text(doc, "digest", res->digest, sizeof(res->digest));
 	if (!realpath(out, res->artifact))
 		snprintf(res->artifact, sizeof(res->artifact), "%s", out);
 	return 1;
@@ -433,23 +461,30 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_store_job_finish(w->store, job->id, w->name, FG_JOB_CANCELLED, "cancelled on request", 0, &err);
 		fg_log(FG_LOG_NOTICE, "job %lld: cancelled", (long long)job->id);
 	} else if (rc) {
-		/* The cause is kept whole: a refusal's verdict code is stored as data. */
+		/* The cause is kept whole: a refusal's verdict code is stored as data, with the verdicts. */
 		struct fg_err cause = err;
 		const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&cause));
+		cJSON *doc = fg_forge_result_json(&res, &o);
 
-		fg_store_job_fail(w->store, job->id, w->name, &cause, &err);
+		if (doc)
+			fg_json_utf8_fix(doc);
+		fg_store_job_fail(w->store, job->id, w->name, &cause, cJSON_GetObjectItemCaseSensitive(doc, "verdicts"),
+				  &err);
+		cJSON_Delete(doc);
 		fg_log(FG_LOG_WARNING, "job %lld: %s: %s%s%s", (long long)job->id, refusal ? "refused" : "failed",
 		       refusal ? refusal->name : "", refusal ? ": " : "", cause.msg);
 	} else {
 		int64_t aid = 0;
+		int existed = 0;
 
-		rc = store_artifact(w, job->id, o.source, &res, &aid, &err);
+		rc = store_artifact(w, job->id, o.source, &res, &aid, &existed, &err);
 		if (!rc) {
 			fault_point("stored");
 			/* An adopted folder was written by an earlier run: nothing new written now. */
 			tell_api(p, 1, adopted ? 0 : bytes_written(res.artifact, 0), -1.0, 0);
-			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld fingerprint %s", (long long)job->id,
-			       (long long)aid, res.fingerprint);
+			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld%s digest %s head fingerprint %s",
+			       (long long)job->id, (long long)aid, existed ? " (the same bytes were stored before)" : "",
+			       res.digest, res.head_fingerprint);
 		} else if (rc == FG_ECONFLICT || rc == FG_ENOTFOUND) {
 			fg_log(FG_LOG_NOTICE, "job %lld: not stored: %s", (long long)job->id, err.msg);
 		} else if (rc == FG_ESTATE || rc == FG_ENOSPC) {

@@ -7,6 +7,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/artifact/forge.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +52,9 @@ void fg_job_release(struct fg_job *job)
 	if (!job)
 		return;
 	free(job->params);
-	job->params = NULL;
+	free(job->verdicts);
+	free(job->asked);
+	job->params = job->verdicts = job->asked = NULL;
 }
 
 /* {code, severity, detail} of the refusal that failed job, or JSON null; NULL when out of memory. */
@@ -85,9 +89,56 @@ static int add_error(cJSON *o, const struct fg_job *job)
 	return cJSON_AddStringToObject(o, "error", text) != NULL;
 }
 
+/* Parsed JSON text, or a fresh empty array (array) or object when the text is absent or not that. */
+static cJSON *parse_or(const char *text, int array)
+{
+	cJSON *j = text ? cJSON_Parse(text) : NULL;
+
+	if (j && (array ? cJSON_IsArray(j) : cJSON_IsObject(j)))
+		return j;
+	cJSON_Delete(j);
+	return array ? cJSON_CreateArray() : cJSON_CreateObject();
+}
+
+static int add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+	return (s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+/*
+ * What was asked: the client's spelling (asked) beside what the queue
+ * holds (params: paths confined), defaults filled in.  A job stored before
+ * issue 13 has no asked: its source as named is then the stored one.
+ */
+static cJSON *request_json(const struct fg_job *job)
+{
+	cJSON *params = parse_or(job->params, 0), *asked = parse_or(job->asked, 0), *o = cJSON_CreateObject();
+	const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "source"));
+	const char *bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "backbone"));
+	const char *named = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "source"));
+	const char *named_bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "backbone"));
+	const char *target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "target"));
+	const char *quant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "quant"));
+	int ok = params && asked && o;
+
+	ok = ok && add_str_or_null(o, "source", named ? named : src) && add_str_or_null(o, "source_resolved", src) &&
+	     add_str_or_null(o, "backbone", named_bb ? named_bb : bb) && add_str_or_null(o, "backbone_resolved", bb) &&
+	     cJSON_AddStringToObject(o, "target", target ? target : FG_FORGE_DEFAULT_TARGET) &&
+	     cJSON_AddStringToObject(o, "quant", quant ? quant : "keep") &&
+	     add_str_or_null(o, "out", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "out")));
+	cJSON_Delete(params);
+	cJSON_Delete(asked);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 cJSON *fg_job_json(const struct fg_job *job)
 {
-	cJSON *o, *refusal;
+	cJSON *o, *refusal, *item;
+	char url[48];
 
 	if (!job)
 		return NULL;
@@ -110,10 +161,173 @@ cJSON *fg_job_json(const struct fg_job *job)
 	    !cJSON_AddStringToObject(o, "created_at", job->created_at) ||
 	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at))
 		goto fail;
+	/* Issue 13, new fields: the verdicts as data, the artifact's link, what was asked. */
+	item = parse_or(job->verdicts, 1);
+	if (!item || !cJSON_AddItemToObject(o, "verdicts", item)) {
+		cJSON_Delete(item);
+		goto fail;
+	}
+	snprintf(url, sizeof(url), "/v1/artifacts/%lld", (long long)job->artifact_id);
+	if (!add_str_or_null(o, "artifact_url", job->artifact_id > 0 ? url : NULL))
+		goto fail;
+	item = request_json(job);
+	if (!item || !cJSON_AddItemToObject(o, "request", item)) {
+		cJSON_Delete(item);
+		goto fail;
+	}
 	return o;
 fail:
 	cJSON_Delete(o);
 	return NULL;
+}
+
+/* ---- what an artifact key matched ---- */
+
+static const char *const match_names[] = {
+	[FG_MATCH_ID] = "id",
+	[FG_MATCH_DIGEST] = "digest",
+	[FG_MATCH_HEAD_FINGERPRINT] = "head_fingerprint",
+	[FG_MATCH_LEGACY_FINGERPRINT] = "fingerprint",
+};
+
+const char *fg_artifact_match_name(enum fg_artifact_match m)
+{
+	return (unsigned)m < sizeof(match_names) / sizeof(match_names[0]) ? match_names[m] : "unknown";
+}
+
+
+/* ---- resolving what a fleet report names (the rows: each backend's resolve) ---- */
+
+#define CANDIDATES_MAX 50   /* candidates a 409 lists */
+
+int fg_store_resolver_init(struct fg_store_resolver *r, struct fg_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->list = cJSON_CreateArray();
+	return r->list ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
+}
+
+static int put_text(cJSON *o, const char *key, const char *t)
+{
+	return (t ? cJSON_AddStringToObject(o, key, t) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+int fg_store_resolver_row(struct fg_store_resolver *r, const struct fg_store_resolve_row *row, struct fg_err *err)
+{
+	struct fg_store_found f = { .id = row->id, .by = row->by };
+	cJSON *o;
+	int seen = 0;
+
+	fg_store_copy_text(row->digest, row->digest ? strlen(row->digest) : 0, f.digest, sizeof(f.digest));
+	if (f.by == 0) {
+		r->by_id = f;
+		return 0;
+	}
+	if (f.by == 1) {
+		r->by_digest = f;
+		return 0;
+	}
+	for (size_t i = 0; i < r->n_fp; i++)
+		seen |= r->fp[i].id == f.id;
+	if (seen)
+		return 0;
+	if (r->n_fp == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 8;
+		struct fg_store_found *g = realloc(r->fp, cap * sizeof(*r->fp));
+
+		if (!g)
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		r->fp = g;
+		r->cap = cap;
+	}
+	r->fp[r->n_fp++] = f;
+	if (cJSON_GetArraySize(r->list) >= CANDIDATES_MAX)
+		return 0;
+	o = cJSON_CreateObject();
+	if (!o || !cJSON_AddItemToArray(r->list, o)) {
+		cJSON_Delete(o);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
+	if (!cJSON_AddNumberToObject(o, "artifact_id", (double)row->id) || !put_text(o, "digest", row->digest) ||
+	    !put_text(o, "head_fingerprint", row->head_fingerprint) || !put_text(o, "fingerprint", row->fingerprint) ||
+	    !put_text(o, "source", row->source) || !put_text(o, "path", row->path) ||
+	    !put_text(o, "created_at", row->created_at))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return 0;
+}
+
+int fg_store_resolver_decide(struct fg_store_resolver *r, const char *key, const char *digest, int64_t want_id,
+			     int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			     struct fg_err *err)
+{
+	int64_t pick = 0;
+	int rc = 0, conflict = 0, amb = 0;
+
+	if (want_id > 0 && !r->by_id.id) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact %lld", (long long)want_id);
+		goto out;
+	}
+	if (!key) {
+		/* By id; a digest beside it must be that artifact's. */
+		pick = r->by_id.id;
+		*how = FG_MATCH_ID;
+		conflict = digest && strcmp(r->by_id.digest, digest) != 0;
+	} else if (r->by_digest.id) {
+		/* A digest names one artifact: what else the report says must agree with it. */
+		pick = r->by_digest.id;
+		*how = FG_MATCH_DIGEST;
+		conflict = (want_id > 0 && want_id != pick) || (digest && strcmp(digest, key) != 0);
+	} else if (r->n_fp == 0) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has digest or fingerprint '%s'", key);
+		goto out;
+	} else if (!digest && want_id <= 0) {
+		if (r->n_fp > 1) {
+			conflict = amb = 1;
+			rc = fg_err_set(err, FG_ECONFLICT,
+					"fingerprint '%s' is shared by %zu artifacts: name the artifact's digest or id too",
+					key, r->n_fp);
+			goto out;
+		}
+		pick = r->fp[0].id;
+		*how = r->fp[0].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
+	} else {
+		/* Narrowed by the digest and/or the id: a digest or an id is one artifact at most. */
+		for (size_t i = 0; i < r->n_fp; i++) {
+			if ((digest && strcmp(r->fp[i].digest, digest) != 0) || (want_id > 0 && r->fp[i].id != want_id))
+				continue;
+			pick = r->fp[i].id;
+			*how = r->fp[i].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
+		}
+		conflict = !pick;
+	}
+	if (conflict) {
+		rc = fg_err_set(err, FG_ECONFLICT, "the report names different artifacts: %s%s%s%s%s%s%lld",
+				key ? "'" : "", key ? key : "", key ? "'" : "", digest ? ", digest " : "",
+				digest ? digest : "", want_id > 0 ? ", id " : ", artifact ",
+				(long long)(want_id > 0 ? want_id : pick));
+		goto out;
+	}
+	*id = pick;
+out:
+	if (rc == FG_ECONFLICT && conflict) {
+		if (ambiguous)
+			*ambiguous = amb;
+		if (candidates) {
+			*candidates = r->list;
+			r->list = NULL;
+		}
+	}
+	fg_store_resolver_free(r);
+	return rc;
+}
+
+void fg_store_resolver_free(struct fg_store_resolver *r)
+{
+	cJSON_Delete(r->list);
+	free(r->fp);
+	r->list = NULL;
+	r->fp = NULL;
+	r->n_fp = r->cap = 0;
 }
 
 /* ---- checks before writing ---- */
@@ -129,7 +343,7 @@ int fg_store_check_text(const char *text, size_t max, int required, const char *
 	return 0;
 }
 
-int fg_store_check_enqueue(const char *kind, const char **params_json, const char *idem_key,
+int fg_store_check_enqueue(const char *kind, const char **params_json, const char *asked_json, const char *idem_key,
 			   const char *body_sha256, struct fg_err *err)
 {
 	cJSON *parsed;
@@ -149,6 +363,12 @@ int fg_store_check_enqueue(const char *kind, const char **params_json, const cha
 	parsed = cJSON_Parse(*params_json);
 	if (!parsed)
 		return fg_err_set(err, FG_EINPUT, "job parameters are not JSON");
+	cJSON_Delete(parsed);
+	parsed = asked_json ? cJSON_Parse(asked_json) : NULL;
+	if (asked_json && !cJSON_IsObject(parsed)) {
+		cJSON_Delete(parsed);
+		return fg_err_set(err, FG_EINPUT, "the job's request as asked is not a JSON object");
+	}
 	cJSON_Delete(parsed);
 	return 0;
 }
@@ -234,13 +454,14 @@ int fg_store_each_file(const cJSON *provenance, fg_store_file_fn add, void *ctx,
 	return 0;
 }
 
-int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, char **provenance,
+int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, char **provenance, char **runtime,
 			      struct fg_err *err)
 {
 	int rc;
 
 	*report = NULL;
 	*provenance = NULL;
+	*runtime = NULL;
 	if (!a)
 		return fg_err_set(err, FG_EINPUT, "storing an artifact: no artifact");
 	if (!a->source || !*a->source)
@@ -255,12 +476,21 @@ int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, cha
 		rc = fg_store_each_file(a->provenance, NULL, NULL, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+	if (a->mtplx_runtime && !cJSON_IsObject(a->mtplx_runtime))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the mtplx_runtime.json is not a JSON object",
+				  a->source);
+	if ((a->digest && strlen(a->digest) > FG_STORE_SHA_MAX) ||
+	    (a->head_fingerprint && strlen(a->head_fingerprint) > FG_STORE_SHA_MAX))
+		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': a digest or fingerprint over %d bytes",
+				  a->source, FG_STORE_SHA_MAX);
 	*report = cJSON_PrintUnformatted(a->report);
 	*provenance = a->provenance ? cJSON_PrintUnformatted(a->provenance) : NULL;
-	if (!*report || (a->provenance && !*provenance)) {
+	*runtime = a->mtplx_runtime ? cJSON_PrintUnformatted(a->mtplx_runtime) : NULL;
+	if (!*report || (a->provenance && !*provenance) || (a->mtplx_runtime && !*runtime)) {
 		cJSON_free(*report);
 		cJSON_free(*provenance);
-		*report = *provenance = NULL;
+		cJSON_free(*runtime);
+		*report = *provenance = *runtime = NULL;
 		return fg_err_set(err, FG_ENOMEM, "storing artifact '%s': out of memory", a->source);
 	}
 	return 0;
@@ -300,8 +530,8 @@ int fg_store_prepare_verification(int64_t artifact_id, const char *rows_json, co
 	return 0;
 }
 
-int fg_store_prepare_report(const char *host, const char *runtime, const cJSON *observed, char **text,
-			    struct fg_err *err)
+int fg_store_prepare_report(const char *host, const char *runtime, const char *runtime_reported,
+			    const cJSON *observed, char **text, struct fg_err *err)
 {
 	*text = NULL;
 	if (!host || !*host || strlen(host) > FG_STORE_HOST_MAX)
@@ -311,6 +541,10 @@ int fg_store_prepare_report(const char *host, const char *runtime, const cJSON *
 		return fg_err_set(err, FG_EINPUT,
 				  "storing a fleet report from '%s': the runtime is missing or over %d bytes", host,
 				  FG_STORE_RUNTIME_MAX);
+	if (runtime_reported && (!*runtime_reported || strlen(runtime_reported) > FG_STORE_REPORTED_MAX))
+		return fg_err_set(err, FG_EINPUT,
+				  "storing a fleet report from '%s': the runtime as reported is empty or over %d bytes",
+				  host, FG_STORE_REPORTED_MAX);
 	*text = observed ? cJSON_PrintUnformatted(observed) : NULL;
 	if (observed && !*text)
 		return fg_err_set(err, FG_ENOMEM, "storing a fleet report from '%s': out of memory", host);
@@ -372,64 +606,6 @@ int fg_store_stats_row(struct fg_sql_stats *c, cJSON *by_verdict, cJSON *by_fami
 	}
 	if (obj && !cJSON_AddNumberToObject(obj, key, (double)n))
 		return fg_err_set(err, FG_ENOMEM, "reading artifact counts: out of memory");
-	return 0;
-}
-
-static cJSON *range_json(size_t i)
-{
-	cJSON *r = cJSON_CreateArray();
-	cJSON *lo = cJSON_CreateNumber(fg_sql_probe_ranges[i].lo);
-	cJSON *hi = fg_sql_probe_ranges[i].hi < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(fg_sql_probe_ranges[i].hi);
-
-	if (!r || !lo || !hi || !cJSON_AddItemToArray(r, lo)) {
-		cJSON_Delete(r);
-		cJSON_Delete(lo);
-		cJSON_Delete(hi);
-		return NULL;
-	}
-	if (!cJSON_AddItemToArray(r, hi)) {
-		cJSON_Delete(r);
-		cJSON_Delete(hi);
-		return NULL;
-	}
-	return r;
-}
-
-int fg_store_probe_section(cJSON *doc, const int64_t probe[], struct fg_err *err)
-{
-	cJSON *sec = cJSON_AddObjectToObject(doc, "probe_qnorm");
-	cJSON *band, *list;
-	int64_t outside = 0;
-
-	if (!sec)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	band = range_json(FG_SQL_PROBE_BAND);
-	if (!band || !cJSON_AddItemToObject(sec, "healthy_band", band)) {
-		cJSON_Delete(band);
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	}
-	list = cJSON_AddArrayToObject(sec, "buckets");
-	if (!list)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	for (size_t i = 0; i < FG_SQL_PROBE_BUCKETS; i++) {
-		cJSON *b = cJSON_CreateObject();
-		cJSON *range = range_json(i);
-
-		/* b joins the list last, so until then both are ours to free. */
-		if (!b || !range || !cJSON_AddItemToObject(b, "range", range)) {
-			cJSON_Delete(b);
-			cJSON_Delete(range);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-		if (!cJSON_AddNumberToObject(b, "count", (double)probe[i]) || !cJSON_AddItemToArray(list, b)) {
-			cJSON_Delete(b);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-		if (i != FG_SQL_PROBE_BAND)
-			outside += probe[i];
-	}
-	if (!cJSON_AddNumberToObject(sec, "outside_band", (double)outside))
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	return 0;
 }
 

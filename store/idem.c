@@ -134,13 +134,13 @@ int fg_store_job_key_known(struct fg_store *s, const char *key, const char *body
 	return s->ops->job_key_known(s, key, body_sha256, known, err);
 }
 
-int fg_store_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-			       const char *observed_json, int *same, struct fg_err *err)
+int fg_store_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+			       int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err)
 {
 	if (same)
 		*same = 0;
 	if (!s || !same || !host || !runtime)
 		return fg_err_set(err, FG_EINPUT, "comparing a fleet report: no store, host, runtime or output");
-	return s->ops->fleet_report_same(s, host, runtime, artifact_id, observed_json ? observed_json : "{}", same,
-					 err);
+	return s->ops->fleet_report_same(s, host, runtime, reported ? reported : runtime, artifact_id,
+					 observed_json ? observed_json : "{}", same, err);
 }

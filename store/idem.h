@@ -56,9 +56,10 @@ int fg_store_job_key_known(struct fg_store *s, const char *key, const char *body
 
 /*
  * *same = 1 when the standing report of (host, runtime) names artifact_id
- * with observed_json (JSON text, "{}" when none) already.
+ * with observed_json (JSON text, "{}" when none) and runtime as reported
+ * (NULL: runtime) already.
  */
-int fg_store_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-			       const char *observed_json, int *same, struct fg_err *err);
+int fg_store_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+			       int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err);
 
 #endif

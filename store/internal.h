@@ -77,6 +77,7 @@ struct fg_store_artifact {
 	const struct fg_artifact_in *in;
 	const char *report;
 	const char *provenance;        /* NULL when in->provenance is */
+	const char *runtime;           /* in->mtplx_runtime printed, NULL when none */
 };
 
 struct fg_store {
@@ -120,16 +121,19 @@ struct fg_store_ops {
 	/* a checkpoint on the checkpoint thread's connection; NULL: the backend needs none */
 	int (*checkpoint)(struct fg_store *s, struct fg_err *err);
 
-	int (*job_enqueue)(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-			   const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed, struct fg_err *err);
+	int (*job_enqueue)(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			   const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+			   struct fg_err *err);
 	int (*job_claim)(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 			 struct fg_err *err);
 	int (*job_progress)(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
 			    int lease_seconds, struct fg_err *err);
+	/* verdicts: a failed forge's verdicts[] printed, or NULL */
 	int (*job_finish)(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
-			  const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
+			  const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+			  struct fg_err *err);
 	int (*job_succeed)(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
-			   int64_t *artifact_id, struct fg_err *err);
+			   int64_t *artifact_id, int *existed, struct fg_err *err);
 	int (*job_cancel)(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 	int (*job_requeue)(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
 	int (*job_get)(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
@@ -142,17 +146,21 @@ struct fg_store_ops {
 	int (*jobs_reap)(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 	/* a read: running jobs past their lease (so an idle reaper writes nothing) */
 	int (*jobs_expired)(struct fg_store *s, int64_t *n, struct fg_err *err);
-	int (*artifact_put)(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
+	int (*artifact_put)(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+			    struct fg_err *err);
 	int (*artifact_get)(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 	int (*artifact_by_fingerprint)(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
+	int (*artifact_resolve)(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
+				enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err);
 	int (*artifact_list)(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			     cJSON **out, int64_t *next, struct fg_err *err);
-	/* row: the result's verdict (checked), result_text: the result printed */
+	/* row: the result's verdict (checked), result: the caller's (the runtime stamp), result_text: it printed */
 	int (*verification_put)(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-				const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
-	/* observed: printed ("{}" when none) */
+				const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+				struct fg_err *err);
+	/* runtime_reported: as the host named it (NULL: runtime); observed: printed ("{}" when none) */
 	int (*fleet_report)(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			    const char *observed, struct fg_err *err);
+			    const char *runtime_reported, const char *observed, struct fg_err *err);
 	int (*fleet_health)(struct fg_store *s, cJSON **out, struct fg_err *err);
 	int (*counts)(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err);
 	int (*check)(struct fg_store *s, struct fg_err *err);
@@ -165,8 +173,8 @@ struct fg_store_ops {
 	int (*idem_release)(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
 	int (*job_key_known)(struct fg_store *s, const char *key, const char *body_sha256, int *known,
 			     struct fg_err *err);
-	int (*fleet_report_same)(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-				 const char *observed_json, int *same, struct fg_err *err);
+	int (*fleet_report_same)(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+				 int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err);
 };
 
 extern const struct fg_store_ops fg_sqlite_ops;
@@ -223,7 +231,7 @@ int fg_store_check_text(const char *text, size_t max, int required, const char *
  * The checks of fg_store_job_enqueue before anything is written: kind,
  * key, digest, params parse.  *params_json becomes "{}" when NULL.
  */
-int fg_store_check_enqueue(const char *kind, const char **params_json, const char *idem_key,
+int fg_store_check_enqueue(const char *kind, const char **params_json, const char *asked_json, const char *idem_key,
 			   const char *body_sha256, struct fg_err *err);
 
 /*
@@ -240,8 +248,8 @@ int fg_store_check_verdicts(const cJSON *report, struct fg_err *err);
 typedef int (*fg_store_file_fn)(void *ctx, const char *file, const char *sha, struct fg_err *err);
 int fg_store_each_file(const cJSON *provenance, fg_store_file_fn add, void *ctx, struct fg_err *err);
 
-/* The checks of fg_store_artifact_put, then report and provenance printed (cJSON_free both). */
-int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, char **provenance,
+/* The checks of fg_store_artifact_put, then report, provenance and runtime document printed (cJSON_free all). */
+int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, char **provenance, char **runtime,
 			      struct fg_err *err);
 
 /* The checks of fg_store_verification_put: the verdict row of result, its printed text (cJSON_free). */
@@ -249,8 +257,40 @@ int fg_store_prepare_verification(int64_t artifact_id, const char *rows_json, co
 				  const struct fg_verdict_row **row, char **result_text, struct fg_err *err);
 
 /* The checks of fg_store_fleet_report; observed printed into *text (NULL: "{}"; cJSON_free). */
-int fg_store_prepare_report(const char *host, const char *runtime, const cJSON *observed, char **text,
-			    struct fg_err *err);
+int fg_store_prepare_report(const char *host, const char *runtime, const char *runtime_reported,
+			    const cJSON *observed, char **text, struct fg_err *err);
+
+/*
+ * fg_store_artifact_resolve's decision, the same on both backends: the
+ * backend reads the candidate rows in one snapshot (by digest, head
+ * fingerprint, legacy fingerprint, and the id asked for) and hands each
+ * to fg_store_resolver_row, then fg_store_resolver_decide picks (and frees
+ * the resolver; fg_store_resolver_free when the backend fails before).
+ */
+struct fg_store_found {
+	int64_t id;
+	int by;                        /* 0 the id asked for, 1 digest, 2 head fingerprint, 3 legacy */
+	char digest[FG_STORE_SHA_MAX + 1];
+};
+
+struct fg_store_resolver {
+	struct fg_store_found by_id, by_digest, *fp;
+	size_t n_fp, cap;
+	cJSON *list;                   /* candidates for a 409 */
+};
+
+struct fg_store_resolve_row {
+	int64_t id;
+	int by;
+	const char *digest, *head_fingerprint, *fingerprint, *source, *path, *created_at;
+};
+
+int fg_store_resolver_init(struct fg_store_resolver *r, struct fg_err *err);
+int fg_store_resolver_row(struct fg_store_resolver *r, const struct fg_store_resolve_row *row, struct fg_err *err);
+int fg_store_resolver_decide(struct fg_store_resolver *r, const char *key, const char *digest, int64_t want_id,
+			     int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			     struct fg_err *err);
+void fg_store_resolver_free(struct fg_store_resolver *r);
 
 /* The verdict row of a finish: state final, artifact id not negative. */
 int fg_store_check_finish(int64_t id, enum fg_job_state state, int64_t artifact_id, struct fg_err *err);
@@ -259,7 +299,6 @@ int fg_store_check_finish(int64_t id, enum fg_job_state state, int64_t artifact_
 void fg_store_worker_instance(const char *worker, char *buf, size_t cap);
 
 /* Health document parts both backends build alike (common.c). */
-int fg_store_probe_section(cJSON *doc, const int64_t probe[], struct fg_err *err);
 /* mixed_head_conventions_in_fleet from the served counts [delta, absolute]. */
 int fg_store_warnings_section(cJSON *doc, const int64_t artifacts[2], const int64_t reports[2],
 			      struct fg_err *err);
@@ -267,6 +306,39 @@ int fg_store_warnings_section(cJSON *doc, const int64_t artifacts[2], const int6
 int fg_store_dist_section(cJSON *doc, cJSON **counted, cJSON **left, cJSON **by_family, struct fg_err *err);
 /* Add n reports at probe v of family to by_family's bins; FG_ENOMEM. */
 int fg_store_dist_add(cJSON *by_family, const char *family, double v, int64_t n, struct fg_err *err);
+
+/* ---- fleet health v2's backend-neutral parts (fleet_v2.c) ---- */
+
+#define FG_STORE_HEALTH_SCHEMA "forged.fleet_health.v2"
+#define FG_STORE_HOSTS_MAX 500        /* reports listed under fleet health's "hosts" */
+#define FG_STORE_REPORTED_MAX 128     /* a runtime's version string as a host reports it */
+
+/*
+ * probe_qnorm from the after-load probes of the served (artifact, runtime)
+ * pairs: fg_store_probe_acc_add each row (artifact id, its family, the
+ * probe) in artifact id order, then fg_store_probe_qnorm_section with the
+ * number of fleet reports in all (for not_counted).  NULL from _new: out of
+ * memory.
+ */
+struct fg_probe_acc;
+struct fg_probe_acc *fg_store_probe_acc_new(void);
+void fg_store_probe_acc_add(struct fg_probe_acc *acc, int64_t id, const char *family, double v);
+int fg_store_probe_qnorm_section(cJSON *doc, struct fg_probe_acc *acc, int64_t total, struct fg_err *err);
+void fg_store_probe_acc_free(struct fg_probe_acc *acc);
+
+/* One report of fleet health's hosts[], as a backend read it (texts may be NULL: JSON null). */
+struct fg_store_host_row {
+	const char *host, *runtime, *runtime_reported, *family, *observed, *reported_at;
+	int64_t artifact_id;
+	int has_probe;
+	double probe_after;
+};
+
+/* Append r to arr: {host, runtime, runtime_reported, artifact_id, family, observed, reported_at, probe_after, probe_bucket}. */
+int fg_store_host_item(cJSON *arr, const struct fg_store_host_row *r, struct fg_err *err);
+
+/* probe_after_load's "bands": each family of by_family, its band or null. */
+int fg_store_dist_bands(cJSON *sec, const cJSON *by_family, struct fg_err *err);
 
 /* ---- SQLite (sqlite/db.c) ---- */
 
@@ -402,16 +474,18 @@ int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_ve
 int fg_sql_fleet_distributions(struct fg_store *s, cJSON *doc, struct fg_err *err);
 
 /* The SQLite backend's functions, for the ops table (sqlite/db.c). */
-int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-			  const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed, struct fg_err *err);
+int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			  const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+			  struct fg_err *err);
 int fg_sqlite_job_claim(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 			struct fg_err *err);
 int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
 			   int lease_seconds, struct fg_err *err);
 int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
-			 const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
+			 const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+			 struct fg_err *err);
 int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
-			  int64_t *artifact_id, struct fg_err *err);
+			  int64_t *artifact_id, int *existed, struct fg_err *err);
 int fg_sqlite_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 int fg_sqlite_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
 int fg_sqlite_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
@@ -423,18 +497,25 @@ int fg_sqlite_jobs_renew(struct fg_store *s, const char *instance_id, int lease_
 			 struct fg_err *err);
 int fg_sqlite_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 int fg_sqlite_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
-int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
-/* Store a's rows for job (0: none) in the open transaction; *id the new artifact. */
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+			   struct fg_err *err);
+/*
+ * Store a's rows for job (0: none) in the open transaction; *id the new
+ * artifact, or the one with a's digest (*existed = 1, nothing added).
+ */
 int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
-			      struct fg_err *err);
+			      int *existed, struct fg_err *err);
 int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
+int fg_sqlite_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
+			       enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err);
 int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			    cJSON **out, int64_t *next, struct fg_err *err);
 int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-			       const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
+			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+			       struct fg_err *err);
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			   const char *observed, struct fg_err *err);
+			   const char *runtime_reported, const char *observed, struct fg_err *err);
 int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
 int fg_sqlite_idem_claim(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
 			 int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer, struct fg_err *err);
@@ -443,8 +524,8 @@ int fg_sqlite_idem_finish(struct fg_store *s, const char *route, const char *key
 int fg_sqlite_idem_release(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
 int fg_sqlite_job_key_known(struct fg_store *s, const char *key, const char *body_sha256, int *known,
 			    struct fg_err *err);
-int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-				const char *observed_json, int *same, struct fg_err *err);
+int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+				int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err);
 
 /* The route and key of an idempotent request: present, within their byte limits (idem.c's checks). */
 #define FG_STORE_ROUTE_MAX 300

@@ -177,7 +177,7 @@ void fg_store_set_lease(struct fg_store *s, int seconds)
 /* ---- jobs ---- */
 
 struct enqueue_args {
-	const char *kind, *params, *key, *sha;
+	const char *kind, *params, *asked, *key, *sha;
 	int cap;
 	int replayed;
 	struct fg_job job;
@@ -190,20 +190,21 @@ static int enqueue_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 	fg_job_release(&a->job);
 	memset(&a->job, 0, sizeof(a->job));
 	a->replayed = 0;
-	return ws->ops->job_enqueue(ws, a->kind, a->params, a->key, a->sha, a->cap, &a->job, &a->replayed, err);
+	return ws->ops->job_enqueue(ws, a->kind, a->params, a->asked, a->key, a->sha, a->cap, &a->job, &a->replayed,
+				    err);
 }
 
-int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-			 const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			 const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
 			 struct fg_err *err)
 {
-	struct enqueue_args a = { kind, params_json, idem_key, body_sha256, queue_cap, 0, { 0 } };
+	struct enqueue_args a = { kind, params_json, asked_json, idem_key, body_sha256, queue_cap, 0, { 0 } };
 	int rc;
 
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store or no output");
 	/* Refused before it queues: bad arguments never take the writer's time. */
-	rc = fg_store_check_enqueue(kind, &a.params, idem_key, body_sha256, err);
+	rc = fg_store_check_enqueue(kind, &a.params, asked_json, idem_key, body_sha256, err);
 	if (!rc)
 		rc = fg_store_write(s, enqueue_fn, &a, err);
 	if (rc) {
@@ -290,6 +291,7 @@ struct finish_args {
 	enum fg_job_state state;
 	const char *error;
 	const struct fg_verdict_row *refusal;
+	const char *verdicts;
 	int64_t artifact_id;
 };
 
@@ -297,13 +299,14 @@ static int finish_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	const struct finish_args *a = arg;
 
-	return ws->ops->job_finish(ws, a->id, a->worker, a->state, a->error, a->refusal, a->artifact_id, err);
+	return ws->ops->job_finish(ws, a->id, a->worker, a->state, a->error, a->refusal, a->verdicts, a->artifact_id,
+				   err);
 }
 
 int fg_store_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 			const char *error, int64_t artifact_id, struct fg_err *err)
 {
-	struct finish_args a = { id, worker, state, error, NULL, artifact_id };
+	struct finish_args a = { id, worker, state, error, NULL, NULL, artifact_id };
 	int rc;
 
 	if (!s)
@@ -313,10 +316,12 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, const char *worker, enum
 }
 
 int fg_store_job_fail(struct fg_store *s, int64_t id, const char *worker, const struct fg_err *cause,
-		      struct fg_err *err)
+		      const cJSON *verdicts, struct fg_err *err)
 {
 	int verdict = fg_err_refusal(cause);
-	struct finish_args a = { id, worker, FG_JOB_FAILED, NULL, fg_verdict_row(verdict), 0 };
+	struct finish_args a = { id, worker, FG_JOB_FAILED, NULL, fg_verdict_row(verdict), NULL, 0 };
+	char *text;
+	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "finishing a job: no store");
@@ -325,8 +330,16 @@ int fg_store_job_fail(struct fg_store *s, int64_t id, const char *worker, const 
 	if (verdict != FG_ERR_NO_VERDICT && !a.refusal)
 		return fg_err_set(err, FG_EINPUT, "failing job %lld: %d is not a verdict code", (long long)id,
 				  verdict);
+	if (verdicts && !cJSON_IsArray(verdicts))
+		return fg_err_set(err, FG_EINPUT, "failing job %lld: the verdicts are not an array", (long long)id);
+	text = verdicts ? cJSON_PrintUnformatted(verdicts) : NULL;
+	if (verdicts && !text)
+		return fg_err_set(err, FG_ENOMEM, "failing job %lld: out of memory", (long long)id);
 	a.error = cause->msg;
-	return fg_store_write(s, finish_fn, &a, err);
+	a.verdicts = text;
+	rc = fg_store_write(s, finish_fn, &a, err);
+	cJSON_free(text);
+	return rc;
 }
 
 struct succeed_args {
@@ -334,6 +347,7 @@ struct succeed_args {
 	const char *worker;
 	struct fg_store_artifact a;
 	int64_t artifact_id;
+	int existed;
 };
 
 static int succeed_fn(struct fg_store *ws, void *arg, struct fg_err *err)
@@ -341,28 +355,34 @@ static int succeed_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 	struct succeed_args *a = arg;
 
 	a->artifact_id = 0;
-	return ws->ops->job_succeed(ws, a->id, a->worker, &a->a, &a->artifact_id, err);
+	a->existed = 0;
+	return ws->ops->job_succeed(ws, a->id, a->worker, &a->a, &a->artifact_id, &a->existed, err);
 }
 
 int fg_store_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
-			 int64_t *artifact_id, struct fg_err *err)
+			 int64_t *artifact_id, int *existed, struct fg_err *err)
 {
-	struct succeed_args args = { id, worker, { a, NULL, NULL }, 0 };
-	char *report = NULL, *provenance = NULL;
+	struct succeed_args args = { id, worker, { a, NULL, NULL, NULL }, 0, 0 };
+	char *report = NULL, *provenance = NULL, *runtime = NULL;
 	int rc;
 
 	if (!s || !a || !artifact_id)
 		return fg_err_set(err, FG_EINPUT, "finishing a job: no store, artifact or output");
 	/* Checked and printed here: the writer thread spends its time on SQL only. */
-	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+	rc = fg_store_prepare_artifact(a, &report, &provenance, &runtime, err);
 	args.a.report = report;
 	args.a.provenance = provenance;
+	args.a.runtime = runtime;
 	if (!rc)
 		rc = fg_store_write(s, succeed_fn, &args, err);
-	if (!rc)
+	if (!rc) {
 		*artifact_id = args.artifact_id;
+		if (existed)
+			*existed = args.existed;
+	}
 	cJSON_free(report);
 	cJSON_free(provenance);
+	cJSON_free(runtime);
 	return rc;
 }
 
@@ -528,32 +548,42 @@ int fg_store_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int 
 struct put_args {
 	struct fg_store_artifact a;
 	int64_t id;
+	int existed;
 };
 
 static int put_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	struct put_args *a = arg;
 
-	return ws->ops->artifact_put(ws, &a->a, &a->id, err);
+	a->existed = 0;
+	return ws->ops->artifact_put(ws, &a->a, &a->id, &a->existed, err);
 }
 
-int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, struct fg_err *err)
+int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, int *existed,
+			  struct fg_err *err)
 {
-	struct put_args args = { { a, NULL, NULL }, 0 };
-	char *report = NULL, *provenance = NULL;
+	struct put_args args = { { a, NULL, NULL, NULL }, 0, 0 };
+	char *report = NULL, *provenance = NULL, *runtime = NULL;
 	int rc;
 
+	if (existed)
+		*existed = 0;
 	if (!s || !a || !id)
 		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
-	rc = fg_store_prepare_artifact(a, &report, &provenance, err);
+	rc = fg_store_prepare_artifact(a, &report, &provenance, &runtime, err);
 	args.a.report = report;
 	args.a.provenance = provenance;
+	args.a.runtime = runtime;
 	if (!rc)
 		rc = fg_store_write(s, put_fn, &args, err);
-	if (!rc)
+	if (!rc) {
 		*id = args.id;
+		if (existed)
+			*existed = args.existed;
+	}
 	cJSON_free(report);
 	cJSON_free(provenance);
+	cJSON_free(runtime);
 	return rc;
 }
 
@@ -571,6 +601,22 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 	return s->ops->artifact_by_fingerprint(s, fingerprint, id, err);
 }
 
+int fg_store_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
+			      int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			      struct fg_err *err)
+{
+	if (ambiguous)
+		*ambiguous = 0;
+	if (candidates)
+		*candidates = NULL;
+	if (!s || !id || !how || (!key && want_id <= 0))
+		return fg_err_set(err, FG_EINPUT, "resolving an artifact: no store, key or output");
+	if (key && (!*key || strlen(key) > FG_STORE_SHA_MAX))
+		return fg_err_set(err, FG_EINPUT, "resolving an artifact: the key is empty or over %d bytes",
+				  FG_STORE_SHA_MAX);
+	return s->ops->artifact_resolve(s, key, digest, want_id, id, how, ambiguous, candidates, err);
+}
+
 int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			   cJSON **out, int64_t *next, struct fg_err *err)
 {
@@ -583,7 +629,8 @@ struct verification_args {
 	int64_t artifact;
 	const char *rows;
 	const struct fg_verdict_row *row;
-	const char *result;
+	const cJSON *result;
+	const char *text;
 	int64_t id;
 };
 
@@ -591,20 +638,20 @@ static int verification_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	struct verification_args *a = arg;
 
-	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, &a->id, err);
+	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, a->text, &a->id, err);
 }
 
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, struct fg_err *err)
 {
-	struct verification_args a = { artifact_id, rows_json, NULL, NULL, 0 };
+	struct verification_args a = { artifact_id, rows_json, NULL, result, NULL, 0 };
 	char *text = NULL;
 	int rc;
 
 	if (!s || !rows_json || !result)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
 	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, err);
-	a.result = text;
+	a.text = text;
 	if (!rc)
 		rc = fg_store_write(s, verification_fn, &a, err);
 	if (!rc && id)
@@ -616,7 +663,7 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 /* ---- fleet ---- */
 
 struct report_args {
-	const char *host, *runtime;
+	const char *host, *runtime, *reported;
 	int64_t artifact;
 	const char *observed;
 };
@@ -625,19 +672,19 @@ static int report_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	const struct report_args *a = arg;
 
-	return ws->ops->fleet_report(ws, a->host, a->artifact, a->runtime, a->observed, err);
+	return ws->ops->fleet_report(ws, a->host, a->artifact, a->runtime, a->reported, a->observed, err);
 }
 
 int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			  const cJSON *observed, struct fg_err *err)
+			  const char *runtime_reported, const cJSON *observed, struct fg_err *err)
 {
-	struct report_args a = { host, runtime, artifact_id, NULL };
+	struct report_args a = { host, runtime, runtime_reported, artifact_id, NULL };
 	char *text = NULL;
 	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "storing a fleet report: no store");
-	rc = fg_store_prepare_report(host, runtime, observed, &text, err);
+	rc = fg_store_prepare_report(host, runtime, runtime_reported, observed, &text, err);
 	a.observed = text ? text : "{}";
 	if (!rc)
 		rc = fg_store_write(s, report_fn, &a, err);

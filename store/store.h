@@ -38,9 +38,9 @@
 #include "forge/model/verdicts.h"
 
 /* The SQLite schema version (PRAGMA user_version). */
-#define FG_STORE_SCHEMA_VERSION 5
+#define FG_STORE_SCHEMA_VERSION 6
 /* The PostgreSQL schema version (the highest row of schema_migrations). */
-#define FG_STORE_PG_SCHEMA_VERSION 2
+#define FG_STORE_PG_SCHEMA_VERSION 3
 
 /* The lease a claim takes unless fg_store_set_lease says otherwise (seconds). */
 #define FG_STORE_LEASE_DEFAULT 60
@@ -120,26 +120,34 @@ struct fg_job {
 	char updated_at[32];
 	const struct fg_verdict_row *refusal; /* the verdict that refused it (error is the
 						 detail), or NULL */
+	char *verdicts;                /* a failed forge's verdicts[] (JSON text), owned, or NULL */
+	char *asked;                   /* the request as the client spelled it (JSON text), owned, or NULL */
 };
 
-/* Free job->params (the struct itself is the caller's). NULL allowed. */
+/* Free job->params, verdicts and asked (the struct itself is the caller's). NULL allowed. */
 void fg_job_release(struct fg_job *job);
 
 /*
  * The job object of docs/interfaces.md section 3: id, kind, state, stage, progress,
- * error, refusal, artifact_id, created_at, updated_at.  refusal is
- * {code, severity, detail} (severity from the verdict table) when a verdict
- * refused the job, else null; error is then "code: detail", for people.
+ * error, refusal, artifact_id, created_at, updated_at, and since issue 13
+ * verdicts (a failed forge's verdicts[], else []), artifact_url
+ * ("/v1/artifacts/ID" or null) and request (what was asked: source as named
+ * and source_resolved, backbone and backbone_resolved, target and quant as
+ * resolved (defaults filled in), out as resolved or null for the default
+ * folder).  refusal is {code, severity, detail} (severity from the verdict
+ * table) when a verdict refused the job, else null; error is then
+ * "code: detail", for people.
  */
 cJSON *fg_job_json(const struct fg_job *job);
 
 /*
- * Enqueue a job.  With an idempotency key: the same key with the same
- * body_sha256 returns the first job and sets *replayed; the same key with
- * another body returns FG_ECONFLICT.  queue_cap > 0 refuses (FG_EBUSY) when
- * that many jobs are queued already.
+ * Enqueue a job.  asked_json (may be NULL) is the request as the client
+ * spelled it, kept for the job object's request echo.  With an idempotency
+ * key: the same key with the same body_sha256 returns the first job and
+ * sets *replayed; the same key with another body returns FG_ECONFLICT.
+ * queue_cap > 0 refuses (FG_EBUSY) when that many jobs are queued already.
  */
-int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json,
+int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
 			 const char *idem_key, const char *body_sha256, int queue_cap,
 			 struct fg_job *out, int *replayed, struct fg_err *err);
 
@@ -175,19 +183,23 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, const char *worker, enum
  * with it, in one transaction: a crash leaves the job running with no
  * artifact, or succeeded with exactly one.  Idempotent per job: a job whose
  * artifact is stored already (artifacts.job_id is unique) gets that one
- * back in *artifact_id and nothing new is written.
+ * back in *artifact_id and nothing new is written.  One artifact per digest
+ * (fg_store_artifact_put): when the same bytes were stored before (another
+ * job forged them), the job succeeds with that artifact, *existed (may be
+ * NULL) is 1 and no row is added.
  */
 int fg_store_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
-			 int64_t *artifact_id, struct fg_err *err);
+			 int64_t *artifact_id, int *existed, struct fg_err *err);
 
 /*
  * Finish a running job as FAILED because of cause: its message is the
  * error and, when cause is a refusal (fg_err_refusal), its verdict code is
- * stored as the job's refusal.  FG_EINPUT when cause names a code outside
- * the verdict table.
+ * stored as the job's refusal.  verdicts (a JSON array, may be NULL: none)
+ * are the forge's verdicts[] as data.  FG_EINPUT when cause names a code
+ * outside the verdict table or verdicts is not an array.
  */
 int fg_store_job_fail(struct fg_store *s, int64_t id, const char *worker, const struct fg_err *cause,
-		      struct fg_err *err);
+		      const cJSON *verdicts, struct fg_err *err);
 
 /*
  * Cancel: a queued job becomes cancelled at once; a running job gets
@@ -240,9 +252,12 @@ struct fg_artifact_in {
 	const char *source;            /* as the client named it */
 	const char *path;              /* artifact folder for forge jobs, else NULL */
 	const char *family;
-	const char *fingerprint;       /* NULL for a plain inspection */
+	const char *fingerprint;       /* the legacy framing; NULL for a plain inspection */
+	const char *head_fingerprint;  /* MTPLX's framing; NULL for a plain inspection */
+	const char *digest;            /* the artifact digest (forge/model/mtplx.h), or NULL */
 	const cJSON *report;           /* the forged.inspect.v1 report (copied) */
 	const cJSON *provenance;       /* forged.json for forge jobs, else NULL */
+	const cJSON *mtplx_runtime;    /* mtplx_runtime.json written or read, else NULL (copied) */
 	int ok;
 	double probe_mean;             /* trunk probe q-norm mean, NAN when none */
 	const char *head_convention;   /* convention of the "mtp" set, or NULL */
@@ -251,48 +266,100 @@ struct fg_artifact_in {
 /*
  * Store an artifact: its report, the verdict codes of report.verdicts (one
  * row each: code, severity), fingerprints (file SHA-256s of provenance.files).
+ * When an artifact with the same digest exists, nothing new is stored: *id
+ * is the existing artifact's and *existed (may be NULL) 1 (a head
+ * fingerprint or runtime document it lacked is filled in).
  */
-int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id,
+int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, int *existed,
 			  struct fg_err *err);
 
 /*
- * The artifact document: {"id", "source", "path", "family", "fingerprint", "ok",
- * "created_at", "report", "provenance", "verdicts": [...], "verifications": [...]}; each verification
- * carries the "rows" it was posted with (null when the posted body had none).
+ * The artifact document: {"id", "source", "path", "family", "fingerprint",
+ * "digest", "head_fingerprint", "ok", "created_at", "report", "provenance",
+ * "verdicts": [...], "verifications": [...], "fingerprints", "mtplx_runtime",
+ * "fleet": [{host, runtime, runtime_reported, observed, reported_at}]}; each
+ * verification carries the "rows" it was posted with (null when the posted
+ * body had none).
  */
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 
-/* The id of the artifact with this fingerprint (newest), FG_ENOTFOUND when none. */
+/* The id of the artifact with this fingerprint (any framing, newest), FG_ENOTFOUND when none. */
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id,
 				     struct fg_err *err);
+
+/* What fg_store_artifact_resolve matched. */
+enum fg_artifact_match {
+	FG_MATCH_ID,                 /* the id */
+	FG_MATCH_DIGEST,             /* the artifact digest */
+	FG_MATCH_HEAD_FINGERPRINT,   /* the head fingerprint, MTPLX's framing */
+	FG_MATCH_LEGACY_FINGERPRINT, /* the head fingerprint, forged's framing before issue 13 */
+};
+
+const char *fg_artifact_match_name(enum fg_artifact_match m);
+
+/*
+ * The artifact a fleet report names.  key is an artifact digest, a head
+ * fingerprint in MTPLX's framing ("sha256:HEX") or in the legacy one (bare
+ * hex), or NULL when want_id names it; digest (may be NULL) and want_id
+ * (0: none) narrow a head fingerprint several artifacts share.  Returns 0
+ * with *id and *how; FG_ENOTFOUND when nothing matches; FG_ECONFLICT when
+ * several artifacts share the fingerprint and nothing narrows it to one
+ * (*ambiguous = 1), or when what the report names contradicts itself (an id
+ * or digest that is not one of the fingerprint's artifacts: *ambiguous = 0);
+ * on a conflict *candidates (may be NULL) is an array of {artifact_id,
+ * digest, head_fingerprint, fingerprint, source, path, created_at}, the
+ * caller's to free.
+ */
+int fg_store_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
+			      int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			      struct fg_err *err);
 
 /*
  * List artifacts with id < cursor (0: from the newest), newest first, filtered by
  * a verdict code (static or verification) and/or family (NULL: any), at most
- * limit.  Items: {"id", "source", "family", "fingerprint", "ok", "verdicts": [codes], "created_at"}.
+ * limit.  Items: {"id", "source", "family", "fingerprint", "digest",
+ * "head_fingerprint", "ok", "verdicts": [codes], "created_at"}.
  */
 int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor,
 			   int limit, cJSON **out, int64_t *next, struct fg_err *err);
 
-/* Store verification rows (JSON text) and their result (cJSON, with "verdict"). */
+/*
+ * Store verification rows (JSON text) and their result (cJSON, with
+ * "verdict").  The artifact's stored mtplx_runtime.json, when it is one
+ * forged wrote, is restamped with the result in the same transaction
+ * (fg_mtplx_runtime_stamp).
+ */
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			      const cJSON *result, int64_t *id, struct fg_err *err);
 
 /* ---- fleet ---- */
 
-/* A serving host says it runs artifact_id under runtime; observed is stored as given. */
+/*
+ * A serving host says it runs artifact_id under runtime (a row id of the
+ * runtime table), which it named runtime_reported (its version string; NULL:
+ * the row id itself); observed is stored as given.
+ */
 int fg_store_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			  const cJSON *observed, struct fg_err *err);
+			  const char *runtime_reported, const cJSON *observed, struct fg_err *err);
 
 /*
- * Fleet health: {"artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
- * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "verdicts": [...], "hosts": [{"host", "runtime", "reported_at"}]}],
- * "probe_qnorm": {"healthy_band": [1.74, 1.83], "buckets": [{"range": [lo, hi], "count": n}], "outside_band": n},
+ * Fleet health, schema "forged.fleet_health.v2" (the probe meanings
+ * changed in v2; docs/interfaces.md): {"schema",
+ * "artifacts": {"total", "by_verdict": {code: n}, "by_family": {family: n}},
+ * "unhealthy": [{"artifact_id", "source", "family", "fingerprint", "digest",
+ *   "head_fingerprint", "verdicts": [...], "hosts": [{"host", "runtime",
+ *   "runtime_reported", "observed", "reported_at"}]}],
+ * "unhealthy_total",
+ * "probe_qnorm": the after-load trunk probe of each served (artifact,
+ *   runtime) against its family's band (fleet.c), "outside_band" counting
+ *   the served artifacts of banded families outside their healthy band,
  * "warnings": [{"code": "mixed_head_conventions_in_fleet", "severity": "warning", "detail": ...}]
  * (code and severity from the verdict table),
  * "verdict_matrix": [{"family", "code", "severity", "count"}],
  * "probe_after_load": {"lo", "bin_width", "bins", "healthy_band", "double_shift_above", "reports",
- * "not_counted", "by_family": {family: [count per bin]}}} (the last two: store/fleet_dist.c).
+ * "not_counted", "bands", "by_family": {family: [count per bin]}}} (the last two: store/fleet_dist.c),
+ * "hosts": [{"host", "runtime", "runtime_reported", "artifact_id", "family", "observed",
+ *   "reported_at", "probe_after", "probe_bucket"}] (every report, at most 500), "hosts_total"}.
  * An artifact is unhealthy when it has an error-severity verdict or its latest
  * verification verdict is mtp_acceptance_collapsed.  Only the latest report
  * per (host, runtime) counts.

@@ -4,9 +4,9 @@
 //
 // Reads GET /v1/artifacts/{id} (id, source, path, family, fingerprint, ok,
 // created_at, report, provenance, verdicts, verifications with rows,
-// fingerprints; digest and mtplx_fingerprint when the server has them) and
-// GET /v1/fleet/health for the hosts (unhealthy[].hosts; hosts[] when the
-// server lists every host).
+// fingerprints; digest, head_fingerprint, mtplx_runtime and fleet[] since
+// issue 13) and GET /v1/fleet/health for the hosts of an older server
+// (unhealthy[].hosts; hosts[] when the server lists every host).
 
 import { h, clear, table, tag, kindOf, num } from './dom.js';
 import { get } from './api.js';
@@ -45,9 +45,9 @@ function identity(a) {
       ['path', h('span', { class: 'mono' }, text(a.path))],
       ['family', text(a.family)],
       ['status', a.ok ? tag('ok: inspects clean', 'ok') : tag('not ok: do not ship', 'bad')],
-      ['fingerprint', h('span', { class: 'mono' }, text(a.fingerprint))],
-      a.digest !== undefined ? ['digest', h('span', { class: 'mono' }, text(a.digest))] : null,
-      a.mtplx_fingerprint !== undefined ? ['MTPLX fingerprint', h('span', { class: 'mono' }, text(a.mtplx_fingerprint))] : null,
+      a.digest !== undefined ? ['digest (every file)', h('span', { class: 'mono digest' }, text(a.digest))] : null,
+      a.head_fingerprint !== undefined ? ['head fingerprint (MTPLX framing)', h('span', { class: 'mono head-fingerprint' }, text(a.head_fingerprint))] : null,
+      ['fingerprint (legacy framing)', h('span', { class: 'mono' }, text(a.fingerprint))],
       ['stored', text(a.created_at)],
     ]));
   if (a.provenance) {
@@ -74,6 +74,26 @@ function identity(a) {
       prints.map(([f, sha]) => [h('th', { scope: 'row', class: 'mono' }, f), h('td', { class: 'mono' }, text(sha))])));
   }
   return sec;
+}
+
+// MTPLX's runtime contract: what forged wrote (restamped by verifications) or read from an MTPLX pack.
+function mtplxRuntime(a) {
+  const rt = a.mtplx_runtime;
+  if (!rt || typeof rt !== 'object') return null;
+  const ev = obj(rt.speed_evidence);
+  const on = obj(rt.verified_on);
+  const unverified = ev.status === 'unverified' || on.status === 'unverified';
+  return h('section', { id: 'mtplx-runtime' }, h('h2', {}, 'MTPLX runtime contract (mtplx_runtime.json)'),
+    dl([
+      ['state', unverified ? tag('unverified: MTPLX runs it as architecture-compatible-but-unverified', 'warn')
+        : ev.verdict === 'mtp_depth_wins' ? tag('verified: mtp_depth_wins', 'ok') : tag(`speed verdict ${text(ev.verdict)}`, 'bad')],
+      ['mtplx version', text(rt.mtplx_version)],
+      ['arch id', text(rt.arch_id)],
+      ['mtp depth max', text(rt.mtp_depth_max)],
+      ['recommended profile', text(rt.recommended_profile)],
+      ['verified on', on.timestamp ? `${text(on.timestamp)}${on.hardware ? `, ${on.hardware}` : ''}` : '–'],
+      ['artifact fingerprint', h('span', { class: 'mono' }, text(ev.artifact_fingerprint))],
+    ]));
 }
 
 function decisions(report) {
@@ -165,23 +185,33 @@ function verificationSection(a) {
     vs.length ? [...vs].reverse().map((v, i) => verificationBlock(v, vs.length - 1 - i)) : h('p', {}, 'No verification rows were posted for this artifact.'));
 }
 
+function observedText(o) {
+  const e = Object.entries(obj(o));
+  return e.length ? e.map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : '–';
+}
+
 function hostsSection(a, health) {
   const id = a.id;
   let hosts = null;
-  if (health && Array.isArray(health.hosts)) hosts = health.hosts.filter((x) => x.artifact_id === id);
+  // Since issue 13 the artifact lists its own reports (with what each host observed).
+  if (Array.isArray(a.fleet)) hosts = a.fleet;
+  else if (health && Array.isArray(health.hosts)) hosts = health.hosts.filter((x) => x.artifact_id === id);
   else if (health) {
     const u = arr(health.unhealthy).find((x) => x.artifact_id === id);
     hosts = u ? arr(u.hosts) : null;
   }
   const sec = h('section', { id: 'fleet-hosts' }, h('h2', {}, 'Fleet hosts serving it'));
   if (hosts && hosts.length) {
-    sec.appendChild(table(`Hosts serving artifact ${id}`, ['host', 'runtime', 'loads', 'reported'],
+    sec.appendChild(table(`Hosts serving artifact ${id}`, ['host', 'runtime', 'loads', 'observed', 'reported'],
       hosts.map((x) => {
         const r = arr(obj(a.report).runtimes).find((y) => y.runtime === x.runtime);
+        const named = x.runtime_reported && x.runtime_reported !== x.runtime ? ` (reported as ${x.runtime_reported})` : '';
         return h('tr', { 'data-host': x.host },
           h('th', { scope: 'row', class: 'host' }, String(x.host)),
-          h('td', {}, String(x.runtime)),
-          h('td', {}, r ? [tag(`trunk ${r.trunk}`, kindOf(r.trunk)), ' ', tag(`outcome ${r.outcome}`, kindOf(r.outcome))] : 'not inspected for this runtime'),
+          h('td', {}, String(x.runtime) + named),
+          h('td', {}, r ? [tag(`trunk ${r.trunk}`, kindOf(r.trunk)), ' ', tag(`outcome ${r.outcome}`, kindOf(r.outcome)),
+            typeof r.trunk_probe_after === 'number' ? ` probe ${num(r.trunk_probe_after, 4)}` : ''] : 'not inspected for this runtime'),
+          h('td', {}, observedText(x.observed)),
           h('td', {}, text(x.reported_at)));
       }), { class: 'hosts' }));
   } else if (hosts) {
@@ -204,6 +234,8 @@ export function mount(root, ctx) {
     root.appendChild(h('p', { class: 'crumbs' }, h('a', { href: '#/fleet' }, 'Fleet'), ' › artifact ', String(art.id)));
     root.appendChild(h('h1', {}, 'Artifact ', String(art.id), ': ', h('span', { class: 'source' }, text(art.source))));
     root.appendChild(identity(art));
+    const mrt = mtplxRuntime(art);
+    if (mrt) root.appendChild(mrt);
     root.appendChild(decisions(report));
     root.appendChild(runtimeMatrix(report));
     root.appendChild(verdicts(art));

@@ -2,7 +2,9 @@
 //
 // Reads GET /v1/fleet/health?unhealthy_limit=500 (artifacts, unhealthy[] with
 // hosts, warnings, verdict_matrix, probe_after_load, probe_qnorm; next_cursor
-// when the server has more; the default page holds 50) and GET
+// when the server has more; the default page holds 50; since schema
+// forged.fleet_health.v2 each family's band, hosts[] with what they observed
+// and the runtime as they named it) and GET
 // /v1/artifacts/{id} of the served unhealthy
 // artifacts, for the runtime rows and verdict details that say why.
 
@@ -121,13 +123,18 @@ function observedText(o) {
   return e.length ? e.map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : '';
 }
 
+// The runtime row, and the version string the host named it by when that differs.
+function runtimeText(x) {
+  return x.runtime_reported && x.runtime_reported !== x.runtime ? `${x.runtime} (reported as ${x.runtime_reported})` : String(x.runtime ?? '');
+}
+
 function servedCard(u, detail, sev) {
   const why = arr(obj(obj(detail).report).verdicts).filter((v) => v.severity === 'error' || v.severity === 'warning');
   const verif = arr(obj(detail).verifications);
   const last = verif.length ? verif[verif.length - 1] : null;
   const rows = u.hosts.map((x) => h('tr', { 'data-host': x.host },
     h('th', { scope: 'row', class: 'host' }, String(x.host)),
-    h('td', {}, String(x.runtime)),
+    h('td', {}, runtimeText(x)),
     loadCell(detail, x.runtime),
     h('td', {}, observedText(x.observed)),
     h('td', {}, String(x.reported_at || ''))));
@@ -186,15 +193,27 @@ function histogramSection(health, f) {
       `What each serving host loads: its runtime's trunk probe after load, ${d.reports ?? 0} host report(s) counted`,
       d.not_counted ? `, ${d.not_counted} without a probe for their runtime` : '', '. Shaded: the healthy band; red: the double-shift zone.'));
     const fams = Object.entries(obj(d.by_family)).filter(([fam]) => !f.family || fam === f.family).sort();
+    const pq = obj(health.probe_qnorm);
+    if (pq.basis === 'after_load') {
+      sec.appendChild(h('p', { class: 'summary', id: 'probe-outside' },
+        pq.outside_band ? tag(`${pq.outside_band} served artifact(s) outside their family's healthy band`, 'warn') : tag('every served artifact of a banded family is in its healthy band', 'ok'),
+        pq.outside_plausible ? [' ', tag(`${pq.outside_plausible} outside the plausible band`, 'bad')] : ''));
+    }
     if (!fams.length) sec.appendChild(h('p', {}, 'No host reports with a probe yet.'));
     for (const [fam, counts] of fams) {
       const bars = arr(counts).map((c, i) => ({ lo: lo + i * d.bin_width, hi: i === arr(counts).length - 1 ? null : lo + (i + 1) * d.bin_width, count: c }));
       const total = bars.reduce((a, b) => a + (b.count || 0), 0);
       const shifted = bars.filter((b) => b.lo >= danger - 1e-9).reduce((a, b) => a + (b.count || 0), 0);
+      // Each family's own band (null: none published, so no alarm); an older server has one band for all.
+      const bands = d.bands && typeof d.bands === 'object' ? d.bands : null;
+      const own = bands ? bands[fam] : undefined;
+      const famBand = bands ? (own && Array.isArray(own.healthy) ? own.healthy : null) : band;
+      const famDanger = bands ? (own && Array.isArray(own.plausible) ? own.plausible[1] : null) : danger;
       sec.appendChild(h('figure', { class: 'histogram-fig', 'data-family': fam },
-        histogram({ title: `${fam}: trunk probe q-norm after load`, bars, band, danger, xmax }),
+        histogram({ title: `${fam}: trunk probe q-norm after load`, bars, band: famBand, danger: famDanger ?? undefined, xmax }),
         h('figcaption', {}, h('strong', {}, fam), `: ${total} host report(s)`,
-          shifted ? [', ', tag(`${shifted} double_shifted`, 'bad'), ` (q-norm > ${danger})`] : ', none double-shifted')));
+          bands && own === null ? ', no published band for this family: shown without an alarm'
+            : shifted ? [', ', tag(`${shifted} double_shifted`, 'bad'), ` (q-norm > ${danger})`] : ', none double-shifted')));
     }
     return sec;
   }
@@ -214,22 +233,25 @@ function unhealthyTable(list, total, sev) {
     h('td', {}, String(u.family)),
     h('td', {}, verdictTags(u.verdicts, sev)),
     h('td', {}, u.hosts.length ? u.hosts.map((x) => h('div', { class: 'host' }, `${x.host} (${x.runtime})`)) : 'not served'),
-    h('td', { class: 'mono' }, u.fingerprint ? String(u.fingerprint).slice(0, 16) : '–')));
+    h('td', { class: 'mono' }, u.digest ? String(u.digest).slice(0, 23) : u.fingerprint ? String(u.fingerprint).slice(0, 16) : '–')));
   return h('section', { id: 'unhealthy' }, h('h2', {}, 'Unhealthy artifacts'),
     h('p', {}, `${list.length} shown`, typeof total === 'number' ? ` of ${total} unhealthy` : ''),
-    table('Artifacts with an error verdict or a collapsed verification', ['artifact', 'family', 'verdicts', 'hosts (runtime)', 'fingerprint'], rows));
+    table('Artifacts with an error verdict or a collapsed verification', ['artifact', 'family', 'verdicts', 'hosts (runtime)', 'digest'], rows));
 }
 
 function hostsSection(health, f) {
   if (!Array.isArray(health.hosts)) return null;
   const rows = health.hosts.filter((x) => hostMatches(f, x)).map((x) => h('tr', {},
     h('th', { scope: 'row', class: 'host' }, String(x.host)),
-    h('td', {}, String(x.runtime ?? '')),
+    h('td', {}, runtimeText(x)),
     h('td', {}, x.artifact_id ? artifactLink(x.artifact_id, String(x.artifact_id)) : '–'),
+    h('td', {}, typeof x.probe_after === 'number'
+      ? [num(x.probe_after, 4), x.probe_bucket ? [' ', tag(String(x.probe_bucket), x.probe_bucket === 'healthy' ? 'ok' : (x.probe_bucket === 'below' || x.probe_bucket === 'above') ? 'bad' : 'warn')] : '']
+      : '–'),
     h('td', {}, observedText(x.observed)),
     h('td', {}, String(x.reported_at ?? ''))));
   return h('section', { id: 'hosts' }, h('h2', {}, 'Hosts'),
-    table('Every host report', ['host', 'runtime', 'artifact', 'observed', 'reported'], rows));
+    table('Every host report', ['host', 'runtime', 'artifact', 'probe after load', 'observed', 'reported'], rows));
 }
 
 export function mount(root, ctx) {

@@ -123,15 +123,81 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 
 /* ---- stages ---- */
 
-/* The fingerprint, and mtp.safetensors' hash from the same pass. */
+/*
+ * The head fingerprints and mtp.safetensors' hash from one pass over the
+ * sidecar, then the artifact digest over every file written so far (all of
+ * them: forged.json and mtplx_runtime.json, written after, describe the
+ * artifact and are not in its file list).
+ */
 static int fingerprint(struct forge *f, struct fg_err *err)
 {
-	char hex[FG_SHA256_HEX];
-	int rc = fg_provenance_fingerprint(f->tmp, f->res->fingerprint, hex, err);
+	struct fg_head_fingerprints fp;
+	int rc = fg_mtplx_head_fingerprint(f->tmp, &fp, err);
 
-	if (!rc && !cJSON_AddStringToObject(f->files, "mtp.safetensors", hex))
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-	return rc;
+	if (rc)
+		return rc;
+	snprintf(f->res->fingerprint, sizeof(f->res->fingerprint), "%s", fp.legacy);
+	snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "%s", fp.mtplx);
+	if (!cJSON_AddStringToObject(f->files, "mtp.safetensors", fp.sidecar))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return fg_artifact_digest(f->files, f->res->digest, err);
+}
+
+static void rfc3339(time_t t, char out[32])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/* An MTPLX target gets MTPLX's own runtime file, unverified until a verification is posted. */
+static int is_mtplx_target(const struct fg_forge_result *res)
+{
+	const struct fg_runtime *rt = fg_runtime_find(res->target);
+
+	return rt && rt->product && strcmp(rt->product, "mtplx") == 0;
+}
+
+static int write_runtime(struct forge *f, struct fg_err *err)
+{
+	const struct fg_runtime *rt = fg_runtime_find(f->res->target);
+	char when[32], path[PATH_MAX];
+	const char *mt = fg_ckpt_model_type(f->bb->ckpt);
+	struct fg_mtplx_pack pack = {
+		.target = f->res->target,
+		.target_version = rt->version_min,
+		.family = f->src->family->id,
+		.model_type = mt,
+		.head_layers = f->src->declared_mtp,
+		.source = f->src->ckpt->source,
+		.source_commit = f->src->ckpt->pull ? fg_pull_resolved_commit(f->src->ckpt->pull) : NULL,
+		.source_layout = f->src->layout,
+		.backbone = f->bb->ckpt->source,
+		.policy = f->res->policy,
+		.forged_version = f->o->version ? f->o->version : "unknown",
+		.forged_at = when,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+	};
+	cJSON *doc;
+	int rc;
+
+	if (!is_mtplx_target(f->res))
+		return 0;
+	rfc3339(f->created_at, when);
+	doc = fg_mtplx_runtime_new(&pack);
+	if (!doc)
+		return fg_err_set(err, FG_ENOMEM, "out of memory building %s", FG_MTPLX_RUNTIME_FILE);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, FG_MTPLX_RUNTIME_FILE, err);
+	if (!rc)
+		rc = fg_art_write_json(path, doc, err);
+	if (rc) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	f->res->mtplx_runtime = doc;
+	return 0;
 }
 
 /* forged.json, kept in the result as written. */
@@ -139,7 +205,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 {
 	const struct fg_provenance p = {
 		.forged_version = f->o->version,
-		.created_at = time(NULL),
+		.created_at = f->created_at,
 		.source = f->src->ckpt->source,
 		.family = f->src->family->id,
 		.head_set = fg_inspect_head(f->src)->set.name,
@@ -160,6 +226,9 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.relayouts = f->relayouts,
 		.files = f->files,
 		.fingerprint = f->res->fingerprint,
+		.head_fingerprint = f->res->head_fingerprint,
+		.digest = f->res->digest,
+		.mtplx_runtime = is_mtplx_target(f->res) ? FG_MTPLX_RUNTIME_FILE : NULL,
 		.job = f->o->job,
 	};
 	char path[PATH_MAX];
@@ -292,6 +361,7 @@ static const struct {
 	{ 0, FG_ART_PROVENANCE, fg_art_write_config },
 	{ 0, FG_ART_PROVENANCE, fingerprint },
 	{ 0, FG_ART_PROVENANCE, write_provenance },
+	{ 0, FG_ART_PROVENANCE, write_runtime },
 };
 
 struct step_call {
@@ -317,6 +387,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
+	f.created_at = time(NULL);
 	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
 	if (!fg_runtime_find(res->target)) {
 		rc = fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
@@ -430,6 +501,7 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->shifted);
 	fg_inspect_free(res->check);
 	cJSON_Delete(res->provenance);
+	cJSON_Delete(res->mtplx_runtime);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -463,7 +535,15 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 	return o;
 }
 
-cJSON *fg_forge_result_json(const struct fg_forge_result *res)
+static void add_or_null(cJSON *o, const char *key, const char *s)
+{
+	if (s)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *opts)
 {
 	cJSON *o = cJSON_CreateObject(), *report;
 	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
@@ -479,6 +559,12 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res)
 		cJSON_AddStringToObject(o, "fingerprint", res->fingerprint);
 	else
 		cJSON_AddNullToObject(o, "fingerprint");
+	/* Issue 13, new fields: both identities, MTPLX's runtime file, what was asked. */
+	add_or_null(o, "head_fingerprint", res->ok && res->head_fingerprint[0] ? res->head_fingerprint : NULL);
+	add_or_null(o, "digest", res->ok && res->digest[0] ? res->digest : NULL);
+	add_or_null(o, "mtplx_runtime", res->ok && res->mtplx_runtime ? FG_MTPLX_RUNTIME_FILE : NULL);
+	add_or_null(o, "source", opts ? opts->source : NULL);
+	add_or_null(o, "out", opts ? opts->out : NULL);
 	cJSON_AddStringToObject(o, "target", res->target);
 	cJSON_AddStringToObject(o, "policy", res->policy);
 	cJSON_AddNumberToObject(o, "head_tensors", (double)res->head_tensors);

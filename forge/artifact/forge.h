@@ -23,6 +23,7 @@
 #include "forge/core/error.h"
 #include "forge/core/sha256.h"
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
 /* The target when none is named: the one place the default is written (CLI, API, docs test). */
 #define FG_FORGE_DEFAULT_TARGET "mtplx-2.12"
@@ -48,7 +49,9 @@ struct fg_forge_opts {
 
 struct fg_forge_result {
 	char artifact[PATH_MAX];
-	char fingerprint[FG_SHA256_HEX];
+	char fingerprint[FG_SHA256_HEX];        /* the legacy framing (config.json then mtp.safetensors) */
+	char head_fingerprint[FG_DIGEST_MAX];   /* MTPLX's framing (forge/model/mtplx.h) */
+	char digest[FG_DIGEST_MAX];             /* over every file forged.json lists */
 	char policy[48];
 	char target[32];
 	size_t head_tensors;
@@ -59,6 +62,7 @@ struct fg_forge_result {
 	struct fg_inspect *check; /* the artifact's own inspection (owned) */
 	cJSON *provenance;        /* forged.json exactly as written (owned; NULL until written), so a
 				   * caller storing the artifact never reads the file back */
+	cJSON *mtplx_runtime;     /* mtplx_runtime.json as written for an MTPLX target (owned), else NULL */
 	int ok;
 	struct fg_err refusal;    /* FG_EVERDICT with its verdict when refused, else code 0 */
 };
@@ -89,8 +93,10 @@ double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
  * The forged.forge.v1 document: artifact, fingerprint, target, policy,
  * head_tensors, removed_from_backbone, shifted_tensors, verdicts (the new
  * artifact's, or the refusal alone when it was refused before one existed),
- * refusal ({code, severity, detail} or null) and ok.
+ * refusal ({code, severity, detail} or null) and ok; since issue 13 also
+ * head_fingerprint, digest and mtplx_runtime (the file's name, or null)
+ * (null when refused), and source and out as asked (o, may be NULL: null).
  */
-cJSON *fg_forge_result_json(const struct fg_forge_result *res);
+cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *o);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -39,6 +40,7 @@ struct forge {
 	unsigned long long total_size;
 	size_t n_shards_written;
 	int stopped;                    /* the progress callback asked to stop */
+	time_t created_at;              /* forged.json's created_at, mtplx_runtime.json's forged_at */
 };
 
 /*

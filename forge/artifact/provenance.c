@@ -1,6 +1,5 @@
 /*
- * provenance.c: forged.json from struct fg_provenance, and the fingerprint
- * (provenance.h).
+ * provenance.c: forged.json from struct fg_provenance (provenance.h).
  *
  * The document is built whole or not at all: any allocation that fails
  * makes the build return NULL, so a half-written provenance never reaches
@@ -19,8 +18,6 @@
 
 #include "forge/artifact/internal.h"
 #include "forge/core/fs.h"
-
-#define READ_CHUNK (4u << 20)
 
 cJSON *fg_art_string_array(char *const *items, size_t n)
 {
@@ -98,6 +95,10 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(doc, "relayouts", copy_or_empty(p->relayouts, 0));
 	bad |= put(doc, "files", copy_or_empty(p->files, 1));
 	bad |= put_str(doc, "fingerprint", p->fingerprint);
+	/* Issue 13: new fields only. */
+	bad |= put_str_or_null(doc, "head_fingerprint", p->head_fingerprint);
+	bad |= put_str_or_null(doc, "digest", p->digest);
+	bad |= put_str_or_null(doc, "mtplx_runtime", p->mtplx_runtime);
 	if (p->job)
 		bad |= put(doc, "job", cJSON_Duplicate(p->job, 1));
 	if (bad) {
@@ -105,51 +106,4 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 		return NULL;
 	}
 	return doc;
-}
-
-int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
-			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err)
-{
-	struct fg_sha256 *fp = fg_sha256_new(), *file = fg_sha256_new();
-	uint8_t *buf = malloc(READ_CHUNK);
-	char path[PATH_MAX];
-	int rc = 0, fd = -1;
-
-	if (!fp || !file || !buf) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int part = 0; !rc && part < 2; part++) {
-		if ((rc = fg_fs_join(path, sizeof(path), dir, part ? "mtp.safetensors" : "config.json", err)))
-			break;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-			break;
-		}
-		for (;;) {
-			ssize_t got = read(fd, buf, READ_CHUNK);
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				if (got < 0)
-					rc = fg_err_set(err, FG_EIO, "%s: %s", path, strerror(errno));
-				break;
-			}
-			fg_sha256_update(fp, buf, (size_t)got);
-			if (part)
-				fg_sha256_update(file, buf, (size_t)got);
-		}
-		close(fd);
-	}
-	if (!rc) {
-		fg_sha256_final_hex(fp, fingerprint);
-		fg_sha256_final_hex(file, sidecar_sha256);
-	}
-out:
-	fg_sha256_free(fp);
-	fg_sha256_free(file);
-	free(buf);
-	return rc;
 }

@@ -9,8 +9,12 @@
  * SHA-256 of every file.  It is built from struct fg_provenance in one
  * place, so its keys and their order are written once.
  *
- * The fingerprint is SHA-256 over config.json then mtp.safetensors: the
- * artifact's identity (the store dedupes artifacts by it).
+ * Two digests identify the artifact (forge/model/mtplx.h computes them):
+ * the head fingerprint, in MTPLX's framing over config.json and the mtp
+ * file, which an MTPLX host computes for itself; and the artifact digest,
+ * over every file the `files` object lists, which the store dedupes
+ * artifacts by (a trunk change changes it).  `fingerprint` keeps forged's
+ * older framing (SHA-256 over config.json then mtp.safetensors).
  */
 #ifndef FG_PROVENANCE_H
 #define FG_PROVENANCE_H
@@ -22,6 +26,7 @@
 
 #include "forge/core/error.h"
 #include "forge/core/sha256.h"
+#include "forge/model/mtplx.h"
 #include "forge/model/convention.h"
 
 #define FG_PROVENANCE_SCHEMA "forged.provenance.v1"
@@ -48,7 +53,10 @@ struct fg_provenance {
 	const cJSON *originals;             /* array of original-tensor records */
 	const cJSON *relayouts;             /* array of relayout records */
 	const cJSON *files;                 /* object: artifact file name -> SHA-256 */
-	const char *fingerprint;            /* fg_provenance_fingerprint's */
+	const char *fingerprint;            /* the legacy framing (fg_head_fingerprints.legacy) */
+	const char *head_fingerprint;       /* MTPLX's framing */
+	const char *digest;                 /* fg_artifact_digest of files */
+	const char *mtplx_runtime;          /* "mtplx_runtime.json" when one is written, else NULL */
 	const cJSON *job;                   /* the daemon's job ({"id", "created_at"}), copied as "job"; NULL: none */
 };
 
@@ -57,14 +65,5 @@ struct fg_provenance {
  * its own).  The caller frees it with cJSON_Delete.  NULL on ENOMEM.
  */
 cJSON *fg_provenance_json(const struct fg_provenance *p);
-
-/*
- * The fingerprint of the artifact folder dir, and mtp.safetensors' own
- * SHA-256 (sidecar_sha256) from the same single pass over it, so a multi-GB
- * head is read once.  0, or FG_EIO (a file cannot be read) / FG_EUSAGE (a
- * path too long) / FG_ENOMEM with err set; the outputs are untouched then.
- */
-int fg_provenance_fingerprint(const char *dir, char fingerprint[FG_SHA256_HEX],
-			      char sidecar_sha256[FG_SHA256_HEX], struct fg_err *err);
 
 #endif

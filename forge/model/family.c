@@ -6,6 +6,7 @@
  * family shares (suffixes, container prefixes) are names.c's.
  */
 #include "forge/model/family.h"
+#include "forge/model/convention.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +32,19 @@ static const char *const head_linears[] = {
 	"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "wq_b", "wk", NULL,
 };
 
+/*
+ * Qwen3.5/3.8: docs/domain.md's fleet figures (healthy 1.74-1.83), the band
+ * MTPLX's loader guard states (youssofal/MTPLX mtplx/runtime.py@0943c6cb
+ * `_refuse_double_shifted_trunk_norms`: "healthy q-norm means 1.74-1.83",
+ * refusing above 2.4), and inspect's own rule for a loaded trunk
+ * ([1.25, 2.4], convention.h).  No other family has published figures.
+ */
+static const struct fg_probe_band qwen35_band = {
+	FG_QK_BAND_MIN, FG_QK_BAND_MAX, FG_QK_ABSOLUTE_MIN, FG_QK_DOUBLE_ABOVE,
+	"docs/domain.md (Qwen3.5/3.8 fleet figures); youssofal/MTPLX mtplx/runtime.py "
+	"_refuse_double_shifted_trunk_norms",
+};
+
 static const struct fg_family families[] = {
 	{ .id = "qwen3_next", .model_types = TYPES(MOE("qwen3_next")),
 	  .architectures = LIST("Qwen3NextForCausalLM"),
@@ -41,7 +55,8 @@ static const struct fg_family families[] = {
 	  .architectures = LIST("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
 				"Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"),
 	  .norm_style = FG_STYLE_ZERO_CENTRED, .mtp_count_keys = qwen_keys,
-	  .scheme = FG_SCHEME_PREFIX, .strips_to_mtp = 1, .head_linears = head_linears },
+	  .scheme = FG_SCHEME_PREFIX, .strips_to_mtp = 1, .head_linears = head_linears,
+	  .probe_band = &qwen35_band },
 	{ .id = "glm4_moe", .model_types = TYPES(MOE("glm4_moe")), .architectures = LIST("Glm4MoeForCausalLM"),
 	  .norm_style = FG_STYLE_PLAIN, .mtp_count_keys = nextn_key,
 	  .scheme = FG_SCHEME_APPENDED, .head_linears = head_linears },
@@ -187,4 +202,12 @@ int fg_family_declared_mtp(const struct fg_family *fam, const cJSON *config)
 			return (int)v->valuedouble;
 	}
 	return fam->implied_mtp_layers ? fam->implied_mtp_layers : -1;
+}
+
+const struct fg_probe_band *fg_family_probe_band(const char *family)
+{
+	for (size_t i = 0; family && i < N_FAMILIES; i++)
+		if (strcmp(families[i].id, family) == 0)
+			return families[i].probe_band;
+	return NULL;
 }

@@ -30,6 +30,20 @@ struct fg_model_type {
 	int moe;
 };
 
+/*
+ * Where a family's trunk probe (the first full-attention layer's
+ * self_attn.q_norm mean) sits after load, as published for its fleet:
+ * healthy is where healthy packs sit, plausible what inspect accepts as a
+ * loaded absolute trunk (below: the shift is missing; above: shifted twice).
+ * Fleet health buckets a served artifact's after-load probe against its
+ * family's band; a family without one gets a distribution and no alarm.
+ */
+struct fg_probe_band {
+	double healthy_lo, healthy_hi;
+	double plausible_lo, plausible_hi;
+	const char *source;                   /* where the figures are published */
+};
+
 struct fg_family {
 	const char *id;                       /* docs/interfaces.md section 3 vocabulary */
 	const struct fg_model_type *model_types; /* config model_type or text_config.model_type;
@@ -44,6 +58,7 @@ struct fg_family {
 					       * prefixes stripped (Qwen); else source names are kept */
 	const char *const *head_linears;      /* the last name parts of the head linears an explicit
 					       * quantization policy quantizes (NULL-terminated) */
+	const struct fg_probe_band *probe_band; /* the fleet's published trunk q-norm band, or NULL */
 };
 
 /* The unknown family (id "unknown"), returned when nothing matches. */
@@ -67,6 +82,9 @@ int fg_family_is_head_linear(const struct fg_family *fam, const char *module);
 const struct fg_family *const *fg_family_all(size_t *n);
 
 const char *fg_family_style_name(enum fg_family_style s);
+
+/* The probe band of the family with id family (NULL: none published, or an unknown id). */
+const struct fg_probe_band *fg_family_probe_band(const char *family);
 
 /*
  * Declared MTP layers: the first count key present in config (the merged

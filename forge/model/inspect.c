@@ -9,13 +9,16 @@
  * costs a few MB of I/O.
  */
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
+#include "forge/core/fs.h"
 #include "forge/core/json.h"
 #include "forge/core/str.h"
 #include "forge/model/experts.h"
 
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -414,6 +417,34 @@ static cJSON *sibling_manifest(const struct fg_ckpt *c, const struct fg_ckpt_fil
 	if (fg_json_load(&doc, path, 1u << 20, &err) != 0)
 		return NULL;
 	return doc;
+}
+
+/*
+ * MTPLX's runtime contract beside a local checkpoint's config.json
+ * (mtplx.h): read whole, summarised in the report; a file that is there but
+ * unreadable is reported, never fatal (MTPLX itself then runs without it).
+ */
+static void read_mtplx_runtime(struct fg_inspect *r)
+{
+	const struct fg_ckpt *c = r->ckpt;
+	struct fg_err err = { 0 };
+	char label[4096];
+	int fd = -1, rc;
+
+	if (c->pull || c->single_file)
+		return;
+	/* Opened beneath the folder like every checkpoint file (no link out of it, a regular file only). */
+	rc = fg_ckpt_open_file(c, FG_MTPLX_RUNTIME_FILE, &fd);
+	if (rc == -ENOENT)
+		return;
+	snprintf(label, sizeof(label), "%s/%s", c->dir, FG_MTPLX_RUNTIME_FILE);
+	if (rc) {
+		snprintf(r->mtplx_runtime_error, sizeof(r->mtplx_runtime_error), "%.400s: %s", label, fg_fs_open_why(rc));
+		return;
+	}
+	if (fg_json_load_fd(&r->mtplx_runtime, fd, label, FG_MTPLX_RUNTIME_MAX, FG_MTPLX_RUNTIME_NODES, &err) != 0)
+		snprintf(r->mtplx_runtime_error, sizeof(r->mtplx_runtime_error), "%s", err.msg);
+	close(fd);
 }
 
 /* What the simulation reads of each head set: files, unlisted tensors, expert layouts, manifests. */
@@ -1222,6 +1253,7 @@ int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char 
 	}
 	r->scheme = choose_scheme(r);
 	scan_structure(r);
+	read_mtplx_runtime(r);
 	rc = build_sets(r, err);
 	if (rc)
 		goto out;
@@ -1254,6 +1286,7 @@ void fg_inspect_free(struct fg_inspect *r)
 		cJSON_Delete(r->manifests[i]);
 	}
 	free(r->dups);
+	cJSON_Delete(r->mtplx_runtime);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);
 	fg_ckpt_free(r->ckpt);

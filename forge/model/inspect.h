@@ -22,6 +22,7 @@
 #include "forge/model/tset.h"
 #include "forge/model/runtimes.h"
 #include "forge/model/verdicts.h"
+#include "forge/model/mtplx.h"
 
 #define FG_INSPECT_MAX_SETS 8
 #define FG_INSPECT_MAX_RUNTIMES 32
@@ -85,6 +86,9 @@ struct fg_inspect {
 	struct fg_verdicts verdicts;
 	int ok;
 	uint64_t read_cap;                    /* the norm bytes this inspection may read */
+	/* A local checkpoint's mtplx_runtime.json (owned), or NULL; when it exists but cannot be read, why. */
+	cJSON *mtplx_runtime;
+	char mtplx_runtime_error[FG_ERR_MSG_MAX];
 };
 
 /* How to inspect (zeroed is the default). */
@@ -118,6 +122,16 @@ void fg_inspect_free(struct fg_inspect *r);
 
 /* The forged.inspect.v1 document; caller frees with cJSON_Delete. NULL on ENOMEM. */
 cJSON *fg_inspect_json(const struct fg_inspect *r);
+
+/*
+ * An inspection's digest, its identity in the store: "sha256:" + SHA-256
+ * of report (a forged.inspect.v1 document) printed without white space,
+ * without the remote read's counters (remote.bytes_fetched,
+ * bytes_from_cache, requests: how the bytes came, not what they are).  The
+ * same source revision inspected for the same runtimes gives the same
+ * report, so the same digest.  0, FG_EINPUT (not an object) or FG_ENOMEM.
+ */
+int fg_inspect_report_digest(const cJSON *report, char out[FG_DIGEST_MAX], struct fg_err *err);
 
 /* 1 when name, held by file f of r's checkpoint, belongs to the MTP head. */
 int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f, const char *name);

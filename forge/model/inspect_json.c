@@ -3,6 +3,7 @@
  * (inspect.h), field for field as docs/interfaces.md describes it.
  */
 #include "forge/model/inspect.h"
+#include "forge/model/mtplx.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -197,6 +198,23 @@ static cJSON *structure_json(const struct fg_inspect *r)
 	return o;
 }
 
+static cJSON *mtplx_runtime_json(const struct fg_inspect *r)
+{
+	cJSON *o;
+
+	if (r->mtplx_runtime)
+		return fg_mtplx_runtime_summary(r->mtplx_runtime);
+	if (!r->mtplx_runtime_error[0])
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddStringToObject(o, "file", FG_MTPLX_RUNTIME_FILE);
+		cJSON_AddBoolToObject(o, "loads", 0);
+		cJSON_AddStringToObject(o, "error", r->mtplx_runtime_error);
+	}
+	return o;
+}
+
 cJSON *fg_inspect_json(const struct fg_inspect *r)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -239,5 +257,32 @@ cJSON *fg_inspect_json(const struct fg_inspect *r)
 	cJSON_AddItemToObject(o, "runtimes", runtimes_json(r));
 	cJSON_AddItemToObject(o, "verdicts", verdicts_json(r));
 	cJSON_AddBoolToObject(o, "ok", r->ok);
+	/* Issue 13, a new field: MTPLX's runtime contract when the checkpoint has one. */
+	cJSON_AddItemToObject(o, "mtplx_runtime", mtplx_runtime_json(r));
 	return o;
+}
+
+int fg_inspect_report_digest(const cJSON *report, char out[FG_DIGEST_MAX], struct fg_err *err)
+{
+	static const char *const counters[] = { "bytes_fetched", "bytes_from_cache", "requests" };
+	char hex[FG_SHA256_HEX];
+	cJSON *copy, *remote;
+	char *text;
+
+	if (!cJSON_IsObject(report))
+		return fg_err_set(err, FG_EINPUT, "an inspection's digest needs its report");
+	copy = cJSON_Duplicate(report, 1);
+	if (!copy)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	remote = cJSON_GetObjectItemCaseSensitive(copy, "remote");
+	for (size_t i = 0; cJSON_IsObject(remote) && i < sizeof(counters) / sizeof(counters[0]); i++)
+		cJSON_DeleteItemFromObjectCaseSensitive(remote, counters[i]);
+	text = cJSON_PrintUnformatted(copy);
+	cJSON_Delete(copy);
+	if (!text)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	fg_sha256_buf(text, strlen(text), hex);
+	cJSON_free(text);
+	snprintf(out, FG_DIGEST_MAX, "sha256:%s", hex);
+	return 0;
 }

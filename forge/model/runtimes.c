@@ -247,6 +247,62 @@ const struct fg_runtime *fg_runtime_find(const char *id)
 	return fg_runtime_resolve(id, rows, NULL) ? rows[0] : NULL;
 }
 
+const char *fg_runtime_match_name(enum fg_runtime_match m)
+{
+	static const char *const names[] = { [FG_RT_MATCH_ID] = "id", [FG_RT_MATCH_ALIAS] = "alias",
+					     [FG_RT_MATCH_RANGE] = "range" };
+
+	return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : "unknown";
+}
+
+static const struct fg_runtime *find_how(const char *id, enum fg_runtime_match *how)
+{
+	const struct fg_runtime *rows[FG_RUNTIME_MAX_ALIAS];
+	int by_range = 0;
+
+	if (!fg_runtime_resolve(id, rows, &by_range))
+		return NULL;
+	if (how)
+		*how = by_range ? FG_RT_MATCH_RANGE : strcmp(rows[0]->id, id) == 0 ? FG_RT_MATCH_ID : FG_RT_MATCH_ALIAS;
+	return rows[0];
+}
+
+const struct fg_runtime *fg_runtime_find_reported(const char *reported, enum fg_runtime_match *how)
+{
+	size_t n, len;
+	const struct fg_runtime *all = fg_runtime_all(&n), *rt;
+	char buf[128], id[160];
+
+	if (!reported || !*reported || (len = strlen(reported)) >= sizeof(buf))
+		return NULL;
+	if ((rt = find_how(reported, how)))
+		return rt;
+	for (size_t i = 0; i <= len; i++) {
+		char c = reported[i];
+
+		buf[i] = c == '_' ? '-' : (char)tolower((unsigned char)c);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *p = all[i].product, *v;
+		size_t plen = p ? strlen(p) : 0;
+		char *plus;
+
+		if (!plen || strncmp(buf, p, plen) != 0 || !strchr("- =/@:", buf[plen]) || !buf[plen])
+			continue;
+		for (v = buf + plen; *v && strchr("- =/@:", *v); v++)
+			;
+		if (*v == 'v')
+			v++;
+		if (snprintf(id, sizeof(id), "%s-%s", p, v) >= (int)sizeof(id))
+			return NULL;
+		if ((plus = strchr(id, '+')))
+			*plus = '\0';
+		if ((rt = find_how(id, how)))
+			return rt;
+	}
+	return NULL;
+}
+
 size_t fg_runtime_ids_text(char *buf, size_t len)
 {
 	size_t n, n_al, used = 0;

@@ -335,6 +335,23 @@ const struct fg_runtime *fg_runtime_all(size_t *n);
  */
 const struct fg_runtime *fg_runtime_find(const char *id);
 
+/* How fg_runtime_find_reported matched. */
+enum fg_runtime_match { FG_RT_MATCH_ID, FG_RT_MATCH_ALIAS, FG_RT_MATCH_RANGE };
+
+const char *fg_runtime_match_name(enum fg_runtime_match m);
+
+/*
+ * A runtime as a serving host names it: what fg_runtime_find takes, or a
+ * real version string, PRODUCT and VERSION joined by '-', ' ', '==', '=',
+ * '/', '@' or ':' (the product in any case, '_' for '-', a 'v' before the
+ * version, a "+local" label dropped: "mlx_lm==0.31.3", "MTPLX 2.12.0",
+ * "mlx-lm/v0.33.1+cpu"), mapped to the newest row whose range holds VERSION
+ * (so "mlx-lm 0.33.1" is mlx-lm-0.32).  NULL when nothing matches
+ * (pre-releases such as "2.12.0rc1" are not ordered and never match).
+ * *how (may be NULL) says how it matched.
+ */
+const struct fg_runtime *fg_runtime_find_reported(const char *reported, enum fg_runtime_match *how);
+
 /*
  * The ids a runtime option accepts, for messages: "mlx-lm-0.31, ..., sglang,
  * hf (an alias), or a versioned id (...)" into buf (len bytes, cut short when

@@ -8,6 +8,8 @@
  */
 #include "store/pg/pg.h"
 
+#include "forge/model/mtplx.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,20 +118,31 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 		fg_pg_arg_int(&a, job);
 	else
 		fg_pg_arg_text(&a, NULL);
+	fg_pg_arg_text(&a, in->digest && *in->digest ? in->digest : NULL);
+	fg_pg_arg_text(&a, in->head_fingerprint && *in->head_fingerprint ? in->head_fingerprint : NULL);
 	rc = fg_pg_query(s,
-			 "INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, job_id)"
-			 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+			 "INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, job_id,"
+			 " digest, head_fingerprint) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+			 " ON CONFLICT (digest) WHERE digest IS NOT NULL DO NOTHING RETURNING id",
 			 &a, &res, err, "inserting an artifact");
 	if (rc)
 		return rc;
+	if (PQntuples(res) == 0) {
+		/* Another instance stored the same bytes meanwhile (its commit came first). */
+		PQclear(res);
+		*id = 0;
+		return 0;
+	}
 	new_id = fg_pg_int(res, 0, 0);
 	PQclear(res);
 	a.n = 0;
 	fg_pg_arg_int(&a, new_id);
 	fg_pg_arg_text(&a, d->report);
 	fg_pg_arg_text(&a, d->provenance);
-	rc = fg_pg_query(s, "INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES ($1, $2, $3)", &a,
-			 NULL, err, "storing the report");
+	fg_pg_arg_text(&a, d->runtime);
+	rc = fg_pg_query(s,
+			 "INSERT INTO artifact_docs (artifact_id, report, provenance, mtplx_runtime) VALUES ($1, $2, $3, $4)",
+			 &a, NULL, err, "storing the report");
 	if (rc)
 		return rc;
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(in->report, "verdicts")) {
@@ -155,21 +168,92 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 	return rc;
 }
 
-int fg_pg_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
-			  struct fg_err *err)
+/*
+ * The same bytes again (issue 13: one identity per artifact): 1 with *id
+ * when an artifact has d's digest, filled in where it lacks what the new
+ * copy knows; 0 when none.  FOR UPDATE: two instances storing the same
+ * bytes at once are ordered by the digest's unique index (the second
+ * insert waits for the first commit and fails 23505; fg_pg_artifact_insert
+ * then finds the row).
+ */
+static int find_same(struct fg_store *s, const struct fg_store_artifact *d, int64_t *id, struct fg_err *err)
 {
-	int rc = insert_rows(s, a, job, id, err);
+	const struct fg_artifact_in *in = d->in;
+	struct fg_pg_args a = { 0 };
+	PGresult *res = NULL;
+	int64_t found;
+	int rc;
 
+	fg_pg_arg_text(&a, in->digest);
+	rc = fg_pg_query(s, "SELECT id FROM artifacts WHERE digest = $1 FOR UPDATE", &a, &res, err,
+			 "finding an artifact by digest");
+	if (rc)
+		return rc;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return 0;
+	}
+	found = fg_pg_int(res, 0, 0);
+	PQclear(res);
+	if (in->head_fingerprint && *in->head_fingerprint) {
+		a.n = 0;
+		fg_pg_arg_int(&a, found);
+		fg_pg_arg_text(&a, in->head_fingerprint);
+		rc = fg_pg_query(s, "UPDATE artifacts SET head_fingerprint = $2 WHERE id = $1 AND head_fingerprint IS NULL",
+				 &a, NULL, err, "filling in a head fingerprint");
+		if (rc)
+			return rc;
+	}
+	if (d->runtime) {
+		a.n = 0;
+		fg_pg_arg_int(&a, found);
+		fg_pg_arg_text(&a, d->runtime);
+		rc = fg_pg_query(s,
+				 "UPDATE artifact_docs SET mtplx_runtime = $2 WHERE artifact_id = $1 AND mtplx_runtime IS NULL",
+				 &a, NULL, err, "filling in a runtime document");
+		if (rc)
+			return rc;
+	}
+	*id = found;
+	return 1;
+}
+
+int fg_pg_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
+			  int *existed, struct fg_err *err)
+{
+	int rc = 0;
+
+	*existed = 0;
+	if (a->in->digest && *a->in->digest) {
+		rc = find_same(s, a, id, err);
+		if (rc == 1) {
+			*existed = 1;
+			return 0;
+		}
+	}
+	if (!rc)
+		rc = insert_rows(s, a, job, id, err);
+	if (!rc && *id == 0) {
+		rc = find_same(s, a, id, err);
+		if (rc == 1) {
+			*existed = 1;
+			rc = 0;
+		} else if (rc == 0) {
+			rc = fg_err_set(err, FG_EINTERNAL, "an artifact with digest %s conflicted, then was not found",
+					a->in->digest);
+		}
+	}
 	return rc ? fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source) : 0;
 }
 
-int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err)
+int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+		       struct fg_err *err)
 {
 	int64_t new_id = 0;
 	int rc = fg_pg_begin(s, err);
 
 	if (!rc)
-		rc = fg_pg_artifact_insert(s, a, 0, &new_id, err);
+		rc = fg_pg_artifact_insert(s, a, 0, &new_id, existed, err);
 	else
 		fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source);
 	if (!rc)
@@ -224,7 +308,7 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
-	cJSON *doc = NULL, *arr, *prints;
+	cJSON *doc = NULL, *arr, *prints, *runtime_doc = NULL;
 	int rc;
 
 	if (!s || !out)
@@ -239,8 +323,8 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 		goto out;
 	rc = fg_pg_query(s,
 			 "SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, " PG_TS("a.created_at")
-			 ", d.report, d.provenance FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id"
-			 " WHERE a.id = $1",
+			 ", d.report, d.provenance, a.digest, a.head_fingerprint, d.mtplx_runtime"
+			 " FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id WHERE a.id = $1",
 			 &a, &res, err, "reading an artifact");
 	if (rc)
 		goto out;
@@ -250,7 +334,8 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 	}
 	if (!cJSON_AddNumberToObject(doc, "id", (double)fg_pg_int(res, 0, 0)) || !add_text(doc, "source", res, 0, 1) ||
 	    !add_text(doc, "path", res, 0, 2) || !add_text(doc, "family", res, 0, 3) ||
-	    !add_text(doc, "fingerprint", res, 0, 4) || !cJSON_AddBoolToObject(doc, "ok", fg_pg_bool(res, 0, 5)) ||
+	    !add_text(doc, "fingerprint", res, 0, 4) || !add_text(doc, "digest", res, 0, 9) ||
+	    !add_text(doc, "head_fingerprint", res, 0, 10) || !cJSON_AddBoolToObject(doc, "ok", fg_pg_bool(res, 0, 5)) ||
 	    !add_text(doc, "created_at", res, 0, 6)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
@@ -258,6 +343,9 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 	rc = add_json(doc, "report", res, 0, 7, err);
 	if (!rc)
 		rc = add_json(doc, "provenance", res, 0, 8, err);
+	/* mtplx_runtime goes last with fleet, after the documented v1 keys. */
+	if (!rc)
+		rc = fg_pg_json(res, 0, 11, &runtime_doc, err, "mtplx_runtime");
 	if (rc)
 		goto out;
 	PQclear(res);
@@ -340,6 +428,46 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 			goto out;
 		}
 	}
+	PQclear(res);
+	res = NULL;
+	if (!cJSON_AddItemToObject(doc, "mtplx_runtime", runtime_doc)) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	runtime_doc = NULL;
+	/* What the fleet says of it: every standing report, with what the host observed. */
+	rc = fg_pg_query(s,
+			 "SELECT host, runtime, runtime_reported, observed, " PG_TS("reported_at") " FROM fleet_reports"
+			 " WHERE artifact_id = $1 ORDER BY host COLLATE \"C\", runtime COLLATE \"C\"",
+			 &a, &res, err, "reading the artifact's fleet");
+	if (rc)
+		goto out;
+	arr = cJSON_AddArrayToObject(doc, "fleet");
+	if (!arr) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int r = 0; r < PQntuples(res); r++) {
+		cJSON *item = cJSON_CreateObject();
+
+		if (!item || !cJSON_AddItemToArray(arr, item)) {
+			cJSON_Delete(item);
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (!add_text(item, "host", res, r, 0) || !add_text(item, "runtime", res, r, 1) ||
+		    !add_text(item, "runtime_reported", res, r, 2)) {
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = add_json(item, "observed", res, r, 3, err);
+		if (rc)
+			goto out;
+		if (!add_text(item, "reported_at", res, r, 4)) {
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
 	rc = fg_pg_commit(s, err);
 	if (rc)
 		goto out;
@@ -352,6 +480,7 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "reading artifact %lld: ", (long long)id);
 	}
+	cJSON_Delete(runtime_doc);
 	cJSON_Delete(doc);
 	return rc;
 }
@@ -365,11 +494,11 @@ int fg_pg_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, i
 	if (!s || !id || !fingerprint || !*fingerprint)
 		return fg_err_set(err, FG_EINPUT, "finding an artifact: no store, fingerprint or output");
 	fg_pg_arg_text(&a, fingerprint);
-	rc = fg_pg_query(s, "SELECT id FROM artifacts WHERE fingerprint = $1 ORDER BY id DESC LIMIT 1", &a, &res, err,
-			 "finding an artifact by fingerprint");
+	rc = fg_pg_query(s, "SELECT max(id) FROM artifacts WHERE head_fingerprint = $1 OR fingerprint = $1", &a, &res,
+			 err, "finding an artifact by fingerprint");
 	if (rc)
 		return rc;
-	if (PQntuples(res) == 1)
+	if (PQntuples(res) == 1 && !fg_pg_null(res, 0, 0))
 		*id = fg_pg_int(res, 0, 0);
 	else
 		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has fingerprint '%s'", fingerprint);
@@ -377,11 +506,59 @@ int fg_pg_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, i
 	return rc;
 }
 
+/* ---- resolving what a fleet report names ---- */
+
+int fg_pg_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
+			   enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err)
+{
+	struct fg_store_resolver r;
+	struct fg_pg_args a = { 0 };
+	PGresult *res = NULL;
+	int rc = fg_store_resolver_init(&r, err);
+
+	if (rc)
+		return rc;
+	fg_pg_arg_text(&a, key ? key : "");
+	fg_pg_arg_int(&a, want_id);
+	/* Each arm walks its own index (column 7: 1 digest, 2 head fingerprint, 3 legacy, 0 the id asked for). */
+	rc = fg_pg_query(s,
+			 "SELECT id, digest, head_fingerprint, fingerprint, source, path, " PG_TS("created_at")
+			 ", 1 FROM artifacts WHERE digest = $1"
+			 " UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, " PG_TS("created_at")
+			 ", 2 FROM artifacts WHERE head_fingerprint = $1"
+			 " UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, " PG_TS("created_at")
+			 ", 3 FROM artifacts WHERE fingerprint = $1"
+			 " UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, " PG_TS("created_at")
+			 ", 0 FROM artifacts WHERE id = $2 LIMIT 200",
+			 &a, &res, err, "resolving an artifact");
+	for (int i = 0; !rc && i < PQntuples(res); i++) {
+		struct fg_store_resolve_row row = {
+			.id = fg_pg_int(res, i, 0),
+			.by = (int)fg_pg_int(res, i, 7),
+			.digest = fg_pg_null(res, i, 1) ? NULL : fg_pg_text(res, i, 1),
+			.head_fingerprint = fg_pg_null(res, i, 2) ? NULL : fg_pg_text(res, i, 2),
+			.fingerprint = fg_pg_null(res, i, 3) ? NULL : fg_pg_text(res, i, 3),
+			.source = fg_pg_null(res, i, 4) ? NULL : fg_pg_text(res, i, 4),
+			.path = fg_pg_null(res, i, 5) ? NULL : fg_pg_text(res, i, 5),
+			.created_at = fg_pg_text(res, i, 6),
+		};
+
+		rc = fg_store_resolver_row(&r, &row, err);
+	}
+	PQclear(res);
+	if (rc) {
+		fg_store_resolver_free(&r);
+		return rc;
+	}
+	return fg_store_resolver_decide(&r, key, digest, want_id, id, how, ambiguous, candidates, err);
+}
+
 /* ---- listing ---- */
 
 #define ITEM_COLS                                                                                 \
 	"a.id, a.source, a.family, a.fingerprint, a.ok, " PG_TS("a.created_at") ","                \
-	" coalesce((SELECT json_agg(x.code ORDER BY x.id) FROM verdicts x WHERE x.artifact_id = a.id), '[]')::text"
+	" coalesce((SELECT json_agg(x.code ORDER BY x.id) FROM verdicts x WHERE x.artifact_id = a.id), '[]')::text," \
+	" a.digest, a.head_fingerprint"
 
 static const char sql_list_all[] =
 	"SELECT " ITEM_COLS " FROM artifacts a WHERE a.id < $1 ORDER BY a.id DESC LIMIT $2";
@@ -436,7 +613,8 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
 		}
 		if (!cJSON_AddNumberToObject(item, "id", (double)fg_pg_int(res, r, 0)) ||
 		    !add_text(item, "source", res, r, 1) || !add_text(item, "family", res, r, 2) ||
-		    !add_text(item, "fingerprint", res, r, 3) || !cJSON_AddBoolToObject(item, "ok", fg_pg_bool(res, r, 4))) {
+		    !add_text(item, "fingerprint", res, r, 3) || !add_text(item, "digest", res, r, 7) ||
+		    !add_text(item, "head_fingerprint", res, r, 8) || !cJSON_AddBoolToObject(item, "ok", fg_pg_bool(res, r, 4))) {
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			break;
 		}
@@ -456,8 +634,61 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
 
 /* ---- verifications ---- */
 
+/*
+ * The runtime document forged wrote for an MTPLX target (its
+ * forge_provenance names forged_version) takes the verification, as MTPLX's
+ * own stamp does after its verify (mtplx.h).  A document read from an
+ * inspected MTPLX pack is that pack's, and left as read.
+ */
+static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t verification, const cJSON *result,
+			   struct fg_err *err)
+{
+	struct fg_pg_args a = { 0 };
+	PGresult *res = NULL;
+	cJSON *doc = NULL;
+	char when[32], *text = NULL;
+	int rc;
+
+	fg_pg_arg_int(&a, artifact_id);
+	fg_pg_arg_int(&a, verification);
+	rc = fg_pg_query(s,
+			 "SELECT d.mtplx_runtime, " PG_TS("v.created_at") " FROM artifact_docs d, verifications v"
+			 " WHERE d.artifact_id = $1 AND v.id = $2",
+			 &a, &res, err, "reading the runtime document");
+	if (rc)
+		return rc;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return 0;
+	}
+	fg_pg_copy(res, 0, 1, when, sizeof(when));
+	rc = fg_pg_json(res, 0, 0, &doc, err, "the artifact's mtplx_runtime.json");
+	PQclear(res);
+	if (rc)
+		return rc;
+	if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "forge_provenance"),
+					      "forged_version")) {
+		cJSON_Delete(doc);
+		return 0;
+	}
+	rc = fg_mtplx_runtime_stamp(doc, result, when, err);
+	if (!rc && !(text = cJSON_PrintUnformatted(doc)))
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+	cJSON_Delete(doc);
+	if (!rc) {
+		a.n = 0;
+		fg_pg_arg_int(&a, artifact_id);
+		fg_pg_arg_text(&a, text);
+		rc = fg_pg_query(s, "UPDATE artifact_docs SET mtplx_runtime = $2 WHERE artifact_id = $1", &a, NULL, err,
+				 "restamping the runtime document");
+	}
+	cJSON_free(text);
+	return rc;
+}
+
 int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-			   const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err)
+			   const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+			   struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -489,6 +720,8 @@ int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *
 		rc = add_verdict(s, artifact_id, row->name, fg_severity_name(row->severity), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
+	if (!rc)
+		rc = restamp_runtime(s, artifact_id, new_id, result, err);
 	if (!rc)
 		rc = fg_pg_notify(s, FG_PG_CHANNEL_DATA, err);
 	if (!rc)

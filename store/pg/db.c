@@ -230,9 +230,21 @@ static const char schema_v2[] =
 	" PRIMARY KEY (route, idem_key)"
 	");";
 
+/* Version 3: issue 13's identities and own words, as SQLite's version 4 (sqlite/db.c says what each is). */
+static const char schema_v3[] =
+	"ALTER TABLE artifacts ADD COLUMN digest text;"
+	"ALTER TABLE artifacts ADD COLUMN head_fingerprint text;"
+	"CREATE UNIQUE INDEX artifacts_digest ON artifacts(digest) WHERE digest IS NOT NULL;"
+	"CREATE INDEX artifacts_head_fingerprint ON artifacts(head_fingerprint) WHERE head_fingerprint IS NOT NULL;"
+	"ALTER TABLE artifact_docs ADD COLUMN mtplx_runtime text;"
+	"ALTER TABLE fleet_reports ADD COLUMN runtime_reported text;"
+	"ALTER TABLE jobs ADD COLUMN verdicts text;"
+	"ALTER TABLE jobs ADD COLUMN asked text;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
+	schema_v3,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_PG_SCHEMA_VERSION,
@@ -905,6 +917,7 @@ const struct fg_store_ops fg_pg_ops = {
 	.artifact_put = fg_pg_artifact_put,
 	.artifact_get = fg_pg_artifact_get,
 	.artifact_by_fingerprint = fg_pg_artifact_by_fingerprint,
+	.artifact_resolve = fg_pg_artifact_resolve,
 	.artifact_list = fg_pg_artifact_list,
 	.verification_put = fg_pg_verification_put,
 	.fleet_report = fg_pg_fleet_report,

@@ -14,7 +14,7 @@
 #include <string.h>
 
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-		       const char *text, struct fg_err *err)
+		       const char *runtime_reported, const char *text, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	int rc = fg_pg_begin(s, err);
@@ -23,12 +23,14 @@ int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id
 	fg_pg_arg_text(&a, runtime);
 	fg_pg_arg_int(&a, artifact_id);
 	fg_pg_arg_text(&a, text);
+	fg_pg_arg_text(&a, runtime_reported ? runtime_reported : runtime);
 	if (!rc)
 		rc = fg_pg_query(s,
-				 "INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at)"
-				 " VALUES ($1, $2, $3, $4, now())"
+				 "INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at, runtime_reported)"
+				 " VALUES ($1, $2, $3, $4, now(), $5)"
 				 " ON CONFLICT (host, runtime) DO UPDATE SET artifact_id = excluded.artifact_id,"
-				 " observed = excluded.observed, reported_at = excluded.reported_at",
+				 " observed = excluded.observed, reported_at = excluded.reported_at,"
+				 " runtime_reported = excluded.runtime_reported",
 				 &a, NULL, err, "storing a fleet report");
 	if (rc && fg_pg_failed_with(s, "23503"))
 		rc = fg_err_set(err, FG_ENOTFOUND, "fleet report from '%s': no artifact %lld", host,
@@ -47,9 +49,11 @@ int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id
 #define UNHEALTHY_COLS                                                                                     \
 	"a.id, a.source, a.family, a.fingerprint,"                                                         \
 	" coalesce((SELECT json_agg(v.code ORDER BY v.id) FROM verdicts v WHERE v.artifact_id = a.id), '[]')::text," \
-	" coalesce((SELECT json_agg(json_build_object('host', f.host, 'runtime', f.runtime, 'reported_at', "      \
+	" coalesce((SELECT json_agg(json_build_object('host', f.host, 'runtime', f.runtime,"                      \
+	" 'runtime_reported', f.runtime_reported, 'observed', f.observed::json, 'reported_at', "                    \
 	PG_TS("f.reported_at") ") ORDER BY f.host COLLATE \"C\", f.runtime COLLATE \"C\")"                      \
-	" FROM fleet_reports f WHERE f.artifact_id = a.id), '[]')::text"
+	" FROM fleet_reports f WHERE f.artifact_id = a.id), '[]')::text,"                                         \
+	" a.digest, a.head_fingerprint"
 
 static const char sql_unhealthy_served[] =
 	"SELECT " UNHEALTHY_COLS " FROM artifacts a"
@@ -84,7 +88,11 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 		    !cJSON_AddStringToObject(item, "source", fg_pg_text(res, r, 1)) ||
 		    !cJSON_AddStringToObject(item, "family", fg_pg_text(res, r, 2)) ||
 		    !(fg_pg_null(res, r, 3) ? cJSON_AddNullToObject(item, "fingerprint")
-					    : cJSON_AddStringToObject(item, "fingerprint", fg_pg_text(res, r, 3)))) {
+					    : cJSON_AddStringToObject(item, "fingerprint", fg_pg_text(res, r, 3))) ||
+		    !(fg_pg_null(res, r, 6) ? cJSON_AddNullToObject(item, "digest")
+					    : cJSON_AddStringToObject(item, "digest", fg_pg_text(res, r, 6))) ||
+		    !(fg_pg_null(res, r, 7) ? cJSON_AddNullToObject(item, "head_fingerprint")
+					    : cJSON_AddStringToObject(item, "head_fingerprint", fg_pg_text(res, r, 7)))) {
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			break;
 		}
@@ -190,6 +198,9 @@ static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	PQclear(res);
 	if (rc)
 		return rc;
+	rc = fg_store_dist_bands(cJSON_GetObjectItemCaseSensitive(doc, "probe_after_load"), by_family, err);
+	if (rc)
+		return rc;
 	rc = fg_pg_query(s, "SELECT count(*) FROM fleet_reports", NULL, &res, err, "counting fleet reports");
 	if (rc)
 		return rc;
@@ -198,6 +209,79 @@ static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	cJSON_SetNumberValue(counted, (double)matched);
 	cJSON_SetNumberValue(left, (double)(reports > matched ? reports - matched : 0));
 	return 0;
+}
+
+/* probe_qnorm v2 (fleet_v2.c): the after-load probe of every served (artifact, runtime), by artifact. */
+static int probe_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
+{
+	struct fg_probe_acc *acc = fg_store_probe_acc_new();
+	PGresult *res = NULL;
+	int64_t total;
+	int rc;
+
+	if (!acc)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_pg_query(s,
+			 "SELECT a.id, a.family, p.probe_after FROM fleet_reports f"
+			 " JOIN artifact_probes p ON p.artifact_id = f.artifact_id AND p.runtime = f.runtime"
+			 " JOIN artifacts a ON a.id = f.artifact_id ORDER BY a.id",
+			 NULL, &res, err, "reading served after-load probes");
+	for (int r = 0; !rc && r < PQntuples(res); r++)
+		if (!fg_pg_null(res, r, 2))
+			fg_store_probe_acc_add(acc, fg_pg_int(res, r, 0), fg_pg_text(res, r, 1), fg_pg_double(res, r, 2));
+	PQclear(res);
+	res = NULL;
+	if (!rc)
+		rc = fg_pg_query(s, "SELECT count(*) FROM fleet_reports", NULL, &res, err, "counting fleet reports");
+	if (!rc) {
+		total = fg_pg_int(res, 0, 0);
+		rc = fg_store_probe_qnorm_section(doc, acc, total, err);
+	}
+	PQclear(res);
+	fg_store_probe_acc_free(acc);
+	return rc;
+}
+
+/* hosts[] (at most FG_STORE_HOSTS_MAX) and hosts_total: every standing report. */
+static int hosts_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
+{
+	cJSON *list = cJSON_AddArrayToObject(doc, "hosts");
+	struct fg_pg_args a = { 0 };
+	PGresult *res = NULL;
+	int rc;
+
+	if (!list)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	fg_pg_arg_int(&a, FG_STORE_HOSTS_MAX);
+	rc = fg_pg_query(s,
+			 "SELECT f.host, f.runtime, f.runtime_reported, f.artifact_id, a.family, f.observed, "
+			 PG_TS("f.reported_at") ", p.probe_after FROM fleet_reports f JOIN artifacts a ON a.id = f.artifact_id"
+			 " LEFT JOIN artifact_probes p ON p.artifact_id = f.artifact_id AND p.runtime = f.runtime"
+			 " ORDER BY f.host COLLATE \"C\", f.runtime COLLATE \"C\" LIMIT $1",
+			 &a, &res, err, "listing host reports");
+	for (int r = 0; !rc && r < PQntuples(res); r++) {
+		struct fg_store_host_row row = {
+			.host = fg_pg_text(res, r, 0),
+			.runtime = fg_pg_text(res, r, 1),
+			.runtime_reported = fg_pg_null(res, r, 2) ? NULL : fg_pg_text(res, r, 2),
+			.artifact_id = fg_pg_int(res, r, 3),
+			.family = fg_pg_text(res, r, 4),
+			.observed = fg_pg_null(res, r, 5) ? NULL : fg_pg_text(res, r, 5),
+			.reported_at = fg_pg_text(res, r, 6),
+			.has_probe = !fg_pg_null(res, r, 7),
+			.probe_after = fg_pg_double(res, r, 7),
+		};
+
+		rc = fg_store_host_item(list, &row, err);
+	}
+	PQclear(res);
+	res = NULL;
+	if (!rc)
+		rc = fg_pg_query(s, "SELECT count(*) FROM fleet_reports", NULL, &res, err, "counting fleet reports");
+	if (!rc && !cJSON_AddNumberToObject(doc, "hosts_total", (double)fg_pg_int(res, 0, 0)))
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+	PQclear(res);
+	return rc;
 }
 
 int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
@@ -209,8 +293,10 @@ int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "fleet health: no store or no output");
 	doc = cJSON_CreateObject();
-	if (!doc)
+	if (!doc || !cJSON_AddStringToObject(doc, "schema", FG_STORE_HEALTH_SCHEMA)) {
+		cJSON_Delete(doc);
 		return fg_err_set(err, FG_ENOMEM, "fleet health: out of memory");
+	}
 	/* One snapshot, so the counts and the lists agree with each other. */
 	rc = fg_pg_begin_read(s, err);
 	if (rc)
@@ -241,13 +327,15 @@ int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = fg_store_probe_section(doc, stats.probe, err);
+	rc = probe_section(s, doc, err);
 	if (!rc)
 		rc = warnings(s, doc, err);
 	if (!rc)
 		rc = verdict_matrix(s, doc, err);
 	if (!rc)
 		rc = probe_after_load(s, doc, err);
+	if (!rc)
+		rc = hosts_section(s, doc, err);
 	if (!rc)
 		rc = fg_pg_commit(s, err);
 	if (rc)

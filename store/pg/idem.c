@@ -172,8 +172,8 @@ int fg_pg_job_key_known(struct fg_store *s, const char *key, const char *body_sh
 		      "looking up a job's key", err);
 }
 
-int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-			    const char *observed_json, int *same, struct fg_err *err)
+int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+			    int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 
@@ -181,8 +181,9 @@ int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *ru
 	fg_pg_arg_text(&a, runtime);
 	fg_pg_arg_int(&a, artifact_id);
 	fg_pg_arg_text(&a, observed_json);
+	fg_pg_arg_text(&a, reported);
 	return exists(s,
 		      "SELECT 1 FROM fleet_reports WHERE host = $1 AND runtime = $2 AND artifact_id = $3"
-		      " AND observed = $4",
+		      " AND observed = $4 AND runtime_reported IS NOT DISTINCT FROM $5",
 		      &a, same, "comparing a fleet report", err);
 }

@@ -26,7 +26,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                                  \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested::int, params, " \
-	PG_TS("created_at") ", " PG_TS("updated_at") ", refusal"
+	PG_TS("created_at") ", " PG_TS("updated_at") ", refusal, verdicts, asked"
 
 #define LEASE_AT(p) "now() + make_interval(secs => " p "::float8)"
 
@@ -54,6 +54,11 @@ static int job_read(const PGresult *res, int r, int first, struct fg_job *out, s
 	fg_pg_copy(res, r, first + 11, j.updated_at, sizeof(j.updated_at));
 	/* A code this forged does not know (a newer one wrote it) reads as no refusal. */
 	j.refusal = fg_pg_null(res, r, first + 12) ? NULL : fg_verdict_code_find(fg_pg_text(res, r, first + 12));
+	if ((!fg_pg_null(res, r, first + 13) && !(j.verdicts = strdup(fg_pg_text(res, r, first + 13)))) ||
+	    (!fg_pg_null(res, r, first + 14) && !(j.asked = strdup(fg_pg_text(res, r, first + 14))))) {
+		fg_job_release(&j);
+		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
+	}
 	*out = j;
 	return 0;
 }
@@ -109,7 +114,7 @@ static int not_running(struct fg_store *s, int64_t id, const char *worker, const
 
 static const char sql_job_by_key[] = "SELECT body_sha256, " JOB_COLS " FROM jobs WHERE idem_key = $1";
 static const char sql_job_insert[] =
-	"INSERT INTO jobs (kind, params, idem_key, body_sha256) VALUES ($1, $2, $3, $4)"
+	"INSERT INTO jobs (kind, params, idem_key, body_sha256, asked) VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (idem_key) DO NOTHING RETURNING " JOB_COLS;
 
 /* 1 with *out (same body), FG_ECONFLICT (another body), 0 (key unused). */
@@ -138,8 +143,9 @@ static int find_by_key(struct fg_store *s, const char *key, const char *body_sha
 	return rc ? rc : 1;
 }
 
-int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-		      const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed, struct fg_err *err)
+int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+		      const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+		      struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	struct fg_job j;
@@ -179,6 +185,7 @@ int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_j
 	fg_pg_arg_text(&a, params_json);
 	fg_pg_arg_text(&a, idem_key);
 	fg_pg_arg_text(&a, idem_key ? body_sha256 : NULL);
+	fg_pg_arg_text(&a, asked_json);
 	rc = one_job(s, sql_job_insert, &a, &j, err, "inserting a job");
 	if (rc < 0)
 		goto out;
@@ -282,12 +289,13 @@ int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const
 }
 
 static const char sql_job_finish[] =
-	"UPDATE jobs SET state = $2, error = $3, artifact_id = $4, refusal = $5,"
+	"UPDATE jobs SET state = $2, error = $3, artifact_id = $4, refusal = $5, verdicts = $7,"
 	" progress = CASE WHEN $2 = 'succeeded' THEN 1.0 ELSE progress END, updated_at = now()"
 	" WHERE id = $1 AND state = 'running' AND ($6::text IS NULL OR worker = $6::text)";
 
 int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
-		     const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err)
+		     const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+		     struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -308,6 +316,7 @@ int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg
 		fg_pg_arg_text(&a, NULL);
 	fg_pg_arg_text(&a, refusal ? refusal->name : NULL);
 	fg_pg_arg_text(&a, worker);
+	fg_pg_arg_text(&a, verdicts);
 	rc = fg_pg_query(s, sql_job_finish, &a, &res, err, "finishing a job");
 	if (rc && fg_pg_failed_with(s, "23503"))
 		return fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
@@ -320,7 +329,7 @@ int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg
 }
 
 int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *in,
-		      int64_t *artifact_id, struct fg_err *err)
+		      int64_t *artifact_id, int *existed, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -335,8 +344,8 @@ int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const 
 	fg_pg_arg_int(&a, id);
 	/* The job's row locked: its holder cannot change under this transaction. */
 	rc = fg_pg_query(s,
-			 "SELECT j.state, j.worker, (SELECT a.id FROM artifacts a WHERE a.job_id = j.id)"
-			 " FROM jobs j WHERE j.id = $1 FOR UPDATE",
+			 "SELECT j.state, j.worker, coalesce((SELECT a.id FROM artifacts a WHERE a.job_id = j.id),"
+			 " CASE WHEN j.state = 'succeeded' THEN j.artifact_id END) FROM jobs j WHERE j.id = $1 FOR UPDATE",
 			 &a, &res, err, "finishing a job");
 	if (rc)
 		goto out;
@@ -358,7 +367,7 @@ int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const 
 	}
 	PQclear(res);
 	res = NULL;
-	rc = fg_pg_artifact_insert(s, in, id, &aid, err);
+	rc = fg_pg_artifact_insert(s, in, id, &aid, existed, err);
 	if (rc)
 		goto out;
 	a.n = 0;

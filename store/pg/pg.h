@@ -104,16 +104,18 @@ PGconn *fg_pg_conn(struct fg_store *s);
 int fg_pg_notify(struct fg_store *s, const char *channel, struct fg_err *err);
 
 /* The backend's functions, for the ops table (pg/db.c). */
-int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-		      const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed, struct fg_err *err);
+int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+		      const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+		      struct fg_err *err);
 int fg_pg_job_claim(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 		    struct fg_err *err);
 int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
 		       int lease_seconds, struct fg_err *err);
 int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
-		     const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id, struct fg_err *err);
+		     const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+		     struct fg_err *err);
 int fg_pg_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
-		      int64_t *artifact_id, struct fg_err *err);
+		      int64_t *artifact_id, int *existed, struct fg_err *err);
 int fg_pg_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 int fg_pg_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
 int fg_pg_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
@@ -125,17 +127,21 @@ int fg_pg_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seco
 		     struct fg_err *err);
 int fg_pg_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 int fg_pg_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err);
-int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err);
+int fg_pg_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+		       struct fg_err *err);
 int fg_pg_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
-			  struct fg_err *err);
+			  int *existed, struct fg_err *err);
 int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 int fg_pg_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
+int fg_pg_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
+			   enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err);
 int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			cJSON **out, int64_t *next, struct fg_err *err);
 int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-			   const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err);
+			   const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+			   struct fg_err *err);
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-		       const char *observed, struct fg_err *err);
+		       const char *runtime_reported, const char *observed, struct fg_err *err);
 int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);
 int fg_pg_idem_claim(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
 		     int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer, struct fg_err *err);
@@ -144,8 +150,8 @@ int fg_pg_idem_finish(struct fg_store *s, const char *route, const char *key, in
 int fg_pg_idem_release(struct fg_store *s, const char *route, const char *key, struct fg_err *err);
 int fg_pg_job_key_known(struct fg_store *s, const char *key, const char *body_sha256, int *known,
 			struct fg_err *err);
-int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-			    const char *observed_json, int *same, struct fg_err *err);
+int fg_pg_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+			    int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err);
 int fg_pg_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family,
 		     struct fg_err *err);
 

@@ -13,6 +13,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/model/mtplx.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,10 +122,11 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 }
 
 static const char sql_artifact_insert[] =
-	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, created_at, job_id)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " FG_SQL_NOW ", ?8)";
+	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, digest,"
+	" head_fingerprint, created_at, job_id)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " FG_SQL_NOW ", ?10)";
 static const char sql_doc_insert[] =
-	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
+	"INSERT INTO artifact_docs (artifact_id, report, provenance, mtplx_runtime) VALUES (?1, ?2, ?3, ?4)";
 
 /* The rows of d (checked, report and provenance printed) inside the open transaction. */
 static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, int64_t job, int64_t *id,
@@ -149,8 +152,10 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 	else
 		sqlite3_bind_null(st, 6);
 	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	fg_sql_bind_text(st, 8, a->digest && *a->digest ? a->digest : NULL);
+	fg_sql_bind_text(st, 9, a->head_fingerprint && *a->head_fingerprint ? a->head_fingerprint : NULL);
 	if (job > 0)
-		sqlite3_bind_int64(st, 8, job);
+		sqlite3_bind_int64(st, 10, job);
 	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
 	rc = fg_sql_exec(s, st, err, "inserting an artifact");
 	if (rc)
@@ -162,6 +167,7 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 	sqlite3_bind_int64(st, 1, new_id);
 	fg_sql_bind_text(st, 2, d->report);
 	fg_sql_bind_text(st, 3, d->provenance);
+	fg_sql_bind_text(st, 4, d->runtime);
 	rc = fg_sql_exec(s, st, err, "storing the report");
 	if (rc)
 		return rc;
@@ -186,26 +192,91 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 	return rc;
 }
 
-int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
-			      struct fg_err *err)
-{
-	int rc = insert_rows(s, a, job, id, err);
+/*
+ * The same bytes again (issue 13: one identity per artifact): the row with
+ * this digest, filled in where it lacks what the new copy knows.
+ */
+static const char sql_by_digest[] = "SELECT id FROM artifacts WHERE digest = ?1";
+static const char sql_fill_head[] =
+	"UPDATE artifacts SET head_fingerprint = ?2 WHERE id = ?1 AND head_fingerprint IS NULL";
+static const char sql_fill_runtime[] =
+	"UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1 AND mtplx_runtime IS NULL";
 
+/* 1 with *id when an artifact has d's digest (filled in as above), 0 when none, or FG_E*. */
+static int find_same(struct fg_store *s, const struct fg_store_artifact *d, int64_t *id, struct fg_err *err)
+{
+	const struct fg_artifact_in *a = d->in;
+	sqlite3_stmt *st;
+	int64_t found;
+	int rc = fg_sql_get(s, sql_by_digest, &st, err);
+
+	if (rc)
+		return rc;
+	fg_sql_bind_text(st, 1, a->digest);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		fg_sql_put(st);
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_sql_fail(s, rc, err, "finding an artifact by digest");
+		fg_sql_put(st);
+		return rc;
+	}
+	found = sqlite3_column_int64(st, 0);
+	fg_sql_put(st);
+	if (a->head_fingerprint && *a->head_fingerprint) {
+		if ((rc = fg_sql_get(s, sql_fill_head, &st, err)))
+			return rc;
+		sqlite3_bind_int64(st, 1, found);
+		fg_sql_bind_text(st, 2, a->head_fingerprint);
+		if ((rc = fg_sql_exec(s, st, err, "filling in a head fingerprint")))
+			return rc;
+	}
+	if (d->runtime) {
+		if ((rc = fg_sql_get(s, sql_fill_runtime, &st, err)))
+			return rc;
+		sqlite3_bind_int64(st, 1, found);
+		fg_sql_bind_text(st, 2, d->runtime);
+		if ((rc = fg_sql_exec(s, st, err, "filling in a runtime document")))
+			return rc;
+	}
+	*id = found;
+	return 1;
+}
+
+int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
+			      int *existed, struct fg_err *err)
+{
+	int rc = 0;
+
+	*existed = 0;
+	/* Inside the write lock: two stores of the same bytes serialise, the second finds the first. */
+	if (a->in->digest && *a->in->digest) {
+		rc = find_same(s, a, id, err);
+		if (rc == 1) {
+			*existed = 1;
+			return 0;
+		}
+	}
+	if (!rc)
+		rc = insert_rows(s, a, job, id, err);
 	return rc ? fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source) : 0;
 }
 
-int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, struct fg_err *err)
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+			   struct fg_err *err)
 {
 	int64_t new_id = 0;
 	int rc = fg_sql_begin(s, err);
 
 	if (!rc)
-		rc = insert_rows(s, a, 0, &new_id, err);
+		rc = fg_sqlite_artifact_insert(s, a, 0, &new_id, existed, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (rc) {
 		fg_sql_rollback(s);
-		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source);
+		return rc;
 	}
 	*id = new_id;
 	return 0;
@@ -214,8 +285,13 @@ int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a
 /* ---- reading one artifact ---- */
 
 static const char sql_artifact_doc[] =
-	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance"
+	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance,"
+	" a.digest, a.head_fingerprint, d.mtplx_runtime"
 	" FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id WHERE a.id = ?1";
+/* What the fleet says of it: every standing report, with what the host observed. */
+static const char sql_artifact_fleet[] =
+	"SELECT host, runtime, runtime_reported, observed, reported_at FROM fleet_reports"
+	" WHERE artifact_id = ?1 ORDER BY host, runtime";
 static const char sql_artifact_verdicts[] =
 	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_verifications[] =
@@ -296,6 +372,19 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 	return add_json(item, "rows", st, 4, err);
 }
 
+static int fleet_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
+{
+	int rc;
+
+	if (!add_text(item, "host", st, 0) || !add_text(item, "runtime", st, 1) ||
+	    !add_text(item, "runtime_reported", st, 2))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = add_json(item, "observed", st, 3, err);
+	if (rc)
+		return rc;
+	return add_text(item, "reported_at", st, 4) ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
+}
+
 int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
 {
 	static const struct {
@@ -307,7 +396,7 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 		{ "verifications", sql_artifact_verifications, verification_row },
 	};
 	sqlite3_stmt *st = NULL;
-	cJSON *doc = NULL, *prints;
+	cJSON *doc = NULL, *prints, *runtime_doc = NULL;
 	int rc;
 
 	if (!s || !out)
@@ -334,7 +423,8 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 	}
 	if (!cJSON_AddNumberToObject(doc, "id", (double)sqlite3_column_int64(st, 0)) ||
 	    !add_text(doc, "source", st, 1) || !add_text(doc, "path", st, 2) || !add_text(doc, "family", st, 3) ||
-	    !add_text(doc, "fingerprint", st, 4) || !cJSON_AddBoolToObject(doc, "ok", sqlite3_column_int(st, 5)) ||
+	    !add_text(doc, "fingerprint", st, 4) || !add_text(doc, "digest", st, 9) ||
+	    !add_text(doc, "head_fingerprint", st, 10) || !cJSON_AddBoolToObject(doc, "ok", sqlite3_column_int(st, 5)) ||
 	    !add_text(doc, "created_at", st, 6)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
@@ -342,8 +432,12 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 	rc = add_json(doc, "report", st, 7, err);
 	if (!rc)
 		rc = add_json(doc, "provenance", st, 8, err);
+	if (!rc)
+		rc = add_json(doc, "mtplx_runtime", st, 11, err);
 	if (rc)
 		goto out;
+	/* mtplx_runtime goes last with fleet, after the documented v1 keys. */
+	runtime_doc = cJSON_DetachItemFromObjectCaseSensitive(doc, "mtplx_runtime");
 	fg_sql_put(st);
 	st = NULL;
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
@@ -380,6 +474,20 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 	}
 	fg_sql_put(st);
 	st = NULL;
+	if (!cJSON_AddItemToObject(doc, "mtplx_runtime", runtime_doc ? runtime_doc : cJSON_CreateNull())) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
+	runtime_doc = NULL;
+	rc = fg_sql_get(s, sql_artifact_fleet, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	rc = add_rows(s, doc, "fleet", st, fleet_row, err);
+	if (rc)
+		goto out;
+	fg_sql_put(st);
+	st = NULL;
 	rc = fg_sql_commit(s, err);
 	if (rc)
 		goto out;
@@ -392,12 +500,13 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "reading artifact %lld: ", (long long)id);
 	}
+	cJSON_Delete(runtime_doc);
 	cJSON_Delete(doc);
 	return rc;
 }
 
 static const char sql_artifact_by_fingerprint[] =
-	"SELECT id FROM artifacts WHERE fingerprint = ?1 ORDER BY id DESC LIMIT 1";
+	"SELECT max(id) FROM artifacts WHERE head_fingerprint = ?1 OR fingerprint = ?1";
 
 int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
 {
@@ -411,16 +520,81 @@ int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprin
 		return rc;
 	fg_sql_bind_text(st, 1, fingerprint);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
 		*id = sqlite3_column_int64(st, 0);
 		rc = 0;
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == SQLITE_ROW) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has fingerprint '%s'", fingerprint);
 	} else {
 		rc = fg_sql_fail(s, rc, err, "finding an artifact by fingerprint");
 	}
 	fg_sql_put(st);
 	return rc;
+}
+
+/* ---- resolving what a fleet report names ---- */
+
+/*
+ * Every artifact key names, by each identity in turn (column 7 says which:
+ * 1 digest, 2 head fingerprint, 3 legacy fingerprint), or the one want_id
+ * names (column 7 = 0).  Each arm walks its own index.
+ */
+static const char sql_resolve[] =
+	"SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 1 FROM artifacts WHERE digest = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 2 FROM artifacts"
+	"  WHERE head_fingerprint = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 3 FROM artifacts"
+	"  WHERE fingerprint = ?1"
+	" UNION ALL SELECT id, digest, head_fingerprint, fingerprint, source, path, created_at, 0 FROM artifacts"
+	"  WHERE id = ?2"
+	" LIMIT 200";
+
+int fg_sqlite_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
+			       int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			       struct fg_err *err)
+{
+	struct fg_store_resolver r;
+	sqlite3_stmt *st;
+	int rc = fg_store_resolver_init(&r, err);
+
+	if (rc)
+		return rc;
+	/* One snapshot: the candidates listed are the ones the decision saw. */
+	rc = fg_sql_begin_read(s, err);
+	if (!rc)
+		rc = fg_sql_get(s, sql_resolve, &st, err);
+	if (rc) {
+		fg_sql_rollback(s);
+		fg_store_resolver_free(&r);
+		return rc;
+	}
+	fg_sql_bind_text(st, 1, key ? key : "");
+	sqlite3_bind_int64(st, 2, want_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct fg_store_resolve_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.by = sqlite3_column_int(st, 7),
+			.digest = (const char *)sqlite3_column_text(st, 1),
+			.head_fingerprint = (const char *)sqlite3_column_text(st, 2),
+			.fingerprint = (const char *)sqlite3_column_text(st, 3),
+			.source = (const char *)sqlite3_column_text(st, 4),
+			.path = (const char *)sqlite3_column_text(st, 5),
+			.created_at = (const char *)sqlite3_column_text(st, 6),
+		};
+
+		if ((rc = fg_store_resolver_row(&r, &row, err)) != 0)
+			break;
+	}
+	/* rc: SQLITE_DONE, a SQLite failure (> 0), or the resolver's FG_E* (< 0). */
+	if (rc > 0 && rc != SQLITE_DONE)
+		rc = fg_sql_fail(s, rc, err, "resolving an artifact");
+	fg_sql_put(st);
+	fg_sql_rollback(s);
+	if (rc != SQLITE_DONE) {
+		fg_store_resolver_free(&r);
+		return rc;
+	}
+	return fg_store_resolver_decide(&r, key, digest, want_id, id, how, ambiguous, candidates, err);
 }
 
 /* ---- listing ---- */
@@ -433,7 +607,8 @@ int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprin
 #define ITEM_COLS                                                                     \
 	"a.id, a.source, a.family, a.fingerprint, a.ok, a.created_at,"                \
 	" (SELECT json_group_array(code) FROM"                                        \
-	" (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id))"
+	" (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id)),"         \
+	" a.digest, a.head_fingerprint"
 
 static const char sql_list_all[] =
 	"SELECT " ITEM_COLS " FROM artifacts a WHERE a.id < ?1 ORDER BY a.id DESC LIMIT ?2";
@@ -457,7 +632,8 @@ static int list_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
 	}
 	if (!cJSON_AddNumberToObject(item, "id", (double)sqlite3_column_int64(st, 0)) ||
 	    !add_text(item, "source", st, 1) || !add_text(item, "family", st, 2) ||
-	    !add_text(item, "fingerprint", st, 3) || !cJSON_AddBoolToObject(item, "ok", sqlite3_column_int(st, 4)))
+	    !add_text(item, "fingerprint", st, 3) || !add_text(item, "digest", st, 7) ||
+	    !add_text(item, "head_fingerprint", st, 8) || !cJSON_AddBoolToObject(item, "ok", sqlite3_column_int(st, 4)))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	rc = add_json(item, "verdicts", st, 6, err);
 	if (rc)
@@ -499,6 +675,61 @@ int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char 
 
 /* ---- verifications ---- */
 
+static const char sql_runtime_doc[] =
+	"SELECT d.mtplx_runtime, v.created_at FROM artifact_docs d, verifications v"
+	" WHERE d.artifact_id = ?1 AND v.id = ?2";
+static const char sql_runtime_update[] = "UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1";
+
+/*
+ * The runtime document forged wrote for an MTPLX target (its
+ * forge_provenance names forged_version) takes the verification, as MTPLX's
+ * own stamp does after its verify (mtplx.h).  A document read from an
+ * inspected MTPLX pack is that pack's, and left as read.
+ */
+static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t verification, const cJSON *result,
+			   struct fg_err *err)
+{
+	char when[32];
+	sqlite3_stmt *st;
+	cJSON *doc = NULL;
+	char *text = NULL;
+	int rc = fg_sql_get(s, sql_runtime_doc, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, artifact_id);
+	sqlite3_bind_int64(st, 2, verification);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading the runtime document");
+		fg_sql_put(st);
+		return rc;
+	}
+	fg_sql_column_copy(st, 1, when, sizeof(when));
+	rc = fg_sql_column_json(st, 0, &doc, err, "the artifact's mtplx_runtime.json");
+	fg_sql_put(st);
+	if (rc)
+		return rc;
+	if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "forge_provenance"),
+					      "forged_version")) {
+		cJSON_Delete(doc);
+		return 0;
+	}
+	rc = fg_mtplx_runtime_stamp(doc, result, when, err);
+	if (!rc && !(text = cJSON_PrintUnformatted(doc)))
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+	cJSON_Delete(doc);
+	if (!rc)
+		rc = fg_sql_get(s, sql_runtime_update, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, artifact_id);
+		fg_sql_bind_text(st, 2, text);
+		rc = fg_sql_exec(s, st, err, "restamping the runtime document");
+	}
+	cJSON_free(text);
+	return rc;
+}
+
 static const char sql_verification_insert[] =
 	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
 	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")";
@@ -506,7 +737,8 @@ static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
 int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-			       const struct fg_verdict_row *row, const char *result_text, int64_t *id, struct fg_err *err)
+			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+			       struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	const char *verdict = row->name;
@@ -544,6 +776,8 @@ int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const ch
 		rc = add_verdict(s, artifact_id, verdict, fg_severity_name(row->severity), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
+	if (!rc)
+		rc = restamp_runtime(s, artifact_id, new_id, result, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc && id)

@@ -269,7 +269,36 @@ static const char schema_v3[] =
 	"  AND json_type(r.value, '$.trunk_probe_after') IN ('real', 'integer');";
 
 /*
- * Version 4: leases and one artifact per job.
+ * Version 4 (issue 13): one identity per artifact, and what a fleet and a
+ * job say in their own words.
+ * - artifacts.digest: the artifact digest (forge/model/mtplx.h: over every
+ *   file forged.json lists; an inspection's over its report), unique, so
+ *   storing the same bytes again finds the row instead of adding one.
+ * - artifacts.head_fingerprint: MTPLX's framing of the head fingerprint,
+ *   which several artifacts may share (the same head on another trunk).
+ *   artifacts.fingerprint keeps forged's older framing.  Rows stored before
+ *   this version keep NULL in both: neither can be computed from what was
+ *   stored (the head fingerprint needs the files' bytes, and digests of old
+ *   re-forges would collide on the unique index).
+ * - artifact_docs.mtplx_runtime: the mtplx_runtime.json forged wrote (an
+ *   MTPLX target) or read (an inspected pack), restamped by verifications.
+ * - fleet_reports.runtime_reported: the runtime as the host named it (a
+ *   version string), beside the table row it maps to (runtime).
+ * - jobs.verdicts: the failed forge's verdicts[] (JSON); jobs.asked: the
+ *   request as the client spelled it (params holds it confined).
+ */
+static const char schema_v4[] =
+	"ALTER TABLE artifacts ADD COLUMN digest TEXT;"
+	"ALTER TABLE artifacts ADD COLUMN head_fingerprint TEXT;"
+	"CREATE UNIQUE INDEX artifacts_digest ON artifacts(digest) WHERE digest IS NOT NULL;"
+	"CREATE INDEX artifacts_head_fingerprint ON artifacts(head_fingerprint) WHERE head_fingerprint IS NOT NULL;"
+	"ALTER TABLE artifact_docs ADD COLUMN mtplx_runtime TEXT;"
+	"ALTER TABLE fleet_reports ADD COLUMN runtime_reported TEXT;"
+	"ALTER TABLE jobs ADD COLUMN verdicts TEXT;"
+	"ALTER TABLE jobs ADD COLUMN asked TEXT;";
+
+/*
+ * Version 5: leases and one artifact per job.
  * - jobs.owner is the instance that claimed a running job (the worker's
  *   "INSTANCE" part) and jobs.lease_until when its lease ends unless the
  *   instance renews it (claims, progress reports and heartbeats do); a
@@ -279,7 +308,7 @@ static const char schema_v3[] =
  *   one transaction, and a retry finds the stored artifact instead of adding
  *   a second.
  */
-static const char schema_v4[] =
+static const char schema_v5[] =
 	"ALTER TABLE jobs ADD COLUMN owner TEXT;"
 	"ALTER TABLE jobs ADD COLUMN lease_until TEXT;"
 	"CREATE INDEX jobs_lease ON jobs(lease_until) WHERE state = 'running';"
@@ -287,14 +316,14 @@ static const char schema_v4[] =
 	"CREATE UNIQUE INDEX artifacts_job ON artifacts(job_id) WHERE job_id IS NOT NULL;";
 
 /*
- * Version 5: api_idempotency, the answers of POSTs other than POST /v1/jobs
+ * Version 6: api_idempotency, the answers of POSTs other than POST /v1/jobs
  * replayed by Idempotency-Key (store/idem.h): one row per (route, key), the
  * request body's SHA-256, then the answer once the first request was
  * answered 2xx (status 0 until then: a reservation).  IF NOT EXISTS: a
  * database an earlier forged used has the table already (it was created by
  * the first keyed request then, outside the migrations).
  */
-static const char schema_v5[] =
+static const char schema_v6[] =
 	"CREATE TABLE IF NOT EXISTS api_idempotency ("
 	" route TEXT NOT NULL,"
 	" idem_key TEXT NOT NULL,"
@@ -311,6 +340,7 @@ static const char *const migrations[] = {
 	schema_v3,
 	schema_v4,
 	schema_v5,
+	schema_v6,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
@@ -971,6 +1001,7 @@ const struct fg_store_ops fg_sqlite_ops = {
 	.artifact_put = fg_sqlite_artifact_put,
 	.artifact_get = fg_sqlite_artifact_get,
 	.artifact_by_fingerprint = fg_sqlite_artifact_by_fingerprint,
+	.artifact_resolve = fg_sqlite_artifact_resolve,
 	.artifact_list = fg_sqlite_artifact_list,
 	.verification_put = fg_sqlite_verification_put,
 	.fleet_report = fg_sqlite_fleet_report,

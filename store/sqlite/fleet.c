@@ -1,6 +1,7 @@
 /*
- * fleet.c: on SQLite, what serving hosts say they run, and the fleet health document
- * built from it and from the artifacts' verdicts.
+ * fleet.c: on SQLite, what serving hosts say they run, and the fleet health
+ * document built from it and from the artifacts' verdicts (the parts both
+ * backends share: common.c, fleet_v2.c).
  *
  * A host reports (host, runtime, artifact); only the latest report per
  * (host, runtime) matters, so a report is an upsert on that key and the
@@ -14,7 +15,9 @@
  */
 #include "store/internal.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define UNHEALTHY_MAX FG_STORE_UNHEALTHY_MAX
@@ -22,13 +25,14 @@
 /* ---- reports ---- */
 
 static const char sql_fleet_upsert[] =
-	"INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")"
+	"INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at, runtime_reported)"
+	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ", ?5)"
 	" ON CONFLICT (host, runtime) DO UPDATE SET artifact_id = excluded.artifact_id,"
-	" observed = excluded.observed, reported_at = excluded.reported_at";
+	" observed = excluded.observed, reported_at = excluded.reported_at,"
+	" runtime_reported = excluded.runtime_reported";
 
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
-			   const char *observed, struct fg_err *err)
+			   const char *runtime_reported, const char *observed, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = fg_sql_get(s, sql_fleet_upsert, &st, err);
@@ -39,6 +43,7 @@ int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifac
 	fg_sql_bind_text(st, 2, runtime);
 	sqlite3_bind_int64(st, 3, artifact_id);
 	fg_sql_bind_text(st, 4, observed);
+	fg_sql_bind_text(st, 5, runtime_reported ? runtime_reported : runtime);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
 		rc = fg_err_set(err, FG_ENOTFOUND, "fleet report from '%s': no artifact %lld", host,
@@ -58,7 +63,9 @@ int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifac
 	" (SELECT json_group_array(code) FROM"                                                  \
 	"  (SELECT code FROM verdicts WHERE artifact_id = a.id ORDER BY id)),"                  \
 	" (SELECT json_group_array(json_object('host', f.host, 'runtime', f.runtime,"           \
-	"  'reported_at', f.reported_at)) FROM fleet_reports f WHERE f.artifact_id = a.id)"
+	"  'runtime_reported', f.runtime_reported, 'observed', json(f.observed),"               \
+	"  'reported_at', f.reported_at)) FROM fleet_reports f WHERE f.artifact_id = a.id),"    \
+	" a.digest, a.head_fingerprint"
 
 /* Served artifacts come first: those are the ones a host is answering with now. */
 static const char sql_unhealthy_served[] =
@@ -96,6 +103,13 @@ static int artifacts_section(struct fg_store *s, cJSON *doc, struct fg_sql_stats
 	return 0;
 }
 
+static int text_or_null(cJSON *o, const char *key, sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+
+	return (t ? cJSON_AddStringToObject(o, key, t) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
 /* Append the rows of sql (LIMIT ?1 = room) to arr; *n counts what arr holds. */
 static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *n, struct fg_err *err)
 {
@@ -121,7 +135,8 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 		if (!cJSON_AddNumberToObject(item, "artifact_id", (double)sqlite3_column_int64(st, 0)) ||
 		    !cJSON_AddStringToObject(item, "source", (const char *)sqlite3_column_text(st, 1)) ||
 		    !cJSON_AddStringToObject(item, "family", (const char *)sqlite3_column_text(st, 2)) ||
-		    !(fp ? cJSON_AddStringToObject(item, "fingerprint", fp) : cJSON_AddNullToObject(item, "fingerprint"))) {
+		    !(fp ? cJSON_AddStringToObject(item, "fingerprint", fp) : cJSON_AddNullToObject(item, "fingerprint")) ||
+		    !text_or_null(item, "digest", st, 6) || !text_or_null(item, "head_fingerprint", st, 7)) {
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -146,6 +161,106 @@ static int unhealthy_rows(struct fg_store *s, const char *sql, cJSON *arr, int *
 	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "listing unhealthy artifacts");
 out:
 	fg_sql_put(st);
+	return rc;
+}
+
+/* ---- the after-load probe, and every host report (fleet_v2.c decides what they mean) ---- */
+
+static const char sql_served_probes[] =
+	"SELECT a.id, a.family, p.probe_after FROM fleet_reports f"
+	" JOIN artifact_probes p ON p.artifact_id = f.artifact_id AND p.runtime = f.runtime"
+	" JOIN artifacts a ON a.id = f.artifact_id ORDER BY a.id";
+static const char sql_report_total[] = "SELECT count(*) FROM fleet_reports";
+
+static int count_of(struct fg_store *s, const char *sql, int64_t *n, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_sql_get(s, sql, &st, err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = fg_sql_fail(s, rc, err, "counting fleet reports");
+	}
+	fg_sql_put(st);
+	return rc;
+}
+
+static int probe_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
+{
+	struct fg_probe_acc *acc = fg_store_probe_acc_new();
+	sqlite3_stmt *st;
+	int64_t total = 0;
+	int rc;
+
+	if (!acc)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_sql_get(s, sql_served_probes, &st, err);
+	if (rc) {
+		fg_store_probe_acc_free(acc);
+		return rc;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fg_store_probe_acc_add(acc, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+				       sqlite3_column_double(st, 2));
+	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading served after-load probes");
+	fg_sql_put(st);
+	if (!rc)
+		rc = count_of(s, sql_report_total, &total, err);
+	if (!rc)
+		rc = fg_store_probe_qnorm_section(doc, acc, total, err);
+	fg_store_probe_acc_free(acc);
+	return rc;
+}
+
+static const char sql_hosts[] =
+	"SELECT f.host, f.runtime, f.runtime_reported, f.artifact_id, a.family, f.observed, f.reported_at,"
+	" p.probe_after FROM fleet_reports f JOIN artifacts a ON a.id = f.artifact_id"
+	" LEFT JOIN artifact_probes p ON p.artifact_id = f.artifact_id AND p.runtime = f.runtime"
+	" ORDER BY f.host, f.runtime LIMIT ?1";
+
+static int hosts_section(struct fg_store *s, cJSON *doc, struct fg_err *err)
+{
+	cJSON *list = cJSON_AddArrayToObject(doc, "hosts");
+	sqlite3_stmt *st;
+	int64_t total = 0;
+	int rc;
+
+	if (!list)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_sql_get(s, sql_hosts, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(st, 1, FG_STORE_HOSTS_MAX);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct fg_store_host_row r = {
+			.host = (const char *)sqlite3_column_text(st, 0),
+			.runtime = (const char *)sqlite3_column_text(st, 1),
+			.runtime_reported = (const char *)sqlite3_column_text(st, 2),
+			.artifact_id = sqlite3_column_int64(st, 3),
+			.family = (const char *)sqlite3_column_text(st, 4),
+			.observed = (const char *)sqlite3_column_text(st, 5),
+			.reported_at = (const char *)sqlite3_column_text(st, 6),
+			.has_probe = sqlite3_column_type(st, 7) != SQLITE_NULL,
+			.probe_after = sqlite3_column_double(st, 7),
+		};
+
+		rc = fg_store_host_item(list, &r, err);
+		if (rc) {
+			fg_sql_put(st);
+			return rc;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "listing host reports");
+	fg_sql_put(st);
+	if (!rc)
+		rc = count_of(s, sql_report_total, &total, err);
+	if (!rc && !cJSON_AddNumberToObject(doc, "hosts_total", (double)total))
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 	return rc;
 }
 
@@ -181,8 +296,10 @@ int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "fleet health: no store or no output");
 	doc = cJSON_CreateObject();
-	if (!doc)
+	if (!doc || !cJSON_AddStringToObject(doc, "schema", FG_STORE_HEALTH_SCHEMA)) {
+		cJSON_Delete(doc);
 		return fg_err_set(err, FG_ENOMEM, "fleet health: out of memory");
+	}
 	/* One snapshot, so the counts and the lists agree with each other. */
 	rc = fg_sql_begin_read(s, err);
 	if (rc)
@@ -205,11 +322,13 @@ int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err)
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = fg_store_probe_section(doc, stats.probe, err);
+	rc = probe_section(s, doc, err);
 	if (!rc)
 		rc = warnings_section(s, doc, err);
 	if (!rc)
 		rc = fg_sql_fleet_distributions(s, doc, err);
+	if (!rc)
+		rc = hosts_section(s, doc, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (rc)

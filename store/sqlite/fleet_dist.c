@@ -90,6 +90,9 @@ static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	fg_sql_put(st);
 	if (rc)
 		return rc;
+	rc = fg_store_dist_bands(cJSON_GetObjectItemCaseSensitive(doc, "probe_after_load"), by_family, err);
+	if (rc)
+		return rc;
 	rc = fg_sql_get(s, sql_report_count, &st, err);
 	if (rc)
 		return rc;

@@ -148,11 +148,11 @@ int fg_sqlite_job_key_known(struct fg_store *s, const char *key, const char *bod
 	return rc;
 }
 
-int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, int64_t artifact_id,
-				const char *observed_json, int *same, struct fg_err *err)
+int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
+				int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err)
 {
 	static const char sql[] = "SELECT 1 FROM fleet_reports WHERE host = ?1 AND runtime = ?2 AND artifact_id = ?3"
-				  " AND observed = ?4";
+				  " AND observed = ?4 AND runtime_reported IS ?5";
 	sqlite3_stmt *st;
 	int rc = fg_sql_get(s, sql, &st, err);
 
@@ -162,7 +162,8 @@ int fg_sqlite_fleet_report_same(struct fg_store *s, const char *host, const char
 	fg_sql_bind_text(st, 1, host);
 	fg_sql_bind_text(st, 2, runtime);
 	sqlite3_bind_int64(st, 3, artifact_id);
-	fg_sql_bind_text(st, 4, observed_json ? observed_json : "{}");
+	fg_sql_bind_text(st, 4, observed_json);
+	fg_sql_bind_text(st, 5, reported);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*same = 1;

@@ -17,6 +17,8 @@
  */
 #include "store/internal.h"
 
+#include "forge/artifact/forge.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
-	"created_at, updated_at, refusal"
+	"created_at, updated_at, refusal, verdicts, asked"
 
 /* Fill *out from the JOB_COLS of st's current row (starting at column first). */
 static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_err *err)
@@ -53,6 +55,13 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 	fg_sql_column_copy(st, first + 11, j.updated_at, sizeof(j.updated_at));
 	/* A code this forged does not know (a newer one wrote it) reads as no refusal. */
 	j.refusal = fg_verdict_code_find((const char *)sqlite3_column_text(st, first + 12));
+	if ((sqlite3_column_type(st, first + 13) != SQLITE_NULL &&
+	     !(j.verdicts = strdup((const char *)sqlite3_column_text(st, first + 13)))) ||
+	    (sqlite3_column_type(st, first + 14) != SQLITE_NULL &&
+	     !(j.asked = strdup((const char *)sqlite3_column_text(st, first + 14))))) {
+		fg_job_release(&j);
+		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
+	}
 	*out = j;
 	return 0;
 }
@@ -119,8 +128,8 @@ static int not_running(struct fg_store *s, int64_t id, const char *worker, const
 static const char sql_job_by_key[] = "SELECT body_sha256, " JOB_COLS " FROM jobs WHERE idem_key = ?1";
 static const char sql_count_queued[] = "SELECT count(*) FROM jobs WHERE state = 'queued'";
 static const char sql_job_insert[] =
-	"INSERT INTO jobs (kind, params, idem_key, body_sha256, created_at, updated_at)"
-	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ", " FG_SQL_NOW ") RETURNING " JOB_COLS;
+	"INSERT INTO jobs (kind, params, idem_key, body_sha256, asked, created_at, updated_at)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, " FG_SQL_NOW ", " FG_SQL_NOW ") RETURNING " JOB_COLS;
 
 /*
  * The job already holding idem_key, if any: 1 with *out filled (same body),
@@ -160,8 +169,8 @@ out:
 	return rc;
 }
 
-int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *idem_key,
-			  const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			  const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
 			  struct fg_err *err)
 {
 	struct fg_job j;
@@ -218,6 +227,7 @@ int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *para
 	fg_sql_bind_text(st, 2, params_json);
 	fg_sql_bind_text(st, 3, idem_key);
 	fg_sql_bind_text(st, 4, idem_key ? body_sha256 : NULL);
+	fg_sql_bind_text(st, 5, asked_json);
 	rc = step_job(s, st, &j, err, "inserting a job");
 	if (rc == 0)
 		rc = fg_err_set(err, FG_EINTERNAL, "inserting a job returned no row");
@@ -327,12 +337,12 @@ int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, c
 }
 
 static const char sql_job_finish[] =
-	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5,"
+	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5, verdicts = ?7,"
 	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running' AND (?6 IS NULL OR worker = ?6)";
 
 int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
-			 const char *error, const struct fg_verdict_row *refusal, int64_t artifact_id,
+			 const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
 			 struct fg_err *err)
 {
 	sqlite3_stmt *st;
@@ -355,6 +365,7 @@ int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enu
 		sqlite3_bind_null(st, 4);
 	fg_sql_bind_text(st, 5, refusal ? refusal->name : NULL);
 	fg_sql_bind_text(st, 6, worker);
+	fg_sql_bind_text(st, 7, verdicts);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
@@ -373,14 +384,16 @@ int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enu
 	return 0;
 }
 
+/* The job, and its artifact when it succeeded already: its own row, or the same bytes stored before it. */
 static const char sql_job_for_success[] =
-	"SELECT j.state, j.worker, (SELECT a.id FROM artifacts a WHERE a.job_id = j.id) FROM jobs j WHERE j.id = ?1";
+	"SELECT j.state, j.worker, coalesce((SELECT a.id FROM artifacts a WHERE a.job_id = j.id),"
+	" CASE WHEN j.state = 'succeeded' THEN j.artifact_id END) FROM jobs j WHERE j.id = ?1";
 static const char sql_job_succeed[] =
 	"UPDATE jobs SET state = 'succeeded', error = '', artifact_id = ?2, refusal = NULL, progress = 1.0,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1";
 
 int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
-			  int64_t *artifact_id, struct fg_err *err)
+			  int64_t *artifact_id, int *existed, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	char state[16] = "", holder[FG_STORE_WORKER_MAX + 1] = "";
@@ -421,7 +434,7 @@ int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, co
 		rc = not_running(s, id, worker, "finishing", err);
 		goto out;
 	}
-	rc = fg_sqlite_artifact_insert(s, a, id, &aid, err);
+	rc = fg_sqlite_artifact_insert(s, a, id, &aid, existed, err);
 	if (rc)
 		goto out;
 	rc = fg_sql_get(s, sql_job_succeed, &st, err);

@@ -158,6 +158,8 @@ async function seed() {
   await report('gpu-c.example', ids.delta, 'hf');
   await report('gpu-d.example', ids.healthy, 'mlx-lm-0.32');
   await report(HOSTILE, ids.hostileSource, 'ollama', { note: HOSTILE });
+  // Issue 13: a runtime named by its version string (mapped to mlx-lm-0.32), with what the host measured.
+  await report('gpu-f.example', ids.healthy, 'mlx_lm==0.33.1', { tok_s: 40.5 });
   const v = await api('POST', `/v1/artifacts/${ids.pack306}/verifications`, V306);
   check('306 verification: 201 mtp_acceptance_collapsed', v.status === 201 && v.json.result.verdict === 'mtp_acceptance_collapsed', v.text.slice(0, 300));
   return ids;
@@ -216,6 +218,16 @@ async function fleetChecks(ids) {
   check('verdict counts: qwen3_5 errors written with their codes', /error/.test(matrix) && /embedded_mtp_shift_hazard/.test(matrix), matrix);
   check('verdict counts: a real table (caption, th scope)', (await page.locator('#verdict-counts table caption').count()) === 1 &&
     (await page.locator('#verdict-counts thead th[scope="col"]').count()) === 4);
+  // Issue 13: the hosts list shows the runtime as reported and each host's after-load probe bucket.
+  const hostRows = await page.locator('#hosts tbody tr').allInnerTexts();
+  const fRow = hostRows.find((t) => t.includes('gpu-f.example')) || '';
+  check('hosts: a version string and the row it maps to', /mlx-lm-0\.32 \(reported as mlx_lm==0\.33\.1\)/.test(fRow) && /tok_s 40\.5/.test(fRow), fRow);
+  const cRow = hostRows.find((t) => t.includes('gpu-c.example')) || '';
+  check('hosts: the raw Hugging Face artifact served on hf loads healthy (1.7908)', /1\.7908/.test(cRow) && /healthy/.test(cRow), cRow);
+  const hres = await api('GET', '/v1/fleet/health?full=1');
+  const outside = await page.locator('#probe-outside').innerText();
+  check('probe summary: the served artifacts outside the band, as the API counts them',
+    hres.json && hres.json.probe_qnorm.basis === 'after_load' && new RegExp(`^${hres.json.probe_qnorm.outside_band} served`).test(outside), outside);
   const warn = await page.locator('#warnings li[data-code="mixed_head_conventions_in_fleet"]').count();
   check('fleet: the mixed-head-conventions warning', warn === 1);
   // the hostile host name is text
@@ -292,6 +304,9 @@ async function artifactChecks(ids) {
   const hostsHere = await page.locator('#fleet-hosts th.host').allInnerTexts();
   check('artifact: the fleet hosts serving it', hostsHere.sort().join(',') === 'gpu-a.example,gpu-b.example', hostsHere);
   check('artifact: identity and provenance section', /qwen35_mlx_embedded/.test(await page.locator('#identity').innerText()));
+  check('artifact: its digest shown', /^sha256:[0-9a-f]{64}$/.test(await page.locator('#identity .digest').innerText()));
+  const obsHere = await page.locator('#fleet-hosts tbody').innerText();
+  check('artifact: what its hosts observed', /tok_s 12\.1/.test(obsHere) && /tok_s 11\.9/.test(obsHere), obsHere);
   await page.screenshot({ path: path.join(SHOTS, 'artifact.png'), fullPage: true });
   // hostile source and tensor names
   await page.goto(`${BASE}/ui/#/artifact/${ids.hostileSource}`);

@@ -139,8 +139,12 @@ for path in /openapi.json /v1/jobs "/v1/jobs/$JOB" /v1/artifacts "/v1/artifacts/
 done
 
 # ---- fleet health: the summary and a bounded unhealthy list, with a cursor ----
-# 60 unhealthy artifacts (the 306 incident inspected again and again), one served.
-for i in $(seq 1 60); do post /v1/inspections '{"source": "qwen35_mlx_embedded"}'; done
+# 60 unhealthy artifacts (the 306 incident copied to 60 folders: the same folder
+# inspected again is one artifact since issue 13), one served.
+for i in $(seq 1 60); do
+	cp -r "$FIXTURES/qwen35_mlx_embedded" "$TMP/roots/pack306_$i"
+	post /v1/inspections "{\"source\": \"$TMP/roots/pack306_$i\"}"
+done
 post /v1/fleet/reports "{\"host\": \"gpu-9\", \"artifact\": $(jb .artifact_id), \"runtime\": \"mlx-lm-0.31\"}"
 get /v1/fleet/health
 expect "health: 200" 200

@@ -209,22 +209,37 @@ T_END=$(date +%s.%N)
 check "$JOBS jobs, one per key (resubmissions answered the same job)" [ "$(q "SELECT count(*) FROM jobs")" = "$JOBS" ]
 check "every job succeeded" [ "$(succeeded)" = "$JOBS" ]
 check "no job queued or running" [ "$(q "SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')")" = 0 ]
-check "one artifact per job" [ "$(q "SELECT count(*) FROM artifacts")" = "$JOBS" ]
-check "each artifact names its job, each job once" \
-	[ "$(q "SELECT count(DISTINCT job_id) FROM artifacts WHERE job_id IS NOT NULL")" = "$JOBS" ]
-check "each job's artifact is its own" \
-	[ "$(q "SELECT count(*) FROM jobs j JOIN artifacts a ON a.id = j.artifact_id AND a.job_id = j.id")" = "$JOBS" ]
+# One artifact per digest (issue 13): a job forging bytes another job stored before
+# succeeds with that artifact, no second row; so the store holds one row per
+# distinct forged content, each naming the job that stored it, at that job's out.
 bad_out=0
+: >"$TMP/out_digests"
 for n in $(seq 1 "$JOBS"); do
 	jid=${JID[$n]:-0}
 	f=$SHARED/out/j$n/forged.json
 	if [ ! -f "$SHARED/out/j$n/mtp.safetensors" ] || [ "$(jq -r .job.id "$f" 2>/dev/null)" != "$jid" ]; then
 		bad_out=$((bad_out + 1))
 	fi
+	echo "$jid $(jq -r .digest "$f" 2>/dev/null)" >>"$TMP/out_digests"
 done
 check "every out is complete and names its job ($bad_out not)" [ "$bad_out" = 0 ]
-check "every artifact's path is its job's out" \
-	[ "$(q "SELECT count(*) FROM artifacts WHERE path LIKE '$SHARED/out/j%'")" = "$JOBS" ]
+DIGESTS=$(cut -d' ' -f2 "$TMP/out_digests" | sort -u | grep -c '^sha256:')
+check "one artifact per distinct content ($DIGESTS digests among the $JOBS outs)" \
+	[ "$(q "SELECT count(*) FROM artifacts")" = "$DIGESTS" ] && [ "$DIGESTS" -gt 0 ]
+check "no digest stored twice" [ "$(q "SELECT count(*) - count(DISTINCT digest) FROM artifacts")" = 0 ]
+check "each artifact names the job that stored it, each job at most once" \
+	[ "$(q "SELECT count(DISTINCT job_id) FROM artifacts WHERE job_id IS NOT NULL")" = "$DIGESTS" ]
+q "SELECT j.id || ' ' || a.digest FROM jobs j JOIN artifacts a ON a.id = j.artifact_id ORDER BY j.id" \
+	| sort >"$TMP/job_digests"
+check "each job's artifact has the digest of the job's own out" \
+	cmp -s "$TMP/job_digests" <(sort "$TMP/out_digests")
+declare -A OUT_OF
+for n in $(seq 1 "$JOBS"); do OUT_OF[${JID[$n]:-0}]=$SHARED/out/j$n; done
+bad_path=0
+while read -r jid path; do
+	[ "$path" = "${OUT_OF[$jid]:-}" ] || bad_path=$((bad_path + 1))
+done < <(q "SELECT job_id || ' ' || path FROM artifacts")
+check "every artifact's path is the out of the job that stored it ($bad_path not)" [ "$bad_path" = 0 ]
 check "no temporary folder left" [ -z "$(find "$SHARED/out" -maxdepth 1 -name '*forged-tmp*')" ]
 ATTEMPTS=$(q "SELECT coalesce(sum(attempts), 0) FROM jobs")
 
@@ -246,7 +261,7 @@ for k in $(seq 1 40); do
 	sleep 0.1
 done
 check "fleet health is the same document from all $N instance(s), the new report in it" [ "$same" = 1 ]
-check "fleet health counts every artifact" [ "$(jq -r .artifacts.total "$TMP/health.1")" = "$JOBS" ]
+check "fleet health counts every artifact" [ "$(jq -r .artifacts.total "$TMP/health.1")" = "$DIGESTS" ]
 for path in "/v1/artifacts?limit=500" "/v1/jobs?state=succeeded&limit=500"; do
 	for i in $(seq 1 "$N"); do
 		api "$i" GET "$path"

@@ -12,8 +12,10 @@
 # artifact and the job's success committed in one transaction: what used
 # to be two writes, with a kill possible between them, is one), each twice.
 # Then a clean server finishes everything, and: every job succeeded once,
-# one artifact row per job, no complete artifact left unregistered, no
-# temporary folder left, and the store intact (PRAGMA integrity_check).
+# one artifact row per distinct content (one per digest: jobs forging the
+# same bytes share it) and each job's artifact the one of its own out, no
+# complete artifact left unregistered, no temporary folder left, and the
+# store intact (PRAGMA integrity_check).
 #
 # FORGED_E2E_STORE=postgres (test_faults_pg.sh): the same on a PostgreSQL store.
 set -u
@@ -148,14 +150,21 @@ DUPS=$(q "SELECT count(*) - count(DISTINCT job_id) FROM artifacts WHERE job_id I
 ATTEMPTS=$(q "SELECT coalesce(sum(attempts), 0) FROM jobs")
 check "every submitted job is in the store, once ($N_JOBS of $JOBS)" [ "$N_JOBS" = "$JOBS" ]
 check "every job succeeded exactly once ($SUCC of $N_JOBS)" [ "$SUCC" = "$N_JOBS" ]
-check "one artifact row per job ($ARTS artifacts for $N_JOBS jobs, $DUPS duplicates)" \
-	[ "$ARTS" = "$N_JOBS" ] && [ "$DUPS" = 0 ]
-check "each job's artifact is its own" \
-	[ "$(q "SELECT count(*) FROM jobs j JOIN artifacts a ON a.id = j.artifact_id AND a.job_id = j.id")" = "$N_JOBS" ]
-# No complete artifact unregistered: every folder holding a forged.json is some artifact's path.
-q "SELECT path FROM artifacts" | sort >"$TMP/registered"
+# One artifact per digest (issue 13): jobs forging the same bytes share the row the first stored.
 find "$STATE/artifacts" "$OUT" -mindepth 2 -maxdepth 2 -name forged.json -printf '%h\n' | sort >"$TMP/complete"
-UNREG=$(comm -13 "$TMP/registered" "$TMP/complete" | wc -l)
+: >"$TMP/out_digests"
+while read -r dir; do
+	echo "$(jq -r .job.id "$dir/forged.json") $(jq -r .digest "$dir/forged.json")" >>"$TMP/out_digests"
+done <"$TMP/complete"
+DISTINCT=$(cut -d' ' -f2 "$TMP/out_digests" | sort -u | grep -c '^sha256:')
+check "one artifact row per distinct content ($ARTS artifacts, $DISTINCT digests among the complete outs, $DUPS duplicates)" \
+	[ "$ARTS" = "$DISTINCT" ] && [ "$DUPS" = 0 ] && [ "$(q "SELECT count(*) - count(DISTINCT digest) FROM artifacts")" = 0 ]
+q "SELECT j.id || ' ' || a.digest FROM jobs j JOIN artifacts a ON a.id = j.artifact_id" | sort >"$TMP/job_digests"
+check "each job's artifact has the digest of the job's own out ($(wc -l <"$TMP/out_digests") outs)" \
+	cmp -s "$TMP/job_digests" <(sort "$TMP/out_digests")
+# No complete artifact unregistered: every folder holding a forged.json names a job whose artifact has its digest.
+q "SELECT path FROM artifacts" | sort >"$TMP/registered"
+UNREG=$(( $(wc -l <"$TMP/complete") - $(comm -12 <(sort "$TMP/out_digests") "$TMP/job_digests" | wc -l) ))
 check "no complete artifact left unregistered ($UNREG)" [ "$UNREG" = 0 ]
 TEMPS=$(find "$STATE/artifacts" "$OUT" -maxdepth 1 -name '*forged-tmp*' | wc -l)
 check "no temporary folder left ($TEMPS)" [ "$TEMPS" = 0 ]

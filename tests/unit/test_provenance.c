@@ -1,9 +1,8 @@
 /*
  * test_provenance.c: forged.json built from struct fg_provenance
  * (forge/artifact/provenance.h): every key in its documented order with the
- * struct's values, the lists copied (the caller keeps its own), and the
- * fingerprint: SHA-256 over config.json then mtp.safetensors, with the
- * sidecar's own hash from the same pass.
+ * struct's values, the lists copied (the caller keeps its own); the
+ * fingerprints and the digest have their own test (test_mtplx.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +23,8 @@ static void test_document(void **state)
 {
 	static const char *const keys[] = {
 		"schema", "forged_version", "created_at", "source", "backbone", "target", "policy", "decisions",
-		"removed_from_backbone", "originals", "relayouts", "files", "fingerprint",
+		"removed_from_backbone", "originals", "relayouts", "files", "fingerprint", "head_fingerprint", "digest",
+		"mtplx_runtime",
 	};
 	char *shifted[] = { "mtp.norm.weight" }, *removed[] = { "mtp.fc.weight", "mtp.norm.weight" };
 	cJSON *originals = cJSON_CreateArray(), *files = cJSON_CreateObject(), *doc, *it;
@@ -76,34 +76,10 @@ static void test_document(void **state)
 	cJSON_Delete(files);
 }
 
-static void test_fingerprint(void **state)
-{
-	char dir[PATH_MAX];
-	char fp[FG_SHA256_HEX], side[FG_SHA256_HEX], want_fp[FG_SHA256_HEX], want_side[FG_SHA256_HEX];
-	struct fg_err err = { 0 };
-
-	(void)state;
-	tmpdir_new(dir, sizeof(dir), "provenance");
-	write_text(dir, "config.json", "{\"a\":1}");
-	/* Missing sidecar: named, outputs untouched. */
-	snprintf(fp, sizeof(fp), "untouched");
-	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), FG_EIO);
-	assert_non_null(strstr(err.msg, "mtp.safetensors"));
-	assert_string_equal(fp, "untouched");
-	write_text(dir, "mtp.safetensors", "sidecar bytes");
-	assert_int_equal(fg_provenance_fingerprint(dir, fp, side, &err), 0);
-	fg_sha256_buf("{\"a\":1}sidecar bytes", 20, want_fp);
-	fg_sha256_buf("sidecar bytes", 13, want_side);
-	assert_string_equal(fp, want_fp);
-	assert_string_equal(side, want_side);
-	assert_int_equal(fg_fs_rm_rf(dir), 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_document),
-		cmocka_unit_test(test_fingerprint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -273,7 +273,7 @@ static int64_t enqueue(struct fg_store *s, const char *key, const char *hash)
 	struct fg_job j;
 	struct fg_err err = { 0 };
 	int replayed = -1;
-	int rc = fg_store_job_enqueue(s, "forge", "{\"source\":\"m\"}", key, hash, 0, &j, &replayed, &err);
+	int rc = fg_store_job_enqueue(s, "forge", "{\"source\":\"m\"}", NULL, key, hash, 0, &j, &replayed, &err);
 
 	if (rc)
 		fail_msg("enqueue: %s", err.msg);
@@ -331,7 +331,7 @@ static int64_t put_artifact(struct fg_store *s, const char *source, const char *
 	a.ok = !(verdicts && strstr(verdicts, "\"error\""));
 	a.probe_mean = probe;
 	a.head_convention = head;
-	rc = fg_store_artifact_put(s, &a, &id, &err);
+	rc = fg_store_artifact_put(s, &a, &id, NULL, &err);
 	cJSON_Delete(report);
 	if (rc)
 		fail_msg("artifact_put: %s", err.msg);
@@ -535,9 +535,9 @@ static void test_job_enqueue_get_json(void **state)
 	int replayed = -1;
 	cJSON *o;
 	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "refusal", "artifact_id",
-			       "created_at", "updated_at" };
+			       "created_at", "updated_at", "verdicts", "artifact_url", "request" };
 
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, 0, &j, &replayed, &err),
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, NULL, 0, &j, &replayed, &err),
 			 0);
 	assert_int_equal(replayed, 0);
 	assert_int_equal(j.id, 1);
@@ -566,17 +566,17 @@ static void test_job_enqueue_get_json(void **state)
 	fg_job_release(&g);
 
 	/* Bad arguments. */
-	assert_int_equal(fg_store_job_enqueue(f->s, NULL, "{}", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_enqueue(f->s, "", "{}", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_enqueue(f->s, "a_kind_far_too_long", "{}", NULL, NULL, 0, &j, NULL, &err),
+	assert_int_equal(fg_store_job_enqueue(f->s, NULL, "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "a_kind_far_too_long", "{}", NULL, NULL, NULL, 0, &j, NULL, &err),
 			 FG_EINPUT);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{nope", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", "key", NULL, 0, &j, NULL, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{nope", NULL, NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, "key", NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, NULL, NULL, &err), FG_EINPUT);
 	assert_int_equal(fg_store_job_get(f->s, 42, &g, &err), FG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "42"));
 	/* NULL params mean an empty object. */
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", NULL, NULL, NULL, 0, &j, NULL, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", NULL, NULL, NULL, NULL, 0, &j, NULL, &err), 0);
 	assert_string_equal(j.params, "{}");
 	fg_job_release(&j);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 2);
@@ -589,24 +589,24 @@ static void test_job_idempotency(void **state)
 	struct fg_err err = { 0 };
 	int replayed = -1;
 
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k1", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", NULL, "k1", "h1", 0, &j, &replayed, &err), 0);
 	assert_int_equal(replayed, 0);
 	assert_int_equal(j.id, 1);
 	fg_job_release(&j);
 	/* Same key, same body: the first job again, even after it has moved on. */
 	assert_int_equal(claim(f->s, "i/0"), 1);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k1", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", NULL, "k1", "h1", 0, &j, &replayed, &err), 0);
 	assert_int_equal(replayed, 1);
 	assert_int_equal(j.id, 1);
 	assert_int_equal(j.state, FG_JOB_RUNNING);
 	assert_string_equal(j.params, "{\"a\":1}");
 	fg_job_release(&j);
 	/* Same key, another body: a conflict naming the key. */
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":2}", "k1", "h2", 0, &j, &replayed, &err),
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":2}", NULL, "k1", "h2", 0, &j, &replayed, &err),
 			 FG_ECONFLICT);
 	assert_non_null(strstr(err.msg, "'k1'"));
 	/* Another key: a new job. */
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", "k2", "h1", 0, &j, &replayed, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"a\":1}", NULL, "k2", "h1", 0, &j, &replayed, &err), 0);
 	assert_int_equal(replayed, 0);
 	assert_int_equal(j.id, 2);
 	fg_job_release(&j);
@@ -632,7 +632,7 @@ static void *idem_thread(void *arg)
 		struct fg_job j;
 		int replayed = 0;
 
-		r->rc = fg_store_job_enqueue(s, "forge", "{}", "same-key", "same-hash", 0, &j, &replayed, &err);
+		r->rc = fg_store_job_enqueue(s, "forge", "{}", NULL, "same-key", "same-hash", 0, &j, &replayed, &err);
 		if (!r->rc) {
 			r->ids[i] = j.id;
 			r->replays += replayed;
@@ -681,18 +681,18 @@ static void test_job_queue_cap(void **state)
 		char key[16];
 
 		snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", key, "h", 2, &j, &replayed, &err), 0);
+		assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, key, "h", 2, &j, &replayed, &err), 0);
 		fg_job_release(&j);
 	}
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 2, &j, &replayed, &err), FG_EBUSY);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 2, &j, &replayed, &err), FG_EBUSY);
 	assert_non_null(strstr(err.msg, "full"));
 	/* A replay answers even when full: the job exists already. */
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", "k0", "h", 2, &j, &replayed, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, "k0", "h", 2, &j, &replayed, &err), 0);
 	assert_int_equal(replayed, 1);
 	fg_job_release(&j);
 	/* Running jobs do not count against the cap. */
 	assert_int_equal(claim(f->s, "i/0"), 1);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 2, &j, &replayed, &err), 0);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 2, &j, &replayed, &err), 0);
 	fg_job_release(&j);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 3);
 }
@@ -1060,7 +1060,7 @@ static void test_artifact_put_get(void **state)
 	a.ok = 0;
 	a.probe_mean = 1.79;
 	a.head_convention = "absolute";
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), 0);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), 0);
 	assert_int_equal(id, 1);
 
 	assert_int_equal(fg_store_artifact_get(f->s, id, &doc, &err), 0);
@@ -1116,33 +1116,33 @@ static void test_artifact_put_get(void **state)
 	/* Refused before anything is written. */
 	cJSON_ReplaceItemInObject(report, "verdicts",
 				  cJSON_Parse("[{\"code\":\"stray_shard\",\"severity\":\"fatal\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "severity"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"Bad Code\",\"severity\":\"info\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	/* Codes and severities are the verdict table's: an unknown code, a verification code, another severity. */
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shards\",\"severity\":\"warning\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "not a verdict code"));
 	cJSON_ReplaceItemInObject(report, "verdicts",
 				  cJSON_Parse("[{\"code\":\"mtp_acceptance_collapsed\",\"severity\":\"error\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_Parse("[{\"code\":\"stray_shard\",\"severity\":\"error\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "stray_shard is raised at warning"));
 	cJSON_ReplaceItemInObject(report, "verdicts", cJSON_CreateArray());
 	cJSON_ReplaceItemInObject(prov, "files", cJSON_Parse("{\"a\": 5}"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	/* Only the object form forge writes: an array of records is refused. */
 	cJSON_ReplaceItemInObject(prov, "files", cJSON_Parse("[{\"name\": \"a\", \"sha256\": \"01\"}]"));
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "provenance.files is not an object"));
 	a.provenance = NULL;
 	a.report = NULL;
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	a.report = report;
 	a.source = NULL;
-	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &id, NULL, &err), FG_EINPUT);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 2);
 	cJSON_Delete(report);
 	cJSON_Delete(prov);
@@ -1219,7 +1219,9 @@ static void test_artifact_list(void **state)
 	/* The item shape. */
 	list_artifacts(f->s, NULL, NULL, 0, 1, ids, &n, &page);
 	item = cJSON_GetArrayItem(page, 0);
-	assert_int_equal(cJSON_GetArraySize(item), 7);
+	assert_int_equal(cJSON_GetArraySize(item), 9);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(item, "digest")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(item, "head_fingerprint")));
 	assert_string_equal(cJSON_GetObjectItem(item, "source")->valuestring, "a5");
 	assert_string_equal(cJSON_GetObjectItem(item, "family")->valuestring, "qwen3_5");
 	assert_string_equal(cJSON_GetObjectItem(item, "fingerprint")->valuestring, "f5");
@@ -1325,7 +1327,7 @@ static void report(struct fg_store *s, const char *host, const char *runtime, in
 	struct fg_err err = { 0 };
 	cJSON *observed = cJSON_Parse("{\"tok_s\":12.5}");
 
-	if (fg_store_fleet_report(s, host, artifact, runtime, observed, &err))
+	if (fg_store_fleet_report(s, host, artifact, runtime, NULL, observed, &err))
 		fail_msg("fleet_report: %s", err.msg);
 	cJSON_Delete(observed);
 }
@@ -1381,18 +1383,35 @@ static void test_fleet_health(void **state)
 	assert_string_equal(cJSON_GetObjectItem(w, "host")->valuestring, "host2");
 	assert_string_equal(cJSON_GetObjectItem(w, "runtime")->valuestring, "ollama");
 	assert_int_equal(strlen(cJSON_GetObjectItem(w, "reported_at")->valuestring), 24);
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "observed"), "tok_s")->valuedouble == 12.5);
 	w = cJSON_GetArrayItem(u, 1);
 	assert_int_equal(cJSON_GetObjectItem(w, "artifact_id")->valueint, collapsed);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(w, "fingerprint")));
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(w, "hosts")), 0);
 
-	/* Probe distribution: 1.0, 1.78, 2.5; "plain" has none. */
-	want = cJSON_Parse("{\"healthy_band\":[1.74,1.83],\"buckets\":["
-			   "{\"range\":[0,1.25],\"count\":1},{\"range\":[1.25,1.74],\"count\":0},"
-			   "{\"range\":[1.74,1.83],\"count\":1},{\"range\":[1.83,2.4],\"count\":0},"
-			   "{\"range\":[2.4,null],\"count\":1}],\"outside_band\":2}");
+	/*
+	 * The probe counts read the after-load probe of each served runtime; these
+	 * reports carry none (their stored probes 1.0, 1.78, 2.5 are before load),
+	 * so nothing is bucketed and every report is not_counted.
+	 */
+	want = cJSON_Parse("{\"basis\":\"after_load\",\"healthy_band\":[1.74,1.83],\"plausible_band\":[1.25,2.4],"
+			   "\"buckets\":[{\"range\":[0,1.25],\"count\":0},{\"range\":[1.25,1.74],\"count\":0},"
+			   "{\"range\":[1.74,1.83],\"count\":0},{\"range\":[1.83,2.4],\"count\":0},"
+			   "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0,\"outside_plausible\":0,"
+			   "\"reports\":0,\"not_counted\":3,\"by_family\":{}}");
 	assert_true(cJSON_Compare(cJSON_GetObjectItem(h, "probe_qnorm"), want, 1));
 	cJSON_Delete(want);
+	/* Every report, with what the host observed, in health's host list. */
+	w = cJSON_GetObjectItem(h, "hosts");
+	assert_int_equal(cJSON_GetArraySize(w), 3);
+	assert_int_equal(cJSON_GetObjectItem(h, "hosts_total")->valueint, 3);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "host")->valuestring, "host1");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "artifact_id")->valueint, good);
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "observed"), "tok_s")->valuedouble
+		    == 12.5);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "probe_after")));
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "runtime_reported")->valuestring,
+			    "mlx-lm-0.31");
 
 	/* host2 serves a delta head, host1 an absolute one. */
 	w = cJSON_GetArrayItem(cJSON_GetObjectItem(h, "warnings"), 0);
@@ -1413,36 +1432,138 @@ static void test_fleet_health(void **state)
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fleet_reports"), 3);
 
 	/* Reports for unknown artifacts or without host/runtime are refused. */
-	assert_int_equal(fg_store_fleet_report(f->s, "h", 999, "ollama", NULL, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_fleet_report(f->s, "h", 999, "ollama", NULL, NULL, &err), FG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "999"));
-	assert_int_equal(fg_store_fleet_report(f->s, "", good, "ollama", NULL, &err), FG_EINPUT);
-	assert_int_equal(fg_store_fleet_report(f->s, "h", good, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_fleet_report(f->s, "", good, "ollama", NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_fleet_report(f->s, "h", good, NULL, NULL, NULL, &err), FG_EINPUT);
 	/* observed NULL is stored as an empty object. */
-	assert_int_equal(fg_store_fleet_report(f->s, "h4", good, "hf", NULL, &err), 0);
+	assert_int_equal(fg_store_fleet_report(f->s, "h4", good, "hf", NULL, NULL, &err), 0);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fleet_reports WHERE host = 'h4' AND observed = '{}'"),
 			 1);
 	assert_stats_consistent(f->s);
 }
 
-/* Bucket edges: [0,1.25) [1.25,1.74) [1.74,1.83] (1.83,2.4] (2.4,inf). */
+static int64_t put_report(struct fg_store *s, const char *family, const char *verdicts, const char *runtimes);
+
+static int64_t served(struct fg_store *s, const char *family, const char *runtime, double after, const char *host)
+{
+	char runtimes[160];
+	int64_t id;
+
+	snprintf(runtimes, sizeof(runtimes), "[{\"runtime\":\"%s\",\"trunk_probe_after\":%.17g}]", runtime, after);
+	id = put_report(s, family, "[]", runtimes);
+	report(s, host, runtime, id);
+	return id;
+}
+
+static const cJSON *probe_family(const cJSON *h, const char *family)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_qnorm"), "by_family"), family);
+}
+
+/*
+ * Qwen3.5's band, after load, as served: [0,1.25) [1.25,1.74) [1.74,1.83]
+ * (1.83,2.4] (2.4,inf); outside_band is every served artifact outside the
+ * healthy band, outside_plausible those outside [1.25, 2.4].  A family with
+ * no published band is shown, never counted outside.
+ */
 static void test_fleet_probe_buckets(void **state)
 {
 	struct fixture *f = *state;
 	static const double probes[] = { -0.5, 1.2499, 1.25, 1.7399, 1.74, 1.83, 1.8301, 2.4, 2.4001, 9.0 };
 	static const int want[] = { 2, 2, 2, 2, 2 };
-	cJSON *h, *b;
+	const cJSON *q, *b, *fam;
+	char host[16];
+	cJSON *h;
 	int i = 0;
 
-	for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++)
-		put_artifact(f->s, "p", "qwen3_5", NULL, NULL, probes[k], NULL);
-	put_artifact(f->s, "inf", "qwen3_5", NULL, NULL, INFINITY, NULL); /* not a measurement */
+	for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++) {
+		snprintf(host, sizeof(host), "h%zu", k);
+		served(f->s, "qwen3_5", "mlx-lm-0.31", probes[k], host);
+	}
+	/* Not served: no count, whatever its probe. */
+	put_report(f->s, "qwen3_5", "[]", "[{\"runtime\":\"mlx-lm-0.31\",\"trunk_probe_after\":0.79}]");
+	/* Qwen3-Next has no published band: shown, not counted outside. */
+	served(f->s, "qwen3_next", "mlx-lm-0.31", 2.9, "next1");
+	served(f->s, "qwen3_next", "mlx-lm-0.31", 1.1, "next2");
 	h = health(f->s);
-	cJSON_ArrayForEach(b, cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_qnorm"), "buckets"))
+	q = cJSON_GetObjectItem(h, "probe_qnorm");
+	cJSON_ArrayForEach(b, cJSON_GetObjectItem(q, "buckets"))
 		assert_int_equal(cJSON_GetObjectItem(b, "count")->valueint, want[i++]);
 	assert_int_equal(i, 5);
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_qnorm"), "outside_band")->valueint, 8);
+	assert_int_equal(cJSON_GetObjectItem(q, "outside_band")->valueint, 8);
+	assert_int_equal(cJSON_GetObjectItem(q, "outside_plausible")->valueint, 4);
+	assert_int_equal(cJSON_GetObjectItem(q, "reports")->valueint, 12);
+	assert_int_equal(cJSON_GetObjectItem(q, "not_counted")->valueint, 0);
+	fam = probe_family(h, "qwen3_5");
+	assert_int_equal(cJSON_GetObjectItem(fam, "artifacts")->valueint, 10);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(fam, "buckets"), 2), "name")->valuestring,
+			    "healthy");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(fam, "band"), "healthy")), 2);
+	fam = probe_family(h, "qwen3_next");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(fam, "band")));
+	assert_null(cJSON_GetObjectItem(fam, "outside_band"));
+	assert_int_equal(cJSON_GetObjectItem(fam, "reports")->valueint, 2);
+	assert_true(cJSON_GetObjectItem(fam, "min")->valuedouble == 1.1);
+	assert_true(cJSON_GetObjectItem(fam, "max")->valuedouble == 2.9);
+	/* probe_after_load names each family's band, null without one. */
+	b = cJSON_GetObjectItem(cJSON_GetObjectItem(h, "probe_after_load"), "bands");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(b, "qwen3_next")));
+	assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "qwen3_5"), "plausible"), 1)->valuedouble ==
+		    2.4);
 	cJSON_Delete(h);
 	assert_stats_consistent(f->s);
+}
+
+/*
+ * Issue 13: a raw Hugging Face artifact stores its q-norm as an offset (0.79
+ * on disk); every runtime that serves it adds the 1 (1.79 after load).
+ * Served healthy, it is never outside the band.  One artifact served in two
+ * runtimes, healthy in one and shifted twice in the other, counts once in
+ * each bucket and once outside.
+ */
+static void test_fleet_probe_hf_served(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *rep = cJSON_Parse("{\"schema\":\"forged.inspect.v1\",\"verdicts\":[],\"runtimes\":["
+				    "{\"runtime\":\"vllm\",\"trunk_probe_after\":1.7908},"
+				    "{\"runtime\":\"mlx-lm-0.32\",\"trunk_probe_after\":1.7908}]}"), *h;
+	const cJSON *q;
+	int64_t hf = 0, mlx;
+
+	a.source = "qwen35_hf";
+	a.family = "qwen3_5";
+	a.report = rep;
+	a.ok = 1;
+	a.probe_mean = 0.7908; /* the probe on disk */
+	a.head_convention = "delta";
+	assert_int_equal(fg_store_artifact_put(f->s, &a, &hf, NULL, &err), 0);
+	cJSON_Delete(rep);
+	report(f->s, "gpu-hf", "vllm", hf);
+	report(f->s, "gpu-mlx", "mlx-lm-0.32", hf);
+	h = health(f->s);
+	q = cJSON_GetObjectItem(h, "probe_qnorm");
+	assert_int_equal(cJSON_GetObjectItem(q, "outside_band")->valueint, 0);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(q, "buckets"), 2), "count")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(q, "buckets"), 0), "count")->valueint, 0);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(h, "hosts"), 0), "probe_bucket")->valuestring,
+			    "healthy");
+	cJSON_Delete(h);
+	mlx = put_report(f->s, "qwen3_5", "[]", "[{\"runtime\":\"mlx-lm-0.31\",\"trunk_probe_after\":1.7913},"
+						 "{\"runtime\":\"vllm\",\"trunk_probe_after\":2.7913}]");
+	report(f->s, "gpu-a", "mlx-lm-0.31", mlx);
+	report(f->s, "gpu-b", "vllm", mlx);
+	h = health(f->s);
+	q = cJSON_GetObjectItem(h, "probe_qnorm");
+	assert_int_equal(cJSON_GetObjectItem(q, "outside_band")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(q, "outside_plausible")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(q, "buckets"), 2), "count")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(q, "buckets"), 4), "count")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(probe_family(h, "qwen3_5"), "artifacts")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItem(probe_family(h, "qwen3_5"), "reports")->valueint, 4);
+	cJSON_Delete(h);
 }
 
 /* The SQL bucket of a probe mean, through the schema's probe_bucket column. */
@@ -1510,7 +1631,7 @@ static int64_t put_report(struct fg_store *s, const char *family, const char *ve
 	a.family = family;
 	a.report = report;
 	a.probe_mean = NAN;
-	if (fg_store_artifact_put(s, &a, &id, &err))
+	if (fg_store_artifact_put(s, &a, &id, NULL, &err))
 		fail_msg("artifact_put: %s", err.msg);
 	cJSON_Delete(report);
 	return id;
@@ -1606,14 +1727,22 @@ static void test_verification_rows(void **state)
 	cJSON_Delete(doc);
 }
 
-/* What migration 4 added, dropped again: a database as version 3 left it. */
-#define V4_DOWN \
-	"DROP INDEX artifacts_job; ALTER TABLE artifacts DROP COLUMN job_id; DROP INDEX jobs_lease;" \
+/* What migrations 6 and 5 added, dropped again: a database as version 4 left it. */
+#define V5_DOWN \
+	"DROP TABLE api_idempotency;" \
+	" DROP INDEX artifacts_job; ALTER TABLE artifacts DROP COLUMN job_id; DROP INDEX jobs_lease;" \
 	" ALTER TABLE jobs DROP COLUMN lease_until; ALTER TABLE jobs DROP COLUMN owner;"
+
+/* What migration 4 added, dropped again: a database as version 3 left it. */
+#define V4_DOWN V5_DOWN \
+	" DROP INDEX artifacts_digest; DROP INDEX artifacts_head_fingerprint;" \
+	" ALTER TABLE artifacts DROP COLUMN digest; ALTER TABLE artifacts DROP COLUMN head_fingerprint;" \
+	" ALTER TABLE artifact_docs DROP COLUMN mtplx_runtime; ALTER TABLE fleet_reports DROP COLUMN runtime_reported;" \
+	" ALTER TABLE jobs DROP COLUMN verdicts; ALTER TABLE jobs DROP COLUMN asked;"
 
 /* What migration 3 added, dropped again: a database as version 2 left it. */
 #define V3_DOWN V4_DOWN \
-	"DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
+	" DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
 	" DROP TRIGGER verdicts_family_update; DROP TRIGGER artifacts_family_verdicts_delete;" \
 	" DROP TRIGGER artifacts_family_verdicts_move; DROP TABLE verdict_stats; DROP TABLE artifact_probes;"
 
@@ -1648,18 +1777,325 @@ static void test_fleet_health_empty(void **state)
 {
 	struct fixture *f = *state;
 	cJSON *h = health(f->s);
-	cJSON *want = cJSON_Parse("{\"artifacts\":{\"total\":0,\"by_verdict\":{},\"by_family\":{}},\"unhealthy\":[],"
-				  "\"unhealthy_total\":0,\"probe_qnorm\":{\"healthy_band\":[1.74,1.83],\"buckets\":["
+	cJSON *want = cJSON_Parse("{\"schema\":\"forged.fleet_health.v2\","
+				  "\"artifacts\":{\"total\":0,\"by_verdict\":{},\"by_family\":{}},\"unhealthy\":[],"
+				  "\"unhealthy_total\":0,\"probe_qnorm\":{\"basis\":\"after_load\","
+				  "\"healthy_band\":[1.74,1.83],\"plausible_band\":[1.25,2.4],\"buckets\":["
 				  "{\"range\":[0,1.25],\"count\":0},{\"range\":[1.25,1.74],\"count\":0},"
 				  "{\"range\":[1.74,1.83],\"count\":0},{\"range\":[1.83,2.4],\"count\":0},"
-				  "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0},\"warnings\":[],"
+				  "{\"range\":[2.4,null],\"count\":0}],\"outside_band\":0,\"outside_plausible\":0,"
+				  "\"reports\":0,\"not_counted\":0,\"by_family\":{}},\"warnings\":[],"
 				  "\"verdict_matrix\":[],\"probe_after_load\":{\"lo\":0,\"bin_width\":0.05,\"bins\":80,"
 				  "\"healthy_band\":[1.74,1.83],\"double_shift_above\":2.4,\"reports\":0,"
-				  "\"not_counted\":0,\"by_family\":{}}}");
+				  "\"not_counted\":0,\"by_family\":{},\"bands\":{}},\"hosts\":[],\"hosts_total\":0}");
 
 	assert_true(cJSON_Compare(h, want, 1));
 	cJSON_Delete(want);
 	cJSON_Delete(h);
+}
+
+/* ---- issue 13: one identity per artifact ---- */
+
+/* A forged artifact's identities, as forge/artifact would store them. */
+static int64_t put_forged(struct fg_store *s, const char *source, const char *digest, const char *head,
+			  const char *legacy, const char *runtime_doc, int *existed)
+{
+	struct fg_artifact_in a = { 0 };
+	struct fg_err err = { 0 };
+	cJSON *report = cJSON_Parse("{\"schema\":\"forged.inspect.v1\",\"verdicts\":[],\"runtimes\":"
+				    "[{\"runtime\":\"mtplx-2.12\",\"trunk_probe_after\":1.7913}]}");
+	cJSON *rt = runtime_doc ? cJSON_Parse(runtime_doc) : NULL;
+	int64_t id = 0;
+
+	a.source = source;
+	a.path = "/artifacts/x";
+	a.family = "qwen3_5";
+	a.fingerprint = legacy;
+	a.head_fingerprint = head;
+	a.digest = digest;
+	a.report = report;
+	a.mtplx_runtime = rt;
+	a.ok = 1;
+	a.probe_mean = 1.7913;
+	if (fg_store_artifact_put(s, &a, &id, existed, &err))
+		fail_msg("artifact_put: %s", err.msg);
+	cJSON_Delete(report);
+	cJSON_Delete(rt);
+	return id;
+}
+
+#define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+#define HEAD "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define LEGACY "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+/*
+ * The same bytes stored twice are one artifact, counted once (a re-forge,
+ * a re-inspection of the same source revision); the second store fills in
+ * what the first lacked.  Another digest is another artifact.
+ */
+static void test_artifact_same_digest(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_store_counts c;
+	int existed = -1;
+	int64_t a, b, other;
+	cJSON *doc = NULL, *h;
+
+	a = put_forged(f->s, "src", D1, NULL, LEGACY, NULL, &existed);
+	assert_int_equal(existed, 0);
+	b = put_forged(f->s, "src again", D1, HEAD, LEGACY, "{\"mtplx_version\":\"2.12.0\"}", &existed);
+	assert_int_equal(existed, 1);
+	assert_int_equal(b, a);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 1);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts, 1);
+	h = health(f->s);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(h, "artifacts"), "total")->valueint, 1);
+	cJSON_Delete(h);
+	assert_int_equal(fg_store_artifact_get(f->s, a, &doc, &err), 0);
+	assert_string_equal(cJSON_GetObjectItem(doc, "source")->valuestring, "src"); /* the first stays */
+	assert_string_equal(cJSON_GetObjectItem(doc, "digest")->valuestring, D1);
+	assert_string_equal(cJSON_GetObjectItem(doc, "head_fingerprint")->valuestring, HEAD);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "mtplx_runtime"), "mtplx_version")->valuestring,
+			    "2.12.0");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "fleet")), 0);
+	cJSON_Delete(doc);
+	other = put_forged(f->s, "src", D2, HEAD, LEGACY, NULL, &existed);
+	assert_int_equal(existed, 0);
+	assert_true(other != a);
+	/* No digest (a caller of before issue 13): stored each time. */
+	assert_true(put_forged(f->s, "src", NULL, NULL, NULL, NULL, &existed) != put_forged(f->s, "src", NULL, NULL,
+												  NULL, NULL, &existed));
+	assert_stats_consistent(f->s);
+}
+
+/*
+ * What a fleet report names: a digest is one artifact; a head fingerprint
+ * (either framing) one or several; several need the digest or the id, and
+ * the candidates come back; a digest or id that is not among them is a
+ * mismatch.
+ */
+static void test_artifact_resolve(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	enum fg_artifact_match how;
+	cJSON *cand = NULL;
+	int amb = -1;
+	int64_t a, b, id = 0;
+
+	a = put_forged(f->s, "hf trunk", D1, HEAD, LEGACY, NULL, NULL);
+	/* One artifact: both framings find it. */
+	assert_int_equal(fg_store_artifact_resolve(f->s, HEAD, NULL, 0, &id, &how, &amb, &cand, &err), 0);
+	assert_int_equal(id, a);
+	assert_int_equal(how, FG_MATCH_HEAD_FINGERPRINT);
+	assert_int_equal(fg_store_artifact_resolve(f->s, LEGACY, NULL, 0, &id, &how, &amb, &cand, &err), 0);
+	assert_int_equal(id, a);
+	assert_int_equal(how, FG_MATCH_LEGACY_FINGERPRINT);
+	assert_string_equal(fg_artifact_match_name(how), "fingerprint");
+	/* The same head on another trunk: the fingerprints are shared now. */
+	b = put_forged(f->s, "mlx trunk", D2, HEAD, LEGACY, NULL, NULL);
+	assert_int_equal(fg_store_artifact_resolve(f->s, HEAD, NULL, 0, &id, &how, &amb, &cand, &err), FG_ECONFLICT);
+	assert_int_equal(amb, 1);
+	assert_non_null(strstr(err.msg, "shared by 2 artifacts"));
+	assert_int_equal(cJSON_GetArraySize(cand), 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cand, 0), "artifact_id")->valueint, a);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cand, 1), "digest")->valuestring, D2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cand, 1), "source")->valuestring, "mlx trunk");
+	cJSON_Delete(cand);
+	cand = NULL;
+	assert_int_equal(fg_store_artifact_resolve(f->s, LEGACY, NULL, 0, &id, &how, &amb, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(amb, 1);
+	/* Narrowed by the digest, or by the id. */
+	assert_int_equal(fg_store_artifact_resolve(f->s, HEAD, D2, 0, &id, &how, &amb, NULL, &err), 0);
+	assert_int_equal(id, b);
+	assert_int_equal(fg_store_artifact_resolve(f->s, LEGACY, NULL, a, &id, &how, &amb, NULL, &err), 0);
+	assert_int_equal(id, a);
+	/* The digest alone. */
+	assert_int_equal(fg_store_artifact_resolve(f->s, D1, NULL, 0, &id, &how, &amb, NULL, &err), 0);
+	assert_int_equal(id, a);
+	assert_int_equal(how, FG_MATCH_DIGEST);
+	/* Contradictions. */
+	assert_int_equal(fg_store_artifact_resolve(f->s, HEAD, "sha256:33", 0, &id, &how, &amb, &cand, &err), FG_ECONFLICT);
+	assert_int_equal(amb, 0);
+	assert_int_equal(cJSON_GetArraySize(cand), 2);
+	cJSON_Delete(cand);
+	assert_int_equal(fg_store_artifact_resolve(f->s, D1, NULL, b, &id, &how, &amb, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(amb, 0);
+	assert_int_equal(fg_store_artifact_resolve(f->s, NULL, D1, b, &id, &how, &amb, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_artifact_resolve(f->s, NULL, D2, b, &id, &how, &amb, NULL, &err), 0);
+	assert_int_equal(id, b);
+	assert_int_equal(how, FG_MATCH_ID);
+	/* Nothing. */
+	assert_int_equal(fg_store_artifact_resolve(f->s, "sha256:00", NULL, 0, &id, &how, &amb, NULL, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_artifact_resolve(f->s, NULL, NULL, 999, &id, &how, &amb, NULL, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_artifact_resolve(f->s, NULL, NULL, 0, &id, &how, &amb, NULL, &err), FG_EINPUT);
+}
+
+/* A job echoes what was asked, as spelled and as resolved, and a failed one keeps its verdicts. */
+static void test_job_request_echo(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 }, cause = { 0 };
+	struct fg_job j;
+	cJSON *o, *rq, *verdicts = cJSON_Parse("[{\"code\":\"head_double_shifted\",\"severity\":\"error\","
+					       "\"detail\":\"above 2.4\"}]");
+
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"kind\":\"forge\",\"source\":\"/m/qwen35_hf\"}",
+					      "{\"kind\":\"forge\",\"source\":\"qwen35_hf\"}", NULL, NULL, 0, &j, NULL,
+					      &err), 0);
+	o = fg_job_json(&j);
+	fg_job_release(&j);
+	rq = cJSON_GetObjectItem(o, "request");
+	assert_string_equal(cJSON_GetObjectItem(rq, "source")->valuestring, "qwen35_hf");
+	assert_string_equal(cJSON_GetObjectItem(rq, "source_resolved")->valuestring, "/m/qwen35_hf");
+	assert_string_equal(cJSON_GetObjectItem(rq, "target")->valuestring, "mtplx-2.12");
+	assert_string_equal(cJSON_GetObjectItem(rq, "quant")->valuestring, "keep");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(rq, "out")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "artifact_url")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "verdicts")), 0);
+	cJSON_Delete(o);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", "[1]", NULL, NULL, 0, &j, NULL, &err), FG_EINPUT);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "above 2.4");
+	/* Not an array: refused, the job left running; then the verdicts as data. */
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, cJSON_GetArrayItem(verdicts, 0), &err), FG_EINPUT);
+	assert_int_equal(get_job(f->s, 1).state, FG_JOB_RUNNING);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, verdicts, &err), 0);
+	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
+	assert_string_equal(j.asked, "{\"kind\":\"forge\",\"source\":\"qwen35_hf\"}");
+	fg_job_release(&j);
+	/* A failure without verdicts (NULL) has none. */
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), 0);
+	fg_job_release(&j);
+	assert_int_equal(claim(f->s, "i/0"), 2);
+	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
+	assert_int_equal(fg_store_job_fail(f->s, 2, NULL, &cause, NULL, &err), 0);
+	assert_int_equal(fg_store_job_get(f->s, 2, &j, &err), 0);
+	o = fg_job_json(&j);
+	fg_job_release(&j);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "verdicts")), 0);
+	cJSON_Delete(o);
+	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
+	o = fg_job_json(&j);
+	fg_job_release(&j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "verdicts"), 0), "code")->valuestring,
+			    "head_double_shifted");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "refusal"), "code")->valuestring,
+			    "head_double_shifted");
+	cJSON_Delete(o);
+	cJSON_Delete(verdicts);
+}
+
+/*
+ * A verification restamps the runtime document forged wrote (MTPLX's stamp:
+ * verified_on, speed_evidence, mtp_depth_max, recommended_profile) and
+ * leaves one read from an inspected MTPLX pack as it was.
+ */
+static void test_verification_restamps_runtime(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":"
+				    "{\"depth\":3,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
+				    "{\"depth\":1},{\"depth\":3}],\"failure_reasons\":[]}}");
+	cJSON *doc = NULL, *rt;
+	int64_t forged, read_pack, id;
+
+	forged = put_forged(f->s, "forged", D1, HEAD, LEGACY,
+			    "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":1,\"recommended_profile\":\"stable\","
+			    "\"verified_on\":{\"status\":\"unverified\"},\"speed_evidence\":{\"status\":\"unverified\","
+			    "\"artifact_fingerprint\":\"" HEAD "\"},\"forge_provenance\":{\"forged_version\":\"0.1.0\"}}",
+			    NULL);
+	read_pack = put_forged(f->s, "pack", D2, NULL, NULL, "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":2}", NULL);
+	assert_int_equal(fg_store_verification_put(f->s, forged, "{}", result, &id, &err), 0);
+	assert_int_equal(fg_store_verification_put(f->s, read_pack, "{}", result, &id, &err), 0);
+	assert_int_equal(fg_store_artifact_get(f->s, forged, &doc, &err), 0);
+	rt = cJSON_GetObjectItem(doc, "mtplx_runtime");
+	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 3);
+	assert_string_equal(cJSON_GetObjectItem(rt, "recommended_profile")->valuestring, "sustained");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "verified_on"), "hardware")->valuestring, "M4 Max");
+	assert_int_equal(strlen(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "verified_on"), "timestamp")->valuestring), 24);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "speed_evidence"), "artifact_fingerprint")->valuestring,
+			    HEAD);
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "speed_evidence"), "status"));
+	cJSON_Delete(doc);
+	assert_int_equal(fg_store_artifact_get(f->s, read_pack, &doc, &err), 0);
+	rt = cJSON_GetObjectItem(doc, "mtplx_runtime");
+	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 2);
+	assert_null(cJSON_GetObjectItem(rt, "verified_on"));
+	cJSON_Delete(doc);
+	cJSON_Delete(result);
+}
+
+/* Fleet reports keep the runtime as the host named it; the artifact document lists them with what was observed. */
+static void test_fleet_runtime_reported(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *observed = cJSON_Parse("{\"tok_s\":41.5,\"hardware\":\"M4 Max\"}"), *doc = NULL, *fleet;
+	int64_t a = put_forged(f->s, "forged", D1, HEAD, LEGACY, NULL, NULL);
+	char over[200];
+
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-a", a, "mlx-lm-0.32", "mlx-lm 0.33.1", observed, &err), 0);
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-b", a, "mtplx-2.12", NULL, NULL, &err), 0);
+	memset(over, 'v', sizeof(over) - 1);
+	over[sizeof(over) - 1] = '\0';
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-c", a, "mtplx-2.12", over, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-c", a, "mtplx-2.12", "", NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_artifact_get(f->s, a, &doc, &err), 0);
+	fleet = cJSON_GetObjectItem(doc, "fleet");
+	assert_int_equal(cJSON_GetArraySize(fleet), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fleet, 0), "runtime")->valuestring, "mlx-lm-0.32");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fleet, 0), "runtime_reported")->valuestring,
+			    "mlx-lm 0.33.1");
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(fleet, 0), "observed"), "tok_s")->valuedouble ==
+		    41.5);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fleet, 1), "runtime_reported")->valuestring, "mtplx-2.12");
+	cJSON_Delete(doc);
+	cJSON_Delete(observed);
+}
+
+/* A version 3 database migrates to 4: its rows kept, the new columns empty. */
+static void test_migrate_v3_to_v4(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_job j;
+	cJSON *doc = NULL, *o;
+
+	put_artifact(f->s, "old", "qwen3_5", LEGACY, NULL, 1.79, "absolute");
+	report(f->s, "gpu-a", "mlx-lm-0.31", 1);
+	enqueue(f->s, NULL, NULL);
+	exec_sql(f->s, V4_DOWN " PRAGMA user_version = 3");
+	fg_store_close(f->s);
+	f->s = NULL;
+	if (fg_store_open(&f->s, f->path, &err))
+		fail_msg("reopening: %s", err.msg);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
+	assert_int_equal(fg_store_artifact_get(f->s, 1, &doc, &err), 0);
+	assert_string_equal(cJSON_GetObjectItem(doc, "fingerprint")->valuestring, LEGACY);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "digest")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "head_fingerprint")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "fleet"), 0),
+						     "runtime_reported")));
+	cJSON_Delete(doc);
+	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
+	o = fg_job_json(&j);
+	fg_job_release(&j);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "verdicts")), 0);
+	assert_non_null(cJSON_GetObjectItem(o, "request"));
+	cJSON_Delete(o);
+	/* An old row's legacy fingerprint still names it. */
+	{
+		enum fg_artifact_match how;
+		int64_t id = 0;
+
+		assert_int_equal(fg_store_artifact_resolve(f->s, LEGACY, NULL, 0, &id, &how, NULL, NULL, &err), 0);
+		assert_int_equal(id, 1);
+	}
 }
 
 /* ---- counts, checks, errors ---- */
@@ -1746,7 +2182,7 @@ static void test_sqlite_error_message(void **state)
 	exec_sql(other, "BEGIN IMMEDIATE");
 	/* Writes wait for another connection's lock this long (on the writer's connection, writer.c). */
 	f->s->busy_ms = 50;
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "database is locked"));
 	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "database is locked"));
@@ -1774,7 +2210,7 @@ static void test_job_refusal(void **state)
 	assert_int_equal(claim(f->s, "i/0"), 2);
 	assert_int_equal(claim(f->s, "i/0"), 3);
 	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "head set 'mtp' q/k max %.4f is above 2.4", 2.7908);
-	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), 0);
 	j = get_job(f->s, 1);
 	assert_int_equal(j.state, FG_JOB_FAILED);
 	assert_ptr_equal(j.refusal, &fg_verdict_table[FG_V_HEAD_DOUBLE_SHIFTED]);
@@ -1791,7 +2227,7 @@ static void test_job_refusal(void **state)
 	cJSON_Delete(o);
 	/* Not a refusal: no refusal object, the error as it was. */
 	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
-	assert_int_equal(fg_store_job_fail(f->s, 2, NULL, &cause, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 2, NULL, &cause, NULL, &err), 0);
 	j = get_job(f->s, 2);
 	assert_null(j.refusal);
 	o = fg_job_json(&j);
@@ -1800,13 +2236,13 @@ static void test_job_refusal(void **state)
 	cJSON_Delete(o);
 	/* A verdict outside the table is refused, the job left running. */
 	fg_err_verdict(&cause, FG_VERDICT_COUNT + 3, "nonsense");
-	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, &cause, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, &cause, NULL, &err), FG_EINPUT);
 	assert_int_equal(get_job(f->s, 3).state, FG_JOB_RUNNING);
-	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, NULL, NULL, &err), FG_EINPUT);
 	/* Finished jobs stay as they are. */
-	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), FG_EINPUT);
 	fg_err_set(&cause, FG_EINPUT, "again");
-	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), FG_ECONFLICT);
 	/* A stored code this forged does not know reads as no refusal. */
 	exec_sql(f->s, "UPDATE jobs SET refusal = 'from_a_newer_forged' WHERE id = 1");
 	assert_null(get_job(f->s, 1).refusal);
@@ -1830,7 +2266,7 @@ static void test_open_migrates_v1(void **state)
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	assert_int_equal(claim(f->s, "i/0"), 1);
 	fg_err_verdict(&cause, FG_V_MIXED_CONVENTION, "both sides");
-	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), 0);
 	assert_ptr_equal(get_job(f->s, 1).refusal, &fg_verdict_table[FG_V_MIXED_CONVENTION]);
 }
 
@@ -1890,7 +2326,7 @@ static void test_disk_full(void **state)
 	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long)pages + 1);
 	/* A connection's setting: the one writes run on (writer.c). */
 	exec_sql(fg_store_writer_conn(f->s), sql);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", params, NULL, NULL, 0, &j, NULL, &err), FG_ENOSPC);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", params, NULL, NULL, NULL, 0, &j, NULL, &err), FG_ENOSPC);
 	assert_non_null(strstr(err.msg, "full"));
 	/* Nothing half-written, the connection still usable for reads. */
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 0);
@@ -1932,7 +2368,7 @@ static void test_probe_write(void **state)
 	/* A database that takes no writes (the connection writes run on, writer.c). */
 	exec_sql(fg_store_writer_conn(f->s), "PRAGMA query_only = 1");
 	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	exec_sql(fg_store_writer_conn(f->s), "PRAGMA query_only = 0");
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	assert_int_equal(fg_store_probe_write(NULL, &err), FG_EINPUT);
@@ -1988,7 +2424,7 @@ static void test_job_lease(void **state)
 	{
 		struct fg_err cause = err;
 
-		assert_int_equal(fg_store_job_fail(f->s, 1, "a/0", &cause, &err), FG_ECONFLICT);
+		assert_int_equal(fg_store_job_fail(f->s, 1, "a/0", &cause, NULL, &err), FG_ECONFLICT);
 	}
 	j = get_job(f->s, 1);
 	assert_int_equal(j.state, FG_JOB_RUNNING);
@@ -2051,7 +2487,7 @@ static void test_job_succeed(void **state)
 		enqueue(f->s, NULL, NULL);
 	assert_int_equal(claim(f->s, "i/0"), 1);
 	assert_int_equal(claim(f->s, "i/1"), 2);
-	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &aid, &err), 0);
+	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &aid, NULL, &err), 0);
 	assert_true(aid > 0);
 	j = get_job(f->s, 1);
 	assert_int_equal(j.state, FG_JOB_SUCCEEDED);
@@ -2060,20 +2496,20 @@ static void test_job_succeed(void **state)
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts WHERE job_id = 1"), 1);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fingerprints"), 2);
 	/* A retry (the answer was lost) gets the same artifact, and nothing new is stored. */
-	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &again, &err), 0);
+	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &again, NULL, &err), 0);
 	assert_int_equal(again, aid);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 1);
 	/* Another worker's job, a queued job, an unknown job: refused, nothing stored. */
-	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/0", &a, &again, &err), FG_ECONFLICT);
-	assert_int_equal(fg_store_job_succeed(f->s, 3, "i/0", &a, &again, &err), FG_ECONFLICT);
-	assert_int_equal(fg_store_job_succeed(f->s, 99, "i/0", &a, &again, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/0", &a, &again, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_succeed(f->s, 3, "i/0", &a, &again, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_succeed(f->s, 99, "i/0", &a, &again, NULL, &err), FG_ENOTFOUND);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 1);
 	/* A bad artifact is refused before anything is written, the job left running. */
 	a.report = NULL;
-	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, NULL, &err), FG_EINPUT);
 	assert_int_equal(get_job(f->s, 2).state, FG_JOB_RUNNING);
 	a.report = report;
-	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, &err), 0);
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, NULL, &err), 0);
 	assert_true(again != aid);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 2);
 	cJSON_Delete(report);
@@ -2276,7 +2712,7 @@ static void test_pg_error_message(void **state)
 	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
 	PQclear(r);
 	f->s->busy_ms = 200;
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "locked"));
 	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_ESTATE);
 	PQclear(PQexec(other, "ROLLBACK"));
@@ -2313,7 +2749,7 @@ static void test_pg_probe_write(void **state)
 	/* A database that takes no writes (the session writes run on, writer.c). */
 	exec_sql(fg_store_writer_conn(f->s), "SET default_transaction_read_only = on");
 	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
-	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	exec_sql(fg_store_writer_conn(f->s), "SET default_transaction_read_only = off");
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 }
@@ -2406,12 +2842,12 @@ static void test_idem(void **state)
 	assert_int_equal(fg_store_job_key_known(f->s, "job-key", "h2", &known, &err), 0);
 	assert_int_equal(known, 0);
 	aid = put_artifact(f->s, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
-	assert_int_equal(fg_store_fleet_report(f->s, "gpu-1", aid, "ollama", NULL, &err), 0);
-	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", aid, "{}", &same, &err), 0);
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-1", aid, "ollama", NULL, NULL, &err), 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", NULL, aid, "{}", &same, &err), 0);
 	assert_int_equal(same, 1);
-	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", aid, "{\"x\":1}", &same, &err), 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", NULL, aid, "{\"x\":1}", &same, &err), 0);
 	assert_int_equal(same, 0);
-	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-2", "ollama", aid, "{}", &same, &err), 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-2", "ollama", NULL, aid, "{}", &same, &err), 0);
 	assert_int_equal(same, 0);
 }
 
@@ -2611,10 +3047,10 @@ static void test_pg_listen(void **state)
 	cJSON_AddStringToObject(result, "verdict", "mtp_depth_wins");
 	assert_int_equal(fg_store_verification_put(other, aid, "[]", result, &vid, &err), 0);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 2, 5000), 2);
-	assert_int_equal(fg_store_fleet_report(other, "gpu-1", aid, "ollama", NULL, &err), 0);
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", aid, "ollama", NULL, NULL, &err), 0);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 3, 5000), 3);
 	/* A failed write (no such artifact) notifies nothing: its transaction never committed. */
-	assert_int_equal(fg_store_fleet_report(other, "gpu-1", 999, "ollama", NULL, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", 999, "ollama", NULL, NULL, &err), FG_ENOTFOUND);
 	usleep(300 * 1000);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 4, 10), 3);
 	/* The listener's connection is cut (a server restart, a network blip): back, it reports both. */
@@ -2685,6 +3121,13 @@ int main(void)
 		T(test_verification, setup, BOTH),
 		T(test_fleet_health, setup, BOTH),
 		T(test_fleet_probe_buckets, setup, BOTH),
+		T(test_fleet_probe_hf_served, setup, BOTH),
+		T(test_artifact_same_digest, setup, BOTH),
+		T(test_artifact_resolve, setup, BOTH),
+		T(test_job_request_echo, setup, BOTH),
+		T(test_verification_restamps_runtime, setup, BOTH),
+		T(test_fleet_runtime_reported, setup, BOTH),
+		T(test_migrate_v3_to_v4, setup, SQLITE_ONLY),
 		T(test_probe_buckets_match_fleet_ranges, setup, BOTH),
 		T(test_fleet_health_empty, setup, BOTH),
 		T(test_fleet_distributions, setup, BOTH),

@@ -59,7 +59,7 @@ static int64_t enqueue(const char *source)
 
 	assert_non_null(text);
 	memset(&job, 0, sizeof(job));
-	if (fg_store_job_enqueue(store, "forge", text, NULL, NULL, 0, &job, &replayed, &err) != 0)
+	if (fg_store_job_enqueue(store, "forge", text, NULL, NULL, NULL, 0, &job, &replayed, &err) != 0)
 		fail_msg("enqueue: %s", err.msg);
 	free(text);
 	cJSON_Delete(doc);
