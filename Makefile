@@ -66,7 +66,21 @@ CFLAGS  ?= -O2 -g
 PQ_INC  := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CPPFLAGS) $(CFLAGS) $(WARN) \
 	$(SANFLAGS) -I. -isystem $(PQ_INC) -MMD -MP
-LDLIBS  := -lmicrohttpd -lsqlite3 -lpq -lcjson -lzstd -lcurl -lcrypto -lm -lpthread
+# libcurl, libmicrohttpd, libcrypto and libpq are not linked: forged loads them on first use
+# (forge/core/lazylib.h), so a command that needs none of them (a local inspect) does
+# not load the 30-odd libraries they pull in.  Their SONAMEs come from this machine's
+# development links; the stubs fall back to Debian bookworm's.
+soname = $(shell objdump -p "$$($(CC) -print-file-name=lib$(1).so)" 2>/dev/null | sed -n 's/^ *SONAME *//p')
+SONAME_CURL := $(call soname,curl)
+SONAME_MHD := $(call soname,microhttpd)
+SONAME_CRYPTO := $(call soname,crypto)
+SONAME_PQ := $(call soname,pq)
+SONAME_FLAGS := $(if $(SONAME_CURL),-DFG_SONAME_CURL='"$(SONAME_CURL)"') \
+	$(if $(SONAME_MHD),-DFG_SONAME_MHD='"$(SONAME_MHD)"') \
+	$(if $(SONAME_CRYPTO),-DFG_SONAME_CRYPTO='"$(SONAME_CRYPTO)"') \
+	$(if $(SONAME_PQ),-DFG_SONAME_PQ='"$(SONAME_PQ)"')
+ALL_CFLAGS += $(SONAME_FLAGS)
+LDLIBS  := -lsqlite3 -lcjson -lzstd -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*/*.c forge/*/*/*.c)
@@ -191,6 +205,11 @@ QUANT_GOLDEN := $(BUILD)/fixtures/quant_golden
 $(QUANT_GOLDEN)/index.json: tests/fixtures/quant_golden.py
 	/usr/bin/python3 tests/fixtures/quant_golden.py $(QUANT_GOLDEN)
 
+# Quantized checkpoints (issue 12), packed by dequant_golden.py's packers: numpy, hence /usr/bin/python3.
+QUANT_FIXTURES := $(FIXTURES)/quant_manifest.json
+$(QUANT_FIXTURES): tests/fixtures/gen_quant_fixtures.py tests/fixtures/gen_fixtures.py tests/fixtures/dequant_golden.py
+	/usr/bin/python3 tests/fixtures/gen_quant_fixtures.py $(FIXTURES)
+
 # Dequantization goldens: an independent numpy reading of the notes' format rules.
 DEQUANT_GOLDEN := $(BUILD)/fixtures/dequant_golden
 $(DEQUANT_GOLDEN)/index.json: tests/fixtures/dequant_golden.py
@@ -203,7 +222,7 @@ test: deps
 		bash tests/run_all.sh $(BUILD)
 
 test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUANT_GOLDEN)/index.json \
-	$(DEQUANT_GOLDEN)/index.json
+	$(DEQUANT_GOLDEN)/index.json $(QUANT_FIXTURES)
 
 # ThreadSanitizer on the store and the server: build/tsan, then test_store and the
 # serve scripts with a TSan-built forged.  A report makes the process exit 66 and
@@ -244,7 +263,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
 	-fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -isystem $(PQ_INC) $(FUZZ_SAN)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -isystem $(PQ_INC) $(FUZZ_SAN) $(SONAME_FLAGS)
 FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c daemon/args.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_GEN_OBJ := $(FUZZ_DIR)/obj/gen/openapi.o $(FUZZ_DIR)/obj/gen/web.o
@@ -339,7 +358,7 @@ check-deb: deps deps-deb
 	@bash tests/e2e/deb_check.sh
 
 -include $(FORGE_OBJ:.o=.d) $(STORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) \
-	$(UNIT_SUPPORT:.o=.d) $(FUZZ_OBJ:.o=.d)
+	$(UNIT_SUPPORT:.o=.d) $(FUZZ_OBJ:.o=.d) $(FUZZ_DIR)/obj/tests/fuzz/ref_st_header.d
 
 # ---- install: binary, systemd unit, example config (docs/interfaces.md section 7) ----
 # `make install DESTDIR=/tmp/root` stages; PREFIX, UNITDIR and SYSCONFDIR

@@ -418,10 +418,12 @@ static void request_problem(struct fg_req *req, struct fg_resp *resp, enum fg_fo
  */
 static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON *body)
 {
-	static const char *const fields[] = { "kind", "source", "backbone", "target", "quant", "out", NULL };
+	static const char *const fields[] = { "kind", "source", "backbone", "target", "quant", "out",
+					      "allow_requantize", NULL };
 	struct fg_vlist v = { .n = 0 };
 	struct fg_policy pol;
 	const char *kind, *target, *quant;
+	const cJSON *requantize = cJSON_GetObjectItemCaseSensitive(body, "allow_requantize");
 
 	fg_v_known(&v, body, "", fields);
 	kind = fg_v_str(&v, body, "", "kind", true, 1, 64);
@@ -430,6 +432,8 @@ static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON
 	target = fg_v_str(&v, body, "", "target", false, 1, 64);
 	quant = fg_v_str(&v, body, "", "quant", false, 1, 64);
 	fg_v_str(&v, body, "", "out", false, 1, PATH_MAX - 2);
+	if (requantize && !cJSON_IsBool(requantize))
+		fg_v_add(&v, "invalid-field", "/allow_requantize", "must be a boolean");
 	if (kind && strcmp(kind, "forge") != 0)
 		fg_v_add(&v, "invalid-field", "/kind", "must be \"forge\"");
 	if (target && !fg_runtime_find(target))

@@ -124,6 +124,9 @@ if [ -z "${INSPECT_ONE:-}" ] && [ "$BENCH_QUICK" = 0 ]; then
 			"$(awk -v a="$pc" -v b="$fc" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$fw" "$pw" \
 			"$(awk -v a="$pw" -v b="$fw" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" "$rss"
 	done <<< "$table"
+	# What the peak RSS grows by per tensor between the 100k and 400k checkpoints (issue 15: at most 0.1 KB).
+	awk -F'\t' '$1 == "100k" { n1 = $2; r1 = $7 } $1 == "400k" { n2 = $2; r2 = $7 }
+		END { if (n1 && n2 && n2 > n1) printf "peak RSS growth 100k -> 400k: %.0f bytes per tensor\n", (r2 - r1) * 1024 / (n2 - n1) }' <<< "$table"
 	bench_ok
 	exit 0
 fi

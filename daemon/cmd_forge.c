@@ -22,12 +22,16 @@ const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
 	.summary = "extract an MTP sidecar in the target's convention into a new artifact",
 	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME]\n"
-		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--json] [--force]\n\n"
+		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
 		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
-		 "a patched config.json and forged.json provenance.  DIR appears only when\n"
+		 "a patched config.json and forged.json provenance.  A quantized head is read\n"
+		 "in its format (GPTQ, AWQ, compressed-tensors, FP8, NVFP4, MLX) and kept in\n"
+		 "an MLX format the target reads, else dequantized to BF16; a format forged\n"
+		 "cannot read is refused by name.  Quantizing such a head again (--quant other\n"
+		 "than keep) needs --allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
 		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
@@ -55,7 +59,7 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	return 0;
 }
 
-enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE };
+enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE, OPT_ALLOW_REQUANTIZE };
 
 static const struct option forge_options[] = {
 	FG_ARGS_GLOBAL_LONGOPTS,
@@ -65,6 +69,7 @@ static const struct option forge_options[] = {
 	{ "quant", required_argument, NULL, OPT_QUANT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "allow-requantize", no_argument, NULL, OPT_ALLOW_REQUANTIZE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -100,6 +105,9 @@ static int forge_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_FORCE:
 		f->o->force = 1;
+		return 0;
+	case OPT_ALLOW_REQUANTIZE:
+		f->o->allow_requantize = 1;
 		return 0;
 	default:
 		return fg_args_bad("unknown option");

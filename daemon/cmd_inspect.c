@@ -223,7 +223,8 @@ static int run_inspect(int argc, char **argv)
 		print_human(r);
 	}
 	rc = r->ok ? FG_EXIT_OK : FG_EXIT_VERDICT;
-	fg_inspect_free(r);
+	if (FG_CLI_FREE_AT_EXIT)
+		fg_inspect_free(r);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "forged: error: writing output failed\n");
 		return FG_EXIT_INTERNAL;

@@ -24,7 +24,7 @@ static const struct option *jobs_longopts(void);
 
 static const struct fg_subcmd jobs_subs[] = {
 	{ "submit", "SOURCE [--backbone SOURCE] [--target RUNTIME] [--quant keep|match|affine:BITS:GROUP|mxfp4] "
-		    "[--out DIR] [-w|--wait] [--timeout S]",
+		    "[--allow-requantize] [--out DIR] [-w|--wait] [--timeout S]",
 	  "queue a forge job of SOURCE; with --wait, wait for its end" },
 	{ "list", "[--state queued|running|succeeded|failed|cancelled] [--limit N] [--cursor ID]",
 	  "list jobs by id (one page; the next --cursor is printed)" },
@@ -61,13 +61,14 @@ const struct fg_cmd fg_cmd_jobs = {
 };
 
 enum { OPT_WAIT = 'w', OPT_BACKBONE = 2000, OPT_TARGET, OPT_QUANT, OPT_OUT, OPT_TIMEOUT, OPT_STATE, OPT_LIMIT,
-       OPT_CURSOR };
+       OPT_CURSOR, OPT_ALLOW_REQUANTIZE };
 
 static const struct option jobs_options[] = {
 	FG_CLIENT_LONGOPTS,
 	{ "backbone", required_argument, NULL, OPT_BACKBONE },
 	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "quant", required_argument, NULL, OPT_QUANT },
+	{ "allow-requantize", no_argument, NULL, OPT_ALLOW_REQUANTIZE },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -84,7 +85,7 @@ static const struct option *jobs_longopts(void)
 
 struct jobs_opts {
 	const char *backbone, *target, *quant, *out, *state;
-	int wait;
+	int wait, allow_requantize;
 	double timeout;
 	long long limit, cursor;
 };
@@ -117,6 +118,9 @@ static int jobs_option(void *ctx, int val, const char *arg)
 		return 0;
 	case OPT_WAIT:
 		o->wait = 1;
+		return 0;
+	case OPT_ALLOW_REQUANTIZE:
+		o->allow_requantize = 1;
 		return 0;
 	case OPT_TARGET:
 		o->target = arg;
@@ -367,6 +371,8 @@ static int do_submit(struct fg_client *c, const struct fg_client_args *a, const 
 		cJSON_AddStringToObject(body, "quant", o->quant);
 	if (o->out)
 		cJSON_AddStringToObject(body, "out", o->out);
+	if (o->allow_requantize)
+		cJSON_AddBoolToObject(body, "allow_requantize", 1);
 	text = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	if (!text) {

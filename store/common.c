@@ -107,8 +107,9 @@ static int add_str_or_null(cJSON *o, const char *key, const char *s)
 
 /*
  * What was asked: the client's spelling (asked) beside what the queue
- * holds (params: paths confined), defaults filled in.  A job stored before
- * issue 13 has no asked: its source as named is then the stored one.
+ * holds (params: paths confined), defaults filled in (allow_requantize
+ * false unless asked).  A job stored before issue 13 has no asked: its
+ * source as named is then the stored one.
  */
 static cJSON *request_json(const struct fg_job *job)
 {
@@ -125,7 +126,9 @@ static cJSON *request_json(const struct fg_job *job)
 	     add_str_or_null(o, "backbone", named_bb ? named_bb : bb) && add_str_or_null(o, "backbone_resolved", bb) &&
 	     cJSON_AddStringToObject(o, "target", target ? target : FG_FORGE_DEFAULT_TARGET) &&
 	     cJSON_AddStringToObject(o, "quant", quant ? quant : "keep") &&
-	     add_str_or_null(o, "out", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "out")));
+	     add_str_or_null(o, "out", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "out"))) &&
+	     cJSON_AddBoolToObject(o, "allow_requantize",
+				   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "allow_requantize")));
 	cJSON_Delete(params);
 	cJSON_Delete(asked);
 	if (!ok) {

@@ -203,6 +203,7 @@ static int write_runtime(struct forge *f, struct fg_err *err)
 /* forged.json, kept in the result as written. */
 static int write_provenance(struct forge *f, struct fg_err *err)
 {
+	cJSON *quantization = fg_policy_record_json(&f->plan, &f->policy, f->quant_record);
 	const struct fg_provenance p = {
 		.forged_version = f->o->version,
 		.created_at = f->created_at,
@@ -220,6 +221,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.shifted = f->res->shifted,
 		.n_shifted = f->res->n_shifted,
 		.expert_layout = f->plan.expert_layout,
+		.quantization = quantization,
 		.removed = f->res->removed,
 		.n_removed = f->res->n_removed,
 		.originals = f->originals,
@@ -232,9 +234,10 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.job = f->o->job,
 	};
 	char path[PATH_MAX];
-	cJSON *doc = fg_provenance_json(&p);
+	cJSON *doc = quantization ? fg_provenance_json(&p) : NULL;
 	int rc;
 
+	cJSON_Delete(quantization);
 	if (!doc)
 		return fg_err_set(err, FG_ENOMEM, "out of memory building forged.json");
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "forged.json", err);
@@ -259,7 +262,7 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 	int rc;
 
 	for (size_t i = 0; i < f->plan.n; i++)
-		cap += 2 + 2 * f->plan.t[i].n_srcs;
+		cap += 2 + 2 * f->plan.t[i].n_srcs + FG_QR_COUNT * (1 + f->plan.t[i].n_srcs);
 	want = calloc(cap ? cap : 1, sizeof(*want));
 	if (!want)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -272,8 +275,16 @@ static int fetch_head(struct forge *f, struct fg_err *err)
 			want[n++] = e->scale_inv;
 		for (size_t k = 0; k < e->n_srcs; k++) {
 			want[n++] = e->srcs[k];
-			if (e->scale_invs[k])
+			if (e->scale_invs && e->scale_invs[k])
 				want[n++] = e->scale_invs[k];
+		}
+		/* a dequantized module reads every tensor of its format (scales, zero points, g_idx, ...) */
+		for (size_t k = 0; k <= e->n_srcs; k++) {
+			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+
+			for (int r = 0; q && r < FG_QR_COUNT; r++)
+				if (q->m.t[r])
+					want[n++] = q->m.t[r];
 		}
 	}
 	if (f->src->ckpt->pull)
@@ -395,6 +406,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
 		goto out;
+	f.policy.allow_requantize = o->allow_requantize != 0;
 	snprintf(res->policy, sizeof(res->policy), "%s", f.policy.text);
 	if (!o->out || !*o->out) {
 		rc = fg_err_set(err, FG_EUSAGE, "--out DIR is required");
@@ -427,7 +439,12 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 			goto out;
 		}
 	}
-	rc = fg_plan_build(f.src, res->target, &f.plan, err);
+	{
+		const struct fg_plan_opts popts = { .config = f.bb->ckpt->config_raw,
+						    .dequant_all = fg_policy_dequantizes_all(&f.policy) };
+
+		rc = fg_plan_build_opts(f.src, res->target, &popts, &f.plan, err);
+	}
 	if (rc)
 		goto out;
 	f.quant_record = cJSON_CreateObject();

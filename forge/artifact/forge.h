@@ -35,6 +35,7 @@ struct fg_forge_opts {
 	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
+	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
 	const char *version;    /* forged's version, for provenance */
 	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
 	const cJSON *job;       /* the daemon's job, recorded in forged.json as "job" (NULL: none) */

@@ -76,8 +76,14 @@ void fg_plan_release(struct fg_plan *plan)
 		free(plan->t[i].name);
 		free(plan->t[i].srcs);
 		free(plan->t[i].scale_invs);
+		free(plan->t[i].qsrcs);
+	}
+	for (size_t i = 0; plan && i < plan->n_mods; i++) {
+		free(plan->mods[i].source);
+		free(plan->mods[i].out);
 	}
 	if (plan) {
+		free(plan->mods);
 		if (plan->qcache)
 			qcache_clear(plan->qcache);
 		free(plan->qcache);
@@ -113,6 +119,110 @@ static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char
 		if (strcmp(set->tensors[i]->name, name) == 0)
 			return set->tensors[i];
 	return NULL;
+}
+
+/* ---- quantized head modules (issue 12) ---- */
+
+struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out)
+{
+	for (size_t i = 0; i < plan->n_mods; i++)
+		if (strcmp(plan->mods[i].out, out) == 0)
+			return &plan->mods[i];
+	return NULL;
+}
+
+/* Record a quantized module of the head (once per output module); 0 or FG_ENOMEM. */
+static int note_module(struct fg_plan *plan, const char *source, const char *out, const struct fg_qmod *q,
+		       size_t experts, enum fg_plan_qhow how, struct fg_err *err)
+{
+	struct fg_plan_module *m;
+
+	if (fg_plan_module_find(plan, out))
+		return 0;
+	if (FG_GROW(plan->mods, plan->n_mods + 1, plan->cap_mods))
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	m = &plan->mods[plan->n_mods];
+	memset(m, 0, sizeof(*m));
+	m->source = strdup(source);
+	m->out = strdup(out);
+	if (!m->source || !m->out) {
+		free(m->source);
+		free(m->out);
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	}
+	m->q = q;
+	m->experts = experts;
+	m->how = how;
+	plan->n_mods++;
+	return 0;
+}
+
+/* Record a DeepSeek FP8 module (quant/fp8.c's path) dequantized to BF16 as weight out ("....weight"). */
+static int note_fp8(struct fg_plan *plan, const struct fg_qmod *q, const char *out, size_t experts, struct fg_err *err)
+{
+	char *mod = strndup(out, strlen(out) - strlen(".weight"));
+	int rc = mod ? note_module(plan, q->name, mod, q, experts, FG_PQ_DEQUANT, err)
+		     : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+
+	free(mod);
+	return rc;
+}
+
+/* A head module forged cannot read: refused by its format's name (never copied), or malformed. */
+static int refuse_module(const struct fg_qmod *q, struct fg_err *err)
+{
+	char name[FG_ERR_MSG_MAX];
+
+	if (q->unsupported)
+		return fg_err_verdict(err, FG_V_UNSUPPORTED_QUANTIZATION_FORMAT, "head module '%s' is %s; nothing was copied",
+				      q->name, fg_qmod_name(q, name, sizeof(name)));
+	return fg_err_set(err, FG_EINPUT, "head module '%s' is quantized in no format forged reads: %s", q->name, q->why);
+}
+
+/*
+ * The existing FP8 path (E4M3 with DeepSeek's 128x128 weight_scale_inv, quant/fp8.c) handles a module
+ * itself; every other quantized module goes through dequant.h.
+ */
+static int generic_module(const struct fg_qmod *q)
+{
+	return fg_qmod_quantized(q) &&
+	       !(q->rc == 0 && q->f.kind == FG_QF_FP8 && q->m.t[FG_QR_WEIGHT_SCALE_INV] && q->f.block[0] == FG_FP8_BLOCK &&
+		 q->f.block[1] == FG_FP8_BLOCK);
+}
+
+/* The tensor of a module that carries its codes: weight, qweight or weight_packed. */
+static const struct fg_tensor *carrier(const struct fg_qmod *q)
+{
+	return q->m.t[FG_QR_WEIGHT] ? q->m.t[FG_QR_WEIGHT]
+	       : q->m.t[FG_QR_QWEIGHT] ? q->m.t[FG_QR_QWEIGHT]
+				       : q->m.t[FG_QR_WEIGHT_PACKED];
+}
+
+/* The FG_WF_* bit of an MLX format (0 for any other), to ask whether a target reads it as stored. */
+static unsigned mlx_format_bit(enum fg_qformat_kind k)
+{
+	switch (k) {
+	case FG_QF_MLX_AFFINE:
+		return FG_WF_MLX_AFFINE;
+	case FG_QF_MLX_MXFP4:
+		return FG_WF_MLX_MXFP4;
+	case FG_QF_MLX_MXFP8:
+		return FG_WF_MLX_MXFP8;
+	case FG_QF_MLX_NVFP4:
+		return FG_WF_MLX_NVFP4;
+	default:
+		return 0;
+	}
+}
+
+/* Kept as stored: an MLX format the target reads, with a quantization block to resolve it, nothing forcing. */
+static int keep_module(const struct fg_qmod *q, const char *target, const struct fg_plan_opts *opts)
+{
+	const struct fg_runtime *rt = fg_runtime_find(target);
+	unsigned bit = mlx_format_bit(q->f.kind);
+
+	return bit && rt && (rt->formats & bit) && opts && !opts->dequant_all &&
+	       cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(opts->config, "quantization"));
 }
 
 /* The *_scale_inv companion of an FP8 tensor; FG_EINPUT when missing or malformed. */
@@ -180,53 +290,100 @@ static struct fg_plan_entry *add_switch(const struct fg_inspect *r, const struct
 	return o;
 }
 
-static int plan_numbered(const struct fg_inspect *r, const struct fg_tset *set,
+static int plan_numbered(const struct fg_inspect *r, const struct fg_set_report *head,
 			 const struct fg_expert_block *b, struct fg_plan *plan, struct fg_err *err)
 {
 	static const char *const projs[] = { "gate_proj", "up_proj", "down_proj" };
+	const struct fg_tset *set = &head->set;
 	uint64_t experts = b->max_index + 1;
 
 	for (size_t p = 0; p < 3; p++) {
 		struct fg_plan_entry *o = add_switch(r, b, projs[p], plan, err);
+		size_t quantized = 0;
 
 		if (!o)
 			return FG_ENOMEM;
 		o->op = FG_OP_STACK;
 		o->srcs = calloc(experts, sizeof(*o->srcs));
 		o->scale_invs = calloc(experts, sizeof(*o->scale_invs));
-		if (!o->srcs || !o->scale_invs)
+		o->qsrcs = calloc(experts, sizeof(*o->qsrcs));
+		if (!o->srcs || !o->scale_invs || !o->qsrcs)
 			return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
 		o->n_srcs = experts;
 		for (uint64_t e = 0; e < experts; e++) {
-			char *src_name = str_fmt("%s%llu.%s.weight", b->prefix, (unsigned long long)e, projs[p]);
+			char *mod = str_fmt("%s%llu.%s", b->prefix, (unsigned long long)e, projs[p]);
+			char *src_name = mod ? str_fmt("%s.weight", mod) : NULL;
+			const struct fg_qmod *qm = mod ? fg_qmods_module(&head->qmods, mod) : NULL;
 			const struct fg_tensor *t = src_name ? find_in_set(set, src_name) : NULL;
 			int rc = 0;
 
-			if (!src_name)
+			if (!src_name) {
+				free(mod);
 				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
-			if (!t)
+			}
+			if (qm && generic_module(qm)) {
+				/* A quantized expert (GPTQ, AWQ, compressed-tensors, NVFP4, MLX ...): dequantized to BF16. */
+				if (qm->rc)
+					rc = refuse_module(qm, err);
+				else if (!qm->checked || fg_qmod_stacked(qm))
+					rc = fg_err_set(err, FG_EINPUT, "expert '%s': a quantized expert must be one 2-D module", mod);
+				else if (e && (!o->qsrcs[0] || qm->dims.out != o->qsrcs[0]->dims.out ||
+					       qm->dims.in != o->qsrcs[0]->dims.in))
+					rc = fg_err_set(err, FG_EINPUT, "expert '%s' differs in shape or format from expert 0", mod);
+				t = carrier(qm);
+				o->qsrcs[e] = qm;
+				quantized++;
+			} else if (!t) {
 				rc = fg_err_verdict(err, FG_V_EXPERT_LAYOUT_AMBIGUOUS,
 						    "'%s' is missing (experts are never dropped)", src_name);
-			else if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
-							t->shape[1] != o->srcs[0]->shape[1] ||
-							t->dtype != o->srcs[0]->dtype)))
+			} else if (quantized || (e && o->qsrcs[0])) {
+				rc = fg_err_set(err, FG_EINPUT, "expert '%s' is dense but expert 0 is quantized", src_name);
+			} else if (t->rank != 2 || (e && (t->shape[0] != o->srcs[0]->shape[0] ||
+							   t->shape[1] != o->srcs[0]->shape[1] ||
+							   t->dtype != o->srcs[0]->dtype))) {
 				rc = fg_err_set(err, FG_EINPUT, "expert tensor '%s' differs in shape or dtype from expert 0",
 						src_name);
-			else if (t->dtype == FG_DT_F8_E5M2)
+			} else if (t->dtype == FG_DT_F8_E5M2) {
 				rc = fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
-			else if (t->dtype == FG_DT_F8_E4M3)
+			} else if (t->dtype == FG_DT_F8_E4M3) {
 				rc = fp8_scales(set, t, &o->scale_invs[e], err);
+			}
 			free(src_name);
+			free(mod);
 			if (rc)
 				return rc;
 			o->srcs[e] = t;
 		}
-		o->dtype = widened(o->srcs[0]->dtype);
 		o->rank = 3;
 		o->shape[0] = experts;
-		o->shape[1] = o->srcs[0]->shape[0];
-		o->shape[2] = o->srcs[0]->shape[1];
-		o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+		if (quantized) {
+			char *out_mod = strndup(o->name, strlen(o->name) - strlen(".weight"));
+
+			o->dtype = FG_DT_BF16;
+			o->shape[1] = o->qsrcs[0]->dims.out;
+			o->shape[2] = o->qsrcs[0]->dims.in;
+			o->changed = 1;
+			if (!out_mod || note_module(plan, o->qsrcs[0]->name, out_mod, o->qsrcs[0], (size_t)experts,
+						    FG_PQ_DEQUANT, err)) {
+				free(out_mod);
+				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
+			}
+			free(out_mod);
+		} else {
+			free(o->qsrcs);
+			o->qsrcs = NULL;
+			o->dtype = widened(o->srcs[0]->dtype);
+			o->shape[1] = o->srcs[0]->shape[0];
+			o->shape[2] = o->srcs[0]->shape[1];
+			o->changed = o->scale_invs[0] != NULL; /* FP8 experts are dequantized too */
+			if (o->changed) {
+				const struct fg_qmod *q0 = fg_qmods_find(&head->qmods, o->srcs[0]->name, NULL);
+				int rc = q0 ? note_fp8(plan, q0, o->name, (size_t)experts, err) : 0;
+
+				if (rc)
+					return rc;
+			}
+		}
 		o->relayout = 1;
 	}
 	return 0;
@@ -327,10 +484,16 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 		return fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 weights are not supported (E4M3 with block scales is)",
 				  t->name);
 	if (t->dtype == FG_DT_F8_E4M3) {
+		const struct fg_qmod *q = fg_qmods_find(&fg_inspect_head(r)->qmods, t->name, NULL);
+		int rc;
+
 		o->op = FG_OP_FP8;
 		o->dtype = FG_DT_BF16;
 		o->changed = 1;
-		return fp8_scales(set, t, &o->scale_inv, err);
+		rc = fp8_scales(set, t, &o->scale_inv, err);
+		if (!rc && q)
+			rc = note_fp8(plan, q, o->name, 0, err);
+		return rc;
 	}
 	if (shift) {
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype))
@@ -344,8 +507,84 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 	return 0;
 }
 
+/*
+ * A tensor of a quantized head module (qmods.h).  Kept modules go on as
+ * plain tensors (1: not handled here).  A dequantized module becomes one
+ * BF16 `.weight` entry where its code-carrying tensor appears, its linear
+ * bias is copied, and its other tensors (zero points, scales, g_idx, shapes,
+ * activation scales) are consumed.  0 when handled, or an error.
+ */
+static int plan_qtensor(const struct fg_inspect *r, const struct fg_set_report *head, const struct fg_tensor *t,
+			const char *target, const struct fg_plan_opts *opts, struct fg_plan *plan, struct fg_err *err)
+{
+	enum fg_qrole role;
+	const struct fg_qmod *q = fg_qmods_find(&head->qmods, t->name, &role);
+	struct fg_plan_entry *o;
+	char *src = NULL;
+	const char *out;
+	uint64_t stacked;
+	int rc;
+
+	if (!q || !generic_module(q))
+		return 1;
+	if (q->rc)
+		return refuse_module(q, err);
+	if (keep_module(q, target, opts)) {
+		/* Its tensors go on as they are (renamed); the record is the weight's module under the naming rule. */
+		char *mod = NULL;
+
+		if (role != FG_QR_WEIGHT)
+			return 1;
+		src = str_fmt("%s.weight", q->name);
+		out = src ? out_name(r, src) : NULL;
+		mod = out ? strndup(out, strlen(out) - strlen(".weight")) : NULL;
+		rc = mod ? note_module(plan, q->name, mod, q, (size_t)fg_qmod_stacked(q), FG_PQ_KEPT, err)
+			 : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		free(mod);
+		free(src);
+		return rc ? rc : 1;
+	}
+	if (role == FG_QR_BIAS)
+		return 1; /* a linear bias: copied as it is */
+	if (t != carrier(q))
+		return 0; /* consumed by the module's entry */
+	if (!q->checked)
+		return fg_err_set(err, FG_EINTERNAL, "head module '%s' was not checked", q->name);
+	src = str_fmt("%s.weight", q->name);
+	if (!src)
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	o = fg_plan_add(plan, out_name(r, src), err);
+	free(src);
+	if (!o)
+		return FG_ENOMEM;
+	o->op = FG_OP_DEQUANT;
+	o->src = t;
+	o->qsrc = q;
+	o->dtype = FG_DT_BF16;
+	o->changed = 1;
+	stacked = fg_qmod_stacked(q);
+	o->rank = stacked ? 3 : 2;
+	o->shape[0] = stacked ? stacked : q->dims.out;
+	o->shape[stacked ? 1 : 0] = q->dims.out;
+	o->shape[stacked ? 2 : 1] = q->dims.in;
+	{
+		char *mod = strndup(o->name, strlen(o->name) - strlen(".weight"));
+
+		rc = mod ? note_module(plan, q->name, mod, q, 0, FG_PQ_DEQUANT, err)
+			 : fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+		free(mod);
+	}
+	return rc;
+}
+
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err)
+{
+	return fg_plan_build_opts(r, target, NULL, plan, err);
+}
+
+int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const struct fg_plan_opts *opts,
+		       struct fg_plan *plan, struct fg_err *err)
 {
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
 	const struct fg_set_report *head = fg_inspect_head(r);
@@ -390,10 +629,10 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 			size_t k = (size_t)(b - blocks);
 
 			if (!planned[k])
-				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, set, b, plan, err)
+				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, head, b, plan, err)
 								      : plan_fused(r, b, plan, err);
 			planned[k] = 1;
-		} else {
+		} else if ((rc = plan_qtensor(r, head, t, target, opts, plan, err)) == 1) {
 			rc = plan_tensor(r, set, t, plan, err);
 		}
 		if (rc)
@@ -432,6 +671,28 @@ static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_
 	free(scales);
 	if (rc)
 		fg_err_prefix(err, rc, "dequantizing '%s': ", t->name);
+	return rc;
+}
+
+/* A quantized module dequantized to BF16 (dequant.h, F32 arithmetic); a stacked MLX module expert by expert. */
+static int dequant_module(const struct fg_qmod *q, uint8_t *out, struct fg_err *err)
+{
+	uint64_t experts = fg_qmod_stacked(q);
+	size_t piece = q->dims.out * q->dims.in * 2;
+	int rc = 0;
+
+	if (!experts)
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &q->m, 0, q->dims.out, (uint16_t *)(void *)out, err);
+	for (uint64_t e = 0; !rc && e < experts; e++) {
+		struct fg_tensor views[FG_QR_COUNT];
+		struct fg_qmodule slice;
+
+		fg_qmod_slice(q, e, views, &slice);
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &slice, 0, q->dims.out,
+						  (uint16_t *)(void *)(out + (size_t)e * piece), err);
+	}
+	if (rc)
+		fg_err_prefix(err, rc, "dequantizing '%s': ", q->name);
 	return rc;
 }
 
@@ -485,13 +746,19 @@ int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *
 		uint64_t piece = o->shape[1] * o->shape[2] * es;
 
 		for (size_t e = 0; e < o->n_srcs; e++) {
-			if (!o->scale_invs[e])
+			if (o->qsrcs && o->qsrcs[e]) {
+				if (dequant_module(o->qsrcs[e], buf + e * piece, err))
+					return err->code;
+			} else if (!o->scale_invs[e]) {
 				memcpy(buf + e * piece, o->srcs[e]->data, (size_t)piece);
-			else if (fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece, err))
+			} else if (fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece, err)) {
 				return err->code;
+			}
 		}
 		return 0;
 	}
+	case FG_OP_DEQUANT:
+		return dequant_module(o->qsrc, buf, err);
 	case FG_OP_SPLIT: {
 		uint64_t rows = o->shape[1], cols = o->shape[2];
 

@@ -4,8 +4,8 @@
  * source bytes.
  *
  * A plan is data: one entry per output tensor with the operation that makes
- * it (copy the bytes, shift a zero-centred norm, dequantize FP8, stack
- * numbered experts, split or transpose fused experts).  Nothing is read until
+ * it (copy the bytes, shift a zero-centred norm, dequantize FP8 or any
+ * quantized module, stack numbered experts, split or transpose fused experts).  Nothing is read until
  * fg_plan_materialize() fills a caller's buffer for one entry, so a writer
  * holds at most one tensor at a time.  Names come from a table per (family,
  * target): Qwen heads become `mtp.*` with container prefixes stripped; GLM,
@@ -22,6 +22,7 @@
 #include "forge/core/error.h"
 #include "forge/model/experts.h"
 #include "forge/model/inspect.h"
+#include "forge/model/qmods.h"
 #include "forge/format/safetensors.h"
 
 enum fg_plan_op {
@@ -33,6 +34,7 @@ enum fg_plan_op {
 	FG_OP_SPLIT_T,     /* half of a fused [E,H,2I] gate_up (bmm), transposed to [E,I,H] */
 	FG_OP_TRANSPOSE,   /* a fused bmm down [E,I,H] transposed to [E,H,I] */
 	FG_OP_QUANT,       /* MLX-quantize the product of `base`; part says which output */
+	FG_OP_DEQUANT,     /* a quantized module (qsrc) dequantized to BF16 W [out, in] ([E, out, in] stacked) */
 };
 
 enum fg_plan_part { FG_PART_WEIGHT, FG_PART_SCALES, FG_PART_BIASES };
@@ -55,6 +57,8 @@ struct fg_plan_entry {
 	const struct fg_tensor *scale_inv;  /* FP8 sources (also per stacked expert) */
 	const struct fg_tensor **srcs;      /* STACK: one per expert (owned array) */
 	const struct fg_tensor **scale_invs;/* STACK: parallel, entries may be NULL */
+	const struct fg_qmod *qsrc;         /* DEQUANT: the module (qmods.h), its tensors its sources */
+	const struct fg_qmod **qsrcs;       /* STACK: parallel, the quantized experts (entries may be NULL) */
 	size_t n_srcs;
 	int half;                           /* SPLIT(_T): 0 gate, 1 up */
 	float shift;                        /* SHIFT: +1 (to absolute) or -1 (to delta) */
@@ -71,9 +75,34 @@ struct fg_plan_entry {
 	int hidden;                         /* 1: an input of a QUANT entry only, not written */
 };
 
+/* How a quantized head module reaches the sidecar. */
+enum fg_plan_qhow {
+	FG_PQ_KEPT,        /* its tensors copied in the source's MLX format, which the target reads */
+	FG_PQ_DEQUANT,     /* dequantized to BF16 (then the policy may quantize it again) */
+};
+
+/* One quantized module of the source head and what the plan does with it. */
+struct fg_plan_module {
+	char *source;                       /* the module as stored in the source (owned) */
+	char *out;                          /* the output module (owned): the name the policy and config use */
+	const struct fg_qmod *q;            /* its format (for stacked experts: expert 0's) */
+	size_t experts;                     /* numbered experts stacked into out (0: one module) */
+	enum fg_plan_qhow how;
+	int requantized;                    /* policy.c quantized it again (--allow-requantize) */
+};
+
+/* What fg_plan_build needs besides the inspection. */
+struct fg_plan_opts {
+	const cJSON *config;                /* the artifact's config.json (the backbone's), or NULL: an MLX-quantized
+					     * head module is kept only when it has a `quantization` block */
+	int dequant_all;                    /* dequantize every quantized head module (a policy will requantize) */
+};
+
 struct fg_plan {
 	size_t n, cap;
 	struct fg_plan_entry *t;
+	size_t n_mods, cap_mods;
+	struct fg_plan_module *mods;        /* the source head's quantized modules */
 	enum fg_convention source_conv;     /* the head set's decided convention */
 	enum fg_convention target_conv;     /* absolute, delta, or plain */
 	const char *target;
@@ -100,6 +129,23 @@ int fg_target_is_mlx(const char *runtime);
  */
 int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan *plan,
 		    struct fg_err *err);
+
+/*
+ * fg_plan_build with options (NULL: none).  The head's quantized modules are
+ * read by their tensor families (inspect's qmods): an MLX format the target
+ * reads (its row's formats) is kept as it is when opts->config has a
+ * `quantization` block and nothing asks to dequantize; every other format is
+ * dequantized exactly to BF16 (numbered quantized experts too, then
+ * stacked).  A module forged cannot read is refused with FG_EVERDICT
+ * unsupported_quantization_format and its format's name, never copied;
+ * tensors the config contradicts are FG_EINPUT.  plan->mods records each
+ * quantized module and what became of it.
+ */
+int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const struct fg_plan_opts *opts,
+		       struct fg_plan *plan, struct fg_err *err);
+
+/* The plan's record of the quantized head module whose output module is out, or NULL. */
+struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out);
 
 void fg_plan_release(struct fg_plan *plan);
 

@@ -200,6 +200,77 @@ static cJSON *spec_json(const struct fg_plan_quant *spec)
 	return o;
 }
 
+/* The MLX mode word of a kept MLX format. */
+static const char *mlx_mode(enum fg_qformat_kind k)
+{
+	switch (k) {
+	case FG_QF_MLX_MXFP4:
+		return "mxfp4";
+	case FG_QF_MLX_MXFP8:
+		return "mxfp8";
+	case FG_QF_MLX_NVFP4:
+		return "nvfp4";
+	default:
+		return "affine";
+	}
+}
+
+/*
+ * The record of one head linear: spec when the policy quantizes it, else
+ * what became of a quantized source module (kept as stored, or dequantized
+ * to BF16), else null.
+ */
+static cJSON *module_record(const struct fg_plan_quant *spec, const struct fg_plan_module *pm)
+{
+	char name[FG_ERR_MSG_MAX];
+	cJSON *o;
+
+	if (!pm)
+		return spec->bits ? spec_json(spec) : cJSON_CreateNull();
+	fg_qmod_name(pm->q, name, sizeof(name));
+	if (spec->bits) {
+		o = spec_json(spec);
+		if (o) {
+			cJSON_AddStringToObject(o, "source", name);
+			cJSON_AddBoolToObject(o, "requantized", 1);
+		}
+		return o;
+	}
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (pm->how == FG_PQ_KEPT) {
+		cJSON_AddNumberToObject(o, "bits", pm->q->f.bits);
+		cJSON_AddNumberToObject(o, "group_size", pm->q->f.group);
+		cJSON_AddStringToObject(o, "mode", mlx_mode(pm->q->f.kind));
+		cJSON_AddStringToObject(o, "source", name);
+	} else {
+		cJSON_AddNullToObject(o, "bits");
+		cJSON_AddNullToObject(o, "group_size");
+		cJSON_AddNullToObject(o, "mode");
+		cJSON_AddStringToObject(o, "dequantized_from", name);
+	}
+	if (pm->experts)
+		cJSON_AddNumberToObject(o, "experts", (double)pm->experts);
+	return o;
+}
+
+int fg_policy_dequantizes_all(const struct fg_policy *policy)
+{
+	return policy->kind != FG_POLICY_KEEP && policy->allow_requantize;
+}
+
+/* Whether the entry called name is a tensor of a quantized module the plan recorded (plan->mods). */
+static int owned_by_module(const struct fg_plan *plan, const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	char *mod = dot ? strndup(name, (size_t)(dot - name)) : NULL;
+	int found = mod && fg_plan_module_find(plan, mod) != NULL;
+
+	free(mod);
+	return found;
+}
+
 int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const struct fg_inspect *backbone,
 		   cJSON *record, struct fg_err *err)
 {
@@ -207,28 +278,31 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 	char *module = NULL;
 	int rc = 0;
 
-	if (policy->kind == FG_POLICY_KEEP)
-		return 0;
 	memset(&out, 0, sizeof(out));
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct fg_plan_entry *o = &plan->t[i];
 		struct fg_plan_quant spec = policy->spec;
+		struct fg_plan_module *pm;
 		struct fg_plan_entry *copy;
 		size_t mlen = module_len(o->name);
 		char *own;
 		int base, linear;
 
-		if (o->src && (fg_str_ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32)) {
-			rc = fg_err_set(err, FG_EUSAGE, "the head is already quantized ('%s'); use --quant keep",
-					o->src->name);
-			goto fail;
-		}
 		free(module);
 		module = mlen ? strndup(o->name, mlen) : NULL;
 		if (mlen && !module)
 			goto nomem;
 		linear = module && fg_name_norm_class(o->name) == FG_NAME_NOT_NORM;
-		if (!linear) {
+		pm = linear ? fg_plan_module_find(plan, module) : NULL;
+		if (policy->kind != FG_POLICY_KEEP && o->src &&
+		    (fg_str_ends_with(o->src->name, ".scales") || o->src->dtype == FG_DT_U32) &&
+		    !owned_by_module(plan, o->name)) {
+			/* Quantized bytes the plan did not record as a quantized module: never quantized over. */
+			rc = fg_err_set(err, FG_EUSAGE, "the head is already quantized ('%s'); use --quant keep",
+					o->src->name);
+			goto fail;
+		}
+		if (!linear || policy->kind == FG_POLICY_KEEP) {
 			spec.bits = 0;
 		} else if (policy->kind == FG_POLICY_MATCH) {
 			rc = match_spec(backbone, module, &spec, err);
@@ -237,10 +311,24 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		} else if (!fg_family_is_head_linear(backbone->family, module)) {
 			spec.bits = 0;
 		}
+		if (spec.bits && pm && pm->how != FG_PQ_KEPT && !quantizable(o, &spec))
+			spec.bits = 0;
+		if (spec.bits && pm && (pm->how == FG_PQ_KEPT || !policy->allow_requantize)) {
+			char name[FG_ERR_MSG_MAX];
+
+			/* MTPLX refuses the same without --allow-degraded-mtp: the reports disagree on what it costs. */
+			rc = fg_err_set(err, FG_EUSAGE,
+					"head module '%s' is already quantized (%s): --quant keep keeps it%s; quantizing "
+					"it again (%s) needs --allow-requantize", module, fg_qmod_name(pm->q, name, sizeof(name)),
+					pm->how == FG_PQ_KEPT ? " as it is" : " dequantized to BF16", policy->text);
+			goto fail;
+		}
 		if (spec.bits && !quantizable(o, &spec))
 			spec.bits = 0;
+		if (spec.bits && pm)
+			pm->requantized = 1;
 		if (record && linear)
-			cJSON_AddItemToObject(record, module, spec.bits ? spec_json(&spec) : cJSON_CreateNull());
+			cJSON_AddItemToObject(record, module, module_record(&spec, pm));
 		/* Copy the entry (srcs arrays move with it; the copy has its own name). */
 		copy = fg_plan_add(&out, o->name, err);
 		if (!copy) {
@@ -252,6 +340,7 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		copy->name = own;
 		plan->t[i].srcs = NULL;
 		plan->t[i].scale_invs = NULL;
+		plan->t[i].qsrcs = NULL;
 		if (!spec.bits)
 			continue;
 		base = (int)out.n - 1;
@@ -297,6 +386,7 @@ int fg_policy_apply(struct fg_plan *plan, const struct fg_policy *policy, const 
 		free(plan->t[i].name);
 		free(plan->t[i].srcs);
 		free(plan->t[i].scale_invs);
+		free(plan->t[i].qsrcs);
 	}
 	free(plan->t);
 	plan->t = out.t;
@@ -309,4 +399,208 @@ fail:
 	free(module);
 	fg_plan_release(&out);
 	return rc;
+}
+
+/* ---- the artifact's config: record and per-module overrides ---- */
+
+/* The MLX quantization blocks of cfg: `quantization`, and mlx-lm's copy `quantization_config` (no quant_method). */
+static size_t mlx_blocks(cJSON *cfg, cJSON *out[2])
+{
+	cJSON *q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
+	cJSON *qc = cJSON_GetObjectItemCaseSensitive(cfg, "quantization_config");
+	size_t n = 0;
+
+	if (!cJSON_IsObject(q))
+		return 0;
+	out[n++] = q;
+	if (cJSON_IsObject(qc) && !cJSON_GetObjectItemCaseSensitive(qc, "quant_method"))
+		out[n++] = qc;
+	return n;
+}
+
+/* Delete the override of the module a source tensor belongs to ("x.y.weight" -> "x.y"). */
+static void drop_source_key(cJSON *block, const struct fg_tensor *t)
+{
+	const char *dot = t ? strrchr(t->name, '.') : NULL;
+	char *module;
+
+	if (!dot || !(module = strndup(t->name, (size_t)(dot - t->name))))
+		return;
+	if (strcmp(module, "group_size") && strcmp(module, "bits") && strcmp(module, "mode"))
+		cJSON_DeleteItemFromObjectCaseSensitive(block, module);
+	free(module);
+}
+
+/* The override an output module gets: its quantization as the sidecar stores it, or false. */
+static cJSON *override_of(const cJSON *rec)
+{
+	const cJSON *bits = cJSON_GetObjectItemCaseSensitive(rec, "bits");
+	const cJSON *group = cJSON_GetObjectItemCaseSensitive(rec, "group_size");
+	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(rec, "mode");
+	cJSON *o;
+
+	if (!cJSON_IsNumber(bits) || !cJSON_IsNumber(group) || !cJSON_IsString(mode))
+		return cJSON_CreateFalse();
+	o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddNumberToObject(o, "group_size", group->valuedouble);
+		cJSON_AddNumberToObject(o, "bits", bits->valuedouble);
+		cJSON_AddStringToObject(o, "mode", mode->valuestring);
+	}
+	return o;
+}
+
+cJSON *fg_policy_record_json(const struct fg_plan *plan, const struct fg_policy *policy, const cJSON *record)
+{
+	cJSON *q = cJSON_CreateObject(), *req;
+
+	if (!q || !cJSON_AddStringToObject(q, "policy", policy->text) ||
+	    !cJSON_AddBoolToObject(q, "allow_requantize", policy->allow_requantize) ||
+	    !cJSON_AddItemToObject(q, "modules", record ? cJSON_Duplicate(record, 1) : cJSON_CreateObject()) ||
+	    !(req = cJSON_AddArrayToObject(q, "requantized"))) {
+		cJSON_Delete(q);
+		return NULL;
+	}
+	for (size_t i = 0; i < plan->n_mods; i++)
+		if (plan->mods[i].requantized)
+			cJSON_AddItemToArray(req, cJSON_CreateString(plan->mods[i].out));
+	return q;
+}
+
+/* A record whose module the sidecar stores unquantized (null, or dequantized to BF16). */
+static int stored_dense(const cJSON *rec)
+{
+	return !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rec, "bits"));
+}
+
+/* "mtp.fc" -> "-:mtp\\.fc$": GPTQModel's dynamic "not quantized" pattern for exactly that module (re.match). */
+static char *gptq_exclusion(const char *module)
+{
+	size_t n = strlen(module);
+	char *p = malloc(2 * n + 4), *q = p;
+
+	if (!p)
+		return NULL;
+	*q++ = '-';
+	*q++ = ':';
+	for (size_t i = 0; i < n; i++) {
+		if (!(module[i] >= 'a' && module[i] <= 'z') && !(module[i] >= 'A' && module[i] <= 'Z') &&
+		    !(module[i] >= '0' && module[i] <= '9') && module[i] != '_')
+			*q++ = '\\';
+		*q++ = module[i];
+	}
+	*q++ = '$';
+	*q = '\0';
+	return p;
+}
+
+/* Append name to the string list key of o (created when absent), unless it is there already. */
+static int list_add(cJSON *o, const char *key, const char *name)
+{
+	cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+
+	if (!list)
+		list = cJSON_AddArrayToObject(o, key);
+	if (!cJSON_IsArray(list))
+		return list ? 0 : FG_ENOMEM; /* not a list: left to the config's own reader to refuse */
+	cJSON_ArrayForEach(e, list)
+		if (cJSON_IsString(e) && strcmp(e->valuestring, name) == 0)
+			return 0;
+	e = cJSON_CreateString(name);
+	return e && cJSON_AddItemToArray(list, e) ? 0 : FG_ENOMEM;
+}
+
+/*
+ * A Hugging Face quantization_config (GPTQ, AWQ, compressed-tensors,
+ * ModelOpt, FP8) over the artifact: the head modules the sidecar stores in
+ * BF16 are declared unquantized in its own exclusion rule, so a loader
+ * building the head from the config does not expect packed tensors there.
+ * GPTQModel's dynamic patterns go first (the first match wins).
+ */
+static int exclude_dense_head(cJSON *cfg, const cJSON *record)
+{
+	cJSON *qc = cJSON_GetObjectItemCaseSensitive(cfg, "quantization_config"), *m;
+	const cJSON *it;
+	const char *method;
+	int rc = 0;
+
+	if (!cJSON_IsObject(qc))
+		qc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "text_config"),
+						      "quantization_config");
+	m = cJSON_GetObjectItemCaseSensitive(qc, "quant_method");
+	if (!cJSON_IsObject(qc) || !cJSON_IsString(m))
+		return 0;
+	method = m->valuestring;
+	if (strcmp(method, "gptq") == 0) {
+		cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(qc, "dynamic"), *dyn = cJSON_CreateObject(), *e;
+
+		if (!dyn) {
+			cJSON_Delete(old);
+			return FG_ENOMEM;
+		}
+		cJSON_ArrayForEach(it, record) {
+			char *pat = stored_dense(it) ? gptq_exclusion(it->string) : NULL;
+
+			if (stored_dense(it) && (!pat || !cJSON_AddObjectToObject(dyn, pat)))
+				rc = FG_ENOMEM;
+			free(pat);
+		}
+		while (cJSON_IsObject(old) && old->child) {
+			e = cJSON_DetachItemViaPointer(old, old->child);
+			if (!cJSON_GetObjectItemCaseSensitive(dyn, e->string))
+				cJSON_AddItemToObject(dyn, e->string, e);
+			else
+				cJSON_Delete(e);
+		}
+		cJSON_Delete(old);
+		cJSON_AddItemToObject(qc, "dynamic", dyn);
+		return rc;
+	}
+	cJSON_ArrayForEach(it, record) {
+		if (!stored_dense(it))
+			continue;
+		if (strcmp(method, "compressed-tensors") == 0 || strcmp(method, "modelopt") == 0)
+			rc = list_add(qc, "ignore", it->string);
+		else if (strcmp(method, "awq") == 0 || strcmp(method, "fp8") == 0)
+			rc = list_add(qc, "modules_to_not_convert", it->string);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int fg_policy_write_config(cJSON *cfg, const struct fg_plan *plan, const struct fg_policy *policy,
+			   const cJSON *record, struct fg_err *err)
+{
+	cJSON *q = fg_policy_record_json(plan, policy, record), *blocks[2];
+	const cJSON *it;
+	size_t nb;
+
+	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_quantization");
+	if (!q || !cJSON_AddItemToObject(cfg, "mtp_quantization", q)) {
+		cJSON_Delete(q);
+		return fg_err_set(err, FG_ENOMEM, "out of memory writing config.json");
+	}
+	if (exclude_dense_head(cfg, record))
+		return fg_err_set(err, FG_ENOMEM, "out of memory writing config.json");
+	nb = mlx_blocks(cfg, blocks);
+	for (size_t b = 0; b < nb; b++) {
+		/* The head's keys under their source names are stale: the tensors moved to the sidecar, renamed. */
+		for (size_t i = 0; i < plan->n; i++) {
+			const struct fg_plan_entry *e = &plan->t[i];
+
+			drop_source_key(blocks[b], e->src);
+			for (size_t k = 0; k < e->n_srcs; k++)
+				drop_source_key(blocks[b], e->srcs[k]);
+		}
+		cJSON_ArrayForEach(it, record) {
+			cJSON *o = override_of(it);
+
+			if (!o)
+				return fg_err_set(err, FG_ENOMEM, "out of memory writing config.json");
+			cJSON_DeleteItemFromObjectCaseSensitive(blocks[b], it->string);
+			cJSON_AddItemToObject(blocks[b], it->string, o);
+		}
+	}
+	return 0;
 }

@@ -89,6 +89,8 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(dec, "shifted_tensors", fg_art_string_array(p->shifted, p->n_shifted));
 	bad |= put_str(dec, "expert_layout", p->expert_layout);
 	bad |= put_str(dec, "shift_precision", "f32"); /* FG_OP_SHIFT computes and stores in F32 */
+	if (p->quantization)
+		bad |= put(dec, "quantization", cJSON_Duplicate(p->quantization, 1));
 	bad |= put(doc, "decisions", dec);
 	bad |= put(doc, "removed_from_backbone", fg_art_string_array(p->removed, p->n_removed));
 	bad |= put(doc, "originals", copy_or_empty(p->originals, 0));

@@ -48,6 +48,8 @@ struct fg_provenance {
 	char *const *shifted;               /* output names of the norms forge shifted */
 	size_t n_shifted;
 	const char *expert_layout;          /* "numbered", "fused_linear", ... or "" */
+	const cJSON *quantization;          /* config.json's mtp_quantization (policy, allow_requantize,
+					     * modules, requantized), or NULL */
 	char *const *removed;               /* head tensors removed from the backbone's shards */
 	size_t n_removed;
 	const cJSON *originals;             /* array of original-tensor records */

@@ -38,6 +38,7 @@ int fg_forge_request_from_json(struct fg_forge_request *out, const cJSON *doc,
 		.target = json_str(doc, "target"),
 		.quant = json_str(doc, "quant"),
 		.out = json_str(doc, "out"),
+		.allow_requantize = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "allow_requantize")),
 	};
 	struct fg_policy policy;
 
@@ -75,7 +76,8 @@ cJSON *fg_forge_request_to_json(const struct fg_forge_request *rq)
 	    (rq->backbone && !cJSON_AddStringToObject(o, "backbone", rq->backbone)) ||
 	    !cJSON_AddStringToObject(o, "target", rq->target ? rq->target : FG_FORGE_DEFAULT_TARGET) ||
 	    !cJSON_AddStringToObject(o, "quant", rq->quant ? rq->quant : "keep") ||
-	    (rq->out && !cJSON_AddStringToObject(o, "out", rq->out))) {
+	    (rq->out && !cJSON_AddStringToObject(o, "out", rq->out)) ||
+	    (rq->allow_requantize && !cJSON_AddBoolToObject(o, "allow_requantize", 1))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -89,4 +91,5 @@ void fg_forge_request_opts(const struct fg_forge_request *rq, struct fg_forge_op
 	o->target = rq->target;
 	o->quant = rq->quant;
 	o->out = rq->out;
+	o->allow_requantize = rq->allow_requantize;
 }

@@ -9,9 +9,10 @@
  * runs it through fg_forge_request_opts().  The shape:
  *
  *   {"kind": "forge", "source": S, "backbone": B?, "target": RUNTIME?,
- *    "quant": POLICY?, "out": DIR?}
+ *    "quant": POLICY?, "out": DIR?, "allow_requantize": true?}
  *
- * Optional fields that are not strings are ignored, as the API always did.
+ * Optional fields that are not strings are ignored, as the API always did
+ * (allow_requantize counts only when it is the boolean true).
  */
 #ifndef FG_REQUEST_H
 #define FG_REQUEST_H
@@ -27,6 +28,7 @@ struct fg_forge_request {
 	const char *target;     /* a runtime id; FG_FORGE_DEFAULT_TARGET when none is given */
 	const char *quant;      /* a policy fg_policy_parse accepts; "keep" when none is given */
 	const char *out;        /* NULL: the worker's default folder */
+	int allow_requantize;   /* quant may quantize a head the source already quantized */
 };
 
 /* Why a body is not a forge request, for the API's problem types. */
@@ -49,7 +51,7 @@ int fg_forge_request_from_json(struct fg_forge_request *out, const cJSON *doc,
 /* The stored form of rq (defaults written out); caller frees with cJSON_Delete.  NULL on ENOMEM. */
 cJSON *fg_forge_request_to_json(const struct fg_forge_request *rq);
 
-/* Point o's source, backbone, target, quant and out at rq's (borrowed); other fields untouched. */
+/* Point o's source, backbone, target, quant and out at rq's (borrowed), copy allow_requantize; others untouched. */
 void fg_forge_request_opts(const struct fg_forge_request *rq, struct fg_forge_opts *o);
 
 #endif

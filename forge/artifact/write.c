@@ -492,8 +492,16 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 			rc = keep_original(f, e->scale_inv, source_file_of(f->src, e->scale_inv), err);
 		for (size_t k = 0; !rc && k < e->n_srcs; k++) {
 			rc = keep_original(f, e->srcs[k], source_file_of(f->src, e->srcs[k]), err);
-			if (!rc && e->scale_invs[k])
+			if (!rc && e->scale_invs && e->scale_invs[k])
 				rc = keep_original(f, e->scale_invs[k], source_file_of(f->src, e->scale_invs[k]), err);
+		}
+		/* a dequantized module's other tensors (scales, zero points, g_idx, ...) are its originals too */
+		for (size_t k = 0; !rc && k <= e->n_srcs; k++) {
+			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+
+			for (int r = 0; !rc && q && r < FG_QR_COUNT; r++)
+				if (q->m.t[r])
+					rc = keep_original(f, q->m.t[r], source_file_of(f->src, q->m.t[r]), err);
 		}
 	}
 	return rc;
@@ -506,7 +514,7 @@ static const char *encoding_name(enum fg_convention c)
 
 int fg_art_write_config(struct forge *f, struct fg_err *err)
 {
-	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra, *q;
+	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra;
 	char path[PATH_MAX];
 	const char *enc = encoding_name(f->plan.target_conv);
 	int rc;
@@ -522,12 +530,9 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 		cJSON_AddStringToObject(extra, "mtp_file", "mtp.safetensors");
 	if (enc)
 		cJSON_AddStringToObject(cfg, "mtp_norm_encoding", enc);
-	q = cJSON_AddObjectToObject(cfg, "mtp_quantization");
-	if (q) {
-		cJSON_AddStringToObject(q, "policy", f->res->policy);
-		cJSON_AddItemToObject(q, "modules", cJSON_Duplicate(f->quant_record, 1));
-	}
-	rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
+	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
+	if (!rc)
+		rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
 	if (!rc)
 		rc = fg_art_write_json(path, cfg, err);
 	cJSON_Delete(cfg);

@@ -1,7 +1,7 @@
 /*
  * str.h: the small string helpers every layer used to write for itself: a
- * suffix test, the 64-bit FNV-1a hash of the in-memory lookup tables, and one
- * hex digit's value.  Internal to forged: static inline, no symbols, no
+ * suffix test, the 64-bit FNV-1a hash of the in-memory lookup tables, a
+ * word-at-a-time hash for tensor names, and one hex digit's value.  Internal to forged: static inline, no symbols, no
  * allocation, no errors.
  */
 #ifndef FG_STR_H
@@ -41,6 +41,48 @@ static inline uint64_t fg_fnv1a_n(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
 	return h;
+}
+
+/*
+ * A 32-bit hash of the n bytes at s for in-process tables of tensor names:
+ * sixteen bytes per step in two lanes, where FNV-1a takes one byte, so a
+ * 60-byte name costs 4 dependent steps instead of 60.  Never stored or
+ * sent (and it differs between byte orders).
+ */
+static inline uint32_t fg_hash_bytes(const char *s, size_t n)
+{
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull), b = 0x6a09e667f3bcc909ull, w, v;
+	const char *start = s;
+
+	/* Two lanes of 8 bytes, each a multiply and a rotate per step: half the dependent chain. */
+	for (; n >= 16; s += 16, n -= 16) {
+		memcpy(&w, s, 8);
+		memcpy(&v, s + 8, 8);
+		a = (a ^ w) * 0xbf58476d1ce4e5b9ull;
+		b = (b ^ v) * 0x94d049bb133111ebull;
+		a = (a << 31) | (a >> 33);
+		b = (b << 27) | (b >> 37);
+	}
+	if (n >= 8) {
+		memcpy(&w, s, 8);
+		a = (a ^ w) * 0xbf58476d1ce4e5b9ull;
+		a = (a << 31) | (a >> 33);
+		s += 8;
+		n -= 8;
+	}
+	w = 0;
+	if (n && s != start) {
+		/* The last n bytes, loaded as the tail of the word that ends where the bytes do. */
+		memcpy(&w, s + n - 8, 8);
+		w >>= 8 * (8 - n);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	}
+	a = (a ^ w ^ b) * 0xbf58476d1ce4e5b9ull;
+	a ^= a >> 31;
+	a *= 0x94d049bb133111ebull;
+	return (uint32_t)(a ^ (a >> 32));
 }
 
 /* What fg_hex_nibble returns for a character that is no hex digit. */

@@ -8,11 +8,12 @@
  * reader checks every length, count and offset before trusting it and names
  * the file, the tensor and the reason in every rejection.
  *
- * The reader reads the header with pread() into a compact tensor table (no
- * JSON tree: forge/format/jsonlex.h) and maps nothing: fg_st_open_fd parses
- * the header of an open file, and the data is read later, either by pread
- * of the few ranges an inspection needs (forge/source/checkpoint.c) or
- * through fg_st_map, which a forge uses to stream whole tensors (advised
+ * The reader maps the header (no copy; pread when the file cannot be
+ * mapped), parses it into a compact tensor table (no JSON tree:
+ * forge/format/jsonlex.h) under fg_st_guard, and unmaps it: fg_st_open_fd
+ * parses the header of an open file, and the data is read later, either by
+ * pread of the few ranges an inspection needs (forge/source/checkpoint.c)
+ * or through fg_st_map, which a forge uses to stream whole tensors (advised
  * sequential, since it reads them front to back).  fg_st_open (the
  * `forged tensors` command and tests) opens, parses and maps in one call.
  *
@@ -28,6 +29,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
+#include "forge/core/str.h"
 
 #define FG_ST_HEADER_MAX   100000000ull /* bytes of JSON header (the format's cap) */
 #define FG_ST_MAX_RANK     6  /* conv3d weights are rank 5; nothing in a model goes higher */
@@ -36,8 +38,8 @@
 /*
  * One tensor of a file: a borrowed view, valid while its fg_st_file lives.
  * facts and skip belong to the layer that opened the file (the classifier
- * of struct fg_st_parse_opts fills them once, at parse time); hash is the
- * low half of fg_fnv1a(name).
+ * of struct fg_st_parse_opts fills them once, at parse time); hash is
+ * fg_st_name_hash of the name.
  */
 struct fg_tensor {
 	const char *name;
@@ -54,13 +56,28 @@ struct fg_tensor {
 
 /*
  * Options of a parse: classify(t, name_len, ctx), when not NULL, is called
- * once per tensor after the table is built, to fill t->facts and t->skip
- * (the model layer's name rules, computed on the parsing thread).
+ * once per tensor as its entry is read (before the table is sorted and
+ * checked as a whole), to fill t->facts and t->skip (the model layer's name
+ * rules, computed on the parsing thread).
  */
 struct fg_st_parse_opts {
 	void (*classify)(struct fg_tensor *t, size_t name_len, void *ctx);
 	void *ctx;
+	struct fg_st_slab *slab;    /* when not NULL, the table and names are taken from it (see below) */
 };
+
+/*
+ * A slab: the tables and names of many files packed into a few large
+ * mappings (huge pages where the kernel gives them), so that a checkpoint
+ * of 100,000 tensors does not pay a page fault per 4 KiB of them.  A file
+ * parsed with opts->slab keeps its table and names there: they live until
+ * fg_st_slab_free, which must come after fg_st_close of every such file.
+ * One thread at a time may parse into a slab.
+ */
+struct fg_st_slab;
+
+struct fg_st_slab *fg_st_slab_new(void);   /* NULL when out of memory */
+void fg_st_slab_free(struct fg_st_slab *s); /* NULL allowed */
 
 struct fg_st_meta {
 	const char *key;
@@ -83,7 +100,11 @@ struct fg_st_file {
 	const uint8_t *map;
 	size_t map_len;
 	int owns_map;
-	char *strings;              /* arena holding names and metadata */
+	char *strings;              /* the tensor names in header order, each NUL-terminated */
+	size_t names_len;           /* bytes of strings they take */
+	char *meta_text;            /* the metadata strings */
+	int in_slab;                /* tensors and strings belong to a fg_st_slab */
+	int plain_names;            /* no tensor key of the header had an escape */
 	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
 	size_t n_slots;
 };
@@ -151,9 +172,15 @@ void fg_st_close(struct fg_st_file *f);
 /* The tensor called name, or NULL.  O(1). */
 const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name);
 
+/* The hash of the len bytes at name that tensor lookups use (fg_st_find_n, fg_tensor.hash). */
+static inline uint32_t fg_st_name_hash(const char *name, size_t len)
+{
+	return fg_hash_bytes(name, len);
+}
+
 /*
  * The tensor whose name is the len bytes at name (not NUL-terminated) with
- * h == (uint32_t)fg_fnv1a_n(name, len), or NULL.  O(1).
+ * h == fg_st_name_hash(name, len), or NULL.  O(1).
  */
 const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h);
 

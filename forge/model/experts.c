@@ -162,6 +162,28 @@ static int block_for(struct fg_expert_block *blocks, size_t *n, size_t max, cons
 	return 0;
 }
 
+/*
+ * "{e}.{x}_proj.{role}" where role carries the projection's codes in some
+ * format: a float or FP8 or MLX `weight`, GPTQ/AWQ `qweight`, or
+ * compressed-tensors `weight_packed` (issue 12: a quantized MoE head is still
+ * numbered).  Scales, zero points and shapes are the same projection's, so
+ * one tensor per projection counts.
+ */
+static int numbered_carrier(const char *rest)
+{
+	const char *p = rest, *dot;
+
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == rest || *p != '.')
+		return 0;
+	dot = strrchr(p, '.');
+	if (dot - (p + 1) < 5 || strncmp(dot - 5, "_proj", 5) != 0 || memchr(p + 1, '.', (size_t)(dot - p - 1)))
+		return 0;
+	return strcmp(dot + 1, "weight") == 0 || strcmp(dot + 1, "qweight") == 0 ||
+	       strcmp(dot + 1, "weight_packed") == 0;
+}
+
 void fg_experts_release(struct fg_expert_block *blocks, size_t n)
 {
 	for (size_t i = 0; blocks && i < n; i++) {
@@ -195,8 +217,7 @@ int fg_experts_scan(const struct fg_tset *set, const struct fg_expert_dims *dims
 			b->gate_up = t;
 		else if (strcmp(rest, "down_proj") == 0 || strcmp(rest, "down_proj.weight") == 0)
 			b->down = t;
-		else if (*rest >= '0' && *rest <= '9' && strlen(rest) > 12 &&
-			 strcmp(rest + strlen(rest) - 12, "_proj.weight") == 0) {
+		else if (numbered_carrier(rest)) {
 			uint64_t e = strtoull(rest, NULL, 10);
 
 			if (e >= FG_EXPERTS_MAX_INDEX) {

@@ -1,7 +1,8 @@
 /*
  * experts.h: the routed-expert layouts of MoE heads (docs/domain.md section 1).
  *
- * Heads store experts numbered (`experts.{e}.{gate,up,down}_proj.weight`),
+ * Heads store experts numbered (`experts.{e}.{gate,up,down}_proj.weight`, or a
+ * quantized format's `.qweight` / `.weight_packed` with its companions),
  * fused "linear" (`experts.gate_up_proj` [E, 2I, H], `experts.down_proj`
  * [E, H, I]) or fused "bmm" (the same transposed: [E, H, 2I], [E, I, H]).
  * The layout is decided from shapes against the config's hidden size H (and

@@ -19,6 +19,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -111,20 +112,19 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
  */
 static unsigned expert_layout_bit(const struct fg_tensor *t, const struct fg_expert_dims *d)
 {
-	const char *p = strstr(t->name, "experts."), *rest;
 	uint64_t a, b, h;
 
-	if (!p) {
-		p = strstr(t->name, "switch_mlp.");
-		return p && (p == t->name || p[-1] == '.') ? FG_XL_SWITCH_MLP : 0;
-	}
-	if (p != t->name && p[-1] != '.')
-		return 0;
-	rest = p + 8;
-	if (isdigit((unsigned char)*rest))
+	/* What the name says is a parse-time fact (names.h): no name is searched again. */
+	switch (fg_name_expert_kind(t)) {
+	case FG_EXPERT_NUMBERED:
 		return FG_XL_NUMBERED;
-	if (strncmp(rest, "gate_up_proj", 12) != 0 || (rest[12] && strcmp(rest + 12, ".weight") != 0))
+	case FG_EXPERT_SWITCH_MLP:
+		return FG_XL_SWITCH_MLP;
+	case FG_EXPERT_GATE_UP:
+		break;
+	default:
 		return 0;
+	}
 	if (t->rank != 3 || d->hidden <= 0)
 		return 0;
 	a = t->shape[1];
@@ -216,7 +216,8 @@ static void scan_structure(struct fg_inspect *r)
 				continue;
 			if (!head)
 				r->trunk_experts |= expert_layout_bit(t, &dims);
-			if (t->facts & FG_FACT_SCALES)
+			/* MLX quantization stores a U32 .weight: GPTQ's .scales beside an I32 qweight is no MLX layout */
+			if (t->dtype == FG_DT_U32 && fg_str_ends_with(t->name, ".weight"))
 				r->structure.quantized = 1;
 			if (!(t->facts & FG_FACT_CONV1D))
 				continue;
@@ -271,9 +272,10 @@ static int new_set(struct fg_inspect *r, const char *name, enum fg_set_role role
 
 /*
  * The norm tensors' bytes are all an inspection reads (plus a peek at the
- * head): read with pread (local) or fetched (remote), at most
- * FG_NORM_MAX_ELEMS elements per norm (a larger one is never read and is
- * reported as malformed) and FG_INSPECT_READ_MAX bytes in all.
+ * head, and a head's compressed-tensors weight_shape pairs): read with pread
+ * (local) or fetched (remote), at most FG_NORM_MAX_ELEMS elements per norm
+ * (a larger one is never read and is reported as malformed) and
+ * FG_INSPECT_READ_MAX bytes in all.
  */
 static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 {
@@ -290,9 +292,12 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 	for (size_t s = 0; s < r->n_sets; s++)
 		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++) {
 			const struct fg_tensor *t = r->sets[s].set.tensors[i];
+			/* a head's compressed-tensors weight_shape (two integers) gives its dequantized shape */
+			int shape = r->sets[s].role != FG_ROLE_TRUNK && t->rank == 1 && t->nelem <= 8 &&
+				    fg_str_ends_with(t->name, ".weight_shape");
 
-			if (t->rank != 1 || t->nelem > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
-			    fg_tensor_norm_class(t) == FG_NAME_NOT_NORM)
+			if (!shape && (t->rank != 1 || t->nelem > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
+				       fg_tensor_norm_class(t) == FG_NAME_NOT_NORM))
 				continue;
 			want[n++] = t;
 			total += fg_tensor_bytes(t);
@@ -306,6 +311,84 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 	rc = fg_ckpt_fetch(r->ckpt, want, n, err);
 	free(want);
 	return rc;
+}
+
+/*
+ * The checkpoint's quantization config: config.json (quantization,
+ * quantization_config, text_config's), ModelOpt's hf_quant_config.json and
+ * the legacy quantize_config.json / quant_config.json beside it (local
+ * folders only).  A config that does not parse is kept as a message: the
+ * modules it would describe are then not read, and a forge refuses them.
+ */
+static void load_qconfig(struct fg_inspect *r)
+{
+	static const char *const files[][2] = { { "hf_quant_config.json", NULL },
+						{ "quantize_config.json", "quant_config.json" } };
+	const struct fg_ckpt *c = r->ckpt;
+	struct fg_qconfig_src src = { .config = c->config_raw };
+	struct fg_err err = { 0 };
+
+	for (size_t i = 0; i < 2 && !c->pull && !c->single_file; i++) {
+		for (size_t k = 0; k < 2 && files[i][k] && !r->qconfig_docs[i]; k++) {
+			char label[PATH_MAX];
+			int fd = -1, rc = fg_ckpt_open_file(c, files[i][k], &fd);
+
+			if (rc == -ENOENT)
+				continue;
+			/* opened beneath the folder as config.json is: no links, a regular file, capped */
+			snprintf(label, sizeof(label), "%s/%s", c->dir, files[i][k]);
+			if (rc) {
+				rc = fg_err_set(&err, FG_EINPUT, "%s: cannot open: %s", label, fg_fs_open_why(rc));
+			} else {
+				rc = fg_json_load_fd(&r->qconfig_docs[i], fd, label, FG_CKPT_CONFIG_MAX,
+						     FG_CKPT_CONFIG_NODES, &err);
+				close(fd);
+			}
+			if (rc) {
+				snprintf(r->qconfig_error, sizeof(r->qconfig_error), "%s", err.msg);
+				return;
+			}
+		}
+	}
+	src.hf_quant_config = r->qconfig_docs[0];
+	src.quantize_config = r->qconfig_docs[1];
+	if (fg_qconfig_parse(&r->qconfig, &src, &err) == 0)
+		r->qconfig_ok = 1;
+	else
+		snprintf(r->qconfig_error, sizeof(r->qconfig_error), "%s", err.msg);
+}
+
+/* What reading the trunk takes: its quantized modules grouped by format (runtimes.h's needs). */
+static int trunk_formats(struct fg_inspect *r)
+{
+	const struct fg_qmods *q = &fg_inspect_trunk(r)->qmods;
+
+	r->n_trunk_formats = 0;
+	for (size_t i = 0; i < q->n; i++) {
+		const struct fg_qmod *m = &q->v[i];
+		struct fg_format_need need = { 0 };
+		size_t k;
+
+		/* A module forged cannot read says nothing of what a runtime reads: not modelled here. */
+		if (m->rc || m->f.kind == FG_QF_DENSE)
+			continue;
+		need.any_of = fg_runtime_format_bits(&m->f, m->m.t[FG_QR_G_IDX] != NULL,
+						     m->m.t[FG_QR_WEIGHT_SCALE_INV] != NULL, &need.fp8_block);
+		fg_qmod_name(m, need.name, sizeof(need.name));
+		for (k = 0; k < r->n_trunk_formats; k++)
+			if (r->trunk_formats[k].any_of == need.any_of && strcmp(r->trunk_formats[k].name, need.name) == 0)
+				break;
+		if (k < r->n_trunk_formats) {
+			r->trunk_formats[k].modules++;
+			continue;
+		}
+		if (r->n_trunk_formats == FG_INSPECT_MAX_FORMATS)
+			continue;
+		need.example = m->name;
+		need.modules = 1;
+		r->trunk_formats[r->n_trunk_formats++] = need;
+	}
+	return 0;
 }
 
 static int build_sets(struct fg_inspect *r, struct fg_err *err)
@@ -379,8 +462,13 @@ static int build_sets(struct fg_inspect *r, struct fg_err *err)
 		if (s->role != FG_ROLE_TRUNK &&
 		    (rc = fg_experts_scan(&s->set, &dims, s->experts, FG_EXPERTS_MAX_BLOCKS, &s->n_experts, err)))
 			return rc;
+		rc = fg_qmods_scan(&s->set, r->qconfig_ok ? &r->qconfig : NULL, r->qconfig_error,
+				   s->role != FG_ROLE_TRUNK, &s->qmods, err);
+		if (rc)
+			return rc;
+		s->set.n_quantized = fg_qmods_quantized(&s->qmods);
 	}
-	return 0;
+	return trunk_formats(r);
 }
 
 /* Which trunk norms the mlx-lm suffixes shift start "language_model." (mlx-vlm shifts the others). */
@@ -626,6 +714,7 @@ void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_inpu
 		.trunk_keys_prefixed = r->trunk_keys_prefixed, .declared_mtp = r->declared_mtp,
 		.embedded = emb >= 0 ? &r->heads_in[emb] : NULL, .sidecars = sidecars,
 		.dups = r->dups, .n_dups = r->n_dups,
+		.trunk_formats = r->trunk_formats, .n_trunk_formats = r->n_trunk_formats,
 	};
 	for (size_t i = 0; i < r->n_sets; i++)
 		if (r->sets[i].role == FG_ROLE_SIDECAR_HEAD)
@@ -906,6 +995,22 @@ static int verdict_loads(struct fg_inspect *r)
 			}
 			fg_verdict_runtime(AT(at), rt->rt->id);
 		}
+		if (rt->load_cause == FG_LOAD_FORMAT && rt->unread_format) {
+			const struct fg_format_need *n = rt->unread_format;
+
+			/* One verdict per format: the runtimes that cannot read it, and how to get a trunk they can. */
+			snprintf(detail, sizeof(detail), "the trunk's weights are %s (%zu module(s), e.g. %s), which the "
+				 "listed runtimes do not read; forge with --backbone naming a checkpoint they load "
+				 "(for MLX runtimes, an MLX conversion)", n->name, n->modules, n->example ? n->example : "?");
+			if ((at = find_group(r, from, FG_V_TRUNK_FORMAT_UNSUPPORTED, detail)) == NONE_YET) {
+				ADD(FG_V_TRUNK_FORMAT_UNSUPPORTED, "trunk", "%s", detail);
+				at = r->verdicts.n - 1;
+				if (rt->culprit)
+					fg_verdict_tensor(v, rt->culprit);
+			}
+			fg_verdict_runtime(AT(at), rt->rt->id);
+			continue;
+		}
 		if (rt->load_cause != FG_LOAD_OK && rt->load_cause != FG_LOAD_GUARD) {
 			code = rt->load_cause == FG_LOAD_MODEL_TYPE ? FG_V_MODEL_TYPE_UNSUPPORTED : FG_V_RUNTIME_LOAD_ERROR;
 			snprintf(detail, sizeof(detail), "the runtime refuses to load it (%s): %s",
@@ -1027,6 +1132,72 @@ static int head_payload_empty(struct fg_inspect *r, const struct fg_tset *set)
 	return 1;
 }
 
+/* The quantized head's formats, by module count: "28 x mlx affine bits=4 group=64, 1 x ...". */
+static int verdict_quantized_head(struct fg_inspect *r, const struct fg_set_report *sr)
+{
+	const struct fg_qmods *q = &sr->qmods;
+	char list[256] = "", name[160];
+	size_t used = 0, shown = 0, refused = 0;
+	struct fg_verdict *v;
+	int rc;
+
+	for (size_t i = 0; i < q->n; i++) {
+		size_t same = 0;
+		int first = 1;
+
+		if (!fg_qmod_quantized(&q->v[i]))
+			continue;
+		refused += q->v[i].rc != 0;
+		fg_qmod_name(&q->v[i], name, sizeof(name));
+		for (size_t k = 0; k < q->n; k++) {
+			char other[160];
+
+			if (!fg_qmod_quantized(&q->v[k]) || strcmp(fg_qmod_name(&q->v[k], other, sizeof(other)), name))
+				continue;
+			first &= k >= i;
+			same++;
+		}
+		if (!first || used >= sizeof(list))
+			continue;
+		if (shown++ == 3) {
+			snprintf(list + used, sizeof(list) - used, "; ...");
+			used = sizeof(list);
+			continue;
+		}
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%zu x %s%s", shown > 1 ? "; " : "", same,
+					 q->v[i].rc ? "(not read) " : "", name);
+	}
+	ADD(FG_V_QUANTIZED_MTP_HEAD, sr->set.name, "%zu head module(s) are quantized: %s%s", sr->set.n_quantized,
+	    list, refused ? " (a forge refuses what it does not read: unsupported_quantization_format)" : "");
+	for (size_t i = 0; i < q->n; i++)
+		if (fg_qmod_quantized(&q->v[i]))
+			fg_verdict_tensor(v, q->v[i].name);
+	return 0;
+}
+
+/*
+ * A forged artifact whose config says its head was re-quantized
+ * (mtp_quantization.requantized, written only with --allow-requantize).
+ */
+static int verdict_requantized(struct fg_inspect *r)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(r->ckpt->config_raw, "mtp_quantization");
+	const cJSON *req = cJSON_GetObjectItemCaseSensitive(q, "requantized");
+	struct fg_verdict *v;
+	int rc, n;
+
+	if (!cJSON_IsArray(req) || !(n = cJSON_GetArraySize(req)))
+		return 0;
+	ADD(FG_V_QUANTIZED_HEAD_REQUANTIZED, r->primary_head >= 0 ? r->sets[r->primary_head].set.name : NULL,
+	    "%d head module(s) were dequantized and quantized again (--allow-requantize); the reports disagree "
+	    "(4-bit Qwen3.5 MoE: BF16 head 79-85 %% acceptance, quantized 5-11 %%; re-quantized to match the "
+	    "backbone: 44.9 vs 43.8 %%, 47.3 vs 47.3 %%): verify its acceptance", n);
+	for (const cJSON *e = req->child; e; e = e->next)
+		if (cJSON_IsString(e))
+			fg_verdict_tensor(v, e->valuestring);
+	return 0;
+}
+
 static int verdict_heads(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
@@ -1047,9 +1218,8 @@ static int verdict_heads(struct fg_inspect *r)
 		else if (set->n_tensors && head_payload_empty(r, set))
 			ADD(FG_V_DEGENERATE_HEAD, set->name, "none of the %zu head tensors has a non-zero byte",
 			    set->n_tensors);
-		if (set->n_quantized)
-			ADD(FG_V_QUANTIZED_MTP_HEAD, set->name,
-			    "%zu head linear(s) are quantized (*.scales or *_scale_inv)", set->n_quantized);
+		if (set->n_quantized && (rc = verdict_quantized_head(r, &r->sets[s])) != 0)
+			return rc;
 		rc = verdict_experts(r, &r->sets[s]);
 		if (rc)
 			return rc;
@@ -1118,7 +1288,33 @@ static int verdict_files(struct fg_inspect *r)
 	return 0;
 }
 
-/* A delta set in BF16/F16 that a targeted runtime shifts at load loses small offsets. */
+/* 1 + w rounded to a 16-bit dtype, as a runtime that adds 1 in the tensor's own dtype stores it. */
+static double sum16(enum fg_dtype dt, double w)
+{
+	float f = (float)(1.0 + w);
+
+	return dt == FG_DT_BF16 ? (double)fg_bf16_to_f32_ref(fg_f32_to_bf16_ref(f))
+				: (double)fg_f16_to_f32_ref(fg_f32_to_f16_ref(f));
+}
+
+/* Half a BF16 step at 1.0: what one BF16 rounding of a gain in [1, 2) may cost, at most. */
+#define HALF_BF16_STEP_AT_ONE (1.0 / 256.0)
+
+/* The FG_SHIFT_F32_* bit of a 16-bit dtype, 0 for any other. */
+static unsigned shift_bit(enum fg_dtype dt)
+{
+	return dt == FG_DT_BF16 ? FG_SHIFT_F32_BF16 : dt == FG_DT_F16 ? FG_SHIFT_F32_F16 : 0;
+}
+
+/*
+ * A delta set in BF16/F16 that a targeted runtime shifts at load as a
+ * 16-bit sum (not ollama's F32 addOne, not llama.cpp's F32 sum of a BF16
+ * norm, not x * (1 + w) at run time): once per set, with the worst
+ * effective-gain error over the norms some such runtime sums in 16 bits.
+ * Within half a BF16 step at 1.0 it is what storing any gain in BF16 costs
+ * (bf16_shift_rounding, info); beyond it (gains of 2 and more round by a
+ * whole step) a warning.
+ */
 static int verdict_precision(struct fg_inspect *r)
 {
 	struct fg_verdict *v;
@@ -1126,26 +1322,63 @@ static int verdict_precision(struct fg_inspect *r)
 
 	for (size_t s = 0; s < r->n_sets; s++) {
 		const struct fg_tset *set = &r->sets[s].set;
-		size_t narrow = 0;
-		const char *who = NULL;
+		const struct fg_norm *worst_norm = NULL;
+		size_t narrow = 0, worst_i = 0, n_shifters = 0;
+		const struct fg_runtime *shifters[FG_INSPECT_MAX_RUNTIMES];
+		int named[FG_INSPECT_MAX_RUNTIMES] = { 0 };
+		double worst = -1.0;
 
 		if (r->sets[s].decision.conv != FG_CONV_DELTA)
 			continue;
-		for (size_t i = 0; i < set->n_norms; i++)
-			narrow += fg_name_zero_centred(set->norms[i].t->name) &&
-				  (set->norms[i].t->dtype == FG_DT_BF16 || set->norms[i].t->dtype == FG_DT_F16);
-		for (size_t i = 0; i < r->n_runtimes && !who; i++) {
+		for (size_t i = 0; i < r->n_runtimes; i++) {
 			const struct fg_runtime_result *rt = &r->runtimes[i];
 			int shifted = r->sets[s].role == FG_ROLE_TRUNK ? rt->trunk_shift : rt->head_shift;
 
-			if (rt->targeted && shifted)
-				who = rt->rt->id;
+			if (rt->targeted && shifted && rt->load_cause == FG_LOAD_OK)
+				shifters[n_shifters++] = rt->rt;
 		}
-		if (narrow && who) {
-			ADD(FG_V_BF16_SHIFT_PRECISION_LOSS, set->name,
-			    "%zu delta norm(s) stored in 16-bit get +1 in %s at load: offsets below 2^-8 round away "
-			    "(BF16 steps by 2^-7 near 1.0)", narrow, who);
-			fg_verdict_runtime(v, who);
+		for (size_t i = 0; n_shifters && i < set->n_norms; i++) {
+			const struct fg_norm *nm = &set->norms[i];
+			enum fg_dtype dt = nm->t->dtype;
+			int summed16 = 0;
+
+			if (!fg_name_zero_centred(nm->t->name) || !shift_bit(dt) || !nm->t->data)
+				continue;
+			for (size_t k = 0; k < n_shifters; k++)
+				if (!(shifters[k]->shift_f32 & shift_bit(dt)))
+					summed16 = named[k] = 1;
+			if (!summed16)
+				continue;
+			narrow++;
+			for (uint64_t k = 0; k < nm->t->nelem; k++) {
+				double w = fg_dtype_load_f64(dt, nm->t->data, (size_t)k), e;
+
+				if (!isfinite(w))
+					continue;
+				e = fabs(sum16(dt, w) - (1.0 + w));
+				if (e > worst) {
+					worst = e;
+					worst_norm = nm;
+					worst_i = (size_t)k;
+				}
+			}
+		}
+		if (!narrow || !worst_norm)
+			continue;
+		{
+			double w = fg_dtype_load_f64(worst_norm->t->dtype, worst_norm->t->data, worst_i);
+			char sn[160];
+
+			ADD(worst > HALF_BF16_STEP_AT_ONE ? FG_V_BF16_SHIFT_PRECISION_LOSS : FG_V_BF16_SHIFT_ROUNDING,
+			    set->name,
+			    "%zu delta norm(s) stored in 16-bit get +1 at load as a 16-bit sum: the worst effective gain is "
+			    "off by %.3g (%s[%zu]: 1 + %.7g stored as %.7g; half a BF16 step at 1.0 is %.3g)", narrow,
+			    worst, short_name(worst_norm->t->name, sn, sizeof(sn)), worst_i, w,
+			    sum16(worst_norm->t->dtype, w), HALF_BF16_STEP_AT_ONE);
+			fg_verdict_tensor(v, worst_norm->t->name);
+			for (size_t k = 0; k < n_shifters; k++)
+				if (named[k])
+					fg_verdict_runtime(v, shifters[k]->id);
 		}
 	}
 	return 0;
@@ -1155,7 +1388,7 @@ static int derive_verdicts(struct fg_inspect *r, struct fg_err *err)
 {
 	int (*const steps[])(struct fg_inspect *r) = {
 		verdict_norm_values, verdict_conventions, verdict_structure, verdict_runtimes,
-		verdict_heads, verdict_files, verdict_precision,
+		verdict_heads, verdict_requantized, verdict_files, verdict_precision,
 	};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -1253,6 +1486,7 @@ int fg_inspect_run_with(struct fg_inspect **out, const char *source, const char 
 	}
 	r->scheme = choose_scheme(r);
 	scan_structure(r);
+	load_qconfig(r);
 	read_mtplx_runtime(r);
 	rc = build_sets(r, err);
 	if (rc)
@@ -1281,11 +1515,14 @@ void fg_inspect_free(struct fg_inspect *r)
 	for (size_t i = 0; i < r->n_sets; i++) {
 		fg_tset_release(&r->sets[i].set);
 		fg_experts_release(r->sets[i].experts, r->sets[i].n_experts);
+		fg_qmods_release(&r->sets[i].qmods);
 		free((void *)(uintptr_t)r->heads_in[i].tensor_file);
 		free((void *)(uintptr_t)r->heads_in[i].unlisted);
 		cJSON_Delete(r->manifests[i]);
 	}
 	free(r->dups);
+	cJSON_Delete(r->qconfig_docs[0]);
+	cJSON_Delete(r->qconfig_docs[1]);
 	cJSON_Delete(r->mtplx_runtime);
 	fg_verdicts_release(&r->verdicts);
 	free(r->facts);

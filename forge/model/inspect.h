@@ -19,6 +19,7 @@
 #include "forge/model/convention.h"
 #include "forge/model/experts.h"
 #include "forge/model/family.h"
+#include "forge/model/qmods.h"
 #include "forge/model/tset.h"
 #include "forge/model/runtimes.h"
 #include "forge/model/verdicts.h"
@@ -27,6 +28,7 @@
 #define FG_INSPECT_MAX_SETS 8
 #define FG_INSPECT_MAX_RUNTIMES 32
 #define FG_INSPECT_NO_SET (-1)   /* a set index that names no set */
+#define FG_INSPECT_MAX_FORMATS 16 /* distinct trunk weight formats kept */
 #define FG_INSPECT_READ_MAX (256ull << 20) /* norm bytes one inspection reads or fetches, by default */
 
 enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
@@ -34,7 +36,7 @@ enum fg_set_role { FG_ROLE_TRUNK, FG_ROLE_EMBEDDED_HEAD, FG_ROLE_SIDECAR_HEAD };
 struct fg_structure {
 	const char *conv1d;          /* "hf", "mlx" or NULL (no conv1d) */
 	int format_mlx;              /* a shard carries {"format": "mlx"} */
-	int quantized;               /* some tensor is named *.scales */
+	int quantized;               /* some trunk module is MLX-quantized (a U32 .weight) */
 	const char *declared;        /* mtp_norm_encoding / mtplx_mtp_norm_encoding, or NULL */
 	const char *declared_key;
 };
@@ -51,6 +53,7 @@ struct fg_set_report {
 	enum fg_set_role role;
 	size_t n_experts;                     /* head sets only; 0 for the trunk */
 	struct fg_expert_block experts[FG_EXPERTS_MAX_BLOCKS];
+	struct fg_qmods qmods;                /* its quantized modules by tensor family (checked for head sets) */
 };
 
 /*
@@ -71,6 +74,12 @@ struct fg_inspect {
 	enum fg_name_scheme scheme;
 	int primary_head;                     /* set index of "mtp", or FG_INSPECT_NO_SET */
 	int embedded_head;                    /* set index of the head in the shards, or FG_INSPECT_NO_SET */
+	struct fg_qconfig qconfig;            /* the quantization config (borrows ckpt->config_raw, qconfig_docs) */
+	int qconfig_ok;                       /* fg_qconfig_parse succeeded */
+	char qconfig_error[FG_ERR_MSG_MAX];   /* why not */
+	cJSON *qconfig_docs[2];               /* hf_quant_config.json, quantize_config.json (owned, may be NULL) */
+	struct fg_format_need trunk_formats[FG_INSPECT_MAX_FORMATS]; /* what reading the trunk takes */
+	size_t n_trunk_formats;
 	struct fg_file_facts *facts;          /* one per ckpt file */
 	unsigned trunk_experts;               /* FG_XL_* layouts of the trunk's experts (runtimes.h) */
 	int trunk_keys_prefixed;              /* 1: every shifted trunk norm starts "language_model.", 0: none, -1: some */

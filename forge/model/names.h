@@ -84,12 +84,25 @@ long fg_name_layer(const char *name);
 #define FG_FACT_CONV1D     0x0100u  /* ends "conv1d.weight" */
 #define FG_FACT_SCHEME_SH  9        /* bits 9-10: enum fg_name_scheme */
 #define FG_FACT_SCHEME     (3u << FG_FACT_SCHEME_SH)
+#define FG_FACT_EXPERT_SH  11       /* bits 11-12: enum fg_name_expert */
+#define FG_FACT_EXPERT     (3u << FG_FACT_EXPERT_SH)
 #define FG_FACT_VALID      0x8000u
+
+/* How a name spells a routed expert (the part of inspect's layout test that reads the name). */
+enum fg_name_expert {
+	FG_EXPERT_NONE,
+	FG_EXPERT_NUMBERED,    /* experts.{e}.* */
+	FG_EXPERT_GATE_UP,     /* experts.gate_up_proj[.weight]: fused, oriented by its shape */
+	FG_EXPERT_SWITCH_MLP,  /* switch_mlp.*, MLX-stacked */
+};
 
 void fg_name_classify(struct fg_tensor *t, size_t name_len, void *ctx);
 
 /* The facts of t: its own when classified, else computed now from its name (n_layers for the scheme). */
 unsigned fg_name_facts(const struct fg_tensor *t, long n_layers);
+
+/* The expert naming of t: from its facts when classified, else from its name. */
+enum fg_name_expert fg_name_expert_kind(const struct fg_tensor *t);
 
 static inline enum fg_name_norm fg_tensor_norm_class(const struct fg_tensor *t)
 {

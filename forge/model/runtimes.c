@@ -84,6 +84,7 @@ static const char *const load_cause_names[] = {
 	[FG_LOAD_HEAD_EXPERTS] = "head_experts",
 	[FG_LOAD_HEAD_MISSING] = "head_missing",
 	[FG_LOAD_GUARD] = "guard",
+	[FG_LOAD_FORMAT] = "format",
 };
 
 #define NAME_OF(table, v) \
@@ -691,6 +692,84 @@ static const struct fg_index_mismatch *mismatch_in_read(const struct sim *s, int
 	return NULL;
 }
 
+unsigned fg_runtime_format_bits(const struct fg_qformat *f, int g_idx, int scale_inv, int *fp8_block)
+{
+	*fp8_block = 0;
+	switch (f->kind) {
+	case FG_QF_DENSE:
+		return 0;
+	case FG_QF_GPTQ:
+		/*
+		 * llama.cpp dequantizes 2, 4 and 8 bits and reads the module's g_idx, which must be there
+		 * (conversion/base.py@00bd27a621f9:dequant_model, dequant_gptq).  mlx-lm reads none:
+		 * any .g_idx is a ValueError, and without one its AWQ path takes GPTQ's qweight
+		 * [in/8, out] for AutoAWQ's [in, out/8], so the strict load refuses the repacked shapes
+		 * (utils.py@ed1fca4cef15:L72-172 = utils.py@d78bf58e217c:L74-174;
+		 * ml-explore/mlx python/mlx/nn/layers/base.py@846d176227a0 load_weights).
+		 */
+		if (f->bits != 2 && f->bits != 4 && f->bits != 8)
+			return 0;
+		return g_idx ? FG_WF_GPTQ : FG_WF_GPTQ_NO_GIDX;
+	case FG_QF_AWQ:
+		return FG_WF_AWQ4;
+	case FG_QF_CT_INT:
+		/* mlx-lm's deepseek_v3 sanitize maps weight_packed/weight_scale to an MLX affine
+		 * module with biases -8 * scale under the global {32, 4} (deepseek_v3.py@d78bf58e217c:L397-410,
+		 * utils.py@d78bf58e217c:L407-414): symmetric int4 in groups of 32 only */
+		if (f->bits == 4 && f->sym && f->scale == FG_QS_GROUP && f->group == 32 && !f->act_order)
+			return FG_WF_COMPRESSED | FG_WF_CT_INT4_G32;
+		return FG_WF_COMPRESSED;
+	case FG_QF_FP8:
+		if (scale_inv) {
+			*fp8_block = 1;
+			return FG_WF_FP8_BLOCK;
+		}
+		return FG_WF_FP8_SCALED;
+	case FG_QF_NVFP4:
+		return FG_WF_MODELOPT_NVFP4;
+	case FG_QF_MLX_AFFINE:
+		return FG_WF_MLX_AFFINE;
+	case FG_QF_MLX_MXFP4:
+		return FG_WF_MLX_MXFP4;
+	case FG_QF_MLX_MXFP8:
+		return FG_WF_MLX_MXFP8;
+	case FG_QF_MLX_NVFP4:
+		return FG_WF_MLX_NVFP4;
+	case FG_QF_COUNT:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The first trunk format rt does not read, or NULL.  A row whose list is
+ * only what its sources state (formats_partial) refuses none: whether it
+ * reads another format is not known, and the rest of its load is still
+ * simulated.  The family-bound bits count only for the families the row
+ * names (FP8 blocks: fp8_families, NULL meaning all; FG_WF_CT_INT4_G32:
+ * ct_families, NULL meaning none).
+ */
+static const struct fg_format_need *unread_format(const struct sim *s)
+{
+	const struct fg_runtime *rt = s->rt;
+	const char *family = s->in->family ? s->in->family->id : "unknown";
+
+	if (rt->formats_partial)
+		return NULL;
+	for (size_t i = 0; i < s->in->n_trunk_formats; i++) {
+		const struct fg_format_need *n = &s->in->trunk_formats[i];
+		unsigned have = rt->formats & n->any_of;
+
+		if ((have & FG_WF_FP8_BLOCK) && n->fp8_block && rt->fp8_families && !in_list(rt->fp8_families, family))
+			have &= ~(unsigned)FG_WF_FP8_BLOCK;
+		if ((have & FG_WF_CT_INT4_G32) && !(rt->ct_families && in_list(rt->ct_families, family)))
+			have &= ~(unsigned)FG_WF_CT_INT4_G32;
+		if (!have)
+			return n;
+	}
+	return NULL;
+}
+
 static void check_refusals(struct sim *s, const struct read_facts *rf)
 {
 	const struct fg_runtime *rt = s->rt;
@@ -736,6 +815,17 @@ static void check_refusals(struct sim *s, const struct read_facts *rf)
 		} else if (d->differ && (rt->dups == FG_DUPS_ORDER || !c->index)) {
 			s->r->order_dependent++;
 			set_culprit(s, d->name);
+		}
+	}
+	/* The weights' format is read after the files are chosen and listed (and their index checked). */
+	if (s->r->n_files && s->r->load_cause == FG_LOAD_OK) {
+		const struct fg_format_need *n = unread_format(s);
+
+		if (n) {
+			fail(s, FG_LOAD_FORMAT, "it does not read %s weights (%zu trunk module(s), e.g. %s)", n->name,
+			     n->modules, n->example ? n->example : "?");
+			s->r->unread_format = n;
+			set_culprit(s, n->example);
 		}
 	}
 }

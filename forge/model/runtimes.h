@@ -27,6 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/source/checkpoint.h"
+#include "forge/format/quant/dequant.h"
 #include "forge/model/convention.h"
 #include "forge/model/family.h"
 #include "forge/model/tset.h"
@@ -246,7 +247,12 @@ struct fg_rt_head {
 	const char *source;
 };
 
-/* Weight formats a loader reads (bits; data for the trunk_format_unsupported task). */
+/*
+ * Weight formats a loader reads (bits).  The simulation refuses a trunk
+ * holding a format the row does not list (trunk_format_unsupported), or, for
+ * a row whose list is only what its sources state (formats_partial), calls
+ * the case not modelled.
+ */
 enum {
 	FG_WF_FLOAT = 1 << 0,          /* F32 / F16 / BF16 */
 	FG_WF_MLX_AFFINE = 1 << 1,     /* config quantization, mode affine (.scales/.biases) */
@@ -254,13 +260,48 @@ enum {
 	FG_WF_MLX_NVFP4 = 1 << 3,
 	FG_WF_MLX_MXFP8 = 1 << 4,
 	FG_WF_AWQ4 = 1 << 5,           /* AutoAWQ 4-bit, converted; g_idx refused */
-	FG_WF_GPTQ4 = 1 << 6,          /* GPTQ 4-bit through the AWQ path; g_idx refused */
-	FG_WF_GPTQ = 1 << 7,           /* GPTQ 2/4/8-bit dequantized */
+	FG_WF_GPTQ_NO_GIDX = 1 << 6,   /* GPTQ 2/4/8-bit without a g_idx tensor */
+	FG_WF_GPTQ = 1 << 7,           /* GPTQ 2/4/8-bit with its g_idx, dequantized */
 	FG_WF_FP8_BLOCK = 1 << 8,      /* E4M3 + 128x128 scale_inv, only in .fp8_families (NULL: all) */
-	FG_WF_COMPRESSED = 1 << 9,     /* compressed-tensors */
+	FG_WF_COMPRESSED = 1 << 9,     /* compressed-tensors pack-quantized integers, any parameters */
 	FG_WF_MODELOPT_NVFP4 = 1 << 10,
 	FG_WF_BITNET = 1 << 11,
 	FG_WF_U8_RAW = 1 << 12,        /* U8 passed through */
+	FG_WF_FP8_SCALED = 1 << 13,    /* E4M3 times a weight_scale (compressed-tensors float-quantized, ModelOpt FP8) */
+	FG_WF_CT_INT4_G32 = 1 << 14,   /* compressed-tensors int4, symmetric, group 32, no g_idx: what mlx-lm's
+					* deepseek_v3 sanitize remaps to MLX affine; only in .ct_families */
+};
+
+/*
+ * One weight format the trunk holds, as the simulation reads it: the bits a
+ * row's formats must share with any_of for the row to read it (0: no row
+ * does), and whether FG_WF_FP8_BLOCK also needs the family in fp8_families
+ * (FG_WF_CT_INT4_G32 always needs it in ct_families).
+ */
+struct fg_format_need {
+	unsigned any_of;
+	int fp8_block;
+	char name[128];            /* the format as forged names it ("gptq bits=4 group=128 ...") */
+	const char *example;       /* one trunk module in it (borrowed) */
+	size_t modules;            /* how many trunk modules are in it */
+};
+
+/*
+ * The FG_WF_* bits that read modules of format f (a format fg_qformat_detect
+ * gave), 0 for a dense one; g_idx says whether a GPTQ module has a g_idx
+ * tensor (llama.cpp's dequantizer needs one), scale_inv whether an FP8
+ * module's scale is weight_scale_inv (DeepSeek) rather than weight_scale.
+ * *fp8_block is set when the bits are FG_WF_FP8_BLOCK's.
+ */
+unsigned fg_runtime_format_bits(const struct fg_qformat *f, int g_idx, int scale_inv, int *fp8_block);
+
+/*
+ * The 16-bit norm dtypes whose +1 at load a runtime computes in F32 (no
+ * 16-bit sum, so no bf16_shift_* verdict for them).
+ */
+enum {
+	FG_SHIFT_F32_BF16 = 1 << 0,
+	FG_SHIFT_F32_F16 = 1 << 1,
 };
 
 /* What a forge writing for this runtime must produce (phase 2 reads it; nothing acts on it yet). */
@@ -314,9 +355,13 @@ struct fg_runtime {
 	const char *guard_error;
 	/* head */
 	const struct fg_rt_head *heads;  /* ends with mode FG_HEAD_NONE; NULL: never runs MTP */
+	/* weight formats (issue 12) */
+	unsigned formats;              /* FG_WF_* it reads */
+	const char *const *fp8_families; /* families whose FP8 block scales it dequantizes (NULL: all) */
+	const char *const *ct_families;  /* families whose FG_WF_CT_INT4_G32 weights it remaps (NULL: none) */
+	int formats_partial;           /* formats lists what the sources state, not everything it reads */
+	unsigned shift_f32;            /* FG_SHIFT_F32_*: the 16-bit dtypes whose +1 at load it sums in F32 */
 	/* data for later tasks */
-	unsigned formats;
-	const char *const *fp8_families;
 	struct fg_rt_forge forge;
 	int mlx;                   /* an MLX-style forge target: absolute norms, stacked experts */
 	unsigned default_for;      /* FG_LAYOUT_* bits: targeted when inspect is given no runtime */
@@ -434,6 +479,8 @@ struct fg_runtime_input {
 	size_t n_sidecars;
 	const struct fg_dup_input *dups;
 	size_t n_dups;
+	const struct fg_format_need *trunk_formats; /* the trunk's quantized weight formats (dense is implied) */
+	size_t n_trunk_formats;
 };
 
 /* ---- the result ---- */
@@ -502,6 +549,7 @@ enum fg_load_cause {
 	FG_LOAD_HEAD_EXPERTS,
 	FG_LOAD_HEAD_MISSING,
 	FG_LOAD_GUARD,             /* the runtime's own double-shift guard */
+	FG_LOAD_FORMAT,            /* it does not read the trunk's weight format (trunk_format_unsupported) */
 };
 
 enum fg_decode { FG_DECODE_NONE, FG_DECODE_AR, FG_DECODE_MTP };
@@ -556,6 +604,7 @@ struct fg_runtime_result {
 	size_t order_dependent;         /* names with differing copies whose winner depends on order */
 	const char *culprit;            /* one tensor the load error or breakage is about, or NULL */
 	const struct fg_tset *head_set; /* the head set it loaded, or NULL */
+	const struct fg_format_need *unread_format; /* FG_LOAD_FORMAT: the trunk format it does not read */
 };
 
 /* Simulate rt on the checkpoint. */

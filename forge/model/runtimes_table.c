@@ -123,10 +123,23 @@ static const struct fg_rt_family pr1724_families[] = {
 };
 
 /* mlx-lm's formats (mlx-lm.md "Quantization config branches"; utils.py@ed1fca4cef15:L365-390,
- * L72-172; 0.32 adds compressed-tensors nvfp4-pack-quantized, utils.py@d78bf58e217c:L407-414). */
+ * L72-172; 0.32 adds compressed-tensors nvfp4-pack-quantized, utils.py@d78bf58e217c:L407-414): MLX
+ * quantization and plain floats; AutoAWQ 4-bit converted at load.  No GPTQ: a .g_idx is refused by
+ * name, and without one the AWQ path reads GPTQ's qweight [in/8, out] as AutoAWQ's [in, out/8], so
+ * the repacked weight is [8*out, in/64] where the model wants [out, in/8] and the strict load
+ * refuses the shape (utils.py@d78bf58e217c:L74-174, L415-420, L445; ml-explore/mlx
+ * python/mlx/nn/layers/base.py@846d176227a0:L179-203).  compressed-tensors only where a sanitize
+ * remaps it (MLXLM_CT: symmetric int4, group 32), otherwise weight_packed/weight_scale are extra keys;
+ * FP8 block scales only where a model's sanitize dequantizes them (MLXLM_FP8:
+ * deepseek_v3.py@d78bf58e217c:L412-423); no ModelOpt or compressed-tensors FP8 scales (qwen3_5,
+ * qwen3_next and glm4_moe keep them as extra keys, which the strict load refuses).  mlx-lm sums the
+ * +1 in the array's own dtype (a BF16 tensor stays BF16), so shift_f32 stays 0. */
 #define MLXLM_FORMATS                                                                              \
 	(FG_WF_FLOAT | FG_WF_MLX_AFFINE | FG_WF_MLX_MXFP4 | FG_WF_MLX_NVFP4 | FG_WF_MLX_MXFP8 |     \
-	 FG_WF_AWQ4 | FG_WF_GPTQ4 | FG_WF_FP8_BLOCK | FG_WF_COMPRESSED | FG_WF_BITNET)
+	 FG_WF_AWQ4 | FG_WF_FP8_BLOCK | FG_WF_CT_INT4_G32 | FG_WF_BITNET)
+/* deepseek_v3's sanitize: weight_packed -> weight (U32 view), weight_scale -> scales, biases = -8 * scales
+ * (deepseek_v3.py@d78bf58e217c:L397-410, the same blob at ed1fca4cef15); deepseek_v32 has no such remap */
+#define MLXLM_CT LIST("deepseek_v3")
 #define MLXLM_FP8 LIST("deepseek_v3", "deepseek_v32", "mimo_v2")
 
 /* An MLX trunk-only target: absolute norms, stacked experts, no head key in the shards. */
@@ -549,7 +562,7 @@ static const struct fg_runtime runtimes[] = {
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), /* no mlx_lm/models/qwen3_5_mtp.py in any version */
 	  .model_type_error = "ValueError: Model type {} not supported.", /* utils.py@ed1fca4cef15:L187-191 */
 	  .families = mlxlm031_families,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_FORGE,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_FORGE,
 	  .mlx = 1, .default_for = FG_LAYOUT_MLX,
 	  .unconfirmed = LIST("whether an mlx-lm 0.31.4+ release exists (the mirror's newest tag is v0.31.3)"),
 	  .source = "ml-explore/mlx-lm v0.31.3 ed1fca4cef15" },
@@ -561,7 +574,7 @@ static const struct fg_runtime runtimes[] = {
 	  .unsupported_model_types = LIST("qwen3_5_mtp"),
 	  .model_type_error = "ValueError: Model type {} not supported.", /* utils.py@d78bf58e217c:L177-195 */
 	  .families = mlxlm032_families,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_FORGE,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_FORGE,
 	  .mlx = 1, .default_for = FG_LAYOUT_MLX | FG_LAYOUT_HF,
 	  .unconfirmed = LIST("which commit the PyPI 0.32.x releases are built from (no v0.32 tag in the snapshot)"),
 	  .source = "ml-explore/mlx-lm main d78bf58e217c (0.32.0)" },
@@ -571,7 +584,7 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .families = mlxlm032_families, .heads = pr990_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_PR_FORGE, .mlx = 1,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_PR_FORGE, .mlx = 1,
 	  .source = "ml-explore/mlx-lm refs/pull/990/head e8ceeccf118d" },
 	{ .id = "mlx-lm-pr1740", .flags = FG_RT_OPT_IN,
 	  .contract = "PR 1740 (closed): PR 990's head; a declared head without keys falls back to plain decoding",
@@ -579,7 +592,7 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .families = mlxlm032_families, .heads = pr1740_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_PR_FORGE, .mlx = 1,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_PR_FORGE, .mlx = 1,
 	  .source = "ml-explore/mlx-lm refs/pull/1740/head bc1d11414c12" },
 	{ .id = "mlx-lm-pr1724", .flags = FG_RT_OPT_IN,
 	  .contract = "PR 1724 (closed): exact head key-set validation; refuses a declared head without keys",
@@ -587,7 +600,7 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .families = pr1724_families, .heads = pr1724_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_PR_FORGE, .mlx = 1,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_PR_FORGE, .mlx = 1,
 	  .unconfirmed = LIST("how _normalize_experts treats a fused bmm [E,H,2I] layout"),
 	  .source = "ml-explore/mlx-lm refs/pull/1724/head a9e671b33ce8" },
 	{ .id = "mlx-lm-pr1469", .flags = FG_RT_OPT_IN,
@@ -596,7 +609,7 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .families = mlxlm032_families, .heads = pr1469_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_PR_FORGE, .mlx = 1,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_PR_FORGE, .mlx = 1,
 	  .unconfirmed = LIST("when load_mtp_head (the *_mtp sidecar path, utils.py@51b980d8a507:L453-531) is "
 			      "called: not modelled"),
 	  .source = "ml-explore/mlx-lm refs/pull/1469/head 51b980d8a507" },
@@ -611,7 +624,7 @@ static const struct fg_runtime runtimes[] = {
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .routes_away = LIST("vision_config"), /* generate.py@08f0c0758a80:L257-278: mlx-vlm 0.6.12 */
 	  .families = mlxlm031_families,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MLXLM_FORGE,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MLXLM_FORGE,
 	  .mlx = 1, .default_for = FG_LAYOUT_MLX,
 	  .unconfirmed = LIST("which max_seq_nums LM Studio passes: with the default 4 a text model is probe-loaded "
 			      "by mlx-vlm first (generate.py@08f0c0758a80:L280-331), not modelled",
@@ -639,7 +652,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_GLOB, .dups = FG_DUPS_ORDER, .no_files_error = "FileNotFoundError: No safetensors found",
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .families = mlxlm031_families, MTPLX_GUARD, .heads = mtplx211_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MTPLX_FORGE, .mlx = 1,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MTPLX_FORGE, .mlx = 1,
 	  .unconfirmed = LIST("the 2.11 pyproject's mlx-lm pin (2.9.2 and 2.12.0 both pin mlx-lm>=0.31,<0.32)",
 			      "the 2.11 qwen3_5_mtp_patch.py itself (no heal rests on the 2.12.0 changelog)",
 			      "tag commits: no snapshot of youssofal/MTPLX; lines are character offsets"),
@@ -649,7 +662,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_GLOB, .dups = FG_DUPS_ORDER, .no_files_error = "FileNotFoundError: No safetensors found",
 	  .strict = FG_LOAD_STRICT, .strict_error = MLX_STRICT_ERROR,
 	  .families = mlxlm031_families, MTPLX_GUARD, .heads = mtplx212_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .forge = MTPLX_FORGE,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT, .forge = MTPLX_FORGE,
 	  .mlx = 1, .default_for = FG_LAYOUT_MLX,
 	  .unconfirmed = LIST("2.12.1+ (fused-expert fix #574) exists only in a fork's CHANGELOG "
 			      "(shunya1810/MTPLX@ba1eae53); upstream has no 2.12.1 entry, so no row covers it",
@@ -665,7 +678,7 @@ static const struct fg_runtime runtimes[] = {
 	  .strict = FG_LOAD_RETRY_LENIENT, .strict_error = MLX_STRICT_ERROR,
 	  .unsupported_model_types = LIST("qwen3_5_mtp"), .model_type_error = "ValueError: Model type {} not supported.",
 	  .families = mlxlm032_families, .heads = vllm_mlx_heads,
-	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8,
+	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT,
 	  .forge = { .head_file = "mtp/weights.safetensors", .key_prefix = "mtp.", .experts = FG_XL_SWITCH_MLP,
 		     .convention = FG_CONV_ABSOLUTE, .declarations = LIST("mtp/manifest.json", "mtp_hidden_state_mode"),
 		     .shards_without_head = 1 },
@@ -688,6 +701,10 @@ static const struct fg_runtime runtimes[] = {
 	  .families = ollama_families, .heads = ollama_heads,
 	  /* F32, F16, BF16, U8, block-FP8 E4M3 with a scale companion (convert/reader_safetensors.go@fb3076099687:L213-517) */
 	  .formats = FG_WF_FLOAT | FG_WF_U8_RAW | FG_WF_FP8_BLOCK,
+	  /* addOne works on the []float32 of the tensor and 1-D tensors are written F32
+	   * (convert/convert_qwen3next.go@fb3076099687:L1541-1561; convert/reader.go@fb3076099687:L62-66;
+	   * convert/reader_safetensors.go@fb3076099687:L259-271) */
+	  .shift_f32 = FG_SHIFT_F32_BF16 | FG_SHIFT_F32_F16,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("num_nextn_predict_layers", "mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
@@ -723,8 +740,16 @@ static const struct fg_runtime runtimes[] = {
 	  .no_files_error = "no model parts found",
 	  .strict = FG_LOAD_UNSTATED,
 	  .families = llamacpp_families, .heads = llamacpp_heads,
-	  /* conversion/base.py@00bd27a621f9 dequant_model */
-	  .formats = FG_WF_FLOAT | FG_WF_BITNET | FG_WF_FP8_BLOCK | FG_WF_GPTQ | FG_WF_COMPRESSED | FG_WF_MODELOPT_NVFP4,
+	  /* conversion/base.py@00bd27a621f9 dequant_model: bitnet, fp8 blocks, GPTQ 2/4/8 bits through the
+	   * module's g_idx (a GPTQ module without one is a KeyError), compressed-tensors pack-quantized and
+	   * float-quantized, ModelOpt FP8 and NVFP4.  Not modelled: its compressed-tensors limits (one config
+	   * group, pack-quantized strategy group, float-quantized channel or block). */
+	  .formats = FG_WF_FLOAT | FG_WF_BITNET | FG_WF_FP8_BLOCK | FG_WF_FP8_SCALED | FG_WF_GPTQ | FG_WF_COMPRESSED |
+		     FG_WF_MODELOPT_NVFP4,
+	  /* prepare_tensors turns every tensor that is not F16/F32 into F32 before modify_tensors adds the 1
+	   * (conversion/base.py@00bd27a621f9:ModelBase.prepare_tensors; conversion/qwen.py@03173d5e78f8:
+	   * Qwen3NextModel.modify_tensors): a BF16 norm is summed in F32, an F16 one in F16 */
+	  .shift_f32 = FG_SHIFT_F32_BF16,
 	  .forge = { .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,
 		     .convention = FG_CONV_DELTA, .declarations = LIST("mtp_num_hidden_layers") },
 	  .default_for = FG_LAYOUT_HF,
@@ -737,7 +762,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_SINGLE, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_LENIENT,
 	  .families = transformers_families,
-	  .formats = FG_WF_FLOAT,
+	  .formats = FG_WF_FLOAT, .formats_partial = 1, /* its quantizers were not read */
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("the file rule and strictness of from_pretrained (not read: index-driven sharded loading, "
@@ -750,7 +775,10 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_ALL, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_EXTRA_OK, .strict_error = "Following weights were not initialized from checkpoint",
 	  .families = vllm_families, .heads = vllm_heads,
-	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ | FG_WF_FP8_BLOCK,
+	  /* what the MTP sources state (modelopt_fp4, GPTQ biases, FP8 scales); its other quantization
+	   * methods were not read */
+	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ | FG_WF_FP8_BLOCK | FG_WF_FP8_SCALED,
+	  .formats_partial = 1,
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("duplicate names: every copy is loaded in turn, the last wins (inference)",
@@ -762,7 +790,7 @@ static const struct fg_runtime runtimes[] = {
 	  .files = FG_FILES_INDEX_ELSE_ALL, .dups = FG_DUPS_ORDER, .no_files_error = "no model weights found",
 	  .strict = FG_LOAD_LENIENT, /* unknown names warned (qwen3_5.py@005fa711897e load_weights) */
 	  .families = sglang_families, .heads = sglang_heads,
-	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ,
+	  .formats = FG_WF_FLOAT | FG_WF_MODELOPT_NVFP4 | FG_WF_GPTQ, .formats_partial = 1, /* as vLLM */
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("the glob patterns of model_loader/loader.py (the index filter is vLLM's)",

@@ -63,9 +63,6 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 		enum fg_name_norm cls = fg_tensor_norm_class(t);
 		struct fg_norm *nm;
 
-		if ((t->facts & FG_FACT_VALID) ? (t->facts & (FG_FACT_SCALES | FG_FACT_SCALE_INV)) != 0
-					       : fg_str_ends_with(t->name, ".scales") || fg_str_ends_with(t->name, "_scale_inv"))
-			s->n_quantized++;
 		if (cls == FG_NAME_NOT_NORM)
 			continue;
 		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || t->nelem > FG_NORM_MAX_ELEMS || (!t->data && t->nelem)) {

@@ -41,7 +41,8 @@ struct fg_tset {
 	const char **tensor_files;   /* parallel to tensors */
 	size_t n_norms;
 	struct fg_norm *norms;
-	size_t n_quantized;          /* quantized linears: *.scales (MLX) or *_scale_inv (FP8) */
+	size_t n_quantized;          /* quantized modules of any format (qmods.h; inspect counts them,
+				      * fg_tset_measure leaves 0) */
 	size_t n_bad_norms;          /* norm-named tensors that are not 1-D float, are larger than
 				      * FG_NORM_MAX_ELEMS, or whose bytes were not read */
 	const char *bad_norm;        /* the first of them */

@@ -16,7 +16,10 @@
  * per-runtime load codes `runtime_load_error`, `model_type_unsupported`,
  * `duplicate_tensor_order_dependent`, `head_keys_not_loaded`,
  * `head_experts_not_loaded`, `trunk_experts_not_loaded` and
- * `head_contract_mismatch`; `mtp_declared_missing` became info (issue 12).
+ * `head_contract_mismatch`; `mtp_declared_missing` became info (issue 12), and
+ * issue 12 adds `trunk_format_unsupported`, `unsupported_quantization_format`
+ * (a forge refusal), `quantized_head_requantized` and `bf16_shift_rounding`
+ * (`bf16_shift_precision_loss` split by the size of the worst error).
  */
 #ifndef FG_VERDICTS_H
 #define FG_VERDICTS_H
@@ -86,6 +89,10 @@ enum fg_verdict_kind {
 	  "a targeted runtime's lenient load skips the trunk's routed experts")                   \
 	X(HEAD_CONTRACT_MISMATCH, "head_contract_mismatch", FG_SEV_ERROR, FG_VK_STATIC,            \
 	  "a targeted runtime feeds the head a concatenation order its family does not use")      \
+	X(TRUNK_FORMAT_UNSUPPORTED, "trunk_format_unsupported", FG_SEV_ERROR, FG_VK_STATIC,        \
+	  "a targeted runtime cannot read the trunk's weight format (forge with --backbone naming one it loads)") \
+	X(UNSUPPORTED_QUANTIZATION_FORMAT, "unsupported_quantization_format", FG_SEV_ERROR,        \
+	  FG_VK_STATIC, "the head is quantized in a format forged does not read: refused by name, never copied") \
 	X(UNREADABLE_SHARD, "unreadable_shard", FG_SEV_ERROR, FG_VK_STATIC,                        \
 	  "a model*.safetensors is no readable regular file: a runtime that globs fails to load it") \
 	X(STRAY_SHARD, "stray_shard", FG_SEV_WARNING, FG_VK_STATIC,                                \
@@ -93,11 +100,15 @@ enum fg_verdict_kind {
 	X(INDEX_MISMATCH, "index_mismatch", FG_SEV_WARNING, FG_VK_STATIC,                          \
 	  "the index and the shard headers disagree")                                             \
 	X(BF16_SHIFT_PRECISION_LOSS, "bf16_shift_precision_loss", FG_SEV_WARNING, FG_VK_STATIC,    \
-	  "+1 applied in BF16/F16 loses small offsets")                                           \
+	  "a runtime stores +1 as a 16-bit sum that misses a gain by more than half a BF16 step at 1.0") \
 	X(QUANTIZED_MTP_HEAD, "quantized_mtp_head", FG_SEV_WARNING, FG_VK_STATIC,                  \
 	  "the MTP head is quantized")                                                            \
+	X(QUANTIZED_HEAD_REQUANTIZED, "quantized_head_requantized", FG_SEV_WARNING, FG_VK_STATIC,  \
+	  "an already quantized head was dequantized and quantized again (--allow-requantize); reports disagree on acceptance") \
 	X(RAW_ZERO_CENTRED_HEAD, "raw_zero_centred_head", FG_SEV_INFO, FG_VK_STATIC,               \
 	  "a delta head; fine for runtimes that heal it")                                         \
+	X(BF16_SHIFT_ROUNDING, "bf16_shift_rounding", FG_SEV_INFO, FG_VK_STATIC,                   \
+	  "a runtime stores +1 as a 16-bit sum, within half a BF16 step at 1.0 of every gain")      \
 	X(MIXED_HEAD_CONVENTIONS_IN_FLEET, "mixed_head_conventions_in_fleet", FG_SEV_WARNING,      \
 	  FG_VK_FLEET, "the fleet serves heads of both conventions")                              \
 	X(MTP_DEPTH_WINS, "mtp_depth_wins", FG_SEV_INFO, FG_VK_VERIFICATION,                       \

@@ -11,10 +11,12 @@
  * (fg_fs_open_beneath: no symbolic links unless the caller allows them
  * within given roots, O_NONBLOCK so a FIFO cannot wedge the open, regular
  * files only) from a descriptor of the folder kept for the checkpoint's
- * life.  Nothing is mapped while opening: headers are read with pread and
- * parsed into compact tables on a pool of threads, the index is scanned
- * once (jsonlex.h, no tree) and checked against those tables as it goes,
- * and tensor bytes are read later, on request (fg_ckpt_fetch, fg_ckpt_map).
+ * life.  No tensor data is read while opening: headers are mapped, parsed
+ * into compact tables (packed into one slab per parsing thread) on a pool
+ * of threads and unmapped, the index is scanned once (jsonlex.h, no tree)
+ * and checked against those tables as it goes, each entry compared first
+ * with the next name of its file's header, and tensor bytes are read
+ * later, on request (fg_ckpt_fetch, fg_ckpt_map).
  */
 #include "forge/source/checkpoint.h"
 
@@ -479,7 +481,42 @@ struct index_text {
 	size_t len;
 	const char *label;
 	int mapped;
+	size_t *clean;        /* bytes from the start known to hold no NUL (NULL: the whole text is) */
 };
+
+/*
+ * The index must hold no NUL byte (the reader relies on it, and a NUL
+ * anywhere is the error reported, whatever else is wrong).  A local index
+ * is checked a window at a time just ahead of the first scan (so the scan
+ * reads pages the check brought in, once), and what the scan did not reach
+ * is checked when it ends (scan_first).
+ */
+#define INDEX_WINDOW ((size_t)1 << 20)
+
+/* Check the window ahead of p; true when it holds a NUL. */
+static bool index_nul_ahead(const struct index_text *ix, const char *p)
+{
+	size_t want;
+
+	if (!ix->clean)
+		return false;
+	want = (size_t)(p - ix->text) + INDEX_WINDOW;
+	if (want > ix->len)
+		want = ix->len;
+	while (*ix->clean < want) {
+		size_t n = ix->len - *ix->clean < INDEX_WINDOW ? ix->len - *ix->clean : INDEX_WINDOW;
+
+		if (memchr(ix->text + *ix->clean, '\0', n))
+			return true;
+		*ix->clean += n;
+	}
+	return false;
+}
+
+static int index_nul_error(const struct index_text *ix, struct fg_err *err)
+{
+	return fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", ix->label);
+}
 
 /* Is the whole text JSON by fg_json_parse's rule?  (A meaning error is reported only then.) */
 static bool index_json_ok(const struct index_text *ix)
@@ -570,6 +607,7 @@ struct scan {
 	struct fg_ckpt *c;
 	size_t *cap, *mcap;
 	size_t *found;        /* per file (n_files at the start of the pass) */
+	const char **cursor;  /* per file: the next name of its header order (st->strings), or NULL */
 	size_t n_found;
 	int added;            /* SCAN_FILES added a file: a SCAN_COUNT pass must follow its open */
 	size_t n_entries;
@@ -626,6 +664,10 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 	}
 	s->n_entries = 0;
 	while (fg_jl_more(l, '}', &first)) {
+		if (index_nul_ahead(ix, l->p)) {
+			rc = index_nul_error(ix, err);
+			goto out;
+		}
 		/* What was scanned leaves the resident set: the index is read once, front to back. */
 		if (ix->mapped && l->p - drop_to > (1 << 20)) {
 			const char *upto = (const char *)((uintptr_t)l->p & ~(uintptr_t)4095);
@@ -633,10 +675,44 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 			madvise((void *)(uintptr_t)drop_to, (size_t)(upto - drop_to), MADV_DONTNEED);
 			drop_to = upto;
 		}
-		const char *kname, *vname;
+		const char *kname, *vname, *cur;
+		const struct fg_st_file *st;
+		const struct fg_tensor *t;
 		size_t klen, vlen;
-		uint32_t h;
 
+		/*
+		 * The entry as a converter writes it: the next name of the file
+		 * the entry before named, and the same file name.  Both are
+		 * compared as they stand in the text (the header's names came
+		 * from keys without escapes, so equal bytes are equal strings);
+		 * anything else is read from the same place below.
+		 */
+		if ((mode & SCAN_COUNT) && last_raw && last != NO_FILE && last < s->n_found && (st = c->files[last].st) &&
+		    st->plain_names) {
+			const char *p = l->p, *q;
+
+			cur = s->cursor[last] ? s->cursor[last] : st->strings;
+			klen = cur < st->strings + st->names_len ? strlen(cur) : 0;
+			if (klen && (size_t)(l->end - p) > klen + 1 && p[0] == '"' && p[1 + klen] == '"' &&
+			    memcmp(p + 1, cur, klen) == 0) {
+				q = p + 2 + klen;
+				while (q < l->end && (unsigned char)*q <= 32)
+					q++;
+				if (q < l->end && *q == ':') {
+					for (q++; q < l->end && (unsigned char)*q <= 32; q++)
+						;
+					if ((size_t)(l->end - q) > last_len + 1 && q[0] == '"' && q[1 + last_len] == '"' &&
+					    memcmp(q + 1, last_raw, last_len) == 0) {
+						l->p = l->tok_end = q + 2 + last_len;
+						fg_jl_ws(l);
+						s->n_entries++;
+						s->found[last]++;
+						s->cursor[last] = cur + klen + 1;
+						continue;
+					}
+				}
+			}
+		}
 		if (!fg_jl_key(l, &key)) {
 			rc = index_syntax(ix, err);
 			goto out;
@@ -715,9 +791,22 @@ static int scan_entries(struct scan *s, const struct index_text *ix, struct fg_j
 			kname = key.raw;
 			klen = key.len;
 		}
-		h = (uint32_t)fg_fnv1a_n(kname, klen);
-		if (fg_st_find_n(c->files[last].st, kname, klen, h)) {
+		/*
+		 * The index and the headers list names in the same (sorted) order in
+		 * every checkpoint a converter writes, so the entry is first compared
+		 * with the next name of its file's header (a walk of that file's
+		 * names: sequential memory, no hash); only when that fails is the
+		 * name looked up, and the walk resumes after the name found.
+		 */
+		st = c->files[last].st;
+		cur = s->cursor[last] ? s->cursor[last] : st->strings;
+		if ((size_t)(st->strings + st->names_len - cur) > klen && cur[klen] == '\0' &&
+		    memcmp(cur, kname, klen) == 0) {
 			s->found[last]++;
+			s->cursor[last] = cur + klen + 1;
+		} else if ((t = fg_st_find_n(st, kname, klen, fg_st_name_hash(kname, klen)))) {
+			s->found[last]++;
+			s->cursor[last] = t->name + klen + 1;
 		} else {
 			const char *copy = keep_name(c, kname, klen);
 
@@ -805,6 +894,16 @@ static int scan_index(struct scan *s, const struct index_text *ix, int mode, str
 	return 0;
 }
 
+/* The first scan of a text: scan_index, then the NUL check of whatever it did not reach, which wins. */
+static int scan_first(struct scan *s, const struct index_text *ix, int mode, struct fg_err *err)
+{
+	int rc = scan_index(s, ix, mode, err);
+
+	if (ix->clean && *ix->clean < ix->len && index_nul_ahead(ix, ix->text + ix->len))
+		return index_nul_error(ix, err);
+	return rc;
+}
+
 /*
  * The second half of the cross-check, paid only on a mismatch: the index's
  * name -> file map (a second scan of its text) tells which tensors of a
@@ -885,15 +984,31 @@ static int cross_check(struct fg_ckpt *c, const struct index_text *ix, struct sc
 	return cross_check_tail(c, ix, s->found, s->mcap, s->n_entries, err);
 }
 
-/* A pass that counts: found[] sized for every file now known. */
-static int count_pass(struct scan *s, const struct index_text *ix, struct fg_err *err)
+/* found[] and cursor[] (zeroed) for every file now known: 0 or FG_ENOMEM with err set. */
+static int scan_counts(struct scan *s, struct fg_err *err)
 {
 	free(s->found);
+	free(s->cursor);
 	s->n_found = s->c->n_files;
 	s->found = calloc(s->n_found ? s->n_found : 1, sizeof(*s->found));
-	if (!s->found)
+	s->cursor = calloc(s->n_found ? s->n_found : 1, sizeof(*s->cursor));
+	if (!s->found || !s->cursor)
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", s->c->source);
-	return scan_index(s, ix, SCAN_COUNT, err);
+	return 0;
+}
+
+static void scan_release(struct scan *s)
+{
+	free(s->found);
+	free(s->cursor);
+}
+
+/* A pass that counts, for every file now known. */
+static int count_pass(struct scan *s, const struct index_text *ix, struct fg_err *err)
+{
+	int rc = scan_counts(s, err);
+
+	return rc ? rc : scan_index(s, ix, SCAN_COUNT, err);
 }
 
 /* Files in discovery order: the glob's (sorted), those the index alone names, then sidecars. */
@@ -938,24 +1053,29 @@ struct open_pool {
 	pthread_mutex_t lock;
 	pthread_t tids[OPEN_THREADS_MAX];
 	size_t started;
+	struct open_worker {
+		struct open_pool *p;
+		struct fg_st_parse_opts parse; /* the checkpoint's, with this worker's slab */
+	} workers[OPEN_THREADS_MAX];
 };
 
-/* Open one file beneath the folder and parse its header. */
-static int open_one(const struct fg_ckpt *c, const char *name, const char *path, struct fg_st_file **st,
-		    struct fg_err *err)
+/* Open one file beneath the folder and parse its header with opts. */
+static int open_one(const struct fg_ckpt *c, const char *name, const char *path, const struct fg_st_parse_opts *opts,
+		    struct fg_st_file **st, struct fg_err *err)
 {
 	int fd, rc = fg_fs_open_beneath(c->dirfd, name, &c->links, &fd);
 
 	if (rc)
 		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, fg_fs_open_why(rc));
-	rc = fg_st_open_fd(st, fd, path, c->parse, err);
+	rc = fg_st_open_fd(st, fd, path, opts, err);
 	close(fd);
 	return rc;
 }
 
 static void *open_worker(void *arg)
 {
-	struct open_pool *p = arg;
+	struct open_worker *w = arg;
+	struct open_pool *p = w->p;
 
 	for (;;) {
 		size_t i;
@@ -965,8 +1085,23 @@ static void *open_worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		if (i >= p->n)
 			return NULL;
-		p->rc[i] = open_one(p->c, p->names[i], p->paths[i], &p->st[i], &p->errs[i]);
+		p->rc[i] = open_one(p->c, p->names[i], p->paths[i], &w->parse, &p->st[i], &p->errs[i]);
 	}
+}
+
+/*
+ * Parse options with a new slab of c's (tables and names packed into huge
+ * pages, freed with c: fg_st_slab_new): 0, or FG_ENOMEM with err set.
+ */
+static int slab_opts(struct fg_ckpt *c, struct fg_st_parse_opts *o, struct fg_err *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (c->parse)
+		*o = *c->parse;
+	if (FG_GROW(c->slabs, c->n_slabs + 1, c->cap_slabs) || !(o->slab = fg_st_slab_new()))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", c->source);
+	c->slabs[c->n_slabs++] = o->slab;
+	return 0;
 }
 
 static size_t open_threads(void)
@@ -1006,11 +1141,17 @@ static int open_files(struct fg_ckpt *c, size_t from, struct fg_err *err)
 		n_threads = OPEN_THREADS_MAX;
 	if (n_threads > p.n)
 		n_threads = p.n;
+	/* One slab per worker: a slab takes one thread at a time. */
+	for (size_t i = 0; i < n_threads; i++) {
+		p.workers[i].p = &p;
+		if ((rc = slab_opts(c, &p.workers[i].parse, err)))
+			goto out;
+	}
 	/* The calling thread is one of the workers. */
 	for (size_t i = 1; i < n_threads; i++)
-		if (pthread_create(&p.tids[p.started], NULL, open_worker, &p) == 0)
+		if (pthread_create(&p.tids[p.started], NULL, open_worker, &p.workers[p.started + 1]) == 0)
 			p.started++;
-	open_worker(&p);
+	open_worker(&p.workers[0]);
 	for (size_t i = 0; i < p.started; i++)
 		pthread_join(p.tids[i], NULL);
 	for (size_t i = 0; i < p.n; i++) {
@@ -1083,7 +1224,8 @@ static int load_config(struct fg_ckpt *c, int *found, struct fg_err *err)
 }
 
 /* The index beneath the folder, mapped (ix->text NULL when there is none). */
-static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size_t label_len, struct fg_err *err)
+static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size_t label_len, size_t *clean,
+		     struct fg_err *err)
 {
 	struct stat st;
 	int fd, rc = fg_fs_open_beneath(c->dirfd, "model.safetensors.index.json", &c->links, &fd);
@@ -1118,14 +1260,9 @@ static int map_index(struct fg_ckpt *c, struct index_text *ix, char *label, size
 	ix->text = m;
 	ix->len = (size_t)st.st_size;
 	ix->mapped = 1;
-	/* No NUL byte (the reader relies on it), checked a MiB at a time and let go of again. */
-	for (size_t at = 0; at < ix->len && !rc; at += 1u << 20) {
-		size_t n = ix->len - at < (1u << 20) ? ix->len - at : 1u << 20;
-
-		if (memchr(ix->text + at, '\0', n))
-			rc = fg_err_set(err, FG_EINPUT, "%s: not JSON text (contains a NUL byte)", label);
-		madvise((char *)m + at, n, MADV_DONTNEED);
-	}
+	/* NUL bytes: checked as the first scan goes (scan_first). */
+	ix->clean = clean;
+	*clean = 0;
 out:
 	close(fd);
 	return rc;
@@ -1150,7 +1287,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	struct index_text ix;
 	struct scan s;
 	char label[PATH_MAX];
-	size_t ucap = 0, mcap = 0;
+	size_t ucap = 0, mcap = 0, clean = 0;
 	int rc, has_config;
 
 	memset(&s, 0, sizeof(s));
@@ -1166,6 +1303,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	config_ready(c, o);
 	if (c->single_file) {
 		const char *slash = strrchr(source, '/');
+		struct fg_st_parse_opts one;
 		int fd;
 
 		rc = add_file(c, cap, slash ? slash + 1 : source, GROUP_GLOB, err);
@@ -1177,7 +1315,9 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		if (fd < 0)
 			return fg_err_set(err, FG_EINPUT, "checkpoint '%s': %s: cannot open: %s", source, source,
 					  strerror(errno));
-		rc = fg_st_open_fd(&c->files[0].st, fd, c->files[0].path, c->parse, err);
+		rc = slab_opts(c, &one, err);
+		if (!rc)
+			rc = fg_st_open_fd(&c->files[0].st, fd, c->files[0].path, &one, err);
 		close(fd);
 		return rc ? fg_err_prefix(err, rc, "checkpoint '%s': ", c->source) : 0;
 	}
@@ -1185,7 +1325,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 	if (!rc)
 		rc = find_sidecars(c, cap, &ucap, err);
 	if (!rc)
-		rc = map_index(c, &ix, label, sizeof(label), err);
+		rc = map_index(c, &ix, label, sizeof(label), &clean, err);
 	if (rc)
 		goto out;
 	rc = open_files(c, 0, err);
@@ -1197,7 +1337,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		s.c = c;
 		s.cap = cap;
 		s.mcap = &mcap;
-		irc = scan_index(&s, &ix, SCAN_FILES, &ierr);
+		irc = scan_first(&s, &ix, SCAN_FILES, &ierr);
 		if (irc && err)
 			*err = ierr;
 		rc = irc ? irc : rc;
@@ -1211,13 +1351,10 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 		s.c = c;
 		s.cap = cap;
 		s.mcap = &mcap;
-		s.n_found = c->n_files;
-		s.found = calloc(s.n_found ? s.n_found : 1, sizeof(*s.found));
-		if (!s.found) {
-			rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory", source);
+		rc = scan_counts(&s, err);
+		if (rc)
 			goto out;
-		}
-		rc = scan_index(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
+		rc = scan_first(&s, &ix, SCAN_FILES | SCAN_COUNT, err);
 		if (!rc && s.added) {
 			rc = open_files(c, before, err);
 			c->n_mismatch = 0;
@@ -1243,7 +1380,7 @@ static int open_local(struct fg_ckpt *c, const char *source, const struct fg_ckp
 				c->unreadable[0].name, c->unreadable[0].why);
 out:
 	unmap_index(&ix);
-	free(s.found);
+	scan_release(&s);
 	return rc;
 }
 
@@ -1412,7 +1549,7 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 	}
 	if (!rc) {
 		char label[PATH_MAX];
-		struct index_text ix = { (const char *)text, n, label, 0 };
+		struct index_text ix = { (const char *)text, n, label, 0, NULL }; /* checked whole below */
 		struct scan s;
 
 		memset(&s, 0, sizeof(s));
@@ -1434,7 +1571,7 @@ static int open_remote(struct fg_ckpt *c, const char *source, const struct fg_pu
 			rc = cross_check(c, &ix, &s, err);
 		if (!rc && !c->index && !(c->index = cJSON_CreateObject()))
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		free(s.found);
+		scan_release(&s);
 		if (!rc)
 			order_files(c);
 	}
@@ -1807,6 +1944,9 @@ void fg_ckpt_free(struct fg_ckpt *c)
 		free(c->files[i].name);
 		free(c->files[i].path);
 	}
+	for (size_t i = 0; i < c->n_slabs; i++) /* after the files: their tables and names live there */
+		fg_st_slab_free(c->slabs[i]);
+	free(c->slabs);
 	for (size_t i = 0; i < c->n_unreadable; i++)
 		free(c->unreadable[i].name);
 	for (size_t i = 0; i < c->n_blocks; i++)
@@ -1832,8 +1972,8 @@ void fg_ckpt_free(struct fg_ckpt *c)
 const struct fg_tensor *fg_ckpt_find(const struct fg_ckpt *c, const char *name,
 				     const struct fg_ckpt_file **file)
 {
-	uint32_t h = (uint32_t)fg_fnv1a(name);
 	size_t len = strlen(name);
+	uint32_t h = fg_st_name_hash(name, len);
 
 	/* Each shard's own table answers in O(1); checkpoints have tens of shards. */
 	for (size_t i = 0; i < c->n_files; i++) {

@@ -88,6 +88,8 @@ struct fg_ckpt {
 	int dirfd;            /* the local folder, open for the checkpoint's life; -1 remote */
 	struct fg_fs_links links;
 	const struct fg_st_parse_opts *parse; /* during fg_ckpt_open_with only */
+	struct fg_st_slab **slabs; /* the files' tables and names (one slab per parsing thread) */
+	size_t n_slabs, cap_slabs;
 	void **blocks;        /* bytes read for fg_ckpt_fetch (local), freed with c */
 	size_t n_blocks, cap_blocks;
 	char *mismatch_names; /* names the mismatches borrow when the index holds them */

@@ -11,6 +11,7 @@ usage: check_forge.py MODE SOURCE_DIR ARTIFACT_DIR   (modes below) -> exit 0 or 
 import glob
 import json
 import os
+import re
 import struct
 import sys
 
@@ -257,6 +258,220 @@ def mode_quant(src, art):
     print(f"ok quant: {n} modules equal numpy's quantization bit for bit")
 
 
+# ---------------------------------------------------------------------------
+# dequant: quantized source heads (issue 12), decoded here from the formats' public rules
+# (/work/notes/quant-formats.md), word shifts rather than dequant_golden.py's bit planes
+
+QROLES = ("qweight", "qzeros", "scales", "g_idx", "biases", "weight_packed", "weight_scale", "weight_zero_point",
+          "weight_shape", "weight_g_idx", "weight_global_scale", "weight_scale_2", "weight_scale_inv", "input_scale",
+          "input_global_scale", "pre_quant_scale")
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+AWQ_REV = [0, 4, 1, 5, 2, 6, 3, 7]
+
+
+def arr(t, dt=None):
+    dtype, shape, raw = t
+    np_dt = {"I32": "<u4", "U32": "<u4", "I64": "<i8", "U8": "u1", "F8_E4M3": "u1", "F16": "<f2"}.get(dtype)
+    if dt:
+        np_dt = dt
+    if np_dt is None:
+        return values(dtype, raw).reshape(shape).astype(np.float64)
+    return np.frombuffer(raw, np_dt).reshape(shape)
+
+
+def fvals(t):
+    """Float tensor values in float64 (exact)."""
+    dtype = t[0]
+    if dtype == "F16":
+        return np.frombuffer(t[2], "<f2").astype(np.float64).reshape(t[1])
+    if dtype == "F8_E4M3":
+        return e4m3(t[2]).astype(np.float64).reshape(t[1])
+    return values(dtype, t[2]).astype(np.float64).reshape(t[1])
+
+
+def unpack(words, bits, n):
+    """[rows, words] LSB-first codes of 2/4/8 bits: code k of a row is (word[k / pf] >> bits * (k % pf)) & mask."""
+    pf, mask = 32 // bits, (1 << bits) - 1
+    k = np.arange(n)
+    return ((words[:, k // pf].astype(np.uint64) >> (bits * (k % pf)).astype(np.uint64)) & mask).astype(np.int64)
+
+
+def modules_of(src):
+    """module prefix -> {role: tensor} for every quantized module of a tensor dict."""
+    mods = {}
+    for name, t in src.items():
+        prefix, _, role = name.rpartition(".")
+        if role in QROLES or (role == "weight" and t[0] in ("U32", "U8", "F8_E4M3")):
+            mods.setdefault(prefix, {})
+    for name, t in src.items():
+        prefix, _, role = name.rpartition(".")
+        if prefix in mods:
+            mods[prefix][role] = t
+    return mods
+
+
+def decode(m, qc, module):
+    """The float64 W [out, in] of one quantized module, by its tensor family."""
+    method = (qc or {}).get("quant_method")
+    if "qweight" in m and ("g_idx" in m or method == "gptq"):  # GPTQ (notes 2): packed along in; zeros along out
+        sc = fvals(m["scales"])
+        if "g_idx" in m:
+            g_idx = arr(m["g_idx"], "<i4").astype(np.int64)
+            inn, out = len(g_idx), sc.shape[1]
+            bits = m["qweight"][1][0] * 32 // inn
+        else:  # no g_idx: column c is in group c // group_size
+            bits, out = qc["bits"], sc.shape[1]
+            inn = m["qweight"][1][0] * 32 // bits
+            g_idx = np.arange(inn) // (qc["group_size"] if qc["group_size"] > 0 else inn)
+        q = unpack(arr(m["qweight"]).T, bits, inn).T          # [in, out]
+        z = unpack(arr(m["qzeros"]), bits, out)               # [G, out]
+        if (qc.get("checkpoint_format") or qc.get("format") or "gptq").lower() == "gptq":
+            z = (z + 1) & ((1 << bits) - 1)                    # v1 stores zero - 1
+        return (sc[g_idx, :] * (q - z[g_idx, :])).T
+    if "qweight" in m:  # AutoAWQ GEMM (notes 3)
+        qw, sc = arr(m["qweight"]), fvals(m["scales"])
+        inn, out = qw.shape[0], sc.shape[1]
+        group = inn // sc.shape[0]
+        o = np.arange(out)
+        shifts = np.array([4 * AWQ_REV[x % 8] for x in o], dtype=np.uint64)
+        q = ((qw[:, o // 8].astype(np.uint64) >> shifts) & 15).astype(np.int64)
+        z = ((arr(m["qzeros"])[:, o // 8].astype(np.uint64) >> shifts) & 15).astype(np.int64)
+        gi = np.arange(inn) // group
+        return (sc[gi, :] * (q - z[gi, :])).T
+    if "weight_packed" in m:  # compressed-tensors pack-quantized (notes 4): signed, offset 2^(b-1)
+        out, inn = (int(x) for x in arr(m["weight_shape"]))
+        wp = arr(m["weight_packed"])
+        bits = wp.shape[1] * 32 // inn
+        off = 1 << (bits - 1)
+        q = unpack(wp, bits, inn) - off
+        sc = fvals(m["weight_scale"]).reshape(out, -1)
+        gi = np.arange(inn) * sc.shape[1] // inn
+        zp = np.zeros((out, sc.shape[1]))
+        if "weight_zero_point" in m:
+            zp = unpack(arr(m["weight_zero_point"]).T, bits, out).T - off
+        return (q - zp[:, gi]) * sc[:, gi]
+    w = m["weight"]
+    if w[0] == "F8_E4M3":  # float-quantized FP8 (notes 5) or DeepSeek's block scales (notes 8)
+        codes = fvals(w)
+        sc = fvals(m["weight_scale"] if "weight_scale" in m else m["weight_scale_inv"])
+        if sc.size == 1:
+            return codes * sc.reshape(-1)[0]
+        if sc.shape == (codes.shape[0], 1):
+            return codes * sc
+        b0, b1 = -(-codes.shape[0] // sc.shape[0]), -(-codes.shape[1] // sc.shape[1])
+        return codes * np.repeat(np.repeat(sc, b0, 0), b1, 1)[:codes.shape[0], :codes.shape[1]]
+    if w[0] == "U8":  # ModelOpt NVFP4 (notes 6): low nibble = even column; se = e4m3 * weight_scale_2 in F32
+        b = arr(w)
+        codes = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.int64)
+        codes[:, 0::2], codes[:, 1::2] = b & 15, b >> 4
+        s2 = np.float32(fvals(m["weight_scale_2"]).reshape(-1)[0])
+        se = (fvals(m["weight_scale"]).astype(np.float32) * s2).astype(np.float32)
+        return (E2M1[codes].astype(np.float32) * np.repeat(se, 16, axis=1)).astype(np.float32).astype(np.float64)
+    # MLX (notes 7): the mode and group from the config's quantization, per module
+    q = (qc or {}).get(module) if isinstance((qc or {}).get(module), dict) else {}
+    mode = q.get("mode", qc.get("mode", "affine"))
+    group = q.get("group_size", qc.get("group_size", 64))
+    bits = q.get("bits", qc.get("bits", 4))
+    words = arr(w)
+    out = words.shape[0]
+    if mode == "affine":
+        inn = words.shape[1] * 32 // bits
+        codes = unpack(words, bits, inn).astype(np.float32)
+        s = np.repeat(fvals(m["scales"]), group, axis=1).astype(np.float32)
+        b = np.repeat(fvals(m["biases"]), group, axis=1).astype(np.float32)
+        return ((s * codes).astype(np.float32) + b).astype(np.float32).astype(np.float64)
+    sc = arr(m["scales"]).astype(np.int64)
+    if mode == "mxfp8":
+        codes = words.astype("<u4").view(np.uint8).reshape(out, -1)
+        return qg.e4m3_table()[codes].astype(np.float64) * np.repeat(np.ldexp(1.0, sc - 127), 32, axis=1)
+    codes = unpack(words, 4, words.shape[1] * 8)
+    if mode == "nvfp4":
+        return E2M1[codes] * np.repeat(qg.e4m3_table()[sc].astype(np.float64), 16, axis=1)
+    return E2M1[codes] * np.repeat(np.ldexp(1.0, sc - 127), 32, axis=1)  # mxfp4
+
+
+def bf16_of(w64):
+    return to_bf16(np.asarray(w64, dtype=np.float64).astype(np.float32))
+
+
+def mode_dequant(src, art):
+    """Quantized source head modules: dequantized ones equal numpy's decode rounded to BF16 (stacked experts
+    too), kept ones are byte-identical, re-quantized ones equal numpy's MLX affine of that BF16; no
+    quantization companion tensor reaches the sidecar."""
+    s = shards(src)
+    scfg = json.load(open(os.path.join(src, "config.json")))
+    qc = scfg.get("quantization") or scfg.get("quantization_config") or {}
+    side, _ = check_common(art)
+    cfg = json.load(open(os.path.join(art, "config.json")))
+    records = cfg["mtp_quantization"]["modules"]
+    mods = modules_of(s)
+    by_strip = {strip(p): p for p in mods}
+    counts = {"dequantized": 0, "kept": 0, "requantized": 0, "stacked": 0}
+    for name in side:
+        if name.rpartition(".")[2] in QROLES and name.rpartition(".")[2] not in ("scales", "biases"):
+            fail(f"{name}: a quantization companion tensor reached the sidecar")
+    for out, rec in records.items():
+        if not isinstance(rec, dict):
+            continue
+        if ".switch_mlp." in out:
+            head, proj = out.split(".switch_mlp.")
+            srcs, e = [], 0
+            while strip(f"{head}.experts.{e}.{proj}") in by_strip:
+                srcs.append(by_strip[strip(f"{head}.experts.{e}.{proj}")])
+                e += 1
+            if not srcs:
+                fail(f"{out}: no numbered source experts")
+            want = np.stack([bf16_of(decode(mods[p], qc, p)) for p in srcs])
+            counts["stacked"] += 1
+        else:
+            if strip(out) not in by_strip:
+                fail(f"{out}: recorded {rec} but no quantized source module")
+            p = by_strip[strip(out)]
+            want = bf16_of(decode(mods[p], qc, p))
+        if rec.get("dequantized_from"):
+            dt, shape, raw = side[out + ".weight"]
+            got = np.frombuffer(raw, "<u2").reshape(shape)
+            if dt != "BF16" or got.shape != want.shape or not np.array_equal(got, want):
+                bad = np.argwhere(got != want)[:1].tolist() if got.shape == want.shape else "shape"
+                fail(f"{out}: not numpy's dequantization rounded to BF16 (first difference {bad})")
+            counts["dequantized"] += 1
+        elif rec.get("requantized"):
+            w = (want.astype(np.uint32) << 16).view(np.float32).reshape(want.shape[0], -1)
+            if rec.get("mode") == "mxfp4":
+                packed, e8, _ = qg.mxfp4_quant(w)
+                if side[out + ".scales"][2] != e8.astype(np.uint8).tobytes():
+                    fail(f"{out}.scales: re-quantized mxfp4 scales differ from numpy's")
+            else:
+                packed, scale, bias = qg.affine_quant(w, rec["bits"], rec["group_size"])
+                for part, x in (("scales", scale), ("biases", bias)):
+                    if side[out + "." + part][2] != qg.store_bytes(x, "BF16"):
+                        fail(f"{out}.{part}: re-quantized {part} differ from numpy's")
+            if not np.array_equal(np.frombuffer(side[out + ".weight"][2], "<u4").reshape(packed.shape), packed):
+                fail(f"{out}: re-quantized words differ from numpy's {rec.get('mode')} of the BF16 dequantization")
+            counts["requantized"] += 1
+        else:
+            p = by_strip[strip(out)]
+            for role, t in mods[p].items():
+                if side.get(out + "." + role, (None, None, None))[2] != t[2]:
+                    fail(f"{out}.{role}: kept module not byte-identical to the source")
+            counts["kept"] += 1
+    text = scfg.get("text_config", scfg)
+    layers = text.get("num_hidden_layers", scfg.get("num_hidden_layers"))
+    covered = {strip(o) for o in records}
+    covered |= {strip(o.split(".switch_mlp.")[0]) + ".experts." + o.split(".switch_mlp.")[1]
+                for o in records if ".switch_mlp." in o}
+    for p in mods:
+        sp = strip(p)
+        if not (sp.startswith("mtp.") or sp.startswith(f"layers.{layers}.")):
+            continue
+        expert = re.sub(r"\.experts\.\d+\.", ".experts.", sp)
+        if sp not in covered and expert not in covered:
+            fail(f"{p}: a quantized head module without a record in mtp_quantization.modules")
+    if not any(counts.values()):
+        fail("no quantized module checked")
+    print("ok dequant: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
 if __name__ == "__main__":
     {"shift": mode_shift, "same": mode_same, "fp8": mode_fp8, "experts": mode_experts,
-     "quant": mode_quant}[sys.argv[1]](sys.argv[2], sys.argv[3])
+     "quant": mode_quant, "dequant": mode_dequant}[sys.argv[1]](sys.argv[2], sys.argv[3])

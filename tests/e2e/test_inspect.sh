@@ -148,6 +148,31 @@ check "declared missing for mlx-lm-pr990: exit 1" [ "$RC" -eq 1 ]
 check "declared missing for mlx-lm-pr990: its ValueError" \
 	[ "$(field qwen35_mlx_no_head_declared '.runtimes[]|select(.runtime=="mlx-lm-pr990").load_error.reason|startswith("ValueError: Config specifies mtp_num_hidden_layers > 0")')" = true ]
 
+# The +1 of a delta norm stored in 16 bits (issue 12): one verdict per set, with the worst effective-gain
+# error as numpy computes it (check_shift16.py), and only for the runtimes that sum in 16 bits: mlx-lm keeps
+# the BF16 dtype; llama.cpp casts BF16 to F32 before its +1 but sums an F16 norm in F16; ollama sums in F32.
+shift16() { # shift16 DESC SOURCE REPORT EXPECT
+	if out=$("$NUMPY_PY" "$here/check_shift16.py" "$2" "$3" "$4" 2>&1); then ok; else bad "$1: $out"; fi
+}
+NUMPY_PY=${NUMPY_PY:-/usr/bin/python3}
+inspect qwen35_hf
+shift16 "qwen35_hf (BF16): the trunk's rounding for mlx-lm-0.32 only" "$FIXTURES/qwen35_hf" "$TMP/qwen35_hf.json" \
+	"trunk=mlx-lm-0.32"
+inspect qwen35_hf --runtime llamacpp --runtime ollama
+shift16 "qwen35_hf (BF16) for llamacpp and ollama: no 16-bit sum" "$FIXTURES/qwen35_hf" "$TMP/qwen35_hf.json" ""
+inspect qwen35_hf --runtime mlx-lm-pr990
+shift16 "qwen35_hf (BF16) for mlx-lm-pr990: the head's gains >= 2 lose a step (warning)" "$FIXTURES/qwen35_hf" \
+	"$TMP/qwen35_hf.json" "trunk=mlx-lm-pr990;mtp=mlx-lm-pr990"
+check "qwen35_hf for mlx-lm-pr990: the head's verdict is the warning" \
+	[ "$(field qwen35_hf '.verdicts[]|select(.set=="mtp" and (.code|startswith("bf16_shift")))|.code+" "+.severity')" = \
+	  "bf16_shift_precision_loss warning" ]
+"$NUMPY_PY" "$here/check_shift16.py" to-f16 "$FIXTURES/qwen35_hf" "$TMP/qwen35_hf_f16"
+RC=0
+"$FORGED" inspect "$TMP/qwen35_hf_f16" --json >"$TMP/qwen35_hf_f16.json" 2>"$TMP/qwen35_hf_f16.err" || RC=$?
+check "qwen35_hf with F16 norms: exit 0" [ "$RC" -eq 0 ]
+shift16 "qwen35_hf with F16 norms: llamacpp sums them in F16 (trunk and head)" "$TMP/qwen35_hf_f16" \
+	"$TMP/qwen35_hf_f16.json" "trunk=llamacpp,mlx-lm-0.32;mtp=llamacpp"
+
 # Issue 10's cases, each from a fixture: the runtime, its outcome and the verdict.
 inspect qwen35_mlx_conv1d_2d
 check "2-D conv1d: mlx-lm-0.32 refuses" \
@@ -216,4 +241,14 @@ check "hostile single file: exit 2" [ "$rc" -eq 2 ]
 rc=0; FORGED_CACHE_DIR="$TMP/not_a_folder/cache" "$FORGED" inspect http://127.0.0.1:9/m/ >/dev/null 2>"$TMP/err" || rc=$?
 check "a cache folder that cannot be made: exit 3 (got $rc)" [ "$rc" -eq 3 ]
 check "a cache folder that cannot be made: named" grep -q "cache folder '$TMP/not_a_folder/cache" "$TMP/err"
+# Libraries a local inspection does not need are not loaded (forge/core/lazylib.h): the
+# dynamic loader's own log says which it initialised.
+LD_DEBUG=libs "$FORGED" inspect "$FIXTURES/qwen35_mlx_embedded" --json >/dev/null 2>"$TMP/ld.txt" || true
+check "local inspect: the loader ran" grep -q "calling init: .*libc.so" "$TMP/ld.txt"
+check "local inspect: no libcurl, libmicrohttpd, libcrypto, GnuTLS or libpq loaded" \
+	sh -c '! grep -qE "calling init: .*lib(curl|microhttpd|crypto|gnutls|pq)" "$0"' "$TMP/ld.txt"
+LD_DEBUG=libs "$FORGED" version >"$TMP/version.txt" 2>"$TMP/ld.txt" || true
+check "version: libcurl, libmicrohttpd and libcrypto loaded on first use" \
+	sh -c 'grep -q "calling init: .*libcurl" "$0" && grep -q "calling init: .*libmicrohttpd" "$0" && grep -q "calling init: .*libcrypto" "$0"' "$TMP/ld.txt"
+check "version: the loaded libraries report their versions" grep -qE "curl +[0-9]+[.][0-9]+" "$TMP/version.txt"
 finish

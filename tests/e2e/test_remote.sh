@@ -172,6 +172,15 @@ check "remote forge: sidecar identical to the local forge's" cmp -s "$TMP/remote
 check "local forge: provenance revision and resolved_commit are null" \
 	[ "$(jq -c '.source | [.revision, .resolved_commit]' "$TMP/local_art/forged.json")" = '[null,null]' ]
 check "http:// forge: no revision either" [ "$(jq -c '.source | [.revision, .resolved_commit]' "$TMP/remote_art/forged.json")" = '[null,null]' ]
+# A quantized remote head (issue 12): the compressed-tensors weight_shape and every tensor of each
+# dequantized module are fetched; the sidecar equals the local forge's.
+rc=0; "$FORGED" forge "$(url q_ct_moe_head)" --backbone "$FIXTURES/qwen35_moe_mlx_sidecar" --target mtplx-2.12 \
+	--out "$TMP/remote_ct" >/dev/null 2>"$TMP/err" || rc=$?
+check "remote compressed-tensors forge: exit 0 ($(head -c 200 "$TMP/err"))" [ "$rc" -eq 0 ]
+"$FORGED" forge "$FIXTURES/q_ct_moe_head" --backbone "$FIXTURES/qwen35_moe_mlx_sidecar" --target mtplx-2.12 \
+	--out "$TMP/local_ct" >/dev/null 2>&1
+check "remote compressed-tensors forge: sidecar identical to the local forge's" \
+	cmp -s "$TMP/remote_ct/mtp.safetensors" "$TMP/local_ct/mtp.safetensors"
 rc=0; "$FORGED" forge "$(url qwen35_hf)" --out "$TMP/no_bb" >/dev/null 2>"$TMP/err" || rc=$?
 check "remote backbone: exit 2" [ "$rc" -eq 2 ]
 check "remote backbone: explains" grep -q "backbone must be a local folder" "$TMP/err"

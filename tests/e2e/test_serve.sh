@@ -320,6 +320,26 @@ post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "target": "vllm-9"}'
 expect_problem "job with an unknown target: 422" 422 unknown-runtime
 post /v1/jobs '{"kind": "forge", "source": "qwen35_hf", "quant": "affine:7:64"}'
 expect_problem "job with a bad quant policy: 422" 422 invalid-field
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64", "allow_requantize": "yes"}'
+expect_problem "job with allow_requantize not a boolean: 422" 422 invalid-field
+check "allow_requantize not a boolean: errors[] names it" \
+	[ "$(jb -c '.errors')" = '[{"pointer":"/allow_requantize","detail":"must be a boolean"}]' ]
+# Re-quantizing an already quantized head (issue 12) needs allow_requantize, as the CLI's --allow-requantize.
+post /v1/jobs '{"kind": "forge", "source": "q_mlx_lm_head", "quant": "affine:4:64"}'
+expect "requantize job without the flag: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" failed 300; then ok; else bad "job $RQJOB should fail: $(head -c 300 "$TMP/body")"; fi
+check "requantize job without the flag: the error names allow-requantize" grep -q -- "--allow-requantize" <<<"$(jb .error)"
+check "requantize job without the flag: the request echo says allow_requantize false" \
+	[ "$(jb '.request.allow_requantize')" = false ]
+post /v1/jobs "{\"kind\": \"forge\", \"source\": \"q_mlx_lm_head\", \"quant\": \"affine:4:64\", \"allow_requantize\": true, \"out\": \"$TMP/out_rq\"}"
+expect "requantize job with allow_requantize: accepted" 202
+RQJOB=$(jb .id)
+if poll_job "$RQJOB" succeeded 300; then ok; else bad "job $RQJOB with allow_requantize: $(head -c 300 "$TMP/body")"; fi
+get "/v1/jobs/$RQJOB"
+check "requantize job: the request echo says allow_requantize" [ "$(jb '.request.allow_requantize')" = true ]
+check "requantize job: the artifact's config records it" \
+	[ "$(jq -c '.mtp_quantization | [.allow_requantize, (.requantized | length)]' "$TMP/out_rq/config.json")" = '[true,7]' ]
 post /v1/jobs "{\"kind\": \"forge\", \"source\": \"glm45\", \"out\": \"$TMP/out_glm\"}"
 expect "job with out inside a root" 202
 OUTJOB=$(jb .id)
@@ -502,7 +522,8 @@ http GET /metrics
 expect "/metrics without a token" 200
 check "/metrics is Prometheus text 0.0.4" grep -q '^text/plain; version=0.0.4' <<<"$(header Content-Type)"
 check "/metrics: succeeded jobs" grep -Eq '^forged_jobs\{state="succeeded"\} [1-9][0-9]*$' "$TMP/body"
-check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 1$' "$TMP/body"
+# failed: the refused source and the re-quantizing job without allow_requantize
+check "/metrics: failed jobs" grep -Eq '^forged_jobs\{state="failed"\} 2$' "$TMP/body"
 check "/metrics: HTTP 200s counted" grep -Eq '^forged_http_requests_total\{code="200"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: HTTP 401s counted" grep -Eq '^forged_http_requests_total\{code="401"\} [1-9][0-9]*$' "$TMP/body"
 check "/metrics: job durations" grep -Eq '^forged_job_duration_seconds_count [1-9][0-9]*$' "$TMP/body"

@@ -4,7 +4,10 @@
   make_seeds_ckpt.py     writes tests/fuzz/seeds/jsonlex_diff/* and tests/fuzz/seeds/ckpt_open/*
 
 seeds/jsonlex_diff: index-shaped JSON texts that exercise the cJSON dialect (escapes,
-surrogates, a byte-order mark, odd numbers, duplicate keys).  seeds/ckpt_open:
+surrogates, a byte-order mark, odd numbers, duplicate keys), and whole safetensors files
+whose entries take the reader's fast paths and their edges (no white space as the
+safetensors crate writes, white space everywhere, 15 and 16 digits, a reordered entry,
+an escaped key, offsets out of order).  seeds/ckpt_open:
 small checkpoint folders in fuzz_ckpt_open.c's input format (config, index,
 shards cut at "\\n--\\n"; a shard part is a 2-byte data length + its header).
 """
@@ -15,9 +18,9 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def header(tensors):
-    """tensors: [(name, dtype, shape)] -> (header text, data length)."""
-    size = {"F32": 4, "BF16": 2, "F16": 2}
+def header(tensors, compact=False):
+    """tensors: [(name, dtype, shape)] -> (header text, data length); compact: no white space."""
+    size = {"F32": 4, "BF16": 2, "F16": 2, "U8": 1}
     hdr, off = {"__metadata__": {"format": "mlx"}}, 0
     for name, dt, shape in tensors:
         n = size[dt]
@@ -25,7 +28,35 @@ def header(tensors):
             n *= d
         hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + n]}
         off += n
-    return json.dumps(hdr).encode(), off
+    return json.dumps(hdr, separators=(",", ":") if compact else None).encode(), off
+
+
+def st_file(text, data_len):
+    """A whole safetensors file: the length, the header text, data_len zero bytes."""
+    return struct.pack("<Q", len(text)) + text + bytes(data_len)
+
+
+def fast_path_files():
+    """safetensors files for fg_st_parse's fast paths, spelled as writers spell them and just past them."""
+    t = [("model.layers.0.mlp.experts.3.down_proj.weight", "BF16", [4, 2]), ("model.norm.weight", "F32", [2]),
+         ("model.layers.0.self_attn.q_norm.weight", "F32", [2])]
+    files = {}
+    text, n = header(t, compact=True)
+    files["compact.safetensors"] = st_file(text, n)
+    text, n = header(t)
+    files["spaced.safetensors"] = st_file(text, n)
+    files["wide_spaces.safetensors"] = st_file(text.replace(b", ", b" ,\n\t").replace(b": ", b" :  "), n)
+    # The last tensor first: offsets out of the header's order (the table is sorted by offset).
+    text, n = header(t[::-1], compact=True)
+    files["reversed.safetensors"] = st_file(text, n)
+    big = b'{"a":{"dtype":"U8","shape":[100000000000000],"data_offsets":[0,100000000000000]}}'
+    files["digits15.safetensors"] = st_file(big, 0)  # 15 digits: exact (tiling fails: no data)
+    files["digits16.safetensors"] = st_file(big.replace(b"100000000000000", b"1000000000000000"), 0)
+    files["reordered.safetensors"] = st_file(b'{"a":{"shape":[2],"dtype":"U8","data_offsets":[0,2]}}', 2)
+    files["escaped_key.safetensors"] = st_file(b'{"a\\u002eb":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}', 2)
+    files["exponent.safetensors"] = st_file(b'{"a":{"dtype":"U8","shape":[2e0],"data_offsets":[0,02]}}', 2)
+    files["rank7.safetensors"] = st_file(b'{"a":{"dtype":"U8","shape":[1,1,1,1,1,1,2],"data_offsets":[0,2]}}', 2)
+    return files
 
 
 def shard_part(tensors):
@@ -83,6 +114,7 @@ def main():
         "dup.json": b'{"weight_map": 3, "weight_map": {"a": "b"}, "metadata": {"x": [true, false, null]}}',
         "deep.json": b"[" * 40 + b"]" * 40,
     }
+    texts.update(fast_path_files())
     for name, data in texts.items():
         with open(os.path.join(js, name), "wb") as f:
             f.write(data)

@@ -350,6 +350,100 @@ static void test_shrunk_shard_mapped(void **state)
 	fg_ckpt_free(c);
 }
 
+/*
+ * The cross-check walks each shard's names in header order and looks a
+ * name up only when the walk misses: an index in another order (files
+ * interleaved, names reversed), an escaped key and a name mapped to the
+ * wrong file are all judged as a lookup would judge them.
+ */
+static void test_index_order(void **state)
+{
+	static const char *const a[] = { "a.0.weight", "a.1.weight", "a.2.weight", "a.3.weight", "a.4.weight", NULL };
+	static const char *const b[] = { "b.0.weight", "b.1.weight", "b.2.weight", NULL };
+	char dir[PATH_MAX];
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0 };
+	int missing = 0, wrong = 0;
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	shard_write_names(dir, "model-a.safetensors", a);
+	shard_write_names(dir, "model-b.safetensors", b);
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"a.0.weight\": \"model-a.safetensors\", \"a.1.weight\": \"model-a.safetensors\","
+		   " \"b.0.weight\": \"model-b.safetensors\", \"a.2.weight\": \"model-a.safetensors\","
+		   " \"b.2.weight\": \"model-b.safetensors\", \"b.1.weight\": \"model-b.safetensors\","
+		   " \"a.4.weight\": \"model-b.safetensors\", \"\\u0061.3.weight\": \"model-a.safetensors\"}}");
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	for (size_t i = 0; i < c->n_mismatch; i++) {
+		assert_string_equal(c->mismatch[i].tensor, "a.4.weight");
+		if (c->mismatch[i].problem == FG_INDEX_MISSING) {
+			missing++;
+			assert_string_equal(c->mismatch[i].file, "model-b.safetensors");
+		} else {
+			assert_int_equal(c->mismatch[i].problem, FG_INDEX_WRONG_FILE);
+			assert_string_equal(c->mismatch[i].file, "model-a.safetensors");
+			wrong++;
+		}
+	}
+	assert_int_equal(missing, 1);
+	assert_int_equal(wrong, 1);
+	fg_ckpt_free(c);
+
+	/* The index in the headers' own order: nothing to report. */
+	write_text(dir, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"a.0.weight\": \"model-a.safetensors\", \"a.1.weight\": \"model-a.safetensors\","
+		   " \"a.2.weight\": \"model-a.safetensors\", \"a.3.weight\": \"model-a.safetensors\","
+		   " \"a.4.weight\": \"model-a.safetensors\", \"b.0.weight\": \"model-b.safetensors\","
+		   " \"b.1.weight\": \"model-b.safetensors\", \"b.2.weight\": \"model-b.safetensors\"}}");
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), 0);
+	assert_int_equal(c->n_mismatch, 0);
+	fg_ckpt_free(c);
+}
+
+/* A NUL byte anywhere in the index is the error reported, whatever else is wrong with it. */
+static void test_index_nul(void **state)
+{
+	static const char *const a[] = { "a.0.weight", NULL };
+	char dir[PATH_MAX], path[PATH_MAX + 40], *text;
+	struct fg_ckpt *c = NULL;
+	struct fg_err err = { 0 };
+	size_t n = 3u << 20; /* past the first 1 MiB window of the check */
+	FILE *fp;
+
+	(void)state;
+	new_case(dir, sizeof(dir));
+	write_text(dir, "config.json", "{\"model_type\": \"qwen3_5\"}");
+	shard_write_names(dir, "model-a.safetensors", a);
+	/* A syntax error early (a bare word), white space, then a NUL near the end. */
+	text = malloc(n);
+	assert_non_null(text);
+	memset(text, ' ', n);
+	memcpy(text, "{\"weight_map\": oops", strlen("{\"weight_map\": oops"));
+	text[n - 10] = '\0';
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(text, 1, n, fp), n);
+	fclose(fp);
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "not JSON text (contains a NUL byte)"));
+	/* The same NUL after a good weight_map, beyond the first window. */
+	memset(text, ' ', n);
+	memcpy(text, "{\"weight_map\": {\"a.0.weight\": \"model-a.safetensors\"}",
+	       strlen("{\"weight_map\": {\"a.0.weight\": \"model-a.safetensors\"}"));
+	text[n - 2] = '}';
+	text[n - 10] = '\0';
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(text, 1, n, fp), n);
+	fclose(fp);
+	assert_int_equal(fg_ckpt_open(&c, dir, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "not JSON text (contains a NUL byte)"));
+	free(text);
+}
+
 /* One builder for every caller's pull options; the defaults write into the caller's buffer. */
 static void test_pull_opts(void **state)
 {
@@ -404,6 +498,8 @@ int main(void)
 		cmocka_unit_test(test_broken_folders),
 		cmocka_unit_test(test_single_file),
 		cmocka_unit_test(test_pull_opts),
+		cmocka_unit_test(test_index_order),
+		cmocka_unit_test(test_index_nul),
 		cmocka_unit_test(test_shrunk_shard_read),
 		cmocka_unit_test(test_shrunk_shard_mapped),
 	};

@@ -71,6 +71,23 @@ static void test_delta_set(void **state)
 	fg_tset_release(&b->set);
 }
 
+/* A DSA indexer's LayerNorm gain (~1.0) beside delta q/k norms: not q/k evidence, so not mixed (issue 12). */
+static void test_indexer_k_norm_not_evidence(void **state)
+{
+	struct bench *b;
+	struct fg_decision d;
+
+	(void)state;
+	b = bench_new("trunk", "model.safetensors");
+	bench_norm(b, "model.layers.0.input_layernorm.weight", 0.03f);
+	bench_norm(b, "model.layers.3.self_attn.q_norm.weight", 0.78f);
+	bench_norm(b, "model.layers.3.self_attn.k_norm.weight", 0.74f);
+	bench_norm(b, "model.layers.3.self_attn.indexer.k_norm.weight", 1.31f);
+	assert_int_equal(decide(b, &d), FG_CONV_DELTA);
+	assert_near(d.qk_max, 0.78, EPS);
+	fg_tset_release(&b->set);
+}
+
 static void test_absolute_set(void **state)
 {
 	struct bench *b;
@@ -328,7 +345,7 @@ static void test_norm_stats(void **state)
 	bench_measure(b);
 	assert_int_equal(b->set.n_tensors, 6);
 	assert_int_equal(b->set.n_norms, 3);
-	assert_int_equal(b->set.n_quantized, 2);
+	assert_int_equal(b->set.n_quantized, 0); /* quantized modules are qmods.c's to count, by their tensors */
 	assert_int_equal(b->set.n_bad_norms, 0);
 
 	n = fg_tset_norm(&b->set, "model.layers.0.input_layernorm.weight");
@@ -558,6 +575,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_delta_set, bench_release),
+		cmocka_unit_test_teardown(test_indexer_k_norm_not_evidence, bench_release),
 		cmocka_unit_test_teardown(test_absolute_set, bench_release),
 		cmocka_unit_test_teardown(test_absolute_with_low_pre_fc, bench_release),
 		cmocka_unit_test_teardown(test_low_set_only, bench_release),

@@ -40,6 +40,41 @@ static void test_ends_with(void **state)
 	assert_false(fg_str_ends_with("", "x"));
 }
 
+/*
+ * The name hash: the same bytes hash the same wherever they stand and
+ * whatever follows them (every length 0-40, the tail is loaded two ways),
+ * and the names of a checkpoint's expert tensors do not collide.
+ */
+static void test_hash_bytes(void **state)
+{
+	char text[64], moved[128], name[80];
+	uint32_t seen[2048];
+	size_t n_seen = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(text); i++)
+		text[i] = (char)('a' + i % 26);
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t at = 0; at < 16; at++) {
+			memset(moved, 'z' - (int)at, sizeof(moved));
+			memcpy(moved + at, text, n);
+			assert_int_equal(fg_hash_bytes(moved + at, n), fg_hash_bytes(text, n));
+		}
+		if (n)
+			assert_int_not_equal(fg_hash_bytes(text, n), fg_hash_bytes(text, n - 1));
+	}
+	for (int l = 0; l < 8; l++) {
+		for (int e = 0; e < 256; e++) {
+			int len = snprintf(name, sizeof(name), "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e);
+			uint32_t h = fg_hash_bytes(name, (size_t)len);
+
+			for (size_t k = 0; k < n_seen; k++)
+				assert_int_not_equal(seen[k], h);
+			seen[n_seen++] = h;
+		}
+	}
+}
+
 static void test_fnv1a(void **state)
 {
 	(void)state;
@@ -379,6 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ends_with),
 		cmocka_unit_test(test_fnv1a),
+		cmocka_unit_test(test_hash_bytes),
 		cmocka_unit_test(test_hex_nibble),
 		cmocka_unit_test(test_grow_one_at_a_time),
 		cmocka_unit_test(test_grow_exact_need),

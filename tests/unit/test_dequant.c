@@ -1650,6 +1650,20 @@ static void test_config_ct_ignored_mtp(void **state)
 	p = for_module(&c, "mtp.layers.0.mlp.up_proj");
 	assert_int_equal(fg_qformat_detect(&p, &h.m, &f, &err), FG_EINPUT);
 	expect_msg(&err, "no config group gives its weights' parameters (ignored by 're:mtp.*')", NULL);
+	{
+		/* a contradiction is no unsupported format; a format forged does not read is, by the flag */
+		bool unsupported = true;
+		struct fg_qparams gp;
+
+		assert_int_equal(fg_qformat_detect_why(&p, &h.m, &f, &unsupported, &err), FG_EINPUT);
+		assert_false(unsupported);
+		gp = p;
+		gp.method = FG_QM_UNSUPPORTED;
+		snprintf(gp.method_name, sizeof(gp.method_name), "bitsandbytes");
+		assert_int_equal(fg_qformat_detect_why(&gp, &h.m, &f, &unsupported, &err), FG_EINPUT);
+		assert_true(unsupported);
+		expect_msg(&err, FG_QUNSUPPORTED "bitsandbytes", NULL);
+	}
 	/* a dense weight in an ignored module is simply dense */
 	{
 		uint16_t w[4] = { 0 };

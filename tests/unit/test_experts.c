@@ -240,6 +240,30 @@ static void test_numbered(void **state)
 	assert_int_equal(blk.max_index, 4);
 	fg_tset_release(&b->set);
 
+	/*
+	 * Quantized experts are numbered too (issue 12: a compressed-tensors MoE head was refused as
+	 * "0 numbered expert tensors"): one carrier per projection, its companions not counted.
+	 */
+	{
+		static const char *const formats[][5] = {
+			{ "weight_packed", "weight_scale", "weight_shape", "weight_zero_point", NULL },
+			{ "qweight", "qzeros", "scales", "g_idx", NULL },
+			{ "weight", "scales", "biases", NULL, NULL },
+			{ "weight", "weight_scale", "weight_scale_2", "input_scale", NULL },
+		};
+
+		for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+			b = bench_new("mtp", "mtp.safetensors");
+			for (size_t k = 0; k < 5 && formats[f][k]; k++)
+				add_numbered(b, HEAD, 4, -1, formats[f][k]);
+			blk = scan_one(b, 64, 16, 4);
+			if (blk.layout != FG_EXPERTS_NUMBERED || blk.n_numbered != 12)
+				fail_msg("%s experts: layout %d, %zu numbered (%s)", formats[f][0], (int)blk.layout,
+					 blk.n_numbered, blk.why);
+			fg_tset_release(&b->set);
+		}
+	}
+
 	/* One tensor missing: 11 of 12, refused, and the reason says how many. */
 	b = bench_new("mtp", "mtp.safetensors");
 	add_numbered(b, HEAD, 4, 7, "weight");

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "forge/model/family.h"
+#include "forge/model/names.h"
 
 /* Detect the family of a config given as JSON text; *moe gets the flag. */
 static const struct fg_family *detect(const char *json, int *moe)
@@ -313,6 +314,9 @@ static void test_norm_classify(void **state)
 		{ "model.layers.61.shared_head.norm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.self_attn.q_a_layernorm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.self_attn.kv_a_layernorm.weight", FG_NAME_OTHER },
+		/* DSA's indexer LayerNorm (DeepSeek-V3.2, GLM-5.x) is no q/k evidence (issue 12). */
+		{ "model.layers.3.self_attn.indexer.k_norm.weight", FG_NAME_OTHER },
+		{ "mtp.layers.0.self_attn.indexer.k_norm.weight", FG_NAME_OTHER },
 		{ "model.layers.0.mlp.down_proj.weight", FG_NAME_NOT_NORM },
 		{ "model.embed_tokens.weight", FG_NAME_NOT_NORM },
 		{ "lm_head.weight", FG_NAME_NOT_NORM },
@@ -351,6 +355,7 @@ static void test_norm_zero_centred(void **state)
 		"model.layers.0.linear_attn.norm.weight",
 		"model.layers.61.shared_head.norm.weight",
 		"model.layers.0.self_attn.q_a_layernorm.weight",
+		"model.layers.0.self_attn.indexer.k_norm.weight",
 		"model.layers.0.mlp.down_proj.weight",
 		"mtp.fc.weight",
 	};
@@ -462,6 +467,88 @@ static void test_head_name_scheme(void **state)
 	assert_null(fg_name_scheme_name(FG_SCHEME_NONE));
 }
 
+/* The expert naming by the rule inspect applied before it became a parse-time fact (strstr on the name). */
+static enum fg_name_expert expert_by_strstr(const char *name)
+{
+	const char *p = strstr(name, "experts."), *rest;
+
+	if (!p) {
+		p = strstr(name, "switch_mlp.");
+		return p && (p == name || p[-1] == '.') ? FG_EXPERT_SWITCH_MLP : FG_EXPERT_NONE;
+	}
+	if (p != name && p[-1] != '.')
+		return FG_EXPERT_NONE;
+	rest = p + 8;
+	if (*rest >= '0' && *rest <= '9')
+		return FG_EXPERT_NUMBERED;
+	if (strncmp(rest, "gate_up_proj", 12) != 0 || (rest[12] && strcmp(rest + 12, ".weight") != 0))
+		return FG_EXPERT_NONE;
+	return FG_EXPERT_GATE_UP;
+}
+
+static int ends(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/*
+ * The facts the parser computes once per tensor (fg_name_classify) say
+ * what the rules say of the same name: every rule of names.h, and the
+ * expert naming, for names short and long (the substring scans take 16
+ * bytes at a time from 17 bytes on), with the marks at every offset.
+ */
+static void test_parse_time_facts(void **state)
+{
+	static const char *const names[] = {
+		"model.layers.0.self_attn.q_norm.weight", "language_model.model.layers.3.input_layernorm.weight",
+		"model.norm.weight", "mtp.norm.weight", "mtp.fc.weight", "model.mtp.layers.0.mlp.experts.7.up_proj.weight",
+		"model.layers.61.eh_proj.weight", "model.mtp_layers.1.input_proj.weight", "mtp.", "a.mtp.",
+		"model.layers.2.linear_attn.conv1d.weight", "model.layers.2.linear_attn.norm.weight",
+		"model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.gate_up_proj.weight",
+		"model.layers.1.mlp.experts.gate_up_proj.bias", "model.layers.1.mlp.experts.down_proj",
+		"model.layers.1.mlp.xexperts.0.w", "xexperts.0.w.experts.1.w", "experts.3", "experts.",
+		"model.layers.4.mlp.switch_mlp.gate_proj.weight", "aswitch_mlp.x", "switch_mlp.", "q.scales",
+		"model.layers.0.mlp.down_proj.weight_scale_inv", "model.layers.0.mlp.gate.e_score_correction_bias",
+		"model.layers.9.pre_fc_norm_hidden.weight", "x.enorm.weight", "model.layers.0.mlp.shared_expert.weight",
+		"", "m", "mt", "mtp", "xmtp.y", "model.", "language_model.model.", "model.language_model.layers.70.x",
+	};
+	char name[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		for (size_t pad = 0; pad < 20; pad++) {
+			struct fg_tensor t;
+			long layers = 61;
+			unsigned f;
+			int n;
+
+			/* The same name behind 0 to 19 bytes of a neutral prefix, so every mark falls at every offset. */
+			n = snprintf(name, sizeof(name), "%.*s%s", (int)pad, "qqqqqqqqqqqqqqqqqqqq", names[i]);
+			memset(&t, 0, sizeof(t));
+			t.name = name;
+			fg_name_classify(&t, (size_t)n, &layers);
+			f = t.facts;
+			assert_true(f & FG_FACT_VALID);
+			assert_int_equal(f & FG_FACT_NORM_MASK, fg_name_norm_class(name));
+			assert_int_equal(!!(f & FG_FACT_ZERO_C), !!fg_name_zero_centred(name));
+			assert_int_equal(!!(f & FG_FACT_MLX_SHIFT), !!fg_name_mlx_shifted(name));
+			assert_int_equal(!!(f & FG_FACT_MTP_KEY), strstr(name, "mtp.") != NULL);
+			assert_int_equal(!!(f & FG_FACT_SCALES), ends(name, ".scales"));
+			assert_int_equal(!!(f & FG_FACT_SCALE_INV), ends(name, "_scale_inv"));
+			assert_int_equal(!!(f & FG_FACT_CONV1D), ends(name, "conv1d.weight"));
+			assert_int_equal((f & FG_FACT_SCHEME) >> FG_FACT_SCHEME_SH, fg_name_head_scheme(name, layers, NULL));
+			assert_int_equal((f & FG_FACT_EXPERT) >> FG_FACT_EXPERT_SH, expert_by_strstr(name));
+			assert_int_equal(fg_name_expert_kind(&t), expert_by_strstr(name));
+			assert_int_equal(t.skip, fg_name_strip(name) - name);
+			t.facts = 0; /* unclassified: computed from the name */
+			assert_int_equal(fg_name_facts(&t, layers), f);
+			assert_int_equal(fg_name_expert_kind(&t), expert_by_strstr(name));
+		}
+	}
+}
+
 static void test_name_layer(void **state)
 {
 	(void)state;
@@ -497,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_name_strip),
 		cmocka_unit_test(test_head_name_scheme),
 		cmocka_unit_test(test_name_layer),
+		cmocka_unit_test(test_parse_time_facts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

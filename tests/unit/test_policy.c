@@ -237,7 +237,13 @@ static void test_keep(void **state)
 	struct fg_plan plan;
 
 	(void)state;
-	apply("keep", backbone, &plan, "{}");
+	/* keep records every head linear (issue 12), here none quantized: the plan is left as it is. */
+	apply("keep", backbone, &plan,
+	      "{\"mtp.fc\": null, \"mtp.layers.0.self_attn.q_proj\": null, \"mtp.layers.0.self_attn.k_proj\": null,"
+	      " \"mtp.layers.0.self_attn.v_proj\": null, \"mtp.layers.0.self_attn.o_proj\": null,"
+	      " \"mtp.layers.0.mlp.gate\": null, \"mtp.layers.0.mlp.gate_proj\": null, \"mtp.layers.0.mlp.up_proj\": null,"
+	      " \"mtp.layers.0.mlp.down_proj\": null, \"mtp.layers.0.self_attn.q_b_proj\": null,"
+	      " \"mtp.layers.0.mlp.shared_expert.down_proj\": null}");
 	assert_int_equal(plan.n, N_HEAD);
 	for (size_t i = 0; i < plan.n; i++)
 		assert_false(plan.t[i].hidden);

@@ -58,8 +58,10 @@ static const struct scenario cases[] = {
 	  "youssofal/MTPLX mtplx/runtime.py@0943c6cb _refuse_double_shifted_trunk_norms ~c46300 (model_type qwen3_5)" },
 	{ "qwen35_mlx_embedded", "ollama-mlx", "double_shifted", "double_shifted", "broken",
 	  "trunk_double_shifted head_degraded", NULL, "ollama x/models/qwen3_5/qwen3_5.go@fb3076099687:L831-838, L1026-1034" },
-	{ "qwen35_mlx_embedded", "ollama", "double_shifted", "double_shifted", "broken",
-	  "trunk_double_shifted head_degraded", NULL, "ollama convert/convert_qwen3next.go@fb3076099687:L1541-1561 (+1 always)" },
+	/* Issue 12: the default import reads F32, F16, BF16 and E4M3 only: the 4-bit MLX trunk's U32 weights are
+	 * refused before the +1 (convert/convert_qwen3next.go@fb3076099687:L1541-1561) could apply. */
+	{ "qwen35_mlx_embedded", "ollama", "double_shifted", "double_shifted", "refused", "", "format",
+	  "ollama convert/reader_safetensors.go@fb3076099687:L213-257 (\"unknown data type: U32\")" },
 	{ "qwen35_mlx_embedded", "vllm", "double_shifted", "double_shifted", "broken", "trunk_double_shifted head_degraded",
 	  NULL, "vllm-project/vllm layers/layernorm.py@00cba797bda4 GemmaRMSNorm.forward_static (x * (1 + w))" },
 	{ "qwen35_mlx_embedded", "mlx-lm-pr990", "ok", "ok", "ok", "", NULL,
@@ -595,7 +597,8 @@ static void test_names(void **state)
 	assert_null(fg_runtime_decode_name(FG_DECODE_NONE));
 	assert_null(fg_runtime_load_cause_name(FG_LOAD_OK));
 	assert_string_equal(fg_runtime_load_cause_name(FG_LOAD_GUARD), "guard");
-	assert_null(fg_runtime_load_cause_name((enum fg_load_cause)(FG_LOAD_GUARD + 1)));
+	assert_string_equal(fg_runtime_load_cause_name(FG_LOAD_FORMAT), "format");
+	assert_null(fg_runtime_load_cause_name((enum fg_load_cause)(FG_LOAD_FORMAT + 1)));
 	/* Key spellings and norm groups the filters and heals read. */
 	assert_int_equal(fg_runtime_key_class("mtp.fc.weight", 4), FG_KEY_MTP);
 	assert_int_equal(fg_runtime_key_class("language_model.mtp.fc.weight", 4), FG_KEY_LM_MTP);
@@ -803,6 +806,104 @@ static void test_file_rules(void **state)
 	world_release(&w);
 }
 
+/* One trunk format of the world's input: the bits fg_runtime_format_bits gives f. */
+static void trunk_format(struct world *w, struct fg_format_need *need, const struct fg_qformat *f, int g_idx,
+			 int scale_inv)
+{
+	memset(need, 0, sizeof(*need));
+	need->any_of = fg_runtime_format_bits(f, g_idx, scale_inv, &need->fp8_block);
+	snprintf(need->name, sizeof(need->name), "%s bits=%d", fg_qformat_kind_name(f->kind), f->bits);
+	need->example = "model.layers.0.mlp.down_proj";
+	need->modules = 1;
+	w->in.trunk_formats = need;
+	w->in.n_trunk_formats = 1;
+}
+
+/*
+ * Which trunk weight formats each loader reads (issue 12 item 4), from the sources: mlx-lm reads no GPTQ
+ * (utils.py@ed1fca4cef15:L72-172: a .g_idx is a ValueError; without one, GPTQ's qweight [in/8, out] is
+ * taken for AutoAWQ's [in, out/8] and mlx's strict load_weights refuses the shapes,
+ * python/mlx/nn/layers/base.py@846d176227a0:L179-203), compressed-tensors only as deepseek_v3's sanitize
+ * remaps it (deepseek_v3.py@d78bf58e217c:L397-410: weight_packed as U32, biases -8 * scale under the
+ * global group 32), FP8 blocks only in the deepseek_v3 / v32 / mimo_v2 sanitizers; llama.cpp's GPTQ
+ * dequantizer reads the g_idx (conversion/base.py@00bd27a621f9:dequant_model).
+ */
+static void test_trunk_formats(void **state)
+{
+	const struct fg_qformat gptq4 = { .kind = FG_QF_GPTQ, .bits = 4, .group = 128, .sym = true, .version = 1 };
+	const struct fg_qformat gptq3 = { .kind = FG_QF_GPTQ, .bits = 3, .group = 128, .version = 1 };
+	const struct fg_qformat awq = { .kind = FG_QF_AWQ, .bits = 4, .group = 128 };
+	const struct fg_qformat ct4 = { .kind = FG_QF_CT_INT, .bits = 4, .group = 32, .sym = true,
+					.scale = FG_QS_GROUP };
+	struct fg_qformat ct4_g128 = ct4, ct4_asym = ct4, ct8 = ct4;
+	const struct fg_qformat fp8 = { .kind = FG_QF_FP8, .bits = 8, .scale = FG_QS_BLOCK, .block = { 128, 128 } };
+	struct fg_format_need need;
+	struct world w;
+	struct fg_runtime_result r;
+	static const char *const mlx_rows[] = { "mlx-lm-0.31", "mlx-lm-0.32", "mtplx-2.12", "lmstudio-mlx" };
+
+	(void)state;
+	ct4_g128.group = 128;
+	ct4_asym.sym = false;
+	ct8.bits = 8;
+	world_init(&w, 0);
+	world_family(&w, "qwen3_5");
+	add_file(&w, "model.safetensors", 1, 0, 0, 0);
+	r = sim(&w, "mlx-lm-0.32");
+	assert_int_equal(r.load_cause, FG_LOAD_OK); /* the world loads as it is */
+
+	for (size_t i = 0; i < sizeof(mlx_rows) / sizeof(mlx_rows[0]); i++) {
+		trunk_format(&w, &need, &gptq4, 1, 0);
+		r = sim(&w, mlx_rows[i]);
+		if (r.load_cause != FG_LOAD_FORMAT || r.unread_format != &need)
+			fail_msg("%s: a GPTQ trunk with g_idx loads (cause %d)", mlx_rows[i], (int)r.load_cause);
+		trunk_format(&w, &need, &gptq4, 0, 0);
+		r = sim(&w, mlx_rows[i]);
+		if (r.load_cause != FG_LOAD_FORMAT)
+			fail_msg("%s: a 4-bit GPTQ trunk without g_idx loads (its AWQ path misreads the qweight)",
+				 mlx_rows[i]);
+		trunk_format(&w, &need, &awq, 0, 0);
+		r = sim(&w, mlx_rows[i]);
+		if (r.load_cause != FG_LOAD_OK)
+			fail_msg("%s: an AWQ trunk is refused (cause %d)", mlx_rows[i], (int)r.load_cause);
+	}
+	/* llama.cpp: GPTQ 2/4/8 bits with their g_idx; 3 bits raise; without a g_idx, a KeyError. */
+	trunk_format(&w, &need, &gptq4, 1, 0);
+	assert_int_equal(sim(&w, "llamacpp").load_cause, FG_LOAD_OK);
+	trunk_format(&w, &need, &gptq4, 0, 0);
+	assert_int_equal(sim(&w, "llamacpp").load_cause, FG_LOAD_FORMAT);
+	trunk_format(&w, &need, &gptq3, 1, 0);
+	assert_int_equal(sim(&w, "llamacpp").load_cause, FG_LOAD_FORMAT);
+	/* compressed-tensors int4 g32 symmetric: refused for qwen3_5 by mlx-lm, read by llama.cpp. */
+	trunk_format(&w, &need, &ct4, 0, 0);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_FORMAT);
+	assert_int_equal(sim(&w, "llamacpp").load_cause, FG_LOAD_OK);
+	/* Block FP8 in qwen3_5: no mlx-lm sanitize dequantizes it. */
+	trunk_format(&w, &need, &fp8, 0, 1);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_FORMAT);
+	world_release(&w);
+
+	/* deepseek_v3: its sanitize remaps int4 g32 symmetric and dequantizes FP8 blocks; nothing else. */
+	world_init(&w, 0);
+	world_family(&w, "deepseek_v3");
+	w.in.style = FG_STYLE_PLAIN;
+	w.trunk.conv = FG_CONV_PLAIN;
+	w.probe.st.mean = 0.9;
+	add_file(&w, "model.safetensors", 1, 0, 0, 0);
+	trunk_format(&w, &need, &ct4, 0, 0);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_OK);
+	assert_int_equal(sim(&w, "mlx-lm-0.31").load_cause, FG_LOAD_OK); /* the same sanitize at ed1fca4cef15 */
+	trunk_format(&w, &need, &ct4_g128, 0, 0);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_FORMAT); /* scales for 128, quantized for 32 */
+	trunk_format(&w, &need, &ct4_asym, 0, 0);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_FORMAT); /* weight_zero_point: an extra key */
+	trunk_format(&w, &need, &ct8, 0, 0);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_FORMAT); /* biases -8 * scale: 4 bits only */
+	trunk_format(&w, &need, &fp8, 0, 1);
+	assert_int_equal(sim(&w, "mlx-lm-0.32").load_cause, FG_LOAD_OK);
+	world_release(&w);
+}
+
 /* A family no row lists is not modelled, and plain families never shift. */
 static void test_coverage(void **state)
 {
@@ -840,6 +941,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_resolve, release_index),
 		cmocka_unit_test_teardown(test_file_rules, release_index),
 		cmocka_unit_test_teardown(test_coverage, release_index),
+		cmocka_unit_test_teardown(test_trunk_formats, release_index),
 		cmocka_unit_test(test_scenarios),
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_resolved_targets),

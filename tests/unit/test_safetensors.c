@@ -317,6 +317,199 @@ static void test_open_errors(void **state)
 	assert_null(f);
 }
 
+/* A whole file in buf: the header text, then data_len zero bytes; returns its length. */
+static size_t st_bytes(uint8_t *buf, const char *header, size_t data_len)
+{
+	size_t n = strlen(header);
+
+	memset(buf, 0, 8 + n + data_len);
+	for (int i = 0; i < 8; i++)
+		buf[i] = (uint8_t)((uint64_t)n >> (8 * i));
+	memcpy(buf + 8, header, n);
+	return 8 + n + data_len;
+}
+
+/*
+ * Every spelling of an entry reads to the same table, whether the reader's
+ * fast paths take it (no white space as the safetensors crate writes;
+ * white space anywhere) or read_entry does (members in another order,
+ * escapes, exponents, leading zeros, 16 digits); the names stay in header
+ * order for the index cross-check, the table in offset order.
+ */
+static void test_entry_spellings(void **state)
+{
+	static const char *const headers[] = {
+		"{\"z\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[4,10]},"
+		"\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+		"{ \"z\" : { \"dtype\" : \"U8\" , \"shape\" : [ 2 , 3 ] , \"data_offsets\" : [ 4 , 10 ] } ,\n"
+		"\t\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+		"{\"z\":{\"shape\":[2,3],\"data_offsets\":[4,10],\"dtype\":\"U8\"},"
+		"\"a\":{\"data_offsets\":[0,4],\"dtype\":\"F32\",\"shape\":[1]}}",
+		"{\"\\u007a\":{\"dtype\":\"\\u0055\\u0038\",\"shape\":[2e0,3],\"data_offsets\":[4,1.0e1]},"
+		"\"a\":{\"dtype\":\"F32\",\"shape\":[0001],\"data_offsets\":[0,0000000000000004]}}",
+		"{\"z\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[4,10],\"extra\":[]},"
+		"\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+	};
+	uint8_t buf[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
+		struct fg_st_file *f = NULL;
+		struct fg_err err = { 0 };
+		size_t len = st_bytes(buf, headers[i], 10);
+
+		if (fg_st_parse(&f, buf, len, "spelling", &err) != 0)
+			fail_msg("spelling %zu: %s", i, err.msg);
+		assert_int_equal(f->n_tensors, 2);
+		/* Offset order: "a" (data 0-4) first although the header lists "z" first. */
+		assert_string_equal(f->tensors[0].name, "a");
+		assert_int_equal(f->tensors[0].dtype, FG_DT_F32);
+		assert_int_equal(f->tensors[0].rank, 1);
+		assert_int_equal(f->tensors[0].shape[0], 1);
+		assert_int_equal(f->tensors[0].begin, 0);
+		assert_int_equal(f->tensors[0].end, 4);
+		assert_string_equal(f->tensors[1].name, "z");
+		assert_int_equal(f->tensors[1].dtype, FG_DT_U8);
+		assert_int_equal(f->tensors[1].rank, 2);
+		assert_int_equal(f->tensors[1].shape[0], 2);
+		assert_int_equal(f->tensors[1].shape[1], 3);
+		assert_int_equal(f->tensors[1].nelem, 6);
+		assert_int_equal(f->tensors[1].begin, 4);
+		assert_int_equal(f->tensors[1].end, 10);
+		/* Header order, NUL-separated: "z" then "a". */
+		assert_int_equal(f->names_len, 4);
+		assert_memory_equal(f->strings, "z\0a\0", 4);
+		assert_ptr_equal(fg_st_find(f, "z"), &f->tensors[1]);
+		assert_ptr_equal(fg_st_find_n(f, "a", 1, fg_st_name_hash("a", 1)), &f->tensors[0]);
+		fg_st_close(f);
+	}
+}
+
+/* Numbers past the fast path's 15 digits, and signs or fractions, get read_entry's words. */
+static void test_entry_number_edges(void **state)
+{
+	static const struct {
+		const char *header;
+		const char *why;
+	} cases[] = {
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[999999999999999],\"data_offsets\":[0,999999999999999]}}",
+		  "data_offsets end 999999999999999 runs past the 4-byte data section" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[90071992547409930],\"data_offsets\":[0,4]}}",
+		  "shape[0] is too large" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[-4],\"data_offsets\":[0,4]}}", "shape[0] is negative" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[4.5],\"data_offsets\":[0,4]}}", "shape[0] is not an integer" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,4],\"data_offsets\":[0,4]}}",
+		  "shape rank exceeds the cap of 6" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4,4]}}", "is not a [begin, end] pair" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"U8\",\"shape\":[4]",
+		  "header is not valid JSON" },
+		{ "{\"a\":{\"dtype\":\"UINT8_BUT_LONGER\",\"shape\":[4],\"data_offsets\":[0,4]}}", "unknown dtype" },
+	};
+	uint8_t buf[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fg_st_file *f = NULL;
+		struct fg_err err = { 0 };
+		size_t len = st_bytes(buf, cases[i].header, 4);
+
+		assert_int_equal(fg_st_parse(&f, buf, len, "edge", &err), FG_EINPUT);
+		if (!strstr(err.msg, cases[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].why);
+	}
+}
+
+/* A header that shrinks while it is read (mapped) is an input error, never SIGBUS. */
+struct shrink {
+	const char *path;
+	int done;
+};
+
+static void shrink_on_first(struct fg_tensor *t, size_t name_len, void *ctx)
+{
+	struct shrink *s = ctx;
+
+	(void)t;
+	(void)name_len;
+	if (!s->done++)
+		assert_int_equal(truncate(s->path, 0), 0);
+}
+
+static void test_header_shrinks_while_read(void **state)
+{
+	char dir[128], path[256];
+	struct shard *sh = shard_new();
+	struct shrink s = { path, 0 };
+	struct fg_st_parse_opts opts = { shrink_on_first, &s, NULL };
+	struct fg_st_file *f = NULL;
+	struct fg_err err = { 0 };
+	char name[64];
+	int fd, rc;
+
+	(void)state;
+	assert_non_null(tmpdir_new(dir, sizeof(dir), "shrink"));
+	/* Enough tensors that the header spans many pages past the first entry. */
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "model.layers.%d.mlp.down_proj.weight", i);
+		shard_norm(sh, name, 1.0f);
+	}
+	shard_save(sh, dir, "model.safetensors");
+	path_join(path, sizeof(path), dir, "model.safetensors");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	rc = fg_st_open_fd(&f, fd, path, &opts, &err);
+	close(fd);
+	assert_int_equal(rc, FG_EINPUT);
+	assert_null(f);
+	assert_non_null(strstr(err.msg, "changed while it was read"));
+	assert_int_equal(rm_tree(dir), 0);
+}
+
+/* Files parsed into a slab keep their tables there; closing them and freeing the slab frees all. */
+static void test_slab(void **state)
+{
+	uint8_t buf[4][512];
+	struct fg_st_slab *slab = fg_st_slab_new();
+	struct fg_st_parse_opts opts = { NULL, NULL, slab };
+	struct fg_st_file *f[4] = { NULL };
+	char header[256];
+
+	(void)state;
+	assert_non_null(slab);
+	for (int i = 0; i < 4; i++) {
+		struct fg_err err = { 0 };
+		char path[256], dir[128];
+		int fd;
+
+		snprintf(header, sizeof(header),
+			 "{\"__metadata__\":{\"n\":\"%d\"},\"t%d\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+			 i, i);
+		assert_non_null(tmpdir_new(dir, sizeof(dir), "slab"));
+		path_join(path, sizeof(path), dir, "x.safetensors");
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, buf[i], st_bytes(buf[i], header, 4)), (ssize_t)st_bytes(buf[i], header, 4));
+		close(fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_int_equal(fg_st_open_fd(&f[i], fd, path, &opts, &err), 0);
+		close(fd);
+		assert_int_equal(rm_tree(dir), 0);
+	}
+	/* Each file's table and names are its own, though they share the slab. */
+	for (int i = 0; i < 4; i++) {
+		char name[8], n[4];
+
+		snprintf(name, sizeof(name), "t%d", i);
+		snprintf(n, sizeof(n), "%d", i);
+		assert_true(f[i]->in_slab);
+		assert_string_equal(f[i]->tensors[0].name, name);
+		assert_string_equal(fg_st_meta(f[i], "n"), n);
+		assert_non_null(fg_st_find(f[i], name));
+		fg_st_close(f[i]);
+	}
+	fg_st_slab_free(slab);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +521,10 @@ int main(void)
 		cmocka_unit_test(test_writer_streams),
 		cmocka_unit_test(test_writer_failure_leaves_nothing),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_entry_spellings),
+		cmocka_unit_test(test_entry_number_edges),
+		cmocka_unit_test(test_header_shrinks_while_read),
+		cmocka_unit_test(test_slab),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

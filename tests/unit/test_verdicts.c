@@ -63,6 +63,11 @@ static void test_severities(void **state)
 		{ "raw_zero_centred_head", FG_SEV_INFO },
 		{ "convention_structure_mismatch", FG_SEV_ERROR },
 		{ "trunk_double_shift_at_load", FG_SEV_ERROR },
+		/* issue 12 */
+		{ "trunk_format_unsupported", FG_SEV_ERROR },
+		{ "unsupported_quantization_format", FG_SEV_ERROR },
+		{ "quantized_head_requantized", FG_SEV_WARNING },
+		{ "bf16_shift_rounding", FG_SEV_INFO },
 	};
 	const size_t n_rows = sizeof(rows) / sizeof(rows[0]);
 	size_t n = 0;
@@ -120,7 +125,7 @@ static void test_table(void **state)
 	size_t n_verification = 0;
 
 	(void)state;
-	assert_int_equal(FG_VERDICT_COUNT, 32); /* 27 static, 1 fleet, 4 verification */
+	assert_int_equal(FG_VERDICT_COUNT, 36); /* 31 static, 1 fleet, 4 verification */
 	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
 		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
 

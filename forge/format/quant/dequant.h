@@ -47,7 +47,7 @@
  * fit the others (the message names the tensor role, its shape and the shape
  * it was checked against), an index or scale that cannot be used, and formats
  * or parameters forged does not read, whose message starts
- * "unsupported_quantization_format: " and then the format's name with its
+ * FG_QUNSUPPORTED ("unsupported_quantization_format: ") and then the format's name with its
  * parameters (fg_qformat_name) and the reason.  Every _check function reads
  * only shapes and dtypes, except compressed-tensors' two-element weight_shape,
  * which is data; the dequantizers run it first, then read and validate the
@@ -382,5 +382,18 @@ const char *fg_qparams_name(const struct fg_qparams *p, char *buf, size_t len);
  */
 int fg_qformat_detect(const struct fg_qparams *p, const struct fg_qmodule *m,
 		      struct fg_qformat *out, struct fg_err *err);
+
+/* The prefix of every message naming a format or parameter forged does not read. */
+#define FG_QUNSUPPORTED "unsupported_quantization_format: "
+
+/*
+ * fg_qformat_detect, and *unsupported (may be NULL) says whether a failure is
+ * one of the refusals above, whose message starts FG_QUNSUPPORTED and then
+ * the format's name (false: the tensors are no known format, or tensors and
+ * config contradict each other), so a caller tells the two apart without
+ * reading the message.
+ */
+int fg_qformat_detect_why(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *out,
+			  bool *unsupported, struct fg_err *err);
 
 #endif

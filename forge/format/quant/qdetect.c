@@ -135,10 +135,10 @@ const char *fg_qparams_name(const struct fg_qparams *p, char *buf, size_t len)
 }
 
 /* FG_EINPUT "unsupported_quantization_format: <params>: <reason>". */
-static int refuse(struct fg_err *err, const struct fg_qparams *p, const char *reason, ...)
-	__attribute__((format(printf, 3, 4)));
+static int refuse(struct fg_err *err, bool *uns, const struct fg_qparams *p, const char *reason, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static int refuse(struct fg_err *err, const struct fg_qparams *p, const char *reason, ...)
+static int refuse(struct fg_err *err, bool *uns, const struct fg_qparams *p, const char *reason, ...)
 {
 	char name[192], why[256];
 	va_list ap;
@@ -146,8 +146,8 @@ static int refuse(struct fg_err *err, const struct fg_qparams *p, const char *re
 	va_start(ap, reason);
 	vsnprintf(why, sizeof(why), reason, ap);
 	va_end(ap);
-	return fg_err_set(err, FG_EINPUT, "unsupported_quantization_format: %s: %s",
-			  fg_qparams_name(p, name, sizeof(name)), why);
+	*uns = true;
+	return fg_err_set(err, FG_EINPUT, FG_QUNSUPPORTED "%s: %s", fg_qparams_name(p, name, sizeof(name)), why);
 }
 
 /* ---- helpers ----------------------------------------------------------------------- */
@@ -205,7 +205,7 @@ static bool streq(const char *a, const char *b)
 /* ---- families ------------------------------------------------------------------------ */
 
 static int detect_gptq(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-		       struct fg_err *err)
+		       struct fg_err *err, bool *uns)
 {
 	const struct fg_tensor *qw = m->t[FG_QR_QWEIGHT], *gi = m->t[FG_QR_G_IDX];
 	const char *fmt = p->fmt[0] ? p->fmt : "gptq";
@@ -215,21 +215,21 @@ static int detect_gptq(const struct fg_qparams *p, const struct fg_qmodule *m, s
 	if (!p->have_weights)
 		return excluded(err, p, "GPTQ");
 	if (p->marlin)
-		return refuse(err, p, "the marlin layout is not read");
+		return refuse(err, uns, p, "the marlin layout is not read");
 	if (!streq(fmt, "gptq") && !streq(fmt, "gptq_v2"))
-		return refuse(err, p, "checkpoint format '%s' is another kernel's layout (forged reads gptq and gptq_v2)", fmt);
+		return refuse(err, uns, p, "checkpoint format '%s' is another kernel's layout (forged reads gptq and gptq_v2)", fmt);
 	if (p->pack_dtype[0] && !streq(p->pack_dtype, "int32"))
-		return refuse(err, p, "codes packed in %s words (forged reads int32)", p->pack_dtype);
+		return refuse(err, uns, p, "codes packed in %s words (forged reads int32)", p->pack_dtype);
 	if (p->bits >= 5 && p->bits <= 7)
-		return refuse(err, p, "%d-bit GPTQ is GPTQModel's planar layout (gptq_p), which forged does not read",
+		return refuse(err, uns, p, "%d-bit GPTQ is GPTQModel's planar layout (gptq_p), which forged does not read",
 			      p->bits);
 	if (p->bits != 2 && p->bits != 3 && p->bits != 4 && p->bits != 8)
-		return p->bits ? refuse(err, p, "GPTQ has no %d-bit layout (2, 3, 4 or 8 bits)", p->bits)
+		return p->bits ? refuse(err, uns, p, "GPTQ has no %d-bit layout (2, 3, 4 or 8 bits)", p->bits)
 			       : fg_err_set(err, FG_EINPUT, "gptq: the config gives no bits");
 	if (!p->group_size)
 		return fg_err_set(err, FG_EINPUT, "gptq: the config gives no group_size");
 	if (p->group_size < -1)
-		return refuse(err, p, "group size %d", p->group_size);
+		return refuse(err, uns, p, "group size %d", p->group_size);
 	/* The tensors' own bit width, when g_idx gives in. */
 	if (gi && gi->rank == 1 && qw->rank == 2 && gi->shape[0] &&
 	    qw->shape[0] * 32 != gi->shape[0] * (uint64_t)p->bits) {
@@ -250,7 +250,7 @@ static int detect_gptq(const struct fg_qparams *p, const struct fg_qmodule *m, s
 }
 
 static int detect_awq(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-		      struct fg_err *err)
+		      struct fg_err *err, bool *uns)
 {
 	const char *ver = p->fmt[0] ? p->fmt : "gemm";
 
@@ -259,17 +259,17 @@ static int detect_awq(const struct fg_qparams *p, const struct fg_qmodule *m, st
 	if (!p->have_weights)
 		return excluded(err, p, "AutoAWQ");
 	if (!streq(ver, "gemm"))
-		return refuse(err, p, "the %s kernel's layout is not read (forged reads gemm)", ver);
+		return refuse(err, uns, p, "the %s kernel's layout is not read (forged reads gemm)", ver);
 	if (p->bits && p->bits != 4)
-		return refuse(err, p, "AutoAWQ GEMM packs 4-bit codes only");
+		return refuse(err, uns, p, "AutoAWQ GEMM packs 4-bit codes only");
 	if (p->sym == 1)
-		return refuse(err, p, "GEMM without zero points is not a layout AutoAWQ writes");
+		return refuse(err, uns, p, "GEMM without zero points is not a layout AutoAWQ writes");
 	if (!m->t[FG_QR_QZEROS])
-		return refuse(err, p, "qzeros is missing (AutoAWQ's GEMM layout always has zero points)");
+		return refuse(err, uns, p, "qzeros is missing (AutoAWQ's GEMM layout always has zero points)");
 	if (!p->group_size)
 		return fg_err_set(err, FG_EINPUT, "awq: the config gives no group_size");
 	if (p->group_size < -1)
-		return refuse(err, p, "group size %d", p->group_size);
+		return refuse(err, uns, p, "group size %d", p->group_size);
 	f->kind = FG_QF_AWQ;
 	f->method = FG_QM_AWQ;
 	f->bits = 4;
@@ -279,22 +279,22 @@ static int detect_awq(const struct fg_qparams *p, const struct fg_qmodule *m, st
 }
 
 static int detect_qweight(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-			  struct fg_err *err)
+			  struct fg_err *err, bool *uns)
 {
 	const struct fg_tensor *qw = m->t[FG_QR_QWEIGHT], *sc = m->t[FG_QR_SCALES];
 
 	if (m->t[FG_QR_G_IDX])
-		return detect_gptq(p, m, f, err);
+		return detect_gptq(p, m, f, err, uns);
 	if (sc && qw->rank == 2 && sc->rank == 2) {
 		if (sc->shape[1] == qw->shape[1] && p->method != FG_QM_AWQ)
-			return detect_gptq(p, m, f, err); /* GPTQ without g_idx: groups c / group */
+			return detect_gptq(p, m, f, err, uns); /* GPTQ without g_idx: groups c / group */
 		if (sc->shape[1] == qw->shape[1] * 8)
-			return detect_awq(p, m, f, err);
+			return detect_awq(p, m, f, err, uns);
 	}
 	if (p->method == FG_QM_AWQ)
-		return detect_awq(p, m, f, err);
+		return detect_awq(p, m, f, err, uns);
 	if (p->method == FG_QM_GPTQ)
-		return detect_gptq(p, m, f, err);
+		return detect_gptq(p, m, f, err, uns);
 	return contradiction(err, p, "GPTQ- or AWQ-style (qweight)");
 }
 
@@ -308,7 +308,7 @@ static int ct_version(const struct fg_qparams *p)
 }
 
 static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-			    struct fg_err *err)
+			    struct fg_err *err, bool *uns)
 {
 	const struct fg_tensor *wp = m->t[FG_QR_WEIGHT_PACKED];
 	bool zp = m->t[FG_QR_WEIGHT_ZERO_POINT] != NULL, gidx = m->t[FG_QR_WEIGHT_G_IDX] != NULL;
@@ -316,7 +316,7 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 	if (p->method != FG_QM_CT)
 		return contradiction(err, p, "compressed-tensors (weight_packed)");
 	if (wp->dtype == FG_DT_U8)
-		return refuse(err, p, "%s is not read",
+		return refuse(err, uns, p, "%s is not read",
 			      m->t[FG_QR_WEIGHT_GLOBAL_SCALE] ? "nvfp4-pack-quantized (U8 weight_packed with weight_global_scale)"
 							    : "mxfp4-pack-quantized (U8 weight_packed)");
 	if (wp->dtype != FG_DT_I32 || !m->t[FG_QR_WEIGHT_SHAPE])
@@ -331,14 +331,14 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 	if (p->type[0] && !streq(p->type, "int"))
 		return contradiction(err, p, "integer pack-quantized");
 	if (p->bits < 2 || p->bits > 8)
-		return p->bits ? refuse(err, p, "pack-quantized reads 2 to 8 bits")
+		return p->bits ? refuse(err, uns, p, "pack-quantized reads 2 to 8 bits")
 			       : fg_err_set(err, FG_EINPUT, "compressed-tensors: the config gives no num_bits");
 	f->kind = FG_QF_CT_INT;
 	f->method = FG_QM_CT;
 	f->bits = p->bits;
 	if (streq(p->strategy, "group") || (!p->strategy[0] && p->group_size > 0)) {
 		if (p->group_size <= 0)
-			return refuse(err, p, "strategy group without a group size");
+			return refuse(err, uns, p, "strategy group without a group size");
 		f->scale = FG_QS_GROUP;
 		f->group = p->group_size;
 	} else if (streq(p->strategy, "channel") || (!p->strategy[0] && p->group_size == -1)) {
@@ -346,7 +346,7 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 	} else if (streq(p->strategy, "tensor") || !p->strategy[0]) {
 		f->scale = FG_QS_TENSOR;
 	} else {
-		return refuse(err, p, "strategy %s is not read for packed integer weights", p->strategy);
+		return refuse(err, uns, p, "strategy %s is not read for packed integer weights", p->strategy);
 	}
 	/* Symmetry: the zero-point tensor says it; the config must agree. */
 	if (p->sym == 1 && zp)
@@ -355,7 +355,7 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 		return contradiction(err, p, "symmetric (no weight_zero_point)");
 	f->sym = !zp;
 	if (!f->sym && f->scale == FG_QS_TENSOR)
-		return refuse(err, p, "an asymmetric per-tensor zero point is not packed, and its layout is unconfirmed");
+		return refuse(err, uns, p, "an asymmetric per-tensor zero point is not packed, and its layout is unconfirmed");
 	if (streq(p->actorder, "group") && !gidx)
 		return contradiction(err, p, "without act-order groups (no weight_g_idx)");
 	f->act_order = gidx;
@@ -364,19 +364,19 @@ static int detect_ct_packed(const struct fg_qparams *p, const struct fg_qmodule 
 }
 
 static int detect_nvfp4(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-			struct fg_err *err)
+			struct fg_err *err, bool *uns)
 {
 	if (p->method != FG_QM_MODELOPT)
 		return contradiction(err, p, "ModelOpt NVFP4 (U8 weight, F8_E4M3 weight_scale, weight_scale_2)");
 	if (!p->have_weights)
 		return excluded(err, p, "ModelOpt NVFP4");
 	if (m->t[FG_QR_PRE_QUANT_SCALE] || strstr(p->fmt, "awq"))
-		return refuse(err, p,
+		return refuse(err, uns, p,
 			      "pre_quant_scale (an AWQ-style algorithm) would have to be folded into the weight, which forged does not do");
 	if (p->fmt[0] && !streq(p->fmt, "nvfp4") && !streq(p->fmt, "w4a8_nvfp4_fp8"))
 		return contradiction(err, p, "NVFP4");
 	if (p->group_size && p->group_size != 16)
-		return refuse(err, p, "NVFP4 blocks are 16 columns");
+		return refuse(err, uns, p, "NVFP4 blocks are 16 columns");
 	f->kind = FG_QF_NVFP4;
 	f->method = FG_QM_MODELOPT;
 	f->bits = 4;
@@ -405,7 +405,7 @@ static int fp8_shape_strategy(const struct fg_tensor *w, const struct fg_tensor 
 }
 
 static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-		      struct fg_err *err)
+		      struct fg_err *err, bool *uns)
 {
 	const struct fg_tensor *w = m->t[FG_QR_WEIGHT], *s = m->t[FG_QR_WEIGHT_SCALE];
 	char sh[DQ_SHAPE_MAX];
@@ -418,7 +418,7 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 		if (!p->have_weights)
 			return excluded(err, p, "block FP8");
 		if (p->fmt[0] && !streq(p->fmt, "e4m3"))
-			return refuse(err, p, "fp8 format %s (forged reads e4m3)", p->fmt);
+			return refuse(err, uns, p, "fp8 format %s (forged reads e4m3)", p->fmt);
 		f->method = FG_QM_FP8;
 		f->scale = FG_QS_BLOCK;
 		f->block[0] = p->block[0] ? p->block[0] : 128;
@@ -426,9 +426,9 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 		return 0;
 	}
 	if (!s)
-		return refuse(err, p, "the F8_E4M3 weight has no weight_scale or weight_scale_inv");
+		return refuse(err, uns, p, "the F8_E4M3 weight has no weight_scale or weight_scale_inv");
 	if (s->dtype == FG_DT_U8)
-		return refuse(err, p, "mxfp8-quantized (E8M0 weight_scale) is not read");
+		return refuse(err, uns, p, "mxfp8-quantized (E8M0 weight_scale) is not read");
 	if (p->method == FG_QM_CT) {
 		if (!p->have_weights)
 			return fg_err_set(err, FG_EINPUT,
@@ -450,11 +450,11 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 			f->block[0] = p->block[0];
 			f->block[1] = p->block[1];
 			if (f->block[0] <= 0 || f->block[1] <= 0)
-				return refuse(err, p, "strategy block without block_structure");
+				return refuse(err, uns, p, "strategy block without block_structure");
 		} else if (p->strategy[0]) {
-			return refuse(err, p, "strategy %s is not read for FP8 weights", p->strategy);
+			return refuse(err, uns, p, "strategy %s is not read for FP8 weights", p->strategy);
 		} else if (fp8_shape_strategy(w, s, &f->scale)) {
-			return refuse(err, p, "the strategy of weight_scale %s is not given and not tensor or channel",
+			return refuse(err, uns, p, "the strategy of weight_scale %s is not given and not tensor or channel",
 				      dq_shape(s, sh, sizeof(sh)));
 		}
 		return 0;
@@ -466,7 +466,7 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 			return excluded(err, p, "FP8");
 		f->method = FG_QM_MODELOPT;
 		if (fp8_shape_strategy(w, s, &f->scale))
-			return refuse(err, p, "weight_scale %s is neither per tensor nor per channel (block layouts are unconfirmed)",
+			return refuse(err, uns, p, "weight_scale %s is neither per tensor nor per channel (block layouts are unconfirmed)",
 				      dq_shape(s, sh, sizeof(sh)));
 		return 0;
 	}
@@ -474,7 +474,7 @@ static int detect_fp8(const struct fg_qparams *p, const struct fg_qmodule *m, st
 }
 
 static int detect_mlx(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *f,
-		      struct fg_err *err)
+		      struct fg_err *err, bool *uns)
 {
 	const char *mode = p->fmt[0] ? p->fmt : "affine";
 	bool biases = m->t[FG_QR_BIASES] != NULL;
@@ -507,20 +507,28 @@ static int detect_mlx(const struct fg_qparams *p, const struct fg_qmodule *m, st
 		f->bits = 4;
 		f->group = 16;
 	} else {
-		return refuse(err, p, "MLX mode %s is not read", mode);
+		return refuse(err, uns, p, "MLX mode %s is not read", mode);
 	}
 	if ((p->bits && p->bits != f->bits) || (p->group_size && p->group_size != f->group))
-		return refuse(err, p, "mode %s has bits=%d group=%d only", mode, f->bits, f->group);
+		return refuse(err, uns, p, "mode %s has bits=%d group=%d only", mode, f->bits, f->group);
 	return 0;
 }
 
 int fg_qformat_detect(const struct fg_qparams *p, const struct fg_qmodule *m,
 		      struct fg_qformat *out, struct fg_err *err)
 {
+	return fg_qformat_detect_why(p, m, out, NULL, err);
+}
+
+int fg_qformat_detect_why(const struct fg_qparams *p, const struct fg_qmodule *m, struct fg_qformat *out,
+			  bool *unsupported, struct fg_err *err)
+{
 	const struct fg_tensor *w;
 	struct fg_qparams none;
+	bool scratch = false, *uns = unsupported ? unsupported : &scratch;
 	char aux[256];
 
+	*uns = false;
 	if (!m || !out)
 		return fg_err_set(err, FG_EUSAGE, "fg_qformat_detect: NULL module or output");
 	if (!p) {
@@ -537,29 +545,29 @@ int fg_qformat_detect(const struct fg_qparams *p, const struct fg_qmodule *m,
 		return fg_err_set(err, FG_EINPUT, "quantized module: no weight, qweight or weight_packed tensor (has: %s)",
 				  aux_roles(m, aux, sizeof(aux))[0] ? aux : "nothing");
 	if (p->method == FG_QM_UNSUPPORTED)
-		return refuse(err, p, "quant_method %s is not read", p->method_name[0] ? p->method_name : "?");
+		return refuse(err, uns, p, "quant_method %s is not read", p->method_name[0] ? p->method_name : "?");
 	if (m->t[FG_QR_QWEIGHT])
-		return detect_qweight(p, m, out, err);
+		return detect_qweight(p, m, out, err, uns);
 	if (m->t[FG_QR_WEIGHT_PACKED])
-		return detect_ct_packed(p, m, out, err);
+		return detect_ct_packed(p, m, out, err, uns);
 	switch (w->dtype) {
 	case FG_DT_F8_E4M3:
-		return detect_fp8(p, m, out, err);
+		return detect_fp8(p, m, out, err, uns);
 	case FG_DT_U8:
 		if (m->t[FG_QR_WEIGHT_SCALE] && m->t[FG_QR_WEIGHT_SCALE]->dtype == FG_DT_F8_E4M3 &&
 		    m->t[FG_QR_WEIGHT_SCALE_2])
-			return detect_nvfp4(p, m, out, err);
+			return detect_nvfp4(p, m, out, err, uns);
 		break;
 	case FG_DT_U32:
 		if (m->t[FG_QR_SCALES])
-			return detect_mlx(p, m, out, err);
+			return detect_mlx(p, m, out, err, uns);
 		break;
 	case FG_DT_I8:
 		if (m->t[FG_QR_WEIGHT_SCALE])
-			return refuse(err, p, "int-quantized (I8 weight with weight_scale) is not read");
+			return refuse(err, uns, p, "int-quantized (I8 weight with weight_scale) is not read");
 		break;
 	case FG_DT_F8_E5M2:
-		return refuse(err, p, "F8_E5M2 weights are not read");
+		return refuse(err, uns, p, "F8_E5M2 weights are not read");
 	default:
 		break;
 	}

@@ -428,8 +428,7 @@ int dq_refuse(struct fg_err *err, const struct fg_qformat *f, const char *reason
 	va_start(ap, reason);
 	vsnprintf(why, sizeof(why), reason, ap);
 	va_end(ap);
-	return fg_err_set(err, FG_EINPUT, "unsupported_quantization_format: %s: %s",
-			  fg_qformat_name(f, name, sizeof(name)), why);
+	return fg_err_set(err, FG_EINPUT, FG_QUNSUPPORTED "%s: %s", fg_qformat_name(f, name, sizeof(name)), why);
 }
 
 int dq_dims_fit(const char *fmt, size_t out, size_t in, struct fg_err *err)

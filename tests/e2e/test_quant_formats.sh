@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Quantized sources (issue 12): every format forged reads is dequantized exactly
+# (check_forge.py dequant decodes the packed codes with numpy) or kept in an MLX
+# format the target reads; a format it cannot read is refused by name and never
+# copied; a trunk a targeted runtime cannot read is trunk_format_unsupported with
+# the --backbone hint; per-module overrides follow the renamed tensors; re-quantizing
+# needs --allow-requantize and is recorded.  Fixtures: tests/fixtures/gen_quant_fixtures.py.
+set -u
+. "$(dirname "$0")/lib.sh"
+here=$(dirname "$0")
+NUMPY_PY=${NUMPY_PY:-/usr/bin/python3}
+manifest=$FIXTURES/quant_manifest.json
+
+# forge NAME OUT [ARGS...]: exit code in $RC, JSON in $TMP/OUT.json
+forge() {
+	local name=$1 out=$2; shift 2
+	RC=0
+	"$FORGED" forge "$FIXTURES/$name" --out "$TMP/$out" --json "$@" >"$TMP/$out.json" 2>"$TMP/$out.err" || RC=$?
+}
+dequant_check() { # dequant_check DESC SRC ART
+	if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$FIXTURES/$2" "$TMP/$3" 2>&1); then ok; else bad "$1: $out"; fi
+}
+inspect() { # inspect NAME [ARGS...]: report in $TMP/i_NAME.json, exit in $RC
+	local name=$1; shift
+	RC=0
+	"$FORGED" inspect "$FIXTURES/$name" --json "$@" >"$TMP/i_$name.json" 2>"$TMP/i_$name.err" || RC=$?
+}
+verdict() { jq -r --arg c "$2" '.verdicts[] | select(.code == $c) | '"$3" "$TMP/$1"; }
+side_keys() { "$PYTHON" - "$1" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+print("\n".join(sorted(k for k in json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]]) if k != "__metadata__")))
+PY
+}
+BB=$FIXTURES/qwen35_mlx_sidecar
+
+# Every fixture's report against the generator's facts (family, conventions, the verdicts it provokes).
+for name in $(jq -r '.fixtures | keys[]' "$manifest"); do
+	inspect "$name"
+	if [ "$RC" -gt 1 ]; then bad "$name: exit $RC ($(head -c 300 "$TMP/i_$name.err"))"; continue; fi
+	if out=$("$PYTHON" "$here/check_inspect.py" "$manifest" "$name" "$TMP/i_$name.json"); then ok; else bad "$out"; fi
+done
+
+# GPTQ v1 with desc_act: an MLX target cannot load the GPTQ trunk (mlx-lm refuses any g_idx) ...
+inspect q_gptq_head --runtime mtplx-2.12
+check "gptq trunk for mtplx-2.12: exit 1" [ "$RC" -eq 1 ]
+check "gptq trunk: trunk_format_unsupported names mtplx-2.12 and the --backbone way out" \
+	[ "$(verdict i_q_gptq_head.json trunk_format_unsupported '(.runtimes | join(",")) + " " + (.detail | test("gptq bits=4 .* --backbone") | tostring)')" = "mtplx-2.12 true" ]
+check "gptq trunk: the runtime's load error is its format" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "mtplx-2.12") | .load_error.cause + " " + .outcome' "$TMP/i_q_gptq_head.json")" = "format refused" ]
+check "gptq trunk: quantized_mtp_head names the format" \
+	[ "$(verdict i_q_gptq_head.json quantized_mtp_head '.detail | test("8 x gptq bits=4 group=32 desc_act=true")')" = true ]
+forge q_gptq_head gptq_nobb --target mtplx-2.12
+check "gptq without --backbone: refused (exit 1)" [ "$RC" -eq 1 ]
+check "gptq without --backbone: trunk_format_unsupported with the hint" \
+	[ "$(jq -r '.refusal.code + " " + (.refusal.detail | test("--backbone") | tostring)' "$TMP/gptq_nobb.json")" = "trunk_format_unsupported true" ]
+check "gptq without --backbone: nothing written" [ ! -e "$TMP/gptq_nobb" ]
+# ... with an MLX backbone the head is dequantized exactly, never copied.
+forge q_gptq_head gptq --target mtplx-2.12 --backbone "$BB"
+check "gptq head: exit 0 ($(head -c 300 "$TMP/gptq.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head" q_gptq_head gptq
+check "gptq head: no qweight/qzeros/scales/g_idx in the sidecar" \
+	[ -z "$(side_keys "$TMP/gptq/mtp.safetensors" | grep -E '\.(qweight|qzeros|scales|g_idx)$')" ]
+check "gptq head: the record names the source format" \
+	[ "$(jq -r '.mtp_quantization.modules["mtp.layers.0.self_attn.q_proj"].dequantized_from' "$TMP/gptq/config.json")" = \
+	  "gptq bits=4 group=32 desc_act=true sym=false checkpoint_format=gptq" ]
+check "gptq head: the originals keep every GPTQ tensor" \
+	[ "$(jq '[.originals[].tensor | select(test("mtp.layers.0.self_attn.q_proj.(qweight|qzeros|scales|g_idx)$"))] | length' "$TMP/gptq/forged.json")" = 4 ]
+
+# For a Hugging Face target the GPTQ source is its own backbone: the dequantized head modules are declared
+# unquantized in the config (GPTQModel's dynamic "-:" patterns, first so they win), and so for the others.
+forge q_gptq_head gptq_hf --target hf
+check "gptq head for hf: exit 0 ($(head -c 300 "$TMP/gptq_hf.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head for hf" q_gptq_head gptq_hf
+check "gptq head for hf: dynamic excludes the head modules first" \
+	[ "$(jq -r '.quantization_config.dynamic | keys_unsorted[0]' "$TMP/gptq_hf/config.json")" = '-:mtp\.fc$' ]
+forge q_ct_moe_head ct_hf --target hf
+check "ct moe head for hf: exit 0 ($(head -c 300 "$TMP/ct_hf.err"))" [ "$RC" -eq 0 ]
+dequant_check "ct moe head for hf (experts dequantized one by one)" q_ct_moe_head ct_hf
+check "ct moe head for hf: the ignore list names the dequantized experts" \
+	[ "$(jq '.quantization_config.ignore | index("mtp.layers.0.mlp.experts.3.down_proj") != null' "$TMP/ct_hf/config.json")" = true ]
+
+# A GPTQ layout forged does not read is refused by name.
+forge q_gptq_marlin marlin --backbone "$BB"
+check "gptq marlin: exit 1" [ "$RC" -eq 1 ]
+check "gptq marlin: unsupported_quantization_format naming gptq and marlin" \
+	[ "$(jq -r '.refusal.code + " " + (.refusal.detail | test("is gptq bits=4 .*checkpoint_format=marlin") | tostring)' "$TMP/marlin.json")" = \
+	  "unsupported_quantization_format true" ]
+check "gptq marlin: nothing written" [ ! -e "$TMP/marlin" ]
+
+# AWQ, NVFP4: dequantized exactly; their trunks are refused by the MLX targets without a backbone.
+forge q_awq_head awq --backbone "$BB"
+check "awq head: exit 0 ($(head -c 300 "$TMP/awq.err"))" [ "$RC" -eq 0 ]
+dequant_check "awq head" q_awq_head awq
+forge q_nvfp4_head nvfp4 --backbone "$BB"
+check "nvfp4 head: exit 0 ($(head -c 300 "$TMP/nvfp4.err"))" [ "$RC" -eq 0 ]
+dequant_check "nvfp4 head" q_nvfp4_head nvfp4
+check "nvfp4 head: mtp.fc stays as it was (BF16, not quantized)" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.fc"]' "$TMP/nvfp4/config.json")" = null ]
+inspect q_nvfp4_head --runtime mlx-lm-0.32
+check "nvfp4 trunk for mlx-lm-0.32: trunk_format_unsupported" \
+	[ "$(verdict i_q_nvfp4_head.json trunk_format_unsupported '.runtimes | join(",")')" = mlx-lm-0.32 ]
+
+# The formats mlx-lm's loader reads (issue 12 item 4, utils.py at v0.31.3 and main): GPTQ never.  A g_idx is
+# refused by name, and without one its AWQ path takes GPTQ's qweight [in/8, out] for AutoAWQ's [in, out/8], so
+# the strict load refuses the repacked shapes; llama.cpp's GPTQ dequantizer reads the g_idx, which must be there.
+inspect q_gptq_noidx --runtime mlx-lm-0.32 --runtime mtplx-2.12 --runtime llamacpp
+check "gptq without g_idx: exit 1" [ "$RC" -eq 1 ]
+check "gptq without g_idx: trunk_format_unsupported for mlx-lm-0.32, mtplx-2.12 and llamacpp, with the hint" \
+	[ "$(verdict i_q_gptq_noidx.json trunk_format_unsupported '(.runtimes | sort | join(",")) + " " + (.detail | test("gptq bits=4 group=32 desc_act=false sym=true .* --backbone") | tostring)')" = \
+	  "llamacpp,mlx-lm-0.32,mtplx-2.12 true" ]
+forge q_gptq_noidx gptq_noidx --target mtplx-2.12 --backbone "$BB"
+check "gptq without g_idx, MLX backbone: exit 0 ($(head -c 300 "$TMP/gptq_noidx.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq without g_idx (groups by column)" q_gptq_noidx gptq_noidx
+# compressed-tensors int4: mlx-lm remaps it only in deepseek_v3's sanitize; llama.cpp dequantizes it.
+inspect q_ct_dense --runtime mlx-lm-0.32 --runtime llamacpp
+check "ct int4 qwen3_5 trunk: trunk_format_unsupported for mlx-lm-0.32 only" \
+	[ "$(verdict i_q_ct_dense.json trunk_format_unsupported '(.runtimes | join(",")) + " " + (.detail | test("compressed-tensors pack-quantized bits=4 group=32 strategy=group symmetric=true") | tostring)')" = \
+	  "mlx-lm-0.32 true" ]
+check "ct int4 qwen3_5 trunk: llamacpp loads it" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "llamacpp") | .outcome' "$TMP/i_q_ct_dense.json")" = ok ]
+forge q_ct_dense ct_dense --target mtplx-2.12 --backbone "$BB"
+check "ct int4 dense head, MLX backbone: exit 0 ($(head -c 300 "$TMP/ct_dense.err"))" [ "$RC" -eq 0 ]
+dequant_check "ct int4 dense head" q_ct_dense ct_dense
+# Block FP8 (Qwen3-Next-80B-A3B-FP8): only the deepseek_v3 / v32 / mimo_v2 sanitizers dequantize it in mlx-lm;
+# ollama reads E4M3 with a block size and a scale companion.
+inspect q_fp8_qwen3_next --runtime mlx-lm-0.32 --runtime ollama
+check "fp8 qwen3_next trunk: trunk_format_unsupported for mlx-lm-0.32 only, with the hint" \
+	[ "$(verdict i_q_fp8_qwen3_next.json trunk_format_unsupported '(.runtimes | join(",")) + " " + (.detail | test("fp8 e4m3 strategy=block block=.128,128.* --backbone") | tostring)')" = \
+	  "mlx-lm-0.32 true" ]
+
+# compressed-tensors MoE: the numbered weight_packed experts are a numbered layout (not "0 numbered expert
+# tensors"), the MTP group's int8 asymmetric scheme applies to the head, and the experts stack dequantized.
+inspect q_ct_moe_head --runtime mtplx-2.12
+check "ct moe: no expert_layout_ambiguous" [ -z "$(verdict i_q_ct_moe_head.json expert_layout_ambiguous .code)" ]
+check "ct moe: head quantized as its own config group (int8 per channel, asymmetric)" \
+	[ "$(verdict i_q_ct_moe_head.json quantized_mtp_head '.detail | test("19 x compressed-tensors pack-quantized bits=8 strategy=channel symmetric=false")')" = true ]
+forge q_ct_moe_head ct --target mtplx-2.12 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
+check "ct moe head: exit 0 ($(head -c 300 "$TMP/ct.err"))" [ "$RC" -eq 0 ]
+dequant_check "ct moe head" q_ct_moe_head ct
+check "ct moe head: stacked switch_mlp experts, BF16 [4, 128, 64]" \
+	[ "$(jq -r '.mtp_quantization.modules["mtp.layers.0.mlp.switch_mlp.gate_proj"] | (.experts | tostring) + " " + (.dequantized_from | split(" ")[0])' "$TMP/ct/config.json")" = "4 compressed-tensors" ]
+check "ct moe head: mtp.fc, ignored by the config, is not quantized" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.fc"]' "$TMP/ct/config.json")" = null ]
+
+# compressed-tensors float-quantized FP8 (GLM-4.5-FP8: W = fp8 * weight_scale[row]).
+forge q_ct_fp8_glm fp8_nobb --target mtplx-2.12
+check "glm fp8 without --backbone: trunk_format_unsupported" \
+	[ "$(jq -r '.refusal.code' "$TMP/fp8_nobb.json")" = trunk_format_unsupported ]
+forge q_ct_fp8_glm fp8 --target mtplx-2.12 --backbone "$FIXTURES/glm45"
+check "glm fp8 head: exit 0 ($(head -c 300 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
+dequant_check "glm fp8 head" q_ct_fp8_glm fp8
+check "glm fp8 head: the q/k/v biases are copied" \
+	[ "$(side_keys "$TMP/fp8/mtp.safetensors" | grep -c 'self_attn\.[qkv]_proj\.bias$')" = 3 ]
+check "glm fp8 head: o_proj read per tensor (its own config group), the rest per channel" \
+	[ "$(jq -c '.mtp_quantization.modules | [.["model.layers.3.self_attn.o_proj"], .["model.layers.3.self_attn.q_proj"]] | map(.dequantized_from | split(" ") | .[-1])' "$TMP/fp8/config.json")" = \
+	  '["strategy=tensor","strategy=channel"]' ]
+
+# MLX head as language_model.mtp.*: kept as it is for an MLX target, overrides renamed with the tensors.
+forge q_mlx_lm_head mlx --target mtplx-2.12
+check "mlx head keep: exit 0 ($(head -c 300 "$TMP/mlx.err"))" [ "$RC" -eq 0 ]
+dequant_check "mlx head keep" q_mlx_lm_head mlx
+check "mlx head keep: the 8-bit gate_proj recorded as 8-bit (not the 4-bit default)" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.mlp.gate_proj"] | [.bits, .group_size, .mode]' "$TMP/mlx/config.json")" = '[8,64,"affine"]' ]
+check "mlx head keep: the mxfp4 o_proj recorded as mxfp4 (bits 4, group 32)" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.o_proj"] | [.bits, .group_size, .mode]' "$TMP/mlx/config.json")" = '[4,32,"mxfp4"]' ]
+check "mlx head keep: override keys renamed to mtp.* in quantization" \
+	[ "$(jq -c '.quantization | [.["mtp.layers.0.mlp.gate_proj"].bits, .["mtp.layers.0.self_attn.k_proj"].mode, .["mtp.fc"]]' "$TMP/mlx/config.json")" = '[8,"mxfp8",false]' ]
+check "mlx head keep: ... and in mlx-lm's quantization_config copy" \
+	[ "$(jq -c '.quantization_config["mtp.layers.0.self_attn.v_proj"].mode' "$TMP/mlx/config.json")" = '"nvfp4"' ]
+check "mlx head keep: no override left under language_model.mtp.*" \
+	[ "$(jq '[.quantization, .quantization_config | keys[] | select(startswith("language_model.mtp."))] | length' "$TMP/mlx/config.json")" = 0 ]
+check "mlx head keep: the artifact inspects clean for mtplx-2.12" \
+	"$FORGED" inspect "$TMP/mlx" --runtime mtplx-2.12 --json >/dev/null
+# A Hugging Face target reads no MLX format: the same head is dequantized to BF16.
+forge q_mlx_lm_head mlx_hf --target hf --backbone "$FIXTURES/qwen35_hf"
+check "mlx head for hf: exit 0 ($(head -c 300 "$TMP/mlx_hf.err"))" [ "$RC" -eq 0 ]
+dequant_check "mlx head for hf (mxfp4, mxfp8, nvfp4, affine 4/8-bit dequantized)" q_mlx_lm_head mlx_hf
+check "mlx head for hf: every MLX mode dequantized" \
+	[ "$(jq -c '[.mtp_quantization.modules[] | select(.) | .dequantized_from | split(" ")[1]] | unique' "$TMP/mlx_hf/config.json")" = \
+	  '["affine","mxfp4","mxfp8","nvfp4"]' ]
+
+# Re-quantizing a quantized head needs the flag, and is recorded where fleet data can find it.
+forge q_mlx_lm_head mlx_rq --quant affine:4:64
+check "requantize without --allow-requantize: exit 2" [ "$RC" -eq 2 ]
+check "requantize without the flag: the message names it" grep -q -- "--allow-requantize" "$TMP/mlx_rq.err"
+check "requantize without the flag: nothing written" [ ! -e "$TMP/mlx_rq" ]
+forge q_mlx_lm_head mlx_rq2 --quant affine:4:64 --allow-requantize
+check "requantize with --allow-requantize: exit 0 ($(head -c 300 "$TMP/mlx_rq2.err"))" [ "$RC" -eq 0 ]
+dequant_check "requantized = numpy's MLX affine of the BF16 dequantization" q_mlx_lm_head mlx_rq2
+check "requantize: config records allow_requantize and the modules" \
+	[ "$(jq -c '.mtp_quantization | [.allow_requantize, (.requantized | length)]' "$TMP/mlx_rq2/config.json")" = '[true,7]' ]
+check "requantize: forged.json records it too" \
+	[ "$(jq -c '.decisions.quantization.requantized | length' "$TMP/mlx_rq2/forged.json")" = 7 ]
+check "requantize: the artifact carries quantized_head_requantized (warning)" \
+	[ "$(jq -r '.verdicts[] | select(.code == "quantized_head_requantized") | .severity' "$TMP/mlx_rq2.json")" = warning ]
+check "requantize: the verdict names the disagreeing reports" \
+	[ "$(jq -r '.verdicts[] | select(.code == "quantized_head_requantized") | .detail | test("79-85 %.*44.9 vs 43.8")' "$TMP/mlx_rq2.json")" = true ]
+# A GPTQ head under match with an unquantized backbone: nothing to re-quantize, no flag needed.
+forge q_gptq_head gptq_match --quant match --backbone "$BB"
+check "gptq head, match against a BF16 backbone: exit 0" [ "$RC" -eq 0 ]
+forge q_gptq_head gptq_rq --quant affine:4:64 --backbone "$BB"
+check "gptq head, affine without the flag: exit 2" [ "$RC" -eq 2 ]
+forge q_gptq_head gptq_rq2 --quant affine:4:64 --backbone "$BB" --allow-requantize
+check "gptq head, affine with the flag: exit 0 ($(head -c 300 "$TMP/gptq_rq2.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head re-quantized" q_gptq_head gptq_rq2
+# match against a 4-bit MLX backbone re-quantizes the dequantized GPTQ head as the backbone is (flag needed);
+# mxfp4 applies to the dequantized AWQ head.
+forge q_gptq_head gptq_mq4 --quant match --backbone "$FIXTURES/qwen35_mlx_q4"
+check "gptq head, match against a 4-bit backbone without the flag: exit 2" [ "$RC" -eq 2 ]
+forge q_gptq_head gptq_mq4b --quant match --backbone "$FIXTURES/qwen35_mlx_q4" --allow-requantize
+check "gptq head, match against a 4-bit backbone with the flag: exit 0 ($(head -c 300 "$TMP/gptq_mq4b.err"))" [ "$RC" -eq 0 ]
+dequant_check "gptq head matched = numpy's MLX affine (the backbone's bits and group) of the BF16 dequantization" \
+	q_gptq_head gptq_mq4b
+check "gptq head matched: the backbone's bits and group, the source format kept in the record" \
+	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.q_proj"] | [.bits, .group_size, .mode, .requantized, (.source | split(" ")[0])]' "$TMP/gptq_mq4b/config.json")" = \
+	  "[$(jq -r '.quantization.bits' "$FIXTURES/qwen35_mlx_q4/config.json"),$(jq -r '.quantization.group_size' "$FIXTURES/qwen35_mlx_q4/config.json"),\"affine\",true,\"gptq\"]" ]
+forge q_awq_head awq_mx --quant mxfp4 --backbone "$BB" --allow-requantize
+check "awq head, mxfp4 with the flag: exit 0 ($(head -c 300 "$TMP/awq_mx.err"))" [ "$RC" -eq 0 ]
+dequant_check "awq head re-quantized mxfp4 = numpy's mxfp4 of the BF16 dequantization" q_awq_head awq_mx
+# DeepSeek FP8 blocks are a quantized source too: recorded as dequantized, re-quantized only with the flag.
+forge deepseek_v3_fp8 ds_keep --target hf
+check "deepseek fp8 keep: the record names the FP8 blocks" \
+	[ "$(jq -r '.mtp_quantization.modules["model.layers.3.self_attn.kv_b_proj"].dequantized_from' "$TMP/ds_keep/config.json")" = \
+	  "fp8 e4m3 strategy=block block=[128,128]" ]
+forge deepseek_v3_fp8 ds_rq --target hf --quant affine:4:64
+check "deepseek fp8, affine without --allow-requantize: exit 2" [ "$RC" -eq 2 ]
+check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
+finish
