@@ -3,10 +3,12 @@
 # jobs are submitted through every instance with Idempotency-Keys, some
 # resubmitted through another instance; mid-run one instance is killed with
 # SIGKILL and another is restarted (SIGTERM, then started again); then every
-# job must have ended exactly once (succeeded), with one artifact each, no
-# job left running past its lease, outputs complete and nothing temporary
-# left, and the fleet view (health, listings, /metrics figures) the same
-# from every instance.
+# job must have ended exactly once (succeeded), its out complete and naming
+# it, one artifact row per distinct content (one per digest, issue 13: jobs
+# forging the same bytes share the row the first stored) with each job's
+# artifact the digest of its own out, no job left running past its lease,
+# nothing temporary left, and the fleet view (health, listings, /metrics
+# figures) the same from every instance.
 #
 #   FORGED_E2E_STORE=postgres (test_farm_pg.sh): three instances on one
 #   PostgreSQL database (FORGED_TEST_PG's cluster), outputs on a shared
