@@ -66,6 +66,7 @@ struct fg_api_config {
 	double collapse_threshold;     /* verification verdicts; 0: FG_VERIFY_COLLAPSE_DEFAULT */
 	const char *artifacts_dir;     /* where a job without an out writes (the job object names it); NULL: unknown */
 	unsigned inspect_seconds;      /* an inspection's deadline; 0: FG_API_INSPECT_SECONDS_DEFAULT */
+	const char *forge_target;      /* the target list of jobs naming none; NULL: FG_FORGE_DEFAULT_TARGET */
 	/* Logging, owned by the daemon: priority as syslog (3 err .. 7 debug). */
 	void (*log)(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 	/* Wakes the workers after an enqueue. */

@@ -21,6 +21,7 @@
 #include "api/paths.h"
 #include "api/validate.h"
 #include "store/idem.h"
+#include "forge/artifact/layout.h"
 #include "forge/artifact/policy.h"
 #include "forge/artifact/request.h"
 #include "forge/core/fs.h"
@@ -429,15 +430,22 @@ static int job_body_faults(struct fg_req *req, struct fg_resp *resp, const cJSON
 	kind = fg_v_str(&v, body, "", "kind", true, 1, 64);
 	fg_v_str(&v, body, "", "source", true, 1, PATH_MAX - 2);
 	fg_v_str(&v, body, "", "backbone", false, 1, PATH_MAX - 2);
-	target = fg_v_str(&v, body, "", "target", false, 1, 64);
+	target = fg_v_str(&v, body, "", "target", false, 1, FG_FORGE_TARGET_MAX - 1);
 	quant = fg_v_str(&v, body, "", "quant", false, 1, 64);
 	fg_v_str(&v, body, "", "out", false, 1, PATH_MAX - 2);
 	if (requantize && !cJSON_IsBool(requantize))
 		fg_v_add(&v, "invalid-field", "/allow_requantize", "must be a boolean");
 	if (kind && strcmp(kind, "forge") != 0)
 		fg_v_add(&v, "invalid-field", "/kind", "must be \"forge\"");
-	if (target && !fg_runtime_find(target))
-		fg_v_add(&v, "unknown-runtime", "/target", "'%s' is not a runtime id", target);
+	if (target) {
+		const struct fg_runtime *rows[FG_LAYOUT_MAX_TARGETS];
+		struct fg_err terr = { 0 };
+		size_t n;
+
+		/* One runtime id or a comma-separated list of them. */
+		if (fg_layout_targets(target, rows, &n, &terr) != 0)
+			fg_v_add(&v, "unknown-runtime", "/target", "%s", terr.msg);
+	}
 	if (quant && fg_policy_parse(quant, &pol, NULL) != 0)
 		fg_v_add(&v, "invalid-field", "/quant", "must be keep, match, mxfp4 or affine:BITS:GROUP");
 	if (!v.n)
@@ -532,6 +540,9 @@ static void post_jobs(struct fg_req *req, struct fg_resp *resp)
 		request_problem(req, resp, fault, err.msg);
 		goto out;
 	}
+	/* No target named: the configured list (forge_target), stored with the job. */
+	if (!cJSON_GetObjectItemCaseSensitive(body, "target") && req->api->cfg.forge_target)
+		rq.target = req->api->cfg.forge_target;
 	if (confine_source(req, resp, "source", rq.source, src) ||
 	    (rq.backbone && confine(req, resp, "backbone", rq.backbone, 1, bb)) ||
 	    (rq.out && confine(req, resp, "out", rq.out, 0, out)))

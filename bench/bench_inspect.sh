@@ -68,6 +68,9 @@
 #
 #   make && bash bench/bench_inspect.sh        (run from anywhere)
 #   env: REPS=5 FORGED=build/forged BENCH_DIR=build/bench BENCH_PYTHON=/usr/bin/python3 RUNTIME=ollama-mlx
+#        BASE_FORGED=path/to/another/forged: that binary too, interleaved in the same rounds, and
+#          the case inspect_vs_base (forged / base): a change's cost against the build it
+#          replaces, in one run (e.g. main's, built from `git archive main`)
 #        REGEN=0 GEN_ARGS="--layers 64 --experts 512"  (passed to gen_sparse_moe.py)
 #        BENCH_QUICK=1: a 4-layer, 16-expert checkpoint in build/bench/quick, REPS=2
 # shellcheck disable=SC2154  # F_* and P_* are set through printf -v
@@ -152,10 +155,18 @@ J="$BENCH_DIR/$NAME.json"
 R="$BENCH_DIR/ref_$NAME.json"
 RAW="$BENCH_DIR/${NAME}_runs.json"
 echo "forged inspect and the python reference, interleaved: 1 first run + $REPS warm runs each..."
+base=()
+if [ -n "${BASE_FORGED:-}" ]; then
+	[ -x "$BASE_FORGED" ] || { echo "bench_inspect: BASE_FORGED=$BASE_FORGED is not executable" >&2; exit 2; }
+	base=(--label base="$BASE_FORGED inspect DIR --json" --case inspect_vs_base=forged/base
+	      ::: base "$BASE_FORGED" inspect "$DIR" --json --runtime "$RUNTIME")
+	echo "and the base build $BASE_FORGED, in the same rounds"
+fi
 bl abrun "$FRAG" --reps "$REPS" --first --raw "$RAW" --stdout forged="$J" --stdout reference="$R" \
 	--label forged="forged inspect DIR --json" --label reference="$(basename "$BENCH_PYTHON") bench/ref_inspect.py DIR" \
-	--case inspect=forged/reference \
-	-- forged "$FORGED" inspect "$DIR" --json --runtime "$RUNTIME" ::: reference "$BENCH_PYTHON" bench/ref_inspect.py "$DIR"
+	--case inspect=forged/reference "${base[@]:0:4}" \
+	-- forged "$FORGED" inspect "$DIR" --json --runtime "$RUNTIME" ::: reference "$BENCH_PYTHON" bench/ref_inspect.py "$DIR" \
+	"${base[@]:4}"
 # fig NAME JQ: a figure of command NAME's runs in the raw file (best = the fastest warm run)
 fig() { jq -r --arg n "$1" ".commands[\$n] | $2" "$RAW"; }
 MEDIAN='sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) * 1000 | round / 1000'

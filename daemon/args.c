@@ -111,6 +111,43 @@ int fg_args_check_runtime(const char *option, const char *id)
 	return fg_args_bad("%s '%s' is not a runtime: one of %s", option, id, list);
 }
 
+int fg_args_check_targets(const char *option, const char *list)
+{
+	const char *p = list;
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char id[96];
+		int rc;
+
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (!len || len >= sizeof(id))
+			return fg_args_bad("%s '%s': every entry of the list must be a runtime id", option, list);
+		snprintf(id, sizeof(id), "%.*s", (int)len, p);
+		if ((rc = fg_args_check_runtime(option, id)) != 0)
+			return rc;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int fg_args_add_target(char *buf, size_t len, const char *value)
+{
+	size_t used = strlen(buf);
+
+	if (used + (used ? 1 : 0) + strlen(value) >= len)
+		return fg_args_bad("--target: the list is longer than %zu characters", len - 1);
+	snprintf(buf + used, len - used, "%s%s", used ? "," : "", value);
+	return 0;
+}
+
 int fg_args_check_reported_runtime(const char *option, const char *id)
 {
 	char list[1024];

@@ -118,6 +118,16 @@ int fg_args_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0 when id is a runtime id (a row, an alias, a versioned id), else fg_args_bad() listing them all. */
 int fg_args_check_runtime(const char *option, const char *id);
 
+/* The same for a comma-separated list of runtime ids (--target a,b): every entry checked. */
+int fg_args_check_targets(const char *option, const char *list);
+
+/*
+ * Append a --target value to buf (len bytes) as list entries: repeated
+ * options add up ("--target a --target b" is "a,b").  fg_args_bad() when
+ * it does not fit.
+ */
+int fg_args_add_target(char *buf, size_t len, const char *value);
+
 /*
  * The same for a runtime as a serving host names it (a fleet report): also
  * a version string (fg_runtime_find_reported: "mlx-lm 0.33.1").

@@ -20,19 +20,25 @@ static const struct option *forge_longopts(void);
 
 const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
-	.summary = "extract an MTP sidecar in the target's convention into a new artifact",
-	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME]\n"
+	.summary = "extract an MTP head where and how the targets load it into a new artifact",
+	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]]\n"
 		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
-		 "head tensors removed from its shards, mtp.safetensors in the convention,\n"
-		 "names and precision TARGET loads (default " FG_FORGE_DEFAULT_TARGET ", runtimes below),\n"
-		 "a patched config.json and forged.json provenance.  A quantized head is read\n"
-		 "in its format (GPTQ, AWQ, compressed-tensors, FP8, NVFP4, MLX) and kept in\n"
-		 "an MLX format the target reads, else dequantized to BF16; a format forged\n"
-		 "cannot read is refused by name.  Quantizing such a head again (--quant other\n"
-		 "than keep) needs --allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
-		 "complete and clean for TARGET; --force replaces an existing DIR.\n"
+		 "head tensors removed from its shards, and the head where, and in the\n"
+		 "convention, names, expert layout and precision, every TARGET loads it: a\n"
+		 "sidecar (mtp.safetensors for MTPLX, mtp/weights.safetensors for vllm-mlx)\n"
+		 "or a shard of its own in the index (vLLM, SGLang, Ollama, llama.cpp), with\n"
+		 "the declarations they read, a patched config.json and forged.json\n"
+		 "provenance.  --target takes a comma-separated list (repeatable; default\n"
+		 FG_FORGE_DEFAULT_TARGET ", runtimes below): one layout serving every target is\n"
+		 "chosen, or the forge is refused with layout_conflict naming the targets\n"
+		 "and why.  A quantized head is read in its format (GPTQ, AWQ,\n"
+		 "compressed-tensors, FP8, NVFP4, MLX) and kept in an MLX format every target\n"
+		 "reads, else dequantized to BF16; a format forged cannot read is refused by\n"
+		 "name.  Quantizing such a head again (--quant other than keep) needs\n"
+		 "--allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
+		 "complete and clean for every target; --force replaces an existing DIR.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
@@ -81,6 +87,7 @@ static const struct option *forge_longopts(void)
 struct forge_args {
 	struct fg_forge_opts *o;
 	int json;
+	char targets[FG_FORGE_TARGET_MAX]; /* --target values, joined: a,b and a then b are one list */
 };
 
 static int forge_option(void *ctx, int val, const char *arg)
@@ -95,8 +102,10 @@ static int forge_option(void *ctx, int val, const char *arg)
 		f->o->backbone = arg;
 		return 0;
 	case OPT_TARGET:
-		f->o->target = arg;
-		return fg_args_check_runtime("--target", arg);
+		if (fg_args_check_targets("--target", arg) || fg_args_add_target(f->targets, sizeof(f->targets), arg))
+			return -1;
+		f->o->target = f->targets;
+		return 0;
 	case OPT_QUANT:
 		f->o->quant = arg;
 		return fg_args_check_policy("--quant", arg);
@@ -121,7 +130,7 @@ static int run_forge(int argc, char **argv)
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
 	struct fg_err err = { 0 };
-	struct forge_args f = { &o, 0 };
+	struct forge_args f = { .o = &o };
 	struct fg_args a;
 	int json, rc;
 
@@ -166,9 +175,11 @@ static int run_forge(int argc, char **argv)
 			return prc;
 		}
 	} else if (!rc) {
-		printf("%s\n  head fingerprint %s\n  digest %s\n  fingerprint %s (legacy framing)\n  target %s, policy %s, %zu head tensors, %zu removed from the backbone, "
-		       "%zu norms shifted\n", res.artifact, res.head_fingerprint, res.digest, res.fingerprint, res.target, res.policy, res.head_tensors,
-		       res.n_removed, res.n_shifted);
+		printf("%s\n  head fingerprint %s\n  digest %s\n  fingerprint %s (legacy framing)\n  target %s, policy %s, "
+		       "%zu head tensors, %zu removed from the backbone, %zu norms shifted\n  head in %s\n", res.artifact,
+		       res.head_fingerprint[0] ? res.head_fingerprint : "(none: no mtp file)", res.digest,
+		       res.fingerprint[0] ? res.fingerprint : "(none: no mtp.safetensors)", res.target, res.policy,
+		       res.head_tensors, res.n_removed, res.n_shifted, res.head_file);
 	}
 	fg_forge_result_release(&res);
 	return rc ? FG_EXIT_VERDICT : FG_EXIT_OK;

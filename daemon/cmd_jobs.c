@@ -23,7 +23,7 @@ static int run_jobs(int argc, char **argv);
 static const struct option *jobs_longopts(void);
 
 static const struct fg_subcmd jobs_subs[] = {
-	{ "submit", "SOURCE [--backbone SOURCE] [--target RUNTIME] [--quant keep|match|affine:BITS:GROUP|mxfp4] "
+	{ "submit", "SOURCE [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]] [--quant keep|match|affine:BITS:GROUP|mxfp4] "
 		    "[--allow-requantize] [--out DIR] [-w|--wait] [--timeout S]",
 	  "queue a forge job of SOURCE; with --wait, wait for its end" },
 	{ "list", "[--state queued|running|succeeded|failed|cancelled] [--limit N] [--cursor ID]",
@@ -42,7 +42,8 @@ const struct fg_cmd fg_cmd_jobs = {
 		 "$FORGED_TOKEN, or the first line of $XDG_CONFIG_HOME/forged/token\n"
 		 "(~/.config/forged/token) when that file exists.  SOURCE, --backbone and --out\n"
 		 "are paths on the server, inside its allow_roots (or URLs of its allow_hosts).\n"
-		 "--target is a runtime id (default mtplx-2.12), --quant a policy (default keep).\n"
+		 "--target is a runtime id or a comma-separated list of them (repeatable; default\n"
+		 "the server's forge_target, else mtplx-2.12), --quant a policy (default keep).\n"
 		 "--wait polls the job (0.2 s doubling to 5 s) until it ends; --timeout S gives\n"
 		 "up after S seconds.  Transient failures (connection refused or reset, 502,\n"
 		 "503, 504, 408, 429) are retried up to 5 times, honouring Retry-After; one\n"
@@ -85,6 +86,7 @@ static const struct option *jobs_longopts(void)
 
 struct jobs_opts {
 	const char *backbone, *target, *quant, *out, *state;
+	char targets[512];   /* --target values, joined (FG_FORGE_TARGET_MAX) */
 	int wait, allow_requantize;
 	double timeout;
 	long long limit, cursor;
@@ -123,8 +125,10 @@ static int jobs_option(void *ctx, int val, const char *arg)
 		o->allow_requantize = 1;
 		return 0;
 	case OPT_TARGET:
-		o->target = arg;
-		return fg_client_check_runtime("--target", arg);
+		if (fg_args_check_targets("--target", arg) || fg_args_add_target(o->targets, sizeof(o->targets), arg))
+			return -1;
+		o->target = o->targets;
+		return 0;
 	case OPT_QUANT:
 		o->quant = arg;
 		return fg_args_check_policy("--quant", arg);

@@ -42,7 +42,8 @@ const struct fg_cmd fg_cmd_serve = {
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
 		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
-		 "             [--inspect-seconds N] [--store|--store-url URL] [--lease-seconds N] [--http-threads N]\n"
+		 "             [--inspect-seconds N] [--forge-target RUNTIME[,RUNTIME...]]\n"
+		 "             [--store|--store-url URL] [--lease-seconds N] [--http-threads N]\n"
 		 "             [--per-ip-connections N]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
@@ -294,6 +295,7 @@ static int run_serve(int argc, char **argv)
 	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.artifacts_dir = cfg.artifacts_dir;
 	acfg.inspect_seconds = cfg.inspect_seconds;
+	acfg.forge_target = cfg.forge_target[0] ? cfg.forge_target : NULL;
 	acfg.log = fg_log;
 	acfg.job_enqueued = fg_workers_wake;
 	acfg.workers_alive = fg_workers_alive;

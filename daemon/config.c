@@ -15,11 +15,13 @@
 #include "api/validate.h"
 #include "daemon/args.h"
 #include "forge/core/json.h"
+#include "forge/artifact/forge.h"
+#include "forge/artifact/layout.h"
 #include "forge/source/pull/pull.h"
 #include "forge/verify/verify.h"
 #include "store/store.h"
 
-enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION, K_STORE };
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION, K_STORE, K_TARGETS };
 
 struct setting {
 	const char *key;
@@ -48,6 +50,8 @@ static const struct setting settings[] = {
 	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
 	{ "etag_ttl_seconds", K_UINT, offsetof(struct fg_config, etag_ttl_seconds), 0, 31536000 },
 	{ "inspect_seconds", K_UINT, offsetof(struct fg_config, inspect_seconds), 1, 3600 },
+	/* A target list ("mtplx-2.12,vllm-mlx"), checked against the runtime table. */
+	{ "forge_target", K_TARGETS, offsetof(struct fg_config, forge_target), 0, 0 },
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -138,6 +142,21 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 		return 0;
 	case K_ROOTS:
 		return add_list(cfg->allow_roots, &cfg->n_allow_roots, PATH_MAX, text, st->key, err);
+	case K_TARGETS: {
+		const struct fg_runtime *rows[FG_LAYOUT_MAX_TARGETS];
+		size_t n;
+		int rc;
+
+		if (is_num || !*text)
+			return fg_err_set(err, FG_EUSAGE, "%s must be a list of runtime ids", st->key);
+		if (strlen(text) >= sizeof(cfg->forge_target))
+			return fg_err_set(err, FG_EUSAGE, "%s is longer than %zu characters", st->key,
+					  sizeof(cfg->forge_target) - 1);
+		if ((rc = fg_layout_targets(text, rows, &n, err)) != 0)
+			return fg_err_prefix(err, FG_EUSAGE, "%s: ", st->key);
+		snprintf(field, sizeof(cfg->forge_target), "%s", text);
+		return 0;
+	}
 	case K_HOSTS:
 		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
 	case K_STORE:

@@ -22,7 +22,8 @@
  * artifacts_dir (STATE/artifacts: where jobs without an out write their
  * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
  * file's ETag is trusted without asking the server), inspect_seconds (60: an
- * API inspection's deadline).
+ * API inspection's deadline), forge_target (the target list of jobs that name
+ * none; unset: FG_FORGE_DEFAULT_TARGET, "mtplx-2.12").
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -57,6 +58,7 @@ struct fg_config {
 	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
 	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */
 	unsigned inspect_seconds;
+	char forge_target[512];            /* "" when unset (FG_FORGE_TARGET_MAX) */
 };
 
 /*

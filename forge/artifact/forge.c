@@ -5,8 +5,9 @@
  * build the artifact in `.NAME.forged-tmp-PID-SEQ` beside the destination:
  * shards without head tensors, the sidecar, the originals of changed tensors
  * (zstd), config.json (write.c), the fingerprint and forged.json
- * (provenance.c); inspect the folder for the target; fsync and rename it into
- * place.  Any failure removes the temporary folder, so the destination holds
+ * (provenance.c); inspect the folder for every target; fsync and rename it into
+ * place.  Where the head goes is decided first, for all the targets at once
+ * (layout.c).  Any failure removes the temporary folder, so the destination holds
  * either nothing new or a complete artifact.
  */
 #include "forge/artifact/forge.h"
@@ -124,25 +125,36 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 /* ---- stages ---- */
 
 /*
- * The head fingerprints and mtp.safetensors' hash from one pass over the
- * sidecar, then the artifact digest over every file written so far (all of
- * them: forged.json and mtplx_runtime.json, written after, describe the
- * artifact and are not in its file list).
+ * The head fingerprints and the head file's hash, then the artifact digest
+ * over every file written so far (all of them: forged.json and
+ * mtplx_runtime.json, written after, describe the artifact and are not in
+ * its file list).  A sidecar is the mtp file MTPLX's framing covers (the
+ * config points at it); an embedded head has none (MTPLX fingerprints no
+ * such artifact: head_fingerprint stays empty, as does the legacy
+ * fingerprint without an mtp.safetensors), and its shard is hashed here.
  */
 static int fingerprint(struct forge *f, struct fg_err *err)
 {
 	struct fg_head_fingerprints fp;
-	int rc = fg_mtplx_head_fingerprint(f->tmp, &fp, err);
+	char path[PATH_MAX], hex[FG_SHA256_HEX];
+	int rc;
 
-	if (rc)
+	if (f->layout.place == FG_PLACE_EMBEDDED) {
+		if ((rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err)) ||
+		    (rc = fg_sha256_file(path, hex, err)))
+			return rc;
+		if (!cJSON_AddStringToObject(f->files, f->layout.file, hex))
+			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		return fg_artifact_digest(f->files, f->res->digest, err);
+	}
+	if ((rc = fg_mtplx_head_fingerprint(f->tmp, &fp, err)))
 		return rc;
 	snprintf(f->res->fingerprint, sizeof(f->res->fingerprint), "%s", fp.legacy);
 	snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "%s", fp.mtplx);
-	if (!cJSON_AddStringToObject(f->files, "mtp.safetensors", fp.sidecar))
+	if (!cJSON_AddStringToObject(f->files, fp.mtp_file, fp.sidecar))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	return fg_artifact_digest(f->files, f->res->digest, err);
 }
-
 static void rfc3339(time_t t, char out[32])
 {
 	struct tm tm;
@@ -151,22 +163,30 @@ static void rfc3339(time_t t, char out[32])
 		snprintf(out, 32, "1970-01-01T00:00:00Z");
 }
 
-/* An MTPLX target gets MTPLX's own runtime file, unverified until a verification is posted. */
-static int is_mtplx_target(const struct fg_forge_result *res)
+/*
+ * An MTPLX target gets MTPLX's own runtime file, unverified until a
+ * verification is posted: the first MTPLX row of the target list, when the
+ * layout gives MTPLX an mtp file to fingerprint (an embedded head has none,
+ * and the file's artifact_fingerprint would have nothing to name).
+ */
+static const struct fg_runtime *mtplx_target(const struct forge *f)
 {
-	const struct fg_runtime *rt = fg_runtime_find(res->target);
-
-	return rt && rt->product && strcmp(rt->product, "mtplx") == 0;
+	if (!f->res->head_fingerprint[0])
+		return NULL;
+	for (size_t i = 0; i < f->n_targets; i++)
+		if (f->targets[i]->product && strcmp(f->targets[i]->product, "mtplx") == 0)
+			return f->targets[i];
+	return NULL;
 }
 
 static int write_runtime(struct forge *f, struct fg_err *err)
 {
-	const struct fg_runtime *rt = fg_runtime_find(f->res->target);
+	const struct fg_runtime *rt = mtplx_target(f);
 	char when[32], path[PATH_MAX];
 	const char *mt = fg_ckpt_model_type(f->bb->ckpt);
 	struct fg_mtplx_pack pack = {
-		.target = f->res->target,
-		.target_version = rt->version_min,
+		.target = rt ? rt->id : NULL,
+		.target_version = rt ? rt->version_min : NULL,
 		.family = f->src->family->id,
 		.model_type = mt,
 		.head_layers = f->src->declared_mtp,
@@ -179,11 +199,12 @@ static int write_runtime(struct forge *f, struct fg_err *err)
 		.forged_at = when,
 		.head_fingerprint = f->res->head_fingerprint,
 		.digest = f->res->digest,
+		.mtp_file = f->layout.file,
 	};
 	cJSON *doc;
 	int rc;
 
-	if (!is_mtplx_target(f->res))
+	if (!rt)
 		return 0;
 	rfc3339(f->created_at, when);
 	doc = fg_mtplx_runtime_new(&pack);
@@ -228,9 +249,10 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.relayouts = f->relayouts,
 		.files = f->files,
 		.fingerprint = f->res->fingerprint,
+		.layout = f->res->layout,
 		.head_fingerprint = f->res->head_fingerprint,
 		.digest = f->res->digest,
-		.mtplx_runtime = is_mtplx_target(f->res) ? FG_MTPLX_RUNTIME_FILE : NULL,
+		.mtplx_runtime = mtplx_target(f) ? FG_MTPLX_RUNTIME_FILE : NULL,
 		.job = f->o->job,
 	};
 	char path[PATH_MAX];
@@ -310,9 +332,41 @@ static int check_backbone(const struct fg_inspect *src, const struct fg_inspect 
 	return 0;
 }
 
+/*
+ * Every target loads what the layout promised: an error verdict refuses the
+ * artifact (the first names the refusal), and so does a target that, with
+ * no error verdict, decodes plain or loads the head wrong (layout_conflict).
+ */
+static int check_targets(struct forge *f, struct fg_err *err)
+{
+	const struct fg_inspect *check = f->res->check;
+	const struct fg_verdict *first = fg_verdicts_first_error(&check->verdicts);
+
+	f->res->ok = check->ok;
+	if (!f->res->ok)
+		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
+				      "the artifact would not inspect clean for %s%s%s", f->res->target,
+				      first ? ": " : "", first ? first->detail : "");
+	for (size_t t = 0; t < f->layout.n_targets; t++)
+		for (size_t i = 0; i < check->n_runtimes; i++) {
+			const struct fg_runtime_result *r = &check->runtimes[i];
+			char why[256];
+
+			/* As the layout judged it (layout.c fit_of): not modelled is no excuse for a bad outcome. */
+			if (r->rt != f->layout.targets[t] || r->outcome == FG_OUTCOME_OK)
+				continue;
+			fg_layout_describe(r, why, sizeof(why));
+			f->res->ok = 0;
+			f->res->n_refusal_runtimes = 1;
+			f->res->refusal_runtimes[0] = r->rt->id;
+			return fg_err_verdict(err, FG_V_LAYOUT_CONFLICT, "the artifact as written: %s %s (%s in %s)",
+					      r->rt->id, why, fg_runtime_outcome_name(r->outcome), f->layout.file);
+		}
+	return 0;
+}
+
 static int finish(struct forge *f, const char *parent, struct fg_err *err)
 {
-	const char *target = f->res->target;
 	struct stat st;
 	char old[PATH_MAX];
 	int rc;
@@ -320,18 +374,11 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 	fg_art_progress(f, FG_ART_CHECK);
 	if ((rc = fg_art_stop_requested(f, err)) != 0)
 		return rc;
-	rc = fg_inspect_run(&f->res->check, f->tmp, &target, 1, err);
+	rc = fg_inspect_run(&f->res->check, f->tmp, f->res->targets, f->res->n_targets, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "inspecting the new artifact: ");
-	f->res->ok = f->res->check->ok;
-	if (!f->res->ok) {
-		/* Not ok means an error verdict: the first one names the refusal. */
-		const struct fg_verdict *first = fg_verdicts_first_error(&f->res->check->verdicts);
-
-		return fg_err_verdict(err, first ? (int)first->row->code : FG_ERR_NO_VERDICT,
-				      "the artifact would not inspect clean for %s%s%s", target,
-				      first ? ": " : "", first ? first->detail : "");
-	}
+	if ((rc = check_targets(f, err)) != 0)
+		return rc;
 	if ((rc = fg_fs_fsync_dir(f->tmp)) != 0)
 		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
 	old[0] = '\0';
@@ -375,6 +422,27 @@ static const struct {
 	{ 0, FG_ART_PROVENANCE, write_runtime },
 };
 
+/* The target list: its rows (f->layout.targets), their ids and the text as given without blanks (f->res). */
+static int parse_targets(const char *text, struct forge *f, struct fg_err *err)
+{
+	const char *given = text && *text ? text : FG_FORGE_DEFAULT_TARGET;
+	size_t k = 0;
+	int rc = fg_layout_targets(given, f->targets, &f->n_targets, err);
+
+	if (rc)
+		return fg_err_prefix(err, rc, "--target: ");
+	if (strlen(given) >= sizeof(f->res->target))
+		return fg_err_set(err, FG_EUSAGE, "the target list is longer than %d characters", FG_FORGE_TARGET_MAX - 1);
+	for (const char *p = given; *p; p++)
+		if (*p != ' ' && *p != '\t')
+			f->res->target[k++] = *p;
+	f->res->target[k] = '\0';
+	f->res->n_targets = f->n_targets;
+	for (size_t i = 0; i < f->n_targets; i++)
+		f->res->targets[i] = f->targets[i]->id;
+	return 0;
+}
+
 struct step_call {
 	struct forge *f;
 	int (*run)(struct forge *f, struct fg_err *err);
@@ -399,11 +467,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	f.o = o;
 	f.res = res;
 	f.created_at = time(NULL);
-	snprintf(res->target, sizeof(res->target), "%s", o->target ? o->target : FG_FORGE_DEFAULT_TARGET);
-	if (!fg_runtime_find(res->target)) {
-		rc = fg_err_set(err, FG_EUSAGE, "unknown target runtime '%s'", res->target);
+	if ((rc = parse_targets(o->target, &f, err)))
 		goto out;
-	}
 	if ((rc = fg_policy_parse(o->quant, &f.policy, err)))
 		goto out;
 	f.policy.allow_requantize = o->allow_requantize != 0;
@@ -443,10 +508,19 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		const struct fg_plan_opts popts = { .config = f.bb->ckpt->config_raw,
 						    .dequant_all = fg_policy_dequantizes_all(&f.policy) };
 
-		rc = fg_plan_build_opts(f.src, res->target, &popts, &f.plan, err);
+		rc = fg_layout_decide(f.src, f.bb, f.targets, f.n_targets, &popts, &f.layout, &f.plan, err);
 	}
+	res->n_refusal_runtimes = f.layout.n_conflict;
+	for (size_t i = 0; i < f.layout.n_conflict; i++)
+		res->refusal_runtimes[i] = f.layout.conflict[i];
 	if (rc)
 		goto out;
+	f.plan.target = res->target;
+	snprintf(res->head_file, sizeof(res->head_file), "%s", f.layout.file);
+	if (!(res->layout = fg_layout_json(&f.layout))) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
 	f.quant_record = cJSON_CreateObject();
 	if (!f.quant_record) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -518,12 +592,23 @@ void fg_forge_result_release(struct fg_forge_result *res)
 	free(res->shifted);
 	fg_inspect_free(res->check);
 	cJSON_Delete(res->provenance);
+	cJSON_Delete(res->layout);
 	cJSON_Delete(res->mtplx_runtime);
 	memset(res, 0, sizeof(*res));
 }
 
-/* {code, severity, detail} of a refusal. */
-static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+/* The runtimes a refusal names (a layout conflict's targets), as a JSON array. */
+static cJSON *refusal_runtimes(const struct fg_forge_result *res)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < res->n_refusal_runtimes; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(res->refusal_runtimes[i]));
+	return a;
+}
+
+/* {code, severity, detail, runtimes} of a refusal. */
+static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_forge_result *res)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -531,13 +616,15 @@ static cJSON *refusal_json(const struct fg_verdict_row *row, const struct fg_err
 		return NULL;
 	cJSON_AddStringToObject(o, "code", row->name);
 	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
-	cJSON_AddStringToObject(o, "detail", refusal->msg);
+	cJSON_AddStringToObject(o, "detail", res->refusal.msg);
+	cJSON_AddItemToObject(o, "runtimes", refusal_runtimes(res));
 	return o;
 }
 
 /* A refusal in the verdict shape of the inspect report (forged.inspect.v1 verdicts[]). */
-static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_err *refusal)
+static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struct fg_forge_result *res)
 {
+	const struct fg_err *refusal = &res->refusal;
 	cJSON *o = cJSON_CreateObject();
 
 	if (!o)
@@ -545,7 +632,7 @@ static cJSON *refusal_verdict_json(const struct fg_verdict_row *row, const struc
 	cJSON_AddStringToObject(o, "code", row->name);
 	cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity));
 	cJSON_AddNullToObject(o, "set");
-	cJSON_AddArrayToObject(o, "runtimes");
+	cJSON_AddItemToObject(o, "runtimes", refusal_runtimes(res));
 	cJSON_AddArrayToObject(o, "tensors");
 	cJSON_AddNumberToObject(o, "tensor_count", 0);
 	cJSON_AddStringToObject(o, "detail", refusal->msg);
@@ -562,7 +649,7 @@ static void add_or_null(cJSON *o, const char *key, const char *s)
 
 cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *opts)
 {
-	cJSON *o = cJSON_CreateObject(), *report;
+	cJSON *o = cJSON_CreateObject(), *report, *targets;
 	const struct fg_verdict_row *refusal = fg_verdict_row(fg_err_refusal(&res->refusal));
 
 	if (!o)
@@ -583,6 +670,13 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_f
 	add_or_null(o, "source", opts ? opts->source : NULL);
 	add_or_null(o, "out", opts ? opts->out : NULL);
 	cJSON_AddStringToObject(o, "target", res->target);
+	targets = cJSON_AddArrayToObject(o, "targets");
+	for (size_t i = 0; targets && i < res->n_targets; i++)
+		cJSON_AddItemToArray(targets, cJSON_CreateString(res->targets[i]));
+	if (res->layout)
+		cJSON_AddItemToObject(o, "layout", cJSON_Duplicate(res->layout, 1));
+	else
+		cJSON_AddNullToObject(o, "layout");
 	cJSON_AddStringToObject(o, "policy", res->policy);
 	cJSON_AddNumberToObject(o, "head_tensors", (double)res->head_tensors);
 	cJSON_AddItemToObject(o, "removed_from_backbone", fg_art_string_array(res->removed, res->n_removed));
@@ -596,10 +690,10 @@ cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_f
 
 		/* Refused before there was an artifact to inspect: the refusal is the verdict. */
 		if (list && refusal)
-			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, &res->refusal));
+			cJSON_AddItemToArray(list, refusal_verdict_json(refusal, res));
 	}
 	if (refusal)
-		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, &res->refusal));
+		cJSON_AddItemToObject(o, "refusal", refusal_json(refusal, res));
 	else
 		cJSON_AddNullToObject(o, "refusal");
 	cJSON_AddBoolToObject(o, "ok", res->ok);

@@ -4,12 +4,14 @@
  *
  * The artifact is the backbone without head tensors in its shards (unchanged
  * shards hard-linked, only shards that held head tensors rewritten, the index
- * regenerated), `mtp.safetensors` with the head in the target's convention,
- * names and precision, a patched config.json and forged.json provenance with
- * the SHA-256 of every file, the decisions, and zstd-compressed originals of
- * every tensor whose bytes changed.  It is built in a hidden sibling folder,
- * inspected for the target, fsynced and renamed into place only when clean:
- * a crash leaves nothing at the destination, and a rerun succeeds.
+ * regenerated), the head where and how its targets load it (layout.h: a
+ * sidecar such as `mtp.safetensors`, or a shard of its own in the index, in
+ * the targets' convention, names, expert layout and precision), a patched
+ * config.json and forged.json provenance with the SHA-256 of every file, the
+ * decisions, the layout, and zstd-compressed originals of every tensor whose
+ * bytes changed.  It is built in a hidden sibling folder, inspected for every
+ * target, fsynced and renamed into place only when clean: a crash leaves
+ * nothing at the destination, and a rerun succeeds.
  */
 #ifndef FG_FORGE_H
 #define FG_FORGE_H
@@ -25,14 +27,23 @@
 #include "forge/model/inspect.h"
 #include "forge/model/mtplx.h"
 
-/* The target when none is named: the one place the default is written (CLI, API, docs test). */
+/*
+ * The target list when none is named: the one place the default is written
+ * (CLI, API, docs test).  A list is runtime ids separated by commas
+ * ("mtplx-2.12,vllm-mlx"); `forged serve`'s forge_target setting replaces
+ * it for jobs.
+ */
 #define FG_FORGE_DEFAULT_TARGET "mtplx-2.12"
+
+/* The longest target list text kept (17 ids and their commas fit). */
+#define FG_FORGE_TARGET_MAX 512
+#define FG_FORGE_MAX_TARGETS 32
 
 struct fg_forge_opts {
 	const char *source;
 	const char *backbone;   /* NULL: the source */
 	const char *out;
-	const char *target;     /* NULL: FG_FORGE_DEFAULT_TARGET */
+	const char *target;     /* a runtime id or a comma-separated list; NULL: FG_FORGE_DEFAULT_TARGET */
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
@@ -54,7 +65,11 @@ struct fg_forge_result {
 	char head_fingerprint[FG_DIGEST_MAX];   /* MTPLX's framing (forge/model/mtplx.h) */
 	char digest[FG_DIGEST_MAX];             /* over every file forged.json lists */
 	char policy[48];
-	char target[32];
+	char target[FG_FORGE_TARGET_MAX]; /* the list as given, blanks removed */
+	size_t n_targets;
+	const char *targets[FG_FORGE_MAX_TARGETS]; /* the rows' ids, each once (static strings) */
+	char head_file[64];       /* where the layout put the head (a sidecar or the head's shard) */
+	cJSON *layout;            /* the layout decided (fg_layout_json; owned), or NULL before one */
 	size_t head_tensors;
 	size_t n_removed, cap_removed;
 	char **removed;           /* head tensors removed from the backbone's shards */
@@ -66,6 +81,8 @@ struct fg_forge_result {
 	cJSON *mtplx_runtime;     /* mtplx_runtime.json as written for an MTPLX target (owned), else NULL */
 	int ok;
 	struct fg_err refusal;    /* FG_EVERDICT with its verdict when refused, else code 0 */
+	size_t n_refusal_runtimes;
+	const char *refusal_runtimes[2]; /* a layout_conflict's targets (static strings) */
 };
 
 /*
@@ -91,12 +108,13 @@ void fg_forge_result_release(struct fg_forge_result *res);
 double fg_forge_fetch_fraction(uint64_t done, uint64_t total);
 
 /*
- * The forged.forge.v1 document: artifact, fingerprint, target, policy,
- * head_tensors, removed_from_backbone, shifted_tensors, verdicts (the new
- * artifact's, or the refusal alone when it was refused before one existed),
- * refusal ({code, severity, detail} or null) and ok; since issue 13 also
- * head_fingerprint, digest and mtplx_runtime (the file's name, or null)
- * (null when refused), and source and out as asked (o, may be NULL: null).
+ * The forged.forge.v1 document: artifact, fingerprint, target, targets (row
+ * ids), layout (or null), policy, head_tensors, removed_from_backbone,
+ * shifted_tensors, verdicts (the new artifact's, or the refusal alone when
+ * it was refused before one existed), refusal ({code, severity, detail,
+ * runtimes} or null) and ok; since issue 13 also head_fingerprint, digest
+ * and mtplx_runtime (the file's name, or null) (null when refused), and
+ * source and out as asked (o, may be NULL: null).
  */
 cJSON *fg_forge_result_json(const struct fg_forge_result *res, const struct fg_forge_opts *o);
 

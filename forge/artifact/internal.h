@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/artifact/forge.h"
+#include "forge/artifact/layout.h"
 #include "forge/artifact/plan.h"
 #include "forge/artifact/policy.h"
 #include "forge/core/error.h"
@@ -30,6 +31,9 @@ struct forge {
 	struct fg_inspect *src;
 	struct fg_inspect *bb;          /* == src when the backbone is the source */
 	struct fg_plan plan;
+	const struct fg_runtime *targets[FG_LAYOUT_MAX_TARGETS]; /* the rows forged for */
+	size_t n_targets;
+	struct fg_layout layout;        /* where and how the head goes (layout.h) */
 	struct fg_policy policy;
 	cJSON *quant_record;            /* module -> what was done */
 	char tmp[PATH_MAX];             /* the artifact being built, renamed into place at the end */
@@ -66,11 +70,11 @@ int fg_art_stop_requested(struct forge *f, struct fg_err *err);
 
 /*
  * write.c: the stages that write files into f->tmp, each recording the
- * files it wrote in f->files (name -> SHA-256) but mtp.safetensors, which
+ * files it wrote in f->files (name -> SHA-256) but the head's file, which
  * the fingerprint pass hashes.  All return 0 or an FG_E* code with err set.
  */
 int fg_art_write_backbone(struct forge *f, struct fg_err *err);  /* shards, index, extras */
-int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* mtp.safetensors */
+int fg_art_write_sidecar(struct forge *f, struct fg_err *err);   /* the head's file (f->layout), its manifest */
 int fg_art_write_originals(struct forge *f, struct fg_err *err); /* provenance/originals/, relayouts */
 int fg_art_write_config(struct forge *f, struct fg_err *err);    /* config.json */
 /* doc as JSON text at path, atomically. */

@@ -215,13 +215,22 @@ static unsigned mlx_format_bit(enum fg_qformat_kind k)
 	}
 }
 
-/* Kept as stored: an MLX format the target reads, with a quantization block to resolve it, nothing forcing. */
-static int keep_module(const struct fg_qmod *q, const char *target, const struct fg_plan_opts *opts)
+/*
+ * Kept as stored: an MLX format every target reads (the spec's rows, else
+ * its target's row), with a quantization block to resolve it, nothing
+ * forcing.
+ */
+static int keep_module(const struct fg_qmod *q, const struct fg_plan_spec *spec, const struct fg_plan_opts *opts)
 {
-	const struct fg_runtime *rt = fg_runtime_find(target);
+	const struct fg_runtime *one = spec->rows ? NULL : fg_runtime_find(spec->target);
+	const struct fg_runtime *const *rows = spec->rows ? spec->rows : &one;
+	size_t n = spec->rows ? spec->n_rows : 1;
 	unsigned bit = mlx_format_bit(q->f.kind);
+	int all = n > 0;
 
-	return bit && rt && (rt->formats & bit) && opts && !opts->dequant_all &&
+	for (size_t i = 0; i < n; i++)
+		all &= rows[i] && (rows[i]->formats & bit) != 0;
+	return bit && all && opts && !opts->dequant_all &&
 	       cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(opts->config, "quantization"));
 }
 
@@ -428,11 +437,20 @@ static int plan_fused(const struct fg_inspect *r, const struct fg_expert_block *
 }
 
 /* The convention the target loads norms in, for the family's style. */
-static enum fg_convention target_convention(const struct fg_inspect *r, const char *target)
+static enum fg_convention target_convention(const struct fg_inspect *r, enum fg_convention wanted)
 {
 	if (r->family->norm_style != FG_STYLE_ZERO_CENTRED)
 		return FG_CONV_PLAIN;
-	return fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+	return wanted == FG_CONV_ABSOLUTE ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+}
+
+void fg_plan_spec_for(const char *target, struct fg_plan_spec *out)
+{
+	out->conv = fg_target_is_mlx(target) ? FG_CONV_ABSOLUTE : FG_CONV_DELTA;
+	out->restack = fg_target_is_mlx(target);
+	out->target = target;
+	out->rows = NULL;
+	out->n_rows = 0;
 }
 
 /*
@@ -515,7 +533,8 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
  * activation scales) are consumed.  0 when handled, or an error.
  */
 static int plan_qtensor(const struct fg_inspect *r, const struct fg_set_report *head, const struct fg_tensor *t,
-			const char *target, const struct fg_plan_opts *opts, struct fg_plan *plan, struct fg_err *err)
+			const struct fg_plan_spec *spec, const struct fg_plan_opts *opts, struct fg_plan *plan,
+			struct fg_err *err)
 {
 	enum fg_qrole role;
 	const struct fg_qmod *q = fg_qmods_find(&head->qmods, t->name, &role);
@@ -529,7 +548,7 @@ static int plan_qtensor(const struct fg_inspect *r, const struct fg_set_report *
 		return 1;
 	if (q->rc)
 		return refuse_module(q, err);
-	if (keep_module(q, target, opts)) {
+	if (keep_module(q, spec, opts)) {
 		/* Its tensors go on as they are (renamed); the record is the weight's module under the naming rule. */
 		char *mod = NULL;
 
@@ -586,6 +605,15 @@ int fg_plan_build(const struct fg_inspect *r, const char *target, struct fg_plan
 int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const struct fg_plan_opts *opts,
 		       struct fg_plan *plan, struct fg_err *err)
 {
+	struct fg_plan_spec spec;
+
+	fg_plan_spec_for(target, &spec);
+	return fg_plan_build_spec(r, &spec, opts, plan, err);
+}
+
+int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *spec, const struct fg_plan_opts *opts,
+		       struct fg_plan *plan, struct fg_err *err)
+{
 	int planned[FG_EXPERTS_MAX_BLOCKS] = { 0 };
 	const struct fg_set_report *head = fg_inspect_head(r);
 	const struct fg_expert_block *blocks;
@@ -594,7 +622,7 @@ int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const str
 	int restack, rc = 0;
 
 	memset(plan, 0, sizeof(*plan));
-	plan->target = target;
+	plan->target = spec->target;
 	plan->qcache = calloc(1, sizeof(*plan->qcache));
 	if (!plan->qcache)
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
@@ -604,7 +632,7 @@ int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const str
 				  r->ckpt->source);
 	set = &head->set;
 	plan->source_conv = head->decision.conv;
-	plan->target_conv = target_convention(r, target);
+	plan->target_conv = target_convention(r, spec->conv);
 	if ((rc = refuse_by_verdict(r, head, err)))
 		return rc;
 	/* The layouts inspect decided; an ambiguous one was refused above. */
@@ -617,7 +645,7 @@ int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const str
 		snprintf(plan->expert_layout, sizeof(plan->expert_layout), "%s",
 			 fg_expert_layout_name(blocks[i].layout));
 	}
-	restack = fg_target_is_mlx(target) && n_blocks;
+	restack = spec->restack && n_blocks;
 	for (size_t i = 0; i < set->n_tensors; i++) {
 		const struct fg_tensor *t = set->tensors[i];
 		const struct fg_expert_block *b = restack ? block_of(t->name, blocks, n_blocks) : NULL;
@@ -632,7 +660,7 @@ int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const str
 				rc = b->layout == FG_EXPERTS_NUMBERED ? plan_numbered(r, head, b, plan, err)
 								      : plan_fused(r, b, plan, err);
 			planned[k] = 1;
-		} else if ((rc = plan_qtensor(r, head, t, target, opts, plan, err)) == 1) {
+		} else if ((rc = plan_qtensor(r, head, t, spec, opts, plan, err)) == 1) {
 			rc = plan_tensor(r, set, t, plan, err);
 		}
 		if (rc)

@@ -117,6 +117,26 @@ struct fg_plan {
 int fg_target_is_mlx(const char *runtime);
 
 /*
+ * What a sidecar is made as (the artifact layout decides it, layout.h):
+ * the norm convention of its zero-centred norms (absolute or delta; a
+ * plain family's norms are never shifted whatever this says), and whether
+ * expert blocks are restacked into MLX switch_mlp tensors or kept in the
+ * source's own layout.  target names the runtimes it is for, for the
+ * record (plan->target); rows, when given, are those runtimes' rows, every
+ * one of which must read an MLX format for a head module to keep it.
+ */
+struct fg_plan_spec {
+	enum fg_convention conv;
+	int restack;
+	const char *target;
+	const struct fg_runtime *const *rows; /* the rows whose formats decide what stays quantized; NULL: target's */
+	size_t n_rows;
+};
+
+/* The spec fg_plan_build uses for one runtime id: its row's .mlx says absolute and restacked. */
+void fg_plan_spec_for(const char *target, struct fg_plan_spec *out);
+
+/*
  * Plan the sidecar of the inspected source's head for target.  Refuses with
  * FG_EVERDICT and the verdict code in err->verdict (fg_err_verdict; the
  * message is the detail) a head whose convention cannot be decided or is
@@ -146,6 +166,14 @@ int fg_plan_build_opts(const struct fg_inspect *r, const char *target, const str
 
 /* The plan's record of the quantized head module whose output module is out, or NULL. */
 struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out);
+
+/*
+ * fg_plan_build_opts made as spec says (fg_plan_build_opts is this with
+ * fg_plan_spec_for's spec): an MLX-quantized module is kept only when every
+ * row of spec->rows (NULL: spec->target's row) reads its format.
+ */
+int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *spec, const struct fg_plan_opts *opts,
+		       struct fg_plan *plan, struct fg_err *err);
 
 void fg_plan_release(struct fg_plan *plan);
 

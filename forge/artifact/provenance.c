@@ -83,6 +83,7 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put(doc, "source", src);
 	bad |= put_str(doc, "backbone", p->backbone);
 	bad |= put_str(doc, "target", p->target);
+	bad |= put(doc, "layout", p->layout ? cJSON_Duplicate(p->layout, 1) : cJSON_CreateNull());
 	bad |= put_str(doc, "policy", p->policy);
 	bad |= put_str(dec, "source_convention", fg_conv_name(p->source_convention));
 	bad |= put_str(dec, "target_convention", fg_conv_name(p->target_convention));

@@ -11,10 +11,12 @@
  *
  * Two digests identify the artifact (forge/model/mtplx.h computes them):
  * the head fingerprint, in MTPLX's framing over config.json and the mtp
- * file, which an MTPLX host computes for itself; and the artifact digest,
- * over every file the `files` object lists, which the store dedupes
- * artifacts by (a trunk change changes it).  `fingerprint` keeps forged's
- * older framing (SHA-256 over config.json then mtp.safetensors).
+ * file, which an MTPLX host computes for itself (a layout with the head in
+ * the shards has no mtp file, so none); and the artifact digest, over every
+ * file the `files` object lists, which the store dedupes artifacts by (a
+ * trunk change changes it).  `fingerprint` keeps forged's older framing
+ * (SHA-256 over config.json then mtp.safetensors; empty without one).
+ * `layout` is where and how the head went (forge/artifact/layout.h).
  */
 #ifndef FG_PROVENANCE_H
 #define FG_PROVENANCE_H
@@ -41,7 +43,7 @@ struct fg_provenance {
 	const char *revision;               /* an hf:// source's revision as named, else NULL */
 	const char *resolved_commit;        /* the commit it resolved to, else NULL */
 	const char *backbone;               /* the backbone's folder */
-	const char *target;                 /* runtime id */
+	const char *target;                 /* the target list (runtime ids, commas) */
 	const char *policy;                 /* quantization policy text */
 	enum fg_convention source_convention;
 	enum fg_convention target_convention;
@@ -59,6 +61,7 @@ struct fg_provenance {
 	const char *head_fingerprint;       /* MTPLX's framing */
 	const char *digest;                 /* fg_artifact_digest of files */
 	const char *mtplx_runtime;          /* "mtplx_runtime.json" when one is written, else NULL */
+	const cJSON *layout;                /* fg_layout_json's (layout.h), or NULL */
 	const cJSON *job;                   /* the daemon's job ({"id", "created_at"}), copied as "job"; NULL: none */
 };
 

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "forge/artifact/layout.h"
 #include "forge/artifact/policy.h"
 #include "forge/model/runtimes.h"
 #include "forge/source/pull/pull.h"
@@ -41,6 +42,9 @@ int fg_forge_request_from_json(struct fg_forge_request *out, const cJSON *doc,
 		.allow_requantize = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "allow_requantize")),
 	};
 	struct fg_policy policy;
+	const struct fg_runtime *rows[FG_LAYOUT_MAX_TARGETS];
+	size_t n_rows;
+	struct fg_err terr = { 0 };
 
 	if (fault)
 		*fault = FG_FREQ_OK;
@@ -50,9 +54,8 @@ int fg_forge_request_from_json(struct fg_forge_request *out, const cJSON *doc,
 	if (!rq.source)
 		return refuse(fault, FG_FREQ_INVALID_FIELD,
 			      fg_err_set(err, FG_EINPUT, "\"source\" must be a string"));
-	if (rq.target && !fg_runtime_find(rq.target))
-		return refuse(fault, FG_FREQ_UNKNOWN_RUNTIME,
-			      fg_err_set(err, FG_EINPUT, "\"target\" '%s' is not a runtime id", rq.target));
+	if (rq.target && fg_layout_targets(rq.target, rows, &n_rows, &terr) != 0)
+		return refuse(fault, FG_FREQ_UNKNOWN_RUNTIME, fg_err_set(err, FG_EINPUT, "\"target\" %s", terr.msg));
 	if (rq.quant && fg_policy_parse(rq.quant, &policy, NULL) != 0)
 		return refuse(fault, FG_FREQ_INVALID_FIELD,
 			      fg_err_set(err, FG_EINPUT, "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP"));

@@ -8,9 +8,10 @@
  * worker reads the stored text back with fg_forge_request_from_json() and
  * runs it through fg_forge_request_opts().  The shape:
  *
- *   {"kind": "forge", "source": S, "backbone": B?, "target": RUNTIME?,
+ *   {"kind": "forge", "source": S, "backbone": B?, "target": RUNTIMES?,
  *    "quant": POLICY?, "out": DIR?, "allow_requantize": true?}
  *
+ * where RUNTIMES is one runtime id or a comma-separated list of them.
  * Optional fields that are not strings are ignored, as the API always did
  * (allow_requantize counts only when it is the boolean true).
  */
@@ -25,7 +26,7 @@
 struct fg_forge_request {
 	const char *source;     /* required: a path or a URL */
 	const char *backbone;   /* NULL: the source */
-	const char *target;     /* a runtime id; FG_FORGE_DEFAULT_TARGET when none is given */
+	const char *target;     /* a runtime id or a list; FG_FORGE_DEFAULT_TARGET when none is given */
 	const char *quant;      /* a policy fg_policy_parse accepts; "keep" when none is given */
 	const char *out;        /* NULL: the worker's default folder */
 	int allow_requantize;   /* quant may quantize a head the source already quantized */
@@ -35,7 +36,7 @@ struct fg_forge_request {
 enum fg_forge_request_fault {
 	FG_FREQ_OK,
 	FG_FREQ_INVALID_FIELD,      /* kind is not "forge", source is not a string, a bad quant policy */
-	FG_FREQ_UNKNOWN_RUNTIME,    /* target is not a row of the runtime table */
+	FG_FREQ_UNKNOWN_RUNTIME,    /* an entry of target is not a row of the runtime table */
 	FG_FREQ_BACKBONE_REQUIRED,  /* a URL source without a local backbone */
 };
 

@@ -2,10 +2,12 @@
  * write.c: the files of an artifact, written into the forge's temporary
  * folder (internal.h): the backbone's shards (hard-linked when they hold no
  * head tensor, else rewritten without them), the regenerated index, the
- * other backbone files a runtime needs (linked), the sidecar (one plan
- * entry materialized at a time), config.json, and the zstd originals of
- * every source tensor whose bytes changed.  Each file written is hashed
- * into f->files for forged.json.
+ * other backbone files a runtime needs (linked), the head's file where the
+ * layout puts it (a sidecar, or a shard of its own added to the index; one
+ * plan entry materialized at a time) and the manifest beside it,
+ * config.json patched for the layout, and the zstd originals of every
+ * source tensor whose bytes changed.  Each file written is hashed into
+ * f->files for forged.json.
  */
 #include "forge/artifact/internal.h"
 
@@ -229,7 +231,8 @@ int fg_art_write_backbone(struct forge *f, struct fg_err *err)
 		if (!rc)
 			rc = fg_art_stop_requested(f, err);
 	}
-	if (!rc && (c->index || f->n_shards_written > 1))
+	/* An embedded head adds its shard to the index: written with it (fg_art_write_sidecar). */
+	if (!rc && f->layout.place != FG_PLACE_EMBEDDED && (c->index || f->n_shards_written > 1))
 		rc = write_index(f, err);
 	if (!rc)
 		rc = link_extras(f, err);
@@ -266,12 +269,54 @@ static int produce_entry(void *ctx, uint8_t *buf, uint64_t offset, size_t len, s
 	return 0;
 }
 
+/* The head's metadata: a sidecar is MLX's ({"format": "mlx"}, norm_convention "mlx" when absolute);
+ * a head shard says what the backbone's shards say (format "pt" without). */
+static size_t head_meta(const struct forge *f, struct fg_st_meta md[2])
+{
+	const char *fmt = NULL;
+
+	if (f->layout.place == FG_PLACE_EMBEDDED) {
+		for (size_t i = 0; !fmt && i < f->bb->ckpt->n_files; i++)
+			if (is_backbone_shard(&f->bb->ckpt->files[i]))
+				fmt = fg_st_meta(f->bb->ckpt->files[i].st, "format");
+		md[0] = (struct fg_st_meta){ "format", fmt ? fmt : "pt" };
+		return 1;
+	}
+	md[0] = (struct fg_st_meta){ "format", "mlx" };
+	if (f->plan.target_conv != FG_CONV_ABSOLUTE)
+		return 1;
+	md[1] = (struct fg_st_meta){ "norm_convention", "mlx" };
+	return 2;
+}
+
+/* vllm-mlx's manifest.json beside the head, when the layout has one. */
+static int write_manifest(struct forge *f, struct fg_err *err)
+{
+	char rel[96], path[PATH_MAX];
+	cJSON *doc;
+	int rc;
+
+	if (!fg_layout_manifest_path(&f->layout, rel, sizeof(rel)))
+		return 0;
+	if (!(doc = fg_layout_manifest(&f->layout, &f->plan)))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err);
+	if (!rc)
+		rc = fg_art_write_json(path, doc, err);
+	cJSON_Delete(doc);
+	if (!rc)
+		rc = add_file_hash(f, rel, err);
+	return rc;
+}
+
 int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 {
 	const struct fg_plan *plan = &f->plan;
 	struct fg_st_out *outs = calloc(plan->n ? plan->n : 1, sizeof(*outs));
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
-	struct fg_st_meta md = { "format", "mlx" };
+	struct fg_st_meta md[2];
+	size_t n_md = head_meta(f, md);
+	int embedded = f->layout.place == FG_PLACE_EMBEDDED;
 	char path[PATH_MAX];
 	size_t n = 0;
 	int rc;
@@ -289,6 +334,13 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 		outs[n].dtype = e->dtype;
 		outs[n].rank = e->rank;
 		memcpy(outs[n].shape, e->shape, sizeof(e->shape));
+		if (embedded) {
+			if (!cJSON_AddStringToObject(f->weight_map, e->name, f->layout.file)) {
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+				goto out;
+			}
+			f->total_size += fg_plan_entry_bytes(e);
+		}
 		if (e->op == FG_OP_VIEW) {
 			outs[n].data = e->src->data;
 		} else {
@@ -301,9 +353,15 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 		n++;
 	}
 	f->res->head_tensors = n;
-	rc = fg_fs_join(path, sizeof(path), f->tmp, "mtp.safetensors", err);
+	rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err);
 	if (!rc)
-		rc = fg_st_write(path, outs, n, &md, 1, err); /* hashed with the fingerprint */
+		rc = make_parents(f->tmp, f->layout.file, err);
+	if (!rc)
+		rc = fg_st_write(path, outs, n, md, n_md, err); /* hashed with the fingerprint */
+	if (!rc && embedded)
+		rc = write_index(f, err);
+	if (!rc)
+		rc = write_manifest(f, err);
 out:
 	for (size_t i = 0; prod && i < plan->n; i++)
 		free(prod[i].buf);
@@ -507,29 +565,20 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 	return rc;
 }
 
-static const char *encoding_name(enum fg_convention c)
-{
-	return c == FG_CONV_ABSOLUTE ? "absolute" : c == FG_CONV_DELTA ? "delta" : NULL;
-}
-
 int fg_art_write_config(struct forge *f, struct fg_err *err)
 {
-	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1), *extra;
+	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1);
 	char path[PATH_MAX];
-	const char *enc = encoding_name(f->plan.target_conv);
 	int rc;
 
 	if (!cfg)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mlx_lm_extra_tensors");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_norm_encoding");
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtplx_mtp_norm_encoding");
+	/* The pointer, mtp_norm_encoding and norm_convention are the layout's (layout.c). */
+	if ((rc = fg_layout_patch_config(&f->layout, cfg, err))) {
+		cJSON_Delete(cfg);
+		return rc;
+	}
 	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_quantization");
-	extra = cJSON_AddObjectToObject(cfg, "mlx_lm_extra_tensors");
-	if (extra)
-		cJSON_AddStringToObject(extra, "mtp_file", "mtp.safetensors");
-	if (enc)
-		cJSON_AddStringToObject(cfg, "mtp_norm_encoding", enc);
 	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
 	if (!rc)
 		rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);

@@ -110,7 +110,7 @@ int fg_inspect_is_head(const struct fg_inspect *r, const struct fg_ckpt_file *f,
  * hidden size ([E,2I,H] linear, [E,H,2I] bmm; a square or unknown one says
  * nothing), MLX-stacked switch_mlp.*.
  */
-static unsigned expert_layout_bit(const struct fg_tensor *t, const struct fg_expert_dims *d)
+unsigned fg_inspect_expert_layout(const struct fg_tensor *t, const struct fg_expert_dims *d)
 {
 	uint64_t a, b, h;
 
@@ -215,7 +215,7 @@ static void scan_structure(struct fg_inspect *r)
 			if (is_sidecar_only(f))
 				continue;
 			if (!head)
-				r->trunk_experts |= expert_layout_bit(t, &dims);
+				r->trunk_experts |= fg_inspect_expert_layout(t, &dims);
 			/* MLX quantization stores a U32 .weight: GPTQ's .scales beside an I32 qweight is no MLX layout */
 			if (t->dtype == FG_DT_U32 && fg_str_ends_with(t->name, ".weight"))
 				r->structure.quantized = 1;
@@ -564,7 +564,7 @@ static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
 		h->tensor_file = tf;
 		for (size_t k = 0; k < sr->set.n_tensors; k++) {
 			tf[k] = file_index(c, sr->set.tensor_files[k], &last);
-			h->experts |= expert_layout_bit(sr->set.tensors[k], &dims);
+			h->experts |= fg_inspect_expert_layout(sr->set.tensors[k], &dims);
 		}
 		if (sr->role == FG_ROLE_EMBEDDED_HEAD && c->n_mismatch && sr->set.n_tensors) {
 			unl = calloc(sr->set.n_tensors, 1);

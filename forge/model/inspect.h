@@ -175,6 +175,15 @@ void fg_inspect_summarize(const struct fg_inspect *r, struct fg_inspect_summary 
 void fg_inspect_runtime_input(const struct fg_inspect *r, struct fg_runtime_input *in,
 			      struct fg_head_input sidecars[FG_INSPECT_MAX_SETS]);
 
+/*
+ * The FG_XL_* layout one expert tensor shows (runtimes.h), 0 for any other
+ * tensor, as inspect records it for the simulation: numbered experts.{e}.*,
+ * fused experts.gate_up_proj oriented by the hidden size of d ([E,2I,H]
+ * linear, [E,H,2I] bmm), MLX-stacked switch_mlp.*.  The forge's layout
+ * judges planned heads with it.
+ */
+unsigned fg_inspect_expert_layout(const struct fg_tensor *t, const struct fg_expert_dims *d);
+
 /* The set called name, or NULL. */
 const struct fg_tset *fg_inspect_set(const struct fg_inspect *r, const char *name,
 				     const struct fg_decision **decision);

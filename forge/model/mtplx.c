@@ -476,7 +476,7 @@ cJSON *fg_mtplx_runtime_new(const struct fg_mtplx_pack *p)
 	     put(o, "speed_evidence", unverified_evidence(p->head_fingerprint)) &&
 	     put(o, "mtp_contract", contract_of(p->model_type)) &&
 	     add_str_or_null(o, "min_engine_version", p->target_version) &&
-	     cJSON_AddStringToObject(o, "mtp_sidecar", "mtp.safetensors") &&
+	     cJSON_AddStringToObject(o, "mtp_sidecar", p->mtp_file ? p->mtp_file : "mtp.safetensors") &&
 	     add_str_or_null(o, "base_trunk", p->source) && cJSON_AddStringToObject(o, "artifact_role", "forged");
 	ok = ok && add_str_or_null(recipe, "target", p->target) && add_str_or_null(recipe, "policy", p->policy) &&
 	     add_str_or_null(inputs, "backbone", p->backbone);

@@ -100,6 +100,7 @@ struct fg_mtplx_pack {
 	const char *forged_at;         /* RFC 3339 UTC */
 	const char *head_fingerprint;  /* MTPLX framing */
 	const char *digest;            /* the artifact digest */
+	const char *mtp_file;          /* the sidecar MTPLX reads (the forge's layout); NULL: mtp.safetensors */
 };
 
 /*

@@ -142,8 +142,16 @@ static const struct fg_rt_family pr1724_families[] = {
 #define MLXLM_CT LIST("deepseek_v3")
 #define MLXLM_FP8 LIST("deepseek_v3", "deepseek_v32", "mimo_v2")
 
-/* An MLX trunk-only target: absolute norms, stacked experts, no head key in the shards. */
+/* An MLX trunk-only target: absolute norms, stacked experts, no head key in the shards.
+ * norm_convention "mlx" is what mlx-lm PR 1751 writes on converted models (config and shard
+ * metadata; mlx_lm/utils.py@5e2416c2f06f:L60, L798-809, L994-995); no loader read at the commits
+ * above reads it, so it is declared, never relied on. */
 #define MLXLM_FORGE                                                                                \
+	{ .head_file = NULL, .key_prefix = NULL, .experts = FG_XL_SWITCH_MLP,                        \
+	  .convention = FG_CONV_ABSOLUTE, .declarations = LIST("quantization", "norm_convention"),   \
+	  .shards_without_head = 1 }
+/* mlx-vlm: the same without PR 1751's declaration (not an mlx-lm conversion). */
+#define MLXVLM_FORGE                                                                               \
 	{ .head_file = NULL, .key_prefix = NULL, .experts = FG_XL_SWITCH_MLP,                        \
 	  .convention = FG_CONV_ABSOLUTE, .declarations = LIST("quantization"),                      \
 	  .shards_without_head = 1 }
@@ -225,7 +233,8 @@ static const struct fg_rt_head pr1469_heads[] = {
 /* An in-checkpoint head target: absolute mtp.* keys in the shards. */
 #define MLXLM_PR_FORGE                                                                             \
 	{ .head_file = NULL, .key_prefix = "mtp.", .experts = FG_XL_FUSED_LINEAR,                    \
-	  .convention = FG_CONV_ABSOLUTE, .declarations = LIST("text_config.mtp_num_hidden_layers") }
+	  .convention = FG_CONV_ABSOLUTE,                                                            \
+	  .declarations = LIST("text_config.mtp_num_hidden_layers", "norm_convention") }
 
 /* ---- MTPLX ---- */
 
@@ -313,7 +322,7 @@ static const struct fg_rt_head mtplx212_heads[] = {
 	{ .head_file = "mtp.safetensors", .key_prefix = "mtp.", .experts = FG_XL_SWITCH_MLP,         \
 	  .convention = FG_CONV_ABSOLUTE,                                                            \
 	  .declarations = LIST("mlx_lm_extra_tensors.mtp_file", "mtp_norm_encoding",                 \
-			       "mtplx_mtp_norm_encoding", "mtplx_runtime.json"),                     \
+			       "mtplx_mtp_norm_encoding", "mtplx_runtime.json", "norm_convention"),  \
 	  .shards_without_head = 1 }
 
 /* ---- vllm-mlx ---- */
@@ -478,7 +487,9 @@ static const struct fg_rt_family vllm_families[] = {
 
 /* The vLLM drafter (method mtp) reads the target's files: Qwen names starting exactly mtp.
  * (everything else dropped), DeepSeek/GLM model.layers.{L+i}, MiMo model.mtp_layers.{i}; unknown
- * names warn; a parameter left unfilled raises when unquantized; no load-time shift
+ * names warn; a parameter left unfilled raises when unquantized (so MLX switch_mlp experts,
+ * which its per-expert and fused mappings do not name, leave the experts unfilled: inference,
+ * listed unconfirmed); no load-time shift
  * (GemmaRMSNorm); post-norm hidden, [embedding, hidden] (qwen3_5_mtp.py@01d99805d1ef
  * Qwen3_5MTP.load_weights, Qwen3_5MultiTokenPredictor.forward; default_loader.py@00b5ad071262
  * track_weights_loading; speculative.py@f19b16d95e43 hf_config_override). */
@@ -489,7 +500,8 @@ static const struct fg_rt_family vllm_families[] = {
 	  .keys = keys_, .strict = FG_LOAD_EXTRA_OK,                                                 \
 	  .strict_error = "Following weights were not initialized from checkpoint (the drafter's parameters)", \
 	  .heal = FG_HEAL_RUN_TIME, .norms = FG_NG_ALL,                                              \
-	  .experts = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR, .experts_known = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR, \
+	  .experts = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR,                                            \
+	  .experts_known = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR | FG_XL_SWITCH_MLP,                   \
 	  .missing = FG_MISSING_AR, .hidden = FG_HIDDEN_POST_NORM, .concat = concat_, .source = source_ }
 
 static const struct fg_rt_head vllm_heads[] = {
@@ -506,14 +518,16 @@ static const struct fg_rt_head vllm_heads[] = {
 };
 
 /* SGLang: names without "mtp" skipped, mtp.* renamed, other mtp-containing names match nothing
- * and are skipped with a warning (lenient); per-expert and fused experts; [embedding, hidden]
+ * and are skipped with a warning (lenient); per-expert and fused experts (switch_mlp names match
+ * no parameter and are skipped the same way: inference, listed unconfirmed); [embedding, hidden]
  * (qwen3_5_mtp.py@008b79d2358b Qwen3_5ForCausalLMMTP.load_weights, forward). */
 static const struct fg_rt_head sglang_heads[] = {
 	{ .families = LIST("qwen3_5", "qwen3_next"), .mode = FG_HEAD_SEPARATE,
 	  .count_keys = LIST("mtp_num_hidden_layers", "num_nextn_predict_layers"),
 	  .sources = SOURCES({ .kind = FG_HSRC_EMBEDDED, .empty = FG_EMPTY_BINDS }),
 	  .keys = FG_KEY_MTP, .strict = FG_LOAD_LENIENT, .heal = FG_HEAL_RUN_TIME, .norms = FG_NG_ALL,
-	  .experts = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR, .experts_known = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR,
+	  .experts = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR,
+	  .experts_known = FG_XL_NUMBERED | FG_XL_FUSED_LINEAR | FG_XL_SWITCH_MLP,
 	  .missing = FG_MISSING_AR, .hidden = FG_HIDDEN_POST_NORM, .concat = FG_CONCAT_EMBEDDING_FIRST,
 	  .source = "sgl-project/sglang python/sglang/srt/models/qwen3_5_mtp.py@008b79d2358b load_weights, forward" },
 	{ .mode = FG_HEAD_NONE },
@@ -642,7 +656,7 @@ static const struct fg_runtime runtimes[] = {
 	   * AWQ/GPTQ only warn (utils.py@9b13f522a7f1:L830-906) */
 	  .formats = FG_WF_FLOAT | FG_WF_MLX_AFFINE | FG_WF_MLX_MXFP4 | FG_WF_MLX_NVFP4 | FG_WF_MLX_MXFP8 |
 		     FG_WF_COMPRESSED | FG_WF_MODELOPT_NVFP4 | FG_WF_FP8_BLOCK,
-	  .fp8_families = LIST("qwen3_5"), .forge = MLXLM_FORGE, .mlx = 1,
+	  .fp8_families = LIST("qwen3_5"), .forge = MLXVLM_FORGE, .mlx = 1,
 	  .unconfirmed = LIST("the qwen3_5_mtp drafter (load_drafter) is a separate checkpoint: not modelled",
 			      "families other than qwen3_5: the native copies' key-prefix handling was not read"),
 	  .source = "Blaizzy/mlx-vlm 9b13f522a7f1 (0.6.15)" },
@@ -680,7 +694,8 @@ static const struct fg_runtime runtimes[] = {
 	  .families = mlxlm032_families, .heads = vllm_mlx_heads,
 	  .formats = MLXLM_FORMATS, .fp8_families = MLXLM_FP8, .ct_families = MLXLM_CT,
 	  .forge = { .head_file = "mtp/weights.safetensors", .key_prefix = "mtp.", .experts = FG_XL_SWITCH_MLP,
-		     .convention = FG_CONV_ABSOLUTE, .declarations = LIST("mtp/manifest.json", "mtp_hidden_state_mode"),
+		     .convention = FG_CONV_ABSOLUTE,
+		     .declarations = LIST("mtp/manifest.json", "mtp_hidden_state_mode", "norm_convention"),
 		     .shards_without_head = 1 },
 	  .mlx = 1,
 	  .unconfirmed = LIST("which mlx-lm is installed: the pin is mlx-lm>=0.31.3 (pyproject.toml@4b654c09e610:L42-45); "
@@ -782,6 +797,7 @@ static const struct fg_runtime runtimes[] = {
 	  .forge = HF_FORGE,
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("duplicate names: every copy is loaded in turn, the last wins (inference)",
+			      "MLX switch_mlp head experts: no mapping names them, so the experts stay unfilled (inference)",
 			      "linear_attn.norm's formula", "a declared head without tensors: the drafter is opt-in "
 			      "(method mtp) and the row degrades to plain decoding, as issue 12 reports"),
 	  .source = "vllm-project/vllm (index: default_loader.py@00b5ad071262, qwen3_5_mtp.py@01d99805d1ef)" },
@@ -795,7 +811,8 @@ static const struct fg_runtime runtimes[] = {
 	  .default_for = FG_LAYOUT_HF,
 	  .unconfirmed = LIST("the glob patterns of model_loader/loader.py (the index filter is vLLM's)",
 			      "GemmaRMSNorm's formula in SGLang (x * (1 + w) assumed from the name and vLLM)",
-			      "that the captured hidden state is the post-norm output"),
+			      "that the captured hidden state is the post-norm output",
+			      "MLX switch_mlp head experts: skipped as unknown names, the experts keep initial values (inference)"),
 	  .source = "sgl-project/sglang (index: qwen3_5_mtp.py@008b79d2358b, qwen3_5.py@005fa711897e)" },
 };
 

@@ -89,6 +89,8 @@ enum fg_verdict_kind {
 	  "a targeted runtime's lenient load skips the trunk's routed experts")                   \
 	X(HEAD_CONTRACT_MISMATCH, "head_contract_mismatch", FG_SEV_ERROR, FG_VK_STATIC,            \
 	  "a targeted runtime feeds the head a concatenation order its family does not use")      \
+	X(LAYOUT_CONFLICT, "layout_conflict", FG_SEV_ERROR, FG_VK_STATIC,                          \
+	  "no artifact layout loads the head right in every target of a forge (a forge refusal)")  \
 	X(TRUNK_FORMAT_UNSUPPORTED, "trunk_format_unsupported", FG_SEV_ERROR, FG_VK_STATIC,        \
 	  "a targeted runtime cannot read the trunk's weight format (forge with --backbone naming one it loads)") \
 	X(UNSUPPORTED_QUANTIZATION_FORMAT, "unsupported_quantization_format", FG_SEV_ERROR,        \

@@ -6,7 +6,12 @@ and computes what the sidecar must hold: norms shifted in float32 (1 + offset)
 or untouched, every other tensor byte-identical or dequantized/restacked the
 way docs/domain.md describes.  Never uses forged's writer or reader.
 
-usage: check_forge.py MODE SOURCE_DIR ARTIFACT_DIR   (modes below) -> exit 0 or 1
+usage: check_forge.py MODE SOURCE_DIR ARTIFACT_DIR [HEAD_FILE]   (modes below) -> exit 0 or 1
+
+HEAD_FILE is where the artifact's layout puts the head (default
+mtp.safetensors, which config.json must point at); a model*.safetensors
+name means a shard of the index (no pointer, every head tensor indexed
+there).
 """
 import glob
 import json
@@ -55,10 +60,11 @@ def to_bf16(x):
     return qg.bf16_bits(np.ascontiguousarray(x, dtype=np.float32)).astype(np.uint16)
 
 
-def shards(d):
+def shards(d, skip=None):
     out = {}
     for f in sorted(glob.glob(os.path.join(d, "model*.safetensors"))):
-        out.update(read(f)[0])
+        if os.path.basename(f) != skip:
+            out.update(read(f)[0])
     return out
 
 
@@ -93,19 +99,31 @@ def fail(msg):
     sys.exit(1)
 
 
+HEAD = "mtp.safetensors"
+
+
 def check_common(art):
-    """Index matches shard headers; config points at the sidecar; files hash as recorded."""
+    """Index matches shard headers; config points at the sidecar (or the index lists the head's shard); hashes."""
     prov = json.load(open(os.path.join(art, "forged.json")))
     import hashlib
     for name, want in prov["files"].items():
         got = hashlib.sha256(open(os.path.join(art, name), "rb").read()).hexdigest()
         if got != want:
             fail(f"{name}: sha256 {got} != forged.json {want}")
-    h = hashlib.sha256()
-    for name in ("config.json", "mtp.safetensors"):
-        h.update(open(os.path.join(art, name), "rb").read())
-    if h.hexdigest() != prov["fingerprint"]:
-        fail("fingerprint is not sha256(config.json + mtp.safetensors)")
+    if HEAD == "mtp.safetensors":
+        h = hashlib.sha256()
+        for name in ("config.json", HEAD):
+            h.update(open(os.path.join(art, name), "rb").read())
+        if h.hexdigest() != prov["fingerprint"]:
+            fail(f"fingerprint is not sha256(config.json + {HEAD})")
+    elif prov["fingerprint"]:
+        fail(f"a legacy fingerprint ({prov['fingerprint']}) without an mtp.safetensors")
+    # The artifact digest: name NUL sha256 LF for every listed file, in byte order of the names.
+    d = hashlib.sha256(b"".join(n.encode() + b"\0" + v.encode() + b"\n" for n, v in sorted(prov["files"].items())))
+    if prov.get("digest") != "sha256:" + d.hexdigest():
+        fail("digest is not the SHA-256 over the files' names and SHA-256s")
+    if HEAD not in prov["files"]:
+        fail(f"forged.json lists no {HEAD}")
     idx_path = os.path.join(art, "model.safetensors.index.json")
     if os.path.exists(idx_path):
         wm = json.load(open(idx_path))["weight_map"]
@@ -118,14 +136,25 @@ def check_common(art):
         if list(wm) != sorted(wm):
             fail("weight_map not sorted")
     cfg = json.load(open(os.path.join(art, "config.json")))
-    if cfg.get("mlx_lm_extra_tensors", {}).get("mtp_file") != "mtp.safetensors":
-        fail("config.json does not point at mtp.safetensors")
-    side, meta = read(os.path.join(art, "mtp.safetensors"))
-    if meta.get("format") != "mlx":
-        fail("sidecar metadata lacks format mlx")
-    for k in shards(art):
-        if strip(k).startswith("mtp.") or "mtp." in k:
-            fail(f"head key {k} left in the backbone shards")
+    side, meta = read(os.path.join(art, HEAD))
+    embedded = HEAD.startswith("model") and "/" not in HEAD
+    if embedded:
+        if "mlx_lm_extra_tensors" in cfg:
+            fail("config.json points at a sidecar, the head is in the shards")
+        wm = json.load(open(idx_path))["weight_map"]
+        if any(wm.get(k) != HEAD for k in side):
+            fail(f"the index does not place every head tensor in {HEAD}")
+    else:
+        if cfg.get("mlx_lm_extra_tensors", {}).get("mtp_file") != HEAD:
+            fail(f"config.json does not point at {HEAD}")
+        if meta.get("format") != "mlx":
+            fail("sidecar metadata lacks format mlx")
+    for f in glob.glob(os.path.join(art, "model*.safetensors")):
+        if os.path.basename(f) == HEAD:
+            continue
+        for k in read(f)[0]:
+            if strip(k).startswith("mtp.") or "mtp." in k:
+                fail(f"head key {k} left in the backbone shards")
     return side, prov
 
 
@@ -473,5 +502,7 @@ def mode_dequant(src, art):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 4:
+        HEAD = sys.argv[4]
     {"shift": mode_shift, "same": mode_same, "fp8": mode_fp8, "experts": mode_experts,
      "quant": mode_quant, "dequant": mode_dequant}[sys.argv[1]](sys.argv[2], sys.argv[3])

@@ -13,8 +13,8 @@ forge() {
 	RC=0
 	"$FORGED" forge "$FIXTURES/$name" --out "$TMP/$out" --json "$@" >"$TMP/$out.json" 2>"$TMP/$out.err" || RC=$?
 }
-numpy_check() { # numpy_check DESC MODE SRC ART
-	if out=$("$NUMPY_PY" "$here/check_forge.py" "$2" "$3" "$4" 2>&1); then ok; else bad "$1: $out"; fi
+numpy_check() { # numpy_check DESC MODE SRC ART [HEAD_FILE]
+	if out=$("$NUMPY_PY" "$here/check_forge.py" "$2" "$3" "$4" ${5:+"$5"} 2>&1); then ok; else bad "$1: $out"; fi
 }
 inspect_clean() { # inspect_clean DESC ART TARGET
 	local rc=0
@@ -76,9 +76,11 @@ for name in glm45 glm47_flash deepseek_v32 mimo mimo_v2; do
 	check "$name: nothing shifted" [ "$(jq '.shifted_tensors|length' "$TMP/plain_$name.json")" = 0 ]
 	numpy_check "$name" same "$FIXTURES/$name" "$TMP/plain_$name"
 done
+# For hf (vllm) the head goes where vLLM's drafter reads it: its own shard in the index, names kept
+# (vllm deepseek_mtp.py@03356f8cb59b _rewrite_spec_layer_name reads model.layers.{L+i}).
 forge deepseek_v3_fp8 fp8 --target hf
 check "deepseek fp8: exit 0 ($(head -c 200 "$TMP/fp8.err"))" [ "$RC" -eq 0 ]
-numpy_check "deepseek fp8" fp8 "$FIXTURES/deepseek_v3_fp8" "$TMP/fp8"
+numpy_check "deepseek fp8" fp8 "$FIXTURES/deepseek_v3_fp8" "$TMP/fp8" model-head.safetensors
 
 # MoE heads: numbered, fused-linear and fused-bmm experts give identical stacks.  The trunk is an MLX
 # backbone's: MTPLX loads it through mlx-lm, whose qwen3_5_moe sanitize unfuses only [E,2I,H] experts,

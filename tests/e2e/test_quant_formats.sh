@@ -17,8 +17,8 @@ forge() {
 	RC=0
 	"$FORGED" forge "$FIXTURES/$name" --out "$TMP/$out" --json "$@" >"$TMP/$out.json" 2>"$TMP/$out.err" || RC=$?
 }
-dequant_check() { # dequant_check DESC SRC ART
-	if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$FIXTURES/$2" "$TMP/$3" 2>&1); then ok; else bad "$1: $out"; fi
+dequant_check() { # dequant_check DESC SRC ART [HEAD_FILE]
+	if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$FIXTURES/$2" "$TMP/$3" ${4:+"$4"} 2>&1); then ok; else bad "$1: $out"; fi
 }
 inspect() { # inspect NAME [ARGS...]: report in $TMP/i_NAME.json, exit in $RC
 	local name=$1; shift
@@ -69,14 +69,15 @@ check "gptq head: the originals keep every GPTQ tensor" \
 
 # For a Hugging Face target the GPTQ source is its own backbone: the dequantized head modules are declared
 # unquantized in the config (GPTQModel's dynamic "-:" patterns, first so they win), and so for the others.
+# hf is vllm, whose drafter reads mtp.* in the index's shards: the head goes into its own shard (layout.h).
 forge q_gptq_head gptq_hf --target hf
 check "gptq head for hf: exit 0 ($(head -c 300 "$TMP/gptq_hf.err"))" [ "$RC" -eq 0 ]
-dequant_check "gptq head for hf" q_gptq_head gptq_hf
+dequant_check "gptq head for hf" q_gptq_head gptq_hf model-head.safetensors
 check "gptq head for hf: dynamic excludes the head modules first" \
 	[ "$(jq -r '.quantization_config.dynamic | keys_unsorted[0]' "$TMP/gptq_hf/config.json")" = '-:mtp\.fc$' ]
 forge q_ct_moe_head ct_hf --target hf
 check "ct moe head for hf: exit 0 ($(head -c 300 "$TMP/ct_hf.err"))" [ "$RC" -eq 0 ]
-dequant_check "ct moe head for hf (experts dequantized one by one)" q_ct_moe_head ct_hf
+dequant_check "ct moe head for hf (experts dequantized one by one)" q_ct_moe_head ct_hf model-head.safetensors
 check "ct moe head for hf: the ignore list names the dequantized experts" \
 	[ "$(jq '.quantization_config.ignore | index("mtp.layers.0.mlp.experts.3.down_proj") != null' "$TMP/ct_hf/config.json")" = true ]
 
@@ -175,7 +176,7 @@ check "mlx head keep: the artifact inspects clean for mtplx-2.12" \
 # A Hugging Face target reads no MLX format: the same head is dequantized to BF16.
 forge q_mlx_lm_head mlx_hf --target hf --backbone "$FIXTURES/qwen35_hf"
 check "mlx head for hf: exit 0 ($(head -c 300 "$TMP/mlx_hf.err"))" [ "$RC" -eq 0 ]
-dequant_check "mlx head for hf (mxfp4, mxfp8, nvfp4, affine 4/8-bit dequantized)" q_mlx_lm_head mlx_hf
+dequant_check "mlx head for hf (mxfp4, mxfp8, nvfp4, affine 4/8-bit dequantized)" q_mlx_lm_head mlx_hf model-head.safetensors
 check "mlx head for hf: every MLX mode dequantized" \
 	[ "$(jq -c '[.mtp_quantization.modules[] | select(.) | .dequantized_from | split(" ")[1]] | unique' "$TMP/mlx_hf/config.json")" = \
 	  '["affine","mxfp4","mxfp8","nvfp4"]' ]

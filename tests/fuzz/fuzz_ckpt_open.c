@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "forge/artifact/layout.h"
 #include "forge/artifact/plan.h"
 #include "forge/core/fs.h"
 #include "forge/model/inspect.h"
@@ -178,6 +179,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(want);
 		}
 		fg_plan_release(&plan);
+		/* The layout for a list (forge/artifact/layout.c): trial plans, their headers, the simulation. */
+		{
+			const struct fg_runtime *rows[FG_LAYOUT_MAX_TARGETS];
+			struct fg_layout l;
+			size_t n_rows;
+
+			if (fg_layout_targets("mtplx-2.12,vllm,vllm-mlx", rows, &n_rows, &err) == 0) {
+				fg_layout_decide(r, r, rows, n_rows, NULL, &l, &plan, &err);
+				fg_plan_release(&plan);
+			}
+		}
 	}
 	fg_inspect_free(r);
 	return 0;

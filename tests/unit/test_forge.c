@@ -69,6 +69,12 @@ static void test_result_carries_provenance(void **state)
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(res.provenance, "files"), "mtp.safetensors"));
 	assert_string_equal(res.target, FG_FORGE_DEFAULT_TARGET);
+	/* The default target's layout: MTPLX's sidecar, which the config points at (layout.h). */
+	assert_int_equal(res.n_targets, 1);
+	assert_string_equal(res.targets[0], FG_FORGE_DEFAULT_TARGET);
+	assert_string_equal(res.head_file, "mtp.safetensors");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(res.provenance, "layout"), "file")), "mtp.safetensors");
 	cJSON_Delete(on_disk);
 	/* A local source: every stage but fetch, in order; fractions from 0 to 1, never backwards. */
 	assert_true(seen.n >= 6);

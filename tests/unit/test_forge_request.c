@@ -44,6 +44,23 @@ static void test_defaults(void **state)
 	cJSON_Delete(doc);
 }
 
+/* A target list is kept as given, and stored the same. */
+static void test_target_list(void **state)
+{
+	struct fg_forge_request rq;
+	struct fg_err err = { 0 };
+	cJSON *doc, *back;
+
+	(void)state;
+	assert_int_equal(parse("{\"kind\": \"forge\", \"source\": \"m\", \"target\": \"mtplx-2.12, vllm-mlx\"}",
+			       &doc, &rq, NULL, &err), 0);
+	assert_string_equal(rq.target, "mtplx-2.12, vllm-mlx");
+	back = fg_forge_request_to_json(&rq);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "target")), "mtplx-2.12, vllm-mlx");
+	cJSON_Delete(back);
+	cJSON_Delete(doc);
+}
+
 static void test_every_field(void **state)
 {
 	struct fg_forge_request rq;
@@ -86,6 +103,11 @@ static void test_invalid_bodies(void **state)
 		{ "{\"kind\": \"forge\", \"source\": 7}", FG_FREQ_INVALID_FIELD, "\"source\" must be a string" },
 		{ "{\"kind\": \"forge\", \"source\": \"m\", \"target\": \"vllm-9\"}", FG_FREQ_UNKNOWN_RUNTIME,
 		  "\"target\" 'vllm-9' is not a runtime id" },
+		/* A list: each entry is checked, the first bad one named (issue 10 section 4). */
+		{ "{\"kind\": \"forge\", \"source\": \"m\", \"target\": \"mtplx-2.12,vllm-9\"}", FG_FREQ_UNKNOWN_RUNTIME,
+		  "\"target\" 'vllm-9' is not a runtime id" },
+		{ "{\"kind\": \"forge\", \"source\": \"m\", \"target\": \"vllm,\"}", FG_FREQ_UNKNOWN_RUNTIME,
+		  "\"target\" target list 'vllm,' has an empty entry" },
 		{ "{\"kind\": \"forge\", \"source\": \"m\", \"quant\": \"affine:7:64\"}", FG_FREQ_INVALID_FIELD,
 		  "\"quant\" must be keep, match, mxfp4 or affine:BITS:GROUP" },
 		{ "{\"kind\": \"forge\", \"source\": \"m\", \"quant\": \"affine:4:16\"}", FG_FREQ_INVALID_FIELD,
@@ -180,6 +202,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_field),
+		cmocka_unit_test(test_target_list),
 		cmocka_unit_test(test_invalid_bodies),
 		cmocka_unit_test(test_non_string_optionals),
 		cmocka_unit_test(test_round_trip),

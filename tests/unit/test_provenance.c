@@ -22,7 +22,7 @@
 static void test_document(void **state)
 {
 	static const char *const keys[] = {
-		"schema", "forged_version", "created_at", "source", "backbone", "target", "policy", "decisions",
+		"schema", "forged_version", "created_at", "source", "backbone", "target", "layout", "policy", "decisions",
 		"removed_from_backbone", "originals", "relayouts", "files", "fingerprint", "head_fingerprint", "digest",
 		"mtplx_runtime",
 	};
@@ -54,6 +54,7 @@ static void test_document(void **state)
 	assert_string_equal(cJSON_GetObjectItem(doc, "schema")->valuestring, "forged.provenance.v1");
 	assert_string_equal(cJSON_GetObjectItem(doc, "forged_version")->valuestring, "unknown");
 	assert_string_equal(cJSON_GetObjectItem(doc, "created_at")->valuestring, "1970-01-02T01:01:01Z");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "layout"))); /* none given */
 	it = cJSON_GetObjectItem(doc, "source");
 	assert_string_equal(cJSON_GetObjectItem(it, "path")->valuestring, "/models/src");
 	assert_string_equal(cJSON_GetObjectItem(it, "family")->valuestring, "qwen3_5");

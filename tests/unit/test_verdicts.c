@@ -63,6 +63,7 @@ static void test_severities(void **state)
 		{ "raw_zero_centred_head", FG_SEV_INFO },
 		{ "convention_structure_mismatch", FG_SEV_ERROR },
 		{ "trunk_double_shift_at_load", FG_SEV_ERROR },
+		{ "layout_conflict", FG_SEV_ERROR }, /* issue 10 section 4: a forge refusal */
 		/* issue 12 */
 		{ "trunk_format_unsupported", FG_SEV_ERROR },
 		{ "unsupported_quantization_format", FG_SEV_ERROR },
@@ -125,7 +126,7 @@ static void test_table(void **state)
 	size_t n_verification = 0;
 
 	(void)state;
-	assert_int_equal(FG_VERDICT_COUNT, 36); /* 31 static, 1 fleet, 4 verification */
+	assert_int_equal(FG_VERDICT_COUNT, 37); /* 32 static, 1 fleet, 4 verification */
 	for (size_t i = 0; i < FG_VERDICT_COUNT; i++) {
 		const struct fg_verdict_row *row = fg_verdict_row((enum fg_verdict_code)i);
 
