@@ -223,7 +223,7 @@ test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUA
 TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh
 tsan-test: deps
 	@$(MAKE) --no-print-directory SANITIZE=thread build/tsan/forged build/tsan/tests/test_store \
-		build/tsan/fixtures/manifest.json
+		build/tsan/fixtures/manifest.json build/tsan/fixtures/quant_manifest.json
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 		PYTHON=$(PYTHON) bash tests/run_all.sh build/tsan --only "tests/test_store $(TSAN_TESTS)"
 
