@@ -82,6 +82,7 @@ struct fg_forge_opts {
 	const char *version;    /* forged's version, for provenance */
 	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local.
 					  * Its cache_dir also keeps the file hashes (filehash.h). */
+	const cJSON *job;       /* the daemon's job, recorded in forged.json as "job" (NULL: none) */
 	/*
 	 * Progress, may be NULL: called when a stage begins, then as its bytes
 	 * move, at most every FG_FORGE_PROGRESS_S seconds and at the stage's

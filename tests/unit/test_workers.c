@@ -102,7 +102,7 @@ static struct fg_workers *start(unsigned n, const char *state_dir)
 	static char arts[PATH_MAX + 16], fixtures[PATH_MAX];
 	/* A job's paths are confined again when it runs: the roots serve would pass. */
 	static const char *roots[3] = { "/nonexistent", fixtures, tmp };
-	struct fg_workers_config cfg = { .n = n, .db_path = db, .artifacts_dir = arts, .instance_id = "test",
+	struct fg_workers_config cfg = { .n = n, .store = db, .artifacts_dir = arts, .instance_id = "test",
 					  .allow_roots = roots, .n_allow_roots = 3 };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
@@ -188,7 +188,7 @@ static void test_worker_finishes_jobs(void **state)
 
 static void test_bad_state_dir(void **state)
 {
-	struct fg_workers_config cfg = { .n = 1, .db_path = db,
+	struct fg_workers_config cfg = { .n = 1, .store = db,
 					 .artifacts_dir = "/nonexistent/forged-state/artifacts", .instance_id = "test" };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
