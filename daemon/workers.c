@@ -479,18 +479,20 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_err_prefix(&err, rc, "job parameters: ");
 	else
 		fg_forge_request_opts(&rq, &o);
+	/* A client's out: this instance's roots and a writable parent first (a farm's out is shared storage). */
 	if (!rc && !(rc = confine_again(p, "source", &o.source, 1, src, &err)) &&
 	    !(rc = confine_again(p, "backbone", &o.backbone, 1, bb, &err)) &&
+	    !(rc = o.out ? check_out(p, o.out, 0, &err) : 0) &&
 	    !(rc = confine_again(p, "out", &o.out, 0, client_out, &err)))
 		o.out_nofollow = o.out != NULL;
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/%lld", p->cfg.artifacts_dir, (long long)job->id);
 		o.out = out;
+		if (!rc)
+			rc = check_out(p, o.out, 1, &err);
 	}
 	if (!rc && !stamp)
 		rc = fg_err_set(&err, FG_ENOMEM, "out of memory");
-	if (!rc)
-		rc = check_out(p, o.out, o.out == out, &err);
 	/* A run that died after its rename left this job's artifact at out: adopt it. */
 	if (!rc && adopt(o.out, stamp, o.target ? o.target : FG_FORGE_DEFAULT_TARGET, &res, &err)) {
 		adopted = 1;
