@@ -29,14 +29,17 @@ CC      ?= cc
 PYTHON  ?= python3
 # What building and running forged needs (`make run`, `make demo`, `make deb`): the
 # compiler, python3 (tests/embed.py, the fixture generator), the libraries it links,
-# and the CA certificates of https:// sources (the Hugging Face Hub by default).
+# the CA certificates of https:// sources (the Hugging Face Hub by default), and
+# libpq (a PostgreSQL store_url).
 RUN_PKGS := gcc libc6-dev python3 ca-certificates libmicrohttpd-dev libsqlite3-dev \
-	libcjson-dev libzstd-dev libcurl4-openssl-dev libssl-dev
+	libcjson-dev libzstd-dev libcurl4-openssl-dev libssl-dev libpq-dev
 # What the tests need on top (`make test`, `make fuzz`): cmocka, curl and jq, numpy
 # for the goldens, nginx as the test hub (run by the tests on loopback only), the
-# man page and completion checks, strace (test_forge_files.sh), clang for the fuzzer.
+# man page and completion checks, strace (test_forge_files.sh), clang for the fuzzer,
+# PostgreSQL for the store tests' second backend (a throwaway cluster the tests start
+# as an unprivileged user: tests/pg_cluster.sh; the package's own cluster is left stopped).
 TEST_PKGS := libcmocka-dev curl jq python3-numpy zstd nginx groff-base man-db zsh strace \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev postgresql
 # What `make deb` and `make check-deb` need on top (not installed by `make test`).
 DEB_PKGS := build-essential debhelper dpkg-dev fakeroot lintian
 # The dashboard's browser tests (tests/browser, README "Dashboard"): Debian's
@@ -59,9 +62,11 @@ endif
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -Wconversion -Werror
 CFLAGS  ?= -O2 -g
+# libpq's header lives in its own folder (Debian's libpq-dev: /usr/include/postgresql).
+PQ_INC  := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CPPFLAGS) $(CFLAGS) $(WARN) \
-	$(SANFLAGS) -I. -MMD -MP
-# libcurl, libmicrohttpd and libcrypto are not linked: forged loads them on first use
+	$(SANFLAGS) -I. -isystem $(PQ_INC) -MMD -MP
+# libcurl, libmicrohttpd, libcrypto and libpq are not linked: forged loads them on first use
 # (forge/core/lazylib.h), so a command that needs none of them (a local inspect) does
 # not load the 30-odd libraries they pull in.  Their SONAMEs come from this machine's
 # development links; the stubs fall back to Debian bookworm's.
@@ -69,15 +74,17 @@ soname = $(shell objdump -p "$$($(CC) -print-file-name=lib$(1).so)" 2>/dev/null 
 SONAME_CURL := $(call soname,curl)
 SONAME_MHD := $(call soname,microhttpd)
 SONAME_CRYPTO := $(call soname,crypto)
+SONAME_PQ := $(call soname,pq)
 SONAME_FLAGS := $(if $(SONAME_CURL),-DFG_SONAME_CURL='"$(SONAME_CURL)"') \
 	$(if $(SONAME_MHD),-DFG_SONAME_MHD='"$(SONAME_MHD)"') \
-	$(if $(SONAME_CRYPTO),-DFG_SONAME_CRYPTO='"$(SONAME_CRYPTO)"')
+	$(if $(SONAME_CRYPTO),-DFG_SONAME_CRYPTO='"$(SONAME_CRYPTO)"') \
+	$(if $(SONAME_PQ),-DFG_SONAME_PQ='"$(SONAME_PQ)"')
 ALL_CFLAGS += $(SONAME_FLAGS)
 LDLIBS  := -lsqlite3 -lcjson -lzstd -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 FORGE_SRC  := $(wildcard forge/*/*.c forge/*/*/*.c)
-STORE_SRC  := $(wildcard store/*.c)
+STORE_SRC  := $(wildcard store/*.c store/*/*.c)
 API_SRC    := $(wildcard api/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -256,7 +263,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=float-cast-overflow \
 	-fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. $(FUZZ_SAN) $(SONAME_FLAGS)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -I. -isystem $(PQ_INC) $(FUZZ_SAN) $(SONAME_FLAGS)
 FUZZ_LIB_SRC := $(FORGE_SRC) $(STORE_SRC) $(API_SRC) daemon/config.c daemon/args.c
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_GEN_OBJ := $(FUZZ_DIR)/obj/gen/openapi.o $(FUZZ_DIR)/obj/gen/web.o

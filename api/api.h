@@ -43,7 +43,8 @@
 struct fg_api_config {
 	const char *listen_addr;       /* an IPv4 or IPv6 literal or a host name (getaddrinfo, the first address); NULL: FG_API_LISTEN_DEFAULT */
 	uint16_t port;                 /* 0: an ephemeral port (see fg_api_port) */
-	const char *db_path;           /* the store's database */
+	const char *db_path;           /* the store's target (store.h: a path or a postgres:// URL) */
+	const char *instance_id;       /* labels /metrics (forged_instance_info); NULL: none */
 	const char *state_dir;         /* forged's state folder (jobs' outputs: the workers') */
 	const char *tokens_file;       /* NULL: no authentication (logged as a warning) */
 	const char *allow_roots[FG_API_MAX_ROOTS]; /* folders sources and outputs may be in */

@@ -533,6 +533,11 @@ char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *coun
 	unsigned long long cum = 0, closed[FG_CONN_PHASES];
 	unsigned stuck = 0, running = fg_api_inspections_running(&stuck);
 
+	/* Every instance of a farm gives the same store figures: this line says which one answered. */
+	if (api->cfg.instance_id)
+		text_add(&t, "# HELP forged_instance_info The instance answering and its store's backend.\n"
+			     "# TYPE forged_instance_info gauge\nforged_instance_info{instance=\"%s\",store=\"%s\"} 1\n",
+			 api->cfg.instance_id, fg_store_is_postgres(api->cfg.db_path) ? "postgres" : "sqlite");
 	proc_figures(&pf);
 	text_add(&t, "# HELP forged_build_info The running forged: its version and libmicrohttpd's.\n"
 		     "# TYPE forged_build_info gauge\nforged_build_info{version=\"%s\",libmicrohttpd=\"%s\"} 1\n",
@@ -1199,6 +1204,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	api->cfg = *cfg;
 	api->cfg.listen_addr = keep(api, &n_owned, cfg->listen_addr ? cfg->listen_addr : FG_API_LISTEN_DEFAULT);
 	api->cfg.db_path = keep(api, &n_owned, cfg->db_path);
+	api->cfg.instance_id = keep(api, &n_owned, cfg->instance_id);
 	api->cfg.state_dir = keep(api, &n_owned, cfg->state_dir);
 	api->cfg.tokens_file = keep(api, &n_owned, cfg->tokens_file);
 	for (size_t i = 0; i < cfg->n_allow_roots && i < FG_API_MAX_ROOTS; i++)

@@ -12,8 +12,9 @@
  *     and a common verdict code);
  *   - fg_store_verification_put (one fsync'd transaction each);
  *   - enqueue + claim of jobs.
- * Seeding uses the public API with synchronous=OFF (reached through the
- * private header) so it takes seconds, not an fsync per artifact.  Numbers
+ * Seeding uses the public API with synchronous=OFF on the writer's
+ * connection (reached through the private header) so it takes seconds, not
+ * an fsync per artifact.  Numbers
  * only, no assertions.  A database path reuses an already seeded file.
  *
  * References in the same run, interleaved with what they are compared to:
@@ -30,7 +31,7 @@
  * for bench/benchlib.py samples (bench/bench_store.sh).
  *
  *   cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_store.c build/libstore.a build/libforge.a \
- *      -lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench/bench_store
+ *      -lsqlite3 -lpq -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench/bench_store
  *   ./build/bench/bench_store [artifacts, default 100000] [database path]
  */
 #include <math.h>
@@ -302,8 +303,8 @@ static void seed(const char *path, int n)
 		fg_store_close(s);
 		return;
 	}
-	/* Seeding only: no fsync per artifact. */
-	sqlite3_exec(s->db, "PRAGMA synchronous = OFF", NULL, NULL, NULL);
+	/* Seeding only: no fsync per artifact (on the connection writes run on, store/writer.c). */
+	sqlite3_exec(fg_store_writer_conn(s)->db, "PRAGMA synchronous = OFF", NULL, NULL, NULL);
 	t0 = now_ms();
 	for (int i = 0; i < n; i++)
 		put_one(s, i);
@@ -315,6 +316,7 @@ static void seed(const char *path, int n)
 	for (int h = 0; h < HOSTS * 2; h++)
 		fleet_one(s, h, 1 + (int64_t)(rng() % (uint64_t)n));
 	printf("seeded %d verifications and %d fleet reports in %.1f s\n", n / 20, HOSTS * 2, (now_ms() - t1) / 1e3);
+	sqlite3_exec(fg_store_writer_conn(s)->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
 	sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	fg_store_close(s);
 }

@@ -13,7 +13,7 @@ n=${1:-$(quick 100000 1000)}
 make -s build/libstore.a build/libforge.a
 mkdir -p build/bench
 cc -std=c11 -D_GNU_SOURCE -O2 -I. bench/bench_store.c build/libstore.a build/libforge.a \
-	-lsqlite3 -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench/bench_store
+	-lsqlite3 -lpq -lcjson -lzstd -lcrypto -lm -lpthread -o build/bench/bench_store
 bench_init store artifacts="$n"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

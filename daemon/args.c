@@ -338,12 +338,16 @@ int fg_args_parse(struct fg_args *a, int argc, char **argv, const char *shortopt
 		if (handle)
 			handle(ctx, c, optarg);
 	}
-	/* After "--" (or the first argument, with '+'): arguments all. */
+	/*
+	 * After "--" (or the first argument, with '+'): arguments all.  With '+'
+	 * they are a command line of their own (main.c: the command and its
+	 * options), however long: only the first FG_ARGS_MAX_POS are kept.
+	 */
 	a->end = optind;
 	for (int i = optind; i < argc; i++) {
 		if (a->n_pos < FG_ARGS_MAX_POS)
 			a->pos[a->n_pos++] = argv[i];
-		else
+		else if (shortopts[0] != '+')
 			bad("too many arguments ('%s')", argv[i]);
 	}
 	current = NULL;

@@ -1,15 +1,19 @@
 /*
  * cmd_serve.c: `forged serve`: bind, migrate, recover jobs, start workers,
- * announce READY=1, then wait for signals: SIGHUP reloads tokens,
- * SIGTERM/SIGINT drain (STOPPING=1, finish or requeue running jobs within
- * drain_seconds) and exit.  STATUS= carries queue figures; WATCHDOG=1 is
- * sent from this loop when the workers and the HTTP side are both healthy.
+ * listen for other instances' notifications (a PostgreSQL store: jobs
+ * enqueued elsewhere wake the workers, data written elsewhere drops the
+ * cached fleet health), announce READY=1, then wait for signals: SIGHUP
+ * reloads tokens, SIGTERM/SIGINT drain (STOPPING=1, finish or requeue
+ * running jobs within drain_seconds) and exit.  STATUS= carries queue
+ * figures; WATCHDOG=1 is sent from this loop when the workers and the HTTP
+ * side are both healthy.
  */
 #include "daemon/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,10 +42,14 @@ const struct fg_cmd fg_cmd_serve = {
 		 "             [--tokens-file FILE] [--allow-roots DIR]... [--allow-hosts HOST]...\n"
 		 "             [--max-body-bytes N] [--queue-cap N] [--drain-seconds N] [--max-attempts N]\n"
 		 "             [--collapse-threshold X] [--artifacts-dir DIR] [--etag-ttl-seconds N]\n"
-		 "             [--inspect-seconds N] [--forge-target RUNTIME[,RUNTIME...]]\n\n"
+		 "             [--inspect-seconds N] [--forge-target RUNTIME[,RUNTIME...]]\n"
+		 "             [--store|--store-url URL] [--lease-seconds N] [--http-threads N]\n"
+		 "             [--per-ip-connections N]\n\n"
 		 "Serves the /v1 API on 127.0.0.1:8470 by default, with state (SQLite\n"
 		 "database, artifacts) in ./forged-state, or $STATE_DIRECTORY under systemd;\n"
 		 "artifacts of jobs without an out go to --artifacts-dir (STATE/artifacts).\n"
+		 "--store postgres://USER@HOST/DB puts the jobs, artifacts and fleet in\n"
+		 "PostgreSQL, shared by every instance of a farm (default sqlite://STATE/forged.db).\n"
 		 "Flags override the keys of the JSON config file.  Without --tokens-file the\n"
 		 "API needs no token (a warning is logged).  Sources and outputs must lie in\n"
 		 "--allow-roots (default: the current folder).  --workers 0 accepts and\n"
@@ -51,12 +59,37 @@ const struct fg_cmd fg_cmd_serve = {
 	.options = fg_config_longopts,
 };
 
+/* HOST-PID-TIME: unique in a farm, and it says where the instance runs. */
 static void make_instance_id(char *buf, size_t len)
 {
 	struct timespec ts;
+	char host[64] = "";
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(buf, len, "%lx-%lx", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	host[strcspn(host, ".")] = '\0';
+	/* Label- and name-safe: letters, digits and '-' only. */
+	for (char *p = host; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			*p = '-';
+	snprintf(buf, len, "%s%s%lx-%lx", host, *host ? "-" : "", (long)getpid(), (long)(ts.tv_sec ^ ts.tv_nsec));
+}
+
+struct listen_ctx {
+	struct fg_workers *workers;
+	struct fg_api *api;
+};
+
+/* Another instance enqueued (wake a worker) or wrote what fleet health shows (drop the cached copy). */
+static void on_store_event(void *arg, enum fg_store_event ev)
+{
+	struct listen_ctx *c = arg;
+
+	if (ev == FG_STORE_EV_JOB)
+		fg_workers_wake(c->workers);
+	else
+		fg_api_data_changed(c->api);
 }
 
 /* True when path is a folder now (made, or there already). */
@@ -131,8 +164,10 @@ static int run_serve(int argc, char **argv)
 	struct fg_api *api = NULL;
 	struct fg_api_config acfg;
 	struct fg_workers_config wcfg;
-	char db[PATH_MAX + 16], cache[PATH_MAX + 16], instance[64];
-	const char *hosts[FG_CONFIG_MAX_LIST];
+	char db[PATH_MAX + 80], cache[PATH_MAX + 16], instance[96], shown[PATH_MAX + 80];
+	const char *hosts[FG_CONFIG_MAX_LIST], *roots[FG_CONFIG_MAX_LIST];
+	struct fg_store_listener *listener = NULL;
+	struct listen_ctx lctx = { NULL, NULL };
 	sigset_t sigs;
 	struct timespec last_ping = { 0, 0 }, last_status;
 	long tick_ms = 5000;
@@ -149,6 +184,12 @@ static int run_serve(int argc, char **argv)
 		}
 	}
 	fg_log_init();
+	/*
+	 * Request buffers come and go on many threads: without a fixed trim
+	 * threshold glibc hands their memory back to the kernel (madvise) and
+	 * takes it again (page faults) on almost every request.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
 	if (fg_config_load(&cfg, argc, argv, &err) != 0)
 		return err.code == FG_EUSAGE ? fg_cli_usage_error(&fg_cmd_serve, "%s", err.msg) : fg_cli_fail(&err);
 	if (!make_dir(cfg.state_dir)) {
@@ -168,10 +209,16 @@ static int run_serve(int argc, char **argv)
 		if (realpath(cfg.artifacts_dir, abs))
 			snprintf(cfg.artifacts_dir, sizeof(cfg.artifacts_dir), "%s", abs);
 	}
-	snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	if (cfg.store_url[0])
+		snprintf(db, sizeof(db), "%s", cfg.store_url);
+	else
+		snprintf(db, sizeof(db), "%s/forged.db", cfg.state_dir);
+	fg_store_describe(db, shown, sizeof(shown));
 	snprintf(cache, sizeof(cache), "%s/cache", cfg.state_dir);
 	for (size_t i = 0; i < cfg.n_allow_hosts; i++)
 		hosts[i] = cfg.allow_hosts[i];
+	for (size_t i = 0; i < cfg.n_allow_roots; i++)
+		roots[i] = cfg.allow_roots[i];
 	make_instance_id(instance, sizeof(instance));
 	{
 		/*
@@ -180,7 +227,8 @@ static int run_serve(int argc, char **argv)
 		 * unit, UMask=0027 makes artifacts readable by the group forged,
 		 * which has no business in the job database.
 		 */
-		int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		const char *file = fg_store_sqlite_path(db);
+		int fd = file ? open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
 
 		if (fd >= 0)
 			close(fd);
@@ -208,7 +256,11 @@ static int run_serve(int argc, char **argv)
 
 	memset(&wcfg, 0, sizeof(wcfg));
 	wcfg.n = cfg.workers;
-	wcfg.db_path = db;
+	wcfg.store = db;
+	wcfg.lease_seconds = cfg.lease_seconds;
+	wcfg.max_attempts = cfg.max_attempts;
+	wcfg.allow_roots = roots;
+	wcfg.n_allow_roots = cfg.n_allow_roots;
 	wcfg.artifacts_dir = cfg.artifacts_dir;
 	wcfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	wcfg.instance_id = instance;
@@ -224,6 +276,7 @@ static int run_serve(int argc, char **argv)
 	acfg.listen_addr = cfg.listen_addr;
 	acfg.port = cfg.port;
 	acfg.db_path = db;
+	acfg.instance_id = instance;
 	acfg.state_dir = cfg.state_dir;
 	acfg.tokens_file = cfg.tokens_file[0] ? cfg.tokens_file : NULL;
 	for (size_t i = 0; i < cfg.n_allow_roots; i++)
@@ -233,8 +286,12 @@ static int run_serve(int argc, char **argv)
 	acfg.cache_dir = cache;
 	acfg.etag_ttl_seconds = cfg.etag_ttl_seconds;
 	acfg.max_body_bytes = cfg.max_body_bytes;
-	/* threads, connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
+	/* connection limits, timeout and memory limit: 0, the server's FG_API_*_DEFAULT. */
 	acfg.queue_cap = cfg.queue_cap;
+	/* A write holds its handler thread until its group commit: more of them, bigger commits. */
+	acfg.threads = cfg.http_threads;
+	/* Behind a proxy every client has its address: the operator raises this. */
+	acfg.per_ip_limit = cfg.per_ip_connections;
 	acfg.collapse_threshold = cfg.collapse_threshold;
 	acfg.artifacts_dir = cfg.artifacts_dir;
 	acfg.inspect_seconds = cfg.inspect_seconds;
@@ -257,11 +314,15 @@ static int run_serve(int argc, char **argv)
 		return fg_err_exit_code(err.code);
 	}
 	fg_workers_set_api(workers, api);
+	lctx.workers = workers;
+	lctx.api = api;
+	if (fg_store_listen(&listener, db, on_store_event, &lctx, &err) != 0)
+		fg_log(FG_LOG_WARNING, "no notifications from other instances (%s): workers poll every second", err.msg);
 	if (!acfg.tokens_file)
 		fg_log(FG_LOG_WARNING, "no tokens_file: the API accepts requests without a token");
 	/* Tests start the server on port 0 and read the port from this line. */
-	fg_log(FG_LOG_NOTICE, "listening on %s port %u, state %s, %u workers, instance %s", cfg.listen_addr,
-	       fg_api_port(api), cfg.state_dir, cfg.workers, instance);
+	fg_log(FG_LOG_NOTICE, "listening on %s port %u, state %s, %u workers, instance %s, store %s", cfg.listen_addr,
+	       fg_api_port(api), cfg.state_dir, cfg.workers, instance, shown);
 	fg_notify("READY=1");
 	status_line(store, workers);
 	clock_gettime(CLOCK_MONOTONIC, &last_status);
@@ -290,6 +351,7 @@ static int run_serve(int argc, char **argv)
 			clock_gettime(CLOCK_MONOTONIC, &last_status);
 		}
 	}
+	fg_store_listener_stop(listener);
 	/*
 	 * The API answers 503 draining while the workers finish or requeue their
 	 * jobs, and is freed only after they have stopped: a job ending in the

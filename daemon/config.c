@@ -19,8 +19,9 @@
 #include "forge/artifact/layout.h"
 #include "forge/source/pull/pull.h"
 #include "forge/verify/verify.h"
+#include "store/store.h"
 
-enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION, K_TARGETS };
+enum kind { K_LISTEN, K_PATH, K_UINT, K_SIZE, K_INT, K_ROOTS, K_HOSTS, K_FRACTION, K_STORE, K_TARGETS };
 
 struct setting {
 	const char *key;
@@ -40,6 +41,10 @@ static const struct setting settings[] = {
 	{ "queue_cap", K_INT, offsetof(struct fg_config, queue_cap), 1, 1000000 },
 	{ "drain_seconds", K_UINT, offsetof(struct fg_config, drain_seconds), 0, 3600 },
 	{ "max_attempts", K_INT, offsetof(struct fg_config, max_attempts), 1, 100 },
+	{ "store_url", K_STORE, offsetof(struct fg_config, store_url), 0, 0 },
+	{ "lease_seconds", K_INT, offsetof(struct fg_config, lease_seconds), 3, 3600 },
+	{ "http_threads", K_UINT, offsetof(struct fg_config, http_threads), 1, 256 },
+	{ "per_ip_connections", K_UINT, offsetof(struct fg_config, per_ip_connections), 1, 256 },
 	/* A number strictly inside (0, 1); min and max are unused. */
 	{ "collapse_threshold", K_FRACTION, offsetof(struct fg_config, collapse_threshold), 0, 0 },
 	{ "artifacts_dir", K_PATH, offsetof(struct fg_config, artifacts_dir), 0, 0 },
@@ -70,6 +75,9 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
+	cfg->lease_seconds = 60;
+	cfg->http_threads = 16;
+	cfg->per_ip_connections = FG_API_PER_IP_LIMIT_DEFAULT;
 	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;
 	/* artifacts_dir stays "": STATE/artifacts, once state_dir is final (fg_config_load). */
 	fg_pull_opts_init(&pull);
@@ -151,6 +159,15 @@ static int apply(struct fg_config *cfg, const struct setting *st, const char *te
 	}
 	case K_HOSTS:
 		return add_list((char (*)[PATH_MAX])cfg->allow_hosts, &cfg->n_allow_hosts, 256, text, st->key, err);
+	case K_STORE:
+		/* "": the default, sqlite://STATE/forged.db. */
+		if (is_num || strlen(text) >= sizeof(cfg->store_url))
+			return fg_err_set(err, FG_EUSAGE, "%s must be sqlite:///PATH or postgres://USER@HOST/DB", st->key);
+		if (*text && !fg_store_is_postgres(text) && strncmp(text, "sqlite://", 9) != 0)
+			return fg_err_set(err, FG_EUSAGE, "%s '%s': not sqlite:///PATH or postgres://USER@HOST/DB",
+					  st->key, text);
+		snprintf(cfg->store_url, sizeof(cfg->store_url), "%s", text);
+		return 0;
 	case K_FRACTION: {
 		double x = num;
 
@@ -262,7 +279,7 @@ enum { FLAG_CONFIG = 2999, FLAG_BASE = 3000 };
 const struct option *fg_config_longopts(void)
 {
 	static char names[N_SETTINGS][64];
-	static struct option opts[N_SETTINGS + 5];
+	static struct option opts[N_SETTINGS + 6];
 	static const struct option tail[] = { FG_ARGS_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
 	size_t n = 0;
 
@@ -275,6 +292,9 @@ const struct option *fg_config_longopts(void)
 			if (*p == '_')
 				*p = '-';
 		opts[n++] = (struct option){ names[i], required_argument, NULL, FLAG_BASE + (int)i };
+		/* --store is the store_url key too (the name a farm's docs use). */
+		if (strcmp(settings[i].key, "store_url") == 0)
+			opts[n++] = (struct option){ "store", required_argument, NULL, FLAG_BASE + (int)i };
 	}
 	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
 		opts[n++] = tail[i];

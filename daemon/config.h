@@ -9,7 +9,15 @@
  * allow_hosts (the hosts, "host" or "host:port", that URL sources and their
  * redirects may name; none: URL sources are refused),
  * max_body_bytes (1 MiB), queue_cap (1000), drain_seconds (30),
- * max_attempts (3), collapse_threshold (0.10: the verification verdict's
+ * max_attempts (3), store_url (flag --store; "": sqlite://STATE/forged.db;
+ * or postgres://USER@HOST/DB for a farm, store.h), lease_seconds (60: how
+ * long a claimed job stays this instance's without a heartbeat; the
+ * heartbeat renews it every third of that), http_threads (16: a POST waits
+ * in its handler thread for the group commit that holds its write, so the
+ * number of threads bounds how many writes share one commit),
+ * per_ip_connections (32: connections one client address may hold; raise it
+ * when the clients reach forged through one proxy or load balancer),
+ * collapse_threshold (0.10: the verification verdict's
  * acceptance collapse threshold, strictly inside (0, 1); MTPLX's is 0.05),
  * artifacts_dir (STATE/artifacts: where jobs without an out write their
  * artifact, as artifacts_dir/ID), etag_ttl_seconds (3600: how long a remote
@@ -42,6 +50,10 @@ struct fg_config {
 	int queue_cap;
 	unsigned drain_seconds;
 	int max_attempts;
+	char store_url[PATH_MAX + 64];     /* "" when the default */
+	int lease_seconds;
+	unsigned http_threads;
+	unsigned per_ip_connections;
 	double collapse_threshold;
 	char artifacts_dir[PATH_MAX];      /* STATE/artifacts unless set */
 	unsigned etag_ttl_seconds;         /* fg_pull_opts.cache_ttl_seconds of remote reads */

@@ -3,7 +3,9 @@
  *
  * Each worker has its own store connection, claims the oldest queued job,
  * runs it (a forge), records progress and the result, and waits on one
- * condition variable when the queue is empty.  Lock order: workers->lock is
+ * condition variable when the queue is empty (woken by an enqueue here, by
+ * NOTIFY from another instance, or after a second).  A keeper thread renews
+ * the leases of the running jobs and takes over jobs whose lease expired.  Lock order: workers->lock is
  * the only lock here and is never held across the store or forge.
  *
  * Threads: besides the n workers, each forge opens its checkpoints with
@@ -23,8 +25,9 @@
 
 /*
  * At start-up, fg_store_jobs_recover requeues running jobs of other
- * instances, and any running job whose heartbeat (its last progress report)
- * is older than this many seconds.
+ * instances (on a shared PostgreSQL store only those past their lease), and
+ * any running job whose heartbeat (its last progress report or lease
+ * renewal) is older than this many seconds.
  */
 #define FG_WORKERS_STALE_SECONDS 60
 
@@ -41,7 +44,11 @@ struct fg_workers;
 
 struct fg_workers_config {
 	unsigned n;
-	const char *db_path;
+	const char *store;             /* the store's target (store.h: a path or a URL) */
+	int lease_seconds;             /* of each claim; renewed every third of it */
+	int max_attempts;              /* take-overs fail a job at this many attempts */
+	const char *const *allow_roots; /* a job's out must lie in these (this instance's roots) */
+	size_t n_allow_roots;
 	const char *artifacts_dir;     /* a job without an out writes artifacts_dir/ID */
 	const char *instance_id;
 	struct fg_api *api;            /* for job-duration metrics; may be NULL */
@@ -54,7 +61,7 @@ struct fg_workers_config {
 
 int fg_workers_start(struct fg_workers **out, const struct fg_workers_config *cfg, struct fg_err *err);
 
-/* Give the workers the API once it runs, for job-duration metrics. */
+/* Give the workers the API once it runs, for job-duration metrics; NULL before it stops. */
 void fg_workers_set_api(struct fg_workers *w, struct fg_api *api);
 
 /* Wake an idle worker (a job was enqueued). */

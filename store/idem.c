@@ -1,163 +1,119 @@
 /*
  * idem.c: POST replays by Idempotency-Key, job keys, repeated fleet reports
- * (idem.h).
+ * (idem.h), over either backend (sqlite/idem.c, pg/idem.c).
  *
- * A claim runs in one BEGIN IMMEDIATE transaction (create the table if
- * need be, read the row, write the reservation), so two requests racing
- * with one key serialise on the write lock: the second sees the first's
- * reservation and is told it is in flight.
+ * A claim, a finish and a release are writes: they go through the
+ * process's writer (writer.c) like every other write, so a claim is
+ * answered once the reservation it made is durable, and within one
+ * process two requests with one key are ordered by the writer.  Across
+ * processes the backend orders them: SQLite's write lock (the batch's
+ * BEGIN IMMEDIATE), PostgreSQL's primary key (an insert racing another
+ * instance's waits for it, then reads its row).  The replay table,
+ * api_idempotency, is part of both schemas (SQLite version 5, PostgreSQL
+ * version 2).  The two reads run on the caller's connection.
  */
 #include "store/idem.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/internal.h"
 
-#define ROUTE_MAX 300
-#define KEY_MAX 255
-
-static const char sql_create[] =
-	"CREATE TABLE IF NOT EXISTS api_idempotency ("
-	" route TEXT NOT NULL,"
-	" idem_key TEXT NOT NULL,"
-	" body_sha256 TEXT NOT NULL,"
-	" status INTEGER NOT NULL DEFAULT 0,"
-	" location TEXT NOT NULL DEFAULT '',"
-	" body TEXT,"
-	" created_at TEXT NOT NULL,"
-	" PRIMARY KEY (route, idem_key))";
-static const char sql_get[] =
-	"SELECT body_sha256, status, location, body,"
-	" created_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ?3 || ' seconds')"
-	" FROM api_idempotency WHERE route = ?1 AND idem_key = ?2";
-static const char sql_reserve[] =
-	"INSERT INTO api_idempotency (route, idem_key, body_sha256, created_at) VALUES (?1, ?2, ?3, " FG_SQL_NOW ")"
-	" ON CONFLICT (route, idem_key) DO UPDATE SET created_at = excluded.created_at";
-static const char sql_finish[] =
-	"UPDATE api_idempotency SET status = ?3, location = ?4, body = ?5 WHERE route = ?1 AND idem_key = ?2";
-static const char sql_release[] = "DELETE FROM api_idempotency WHERE route = ?1 AND idem_key = ?2 AND status = 0";
-
-static int check(const char *route, const char *key, struct fg_err *err)
+int fg_store_check_idem(const char *route, const char *key, struct fg_err *err)
 {
-	if (!route || !*route || strlen(route) > ROUTE_MAX || !key || !*key || strlen(key) > KEY_MAX)
+	if (!route || !*route || strlen(route) > FG_STORE_ROUTE_MAX || !key || !*key || strlen(key) > FG_STORE_KEY_MAX)
 		return fg_err_set(err, FG_EINPUT, "idempotency: the route or key is missing or too long");
 	return 0;
 }
 
-static int run(struct fg_store *s, const char *sql, const char *what, struct fg_err *err)
-{
-	sqlite3_stmt *st;
-	int rc = fg_sql_get(s, sql, &st, err);
+struct claim_args {
+	const char *route, *key, *sha;
+	int stale;
+	enum fg_idem_state state;
+	struct fg_idem_answer answer;
+};
 
-	return rc ? rc : fg_sql_exec(s, st, err, what);
+static int claim_fn(struct fg_store *ws, void *arg, struct fg_err *err)
+{
+	struct claim_args *a = arg;
+
+	/* A second run (the batch was retried write by write) starts afresh. */
+	fg_idem_answer_release(&a->answer);
+	a->state = FG_IDEM_NEW;
+	return ws->ops->idem_claim(ws, a->route, a->key, a->sha, a->stale, &a->state, &a->answer, err);
 }
 
 int fg_store_idem_claim(struct fg_store *s, const char *route, const char *key, const char *body_sha256,
 			int stale_seconds, enum fg_idem_state *state, struct fg_idem_answer *answer,
 			struct fg_err *err)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = check(route, key, err);
+	struct claim_args a = { route, key, body_sha256, stale_seconds, FG_IDEM_NEW, { 0, "", NULL } };
+	int rc;
 
-	memset(answer, 0, sizeof(*answer));
-	*state = FG_IDEM_NEW;
-	if (rc)
+	if (answer)
+		memset(answer, 0, sizeof(*answer));
+	if (state)
+		*state = FG_IDEM_NEW;
+	if (!s || !state || !answer)
+		return fg_err_set(err, FG_EINPUT, "idempotency: no store or no output");
+	rc = fg_store_check_idem(route, key, err);
+	if (!rc)
+		rc = fg_store_check_text(body_sha256, FG_STORE_HASH_MAX, 1, "request body digest", err);
+	if (!rc)
+		rc = fg_store_write(s, claim_fn, &a, err);
+	if (rc) {
+		fg_idem_answer_release(&a.answer);
 		return rc;
-	if ((rc = fg_sql_begin(s, err)) != 0)
-		return rc;
-	if ((rc = run(s, sql_create, "creating the idempotency table", err)) != 0)
-		goto fail;
-	if ((rc = fg_sql_get(s, sql_get, &st, err)) != 0)
-		goto fail;
-	fg_sql_bind_text(st, 1, route);
-	fg_sql_bind_text(st, 2, key);
-	sqlite3_bind_int(st, 3, stale_seconds);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *sha = (const char *)sqlite3_column_text(st, 0);
-		int status = sqlite3_column_int(st, 1), stale = sqlite3_column_int(st, 4);
-
-		if (!sha || strcmp(sha, body_sha256) != 0) {
-			rc = fg_err_set(err, FG_ECONFLICT, "idempotency key '%s' was already used on %s with another body",
-					key, route);
-			goto fail;
-		}
-		if (status) {
-			const char *body = (const char *)sqlite3_column_text(st, 3);
-
-			answer->status = status;
-			fg_sql_column_copy(st, 2, answer->location, sizeof(answer->location));
-			answer->body = strdup(body ? body : "");
-			if (!answer->body) {
-				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-				goto fail;
-			}
-			*state = FG_IDEM_REPLAY;
-			fg_sql_put(st);
-			fg_sql_rollback(s);
-			return 0;
-		}
-		if (!stale) {
-			*state = FG_IDEM_IN_FLIGHT;
-			fg_sql_put(st);
-			fg_sql_rollback(s);
-			return 0;
-		}
-	} else if (rc != SQLITE_DONE) {
-		rc = fg_sql_fail(s, rc, err, "looking up an idempotency key");
-		goto fail;
 	}
-	fg_sql_put(st);
-	st = NULL;
-	if ((rc = fg_sql_get(s, sql_reserve, &st, err)) != 0)
-		goto fail;
-	fg_sql_bind_text(st, 1, route);
-	fg_sql_bind_text(st, 2, key);
-	fg_sql_bind_text(st, 3, body_sha256);
-	rc = fg_sql_exec(s, st, err, "reserving an idempotency key");
-	st = NULL;
-	if (rc)
-		goto fail;
-	return fg_sql_commit(s, err);
-fail:
-	fg_sql_put(st);
-	fg_sql_rollback(s);
-	fg_idem_answer_release(answer);
-	return rc;
+	*state = a.state;
+	*answer = a.answer;
+	return 0;
+}
+
+struct finish_args {
+	const char *route, *key, *location, *body;
+	int status;
+};
+
+static int finish_fn(struct fg_store *ws, void *arg, struct fg_err *err)
+{
+	struct finish_args *a = arg;
+
+	return ws->ops->idem_finish(ws, a->route, a->key, a->status, a->location, a->body, err);
 }
 
 int fg_store_idem_finish(struct fg_store *s, const char *route, const char *key, int status,
 			 const char *location, const char *body, struct fg_err *err)
 {
-	sqlite3_stmt *st;
-	int rc = check(route, key, err);
+	struct finish_args a = { route, key, location ? location : "", body ? body : "", status };
+	int rc;
 
-	if (rc)
-		return rc;
-	if ((rc = fg_sql_get(s, sql_finish, &st, err)) != 0)
-		return rc;
-	fg_sql_bind_text(st, 1, route);
-	fg_sql_bind_text(st, 2, key);
-	sqlite3_bind_int(st, 3, status);
-	fg_sql_bind_text(st, 4, location ? location : "");
-	fg_sql_bind_text(st, 5, body ? body : "");
-	return fg_sql_exec(s, st, err, "recording an idempotent answer");
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "idempotency: no store");
+	rc = fg_store_check_idem(route, key, err);
+	return rc ? rc : fg_store_write(s, finish_fn, &a, err);
+}
+
+struct release_args {
+	const char *route, *key;
+};
+
+static int release_fn(struct fg_store *ws, void *arg, struct fg_err *err)
+{
+	struct release_args *a = arg;
+
+	return ws->ops->idem_release(ws, a->route, a->key, err);
 }
 
 int fg_store_idem_release(struct fg_store *s, const char *route, const char *key, struct fg_err *err)
 {
-	sqlite3_stmt *st;
-	int rc = check(route, key, err);
+	struct release_args a = { route, key };
+	int rc;
 
-	if (rc)
-		return rc;
-	if ((rc = fg_sql_get(s, sql_release, &st, err)) != 0)
-		return rc;
-	fg_sql_bind_text(st, 1, route);
-	fg_sql_bind_text(st, 2, key);
-	return fg_sql_exec(s, st, err, "releasing an idempotency key");
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "idempotency: no store");
+	rc = fg_store_check_idem(route, key, err);
+	return rc ? rc : fg_store_write(s, release_fn, &a, err);
 }
 
 void fg_idem_answer_release(struct fg_idem_answer *a)
@@ -171,43 +127,20 @@ void fg_idem_answer_release(struct fg_idem_answer *a)
 int fg_store_job_key_known(struct fg_store *s, const char *key, const char *body_sha256, int *known,
 			   struct fg_err *err)
 {
-	static const char sql[] = "SELECT 1 FROM jobs WHERE idem_key = ?1 AND body_sha256 = ?2";
-	sqlite3_stmt *st;
-	int rc = fg_sql_get(s, sql, &st, err);
-
-	*known = 0;
-	if (rc)
-		return rc;
-	fg_sql_bind_text(st, 1, key);
-	fg_sql_bind_text(st, 2, body_sha256);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*known = 1;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "looking up a job's key");
-	fg_sql_put(st);
-	return rc;
+	if (known)
+		*known = 0;
+	if (!s || !known || !key || !body_sha256)
+		return fg_err_set(err, FG_EINPUT, "looking up a job's key: no store, key, digest or output");
+	return s->ops->job_key_known(s, key, body_sha256, known, err);
 }
 
 int fg_store_fleet_report_same(struct fg_store *s, const char *host, const char *runtime, const char *reported,
 			       int64_t artifact_id, const char *observed_json, int *same, struct fg_err *err)
 {
-	static const char sql[] = "SELECT 1 FROM fleet_reports WHERE host = ?1 AND runtime = ?2 AND artifact_id = ?3"
-				  " AND observed = ?4 AND runtime_reported IS ?5";
-	sqlite3_stmt *st;
-	int rc = fg_sql_get(s, sql, &st, err);
-
-	*same = 0;
-	if (rc)
-		return rc;
-	fg_sql_bind_text(st, 1, host);
-	fg_sql_bind_text(st, 2, runtime);
-	sqlite3_bind_int64(st, 3, artifact_id);
-	fg_sql_bind_text(st, 4, observed_json ? observed_json : "{}");
-	fg_sql_bind_text(st, 5, reported ? reported : runtime);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*same = 1;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "comparing a fleet report");
-	fg_sql_put(st);
-	return rc;
+	if (same)
+		*same = 0;
+	if (!s || !same || !host || !runtime)
+		return fg_err_set(err, FG_EINPUT, "comparing a fleet report: no store, host, runtime or output");
+	return s->ops->fleet_report_same(s, host, runtime, reported ? reported : runtime, artifact_id,
+					 observed_json ? observed_json : "{}", same, err);
 }

@@ -1,14 +1,15 @@
 /*
- * idem.h: what the API needs of the store beyond store.h, kept in one small
- * file (store/idem.c) so the store's own files stay as they are: replays of
- * POSTs by Idempotency-Key for the routes other than POST /v1/jobs (which
- * keeps its key in the jobs table), the lookup of a job's key, and whether a
- * fleet report repeats the one standing for its (host, runtime).
+ * idem.h: what the API needs of the store beyond store.h: replays of POSTs
+ * by Idempotency-Key for the routes other than POST /v1/jobs (which keeps
+ * its key in the jobs table), the lookup of a job's key, and whether a
+ * fleet report repeats the one standing for its (host, runtime).  On both
+ * backends (store/idem.c over sqlite/idem.c and pg/idem.c): a farm's
+ * instances share the keys, so a retry through another instance is a
+ * replay too.
  *
- * The replay table, api_idempotency, is created by the first keyed request
- * (CREATE TABLE IF NOT EXISTS): it is not part of the schema's migrations,
- * whose version it leaves alone.  One row per (route, key): the request
- * body's SHA-256, then the answer once the first request was answered 2xx.
+ * The replay table, api_idempotency, is part of the schema (SQLite version
+ * 5, PostgreSQL version 2).  One row per (route, key): the request body's
+ * SHA-256, then the answer once the first request was answered 2xx.
  */
 #ifndef FG_STORE_IDEM_H
 #define FG_STORE_IDEM_H

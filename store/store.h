@@ -1,12 +1,23 @@
 /*
- * store.h: forged's SQLite store: one connection per thread, migrations, the
- * durable job queue, artifacts with their fingerprints and verdicts,
- * verifications, and fleet reports.
+ * store.h: forged's store: one connection per thread, migrations, the
+ * durable job queue with leases, artifacts with their fingerprints and
+ * verdicts, verifications, and fleet reports, on one of two backends:
  *
- * The database runs in WAL mode with synchronous=FULL (nothing a client was
- * told is stored may be lost by a crash), busy_timeout, foreign_keys=ON.
- * Migrations run by PRAGMA user_version, each in one BEGIN IMMEDIATE
- * transaction; a database newer than this binary is refused.  Every function
+ *   sqlite:///PATH (or a plain PATH)   the embedded default, one host
+ *   postgres://USER@HOST/DB            a farm: many instances on one database
+ *                                      (libpq's URL; postgresql:// too)
+ *
+ * SQLite runs in WAL mode with synchronous=FULL (nothing a client was told
+ * is stored may be lost by a crash), foreign_keys=ON; migrations run by
+ * PRAGMA user_version, each in one BEGIN IMMEDIATE transaction.  PostgreSQL
+ * migrates through a schema_migrations table, each migration in one
+ * transaction under an advisory lock, so instances starting together
+ * migrate once; connection parameters, passwords (PGPASSFILE, ~/.pgpass),
+ * service files and sslmode follow libpq's own conventions.  On both, a
+ * database newer than this binary is refused.  Writes of one process go
+ * through one writer thread per database (group commit: the writes queued
+ * meanwhile share one transaction and one flush), and a write returns only
+ * once the commit that holds it is durable.  Every function
  * returns 0 or a negative FG_E* code with err set: FG_ESTATE when the
  * database cannot be used (busy, locked, read-only, unreadable, corrupt),
  * FG_ENOSPC when its disk is full, FG_EINTERNAL for a bug, FG_EINPUT for bad
@@ -26,19 +37,49 @@
 #include "forge/core/error.h"
 #include "forge/model/verdicts.h"
 
-#define FG_STORE_SCHEMA_VERSION 4
+/* The SQLite schema version (PRAGMA user_version). */
+#define FG_STORE_SCHEMA_VERSION 6
+/* The PostgreSQL schema version (the highest row of schema_migrations). */
+#define FG_STORE_PG_SCHEMA_VERSION 3
+
+/* The lease a claim takes unless fg_store_set_lease says otherwise (seconds). */
+#define FG_STORE_LEASE_DEFAULT 60
 
 /* The largest page a listing returns (the smallest is 1); docs/openapi.json's Limit maximum. */
 #define FG_STORE_LIST_LIMIT_MAX 500
 
 struct fg_store;
+struct fg_artifact_in;
 
-/* Open (creating) the database at path, migrate it, prepare statements. */
-int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err);
+/*
+ * Open the store named by target (above: a path, sqlite:///PATH or a
+ * postgres:// URL), creating a SQLite file, migrating the schema, and
+ * attaching to (or starting) the process's writer for it.  FG_EINPUT for an
+ * empty or malformed target, FG_ESTATE when the database cannot be used.
+ */
+int fg_store_open(struct fg_store **out, const char *target, struct fg_err *err);
 void fg_store_close(struct fg_store *s);
 
-/* The schema version of the open database. */
+/* The schema version of the open database (FG_STORE_SCHEMA_VERSION or FG_STORE_PG_SCHEMA_VERSION). */
 int fg_store_user_version(struct fg_store *s);
+
+/* "sqlite" or "postgres". */
+const char *fg_store_backend(const struct fg_store *s);
+
+/* 1 when target names a PostgreSQL store (postgres:// or postgresql://). */
+int fg_store_is_postgres(const char *target);
+
+/* The database file a SQLite target names (a path, or the PATH of sqlite://PATH); NULL for PostgreSQL. */
+const char *fg_store_sqlite_path(const char *target);
+
+/*
+ * target as a log may show it: a postgres URL without its password
+ * (user:secret@ becomes user@), a sqlite:// prefix dropped.
+ */
+void fg_store_describe(const char *target, char *buf, size_t cap);
+
+/* The lease (seconds, >= 2) this handle's claims, progress reports and renewals ask for. */
+void fg_store_set_lease(struct fg_store *s, int seconds);
 
 /* ---- jobs ---- */
 
@@ -111,19 +152,44 @@ int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *param
 			 struct fg_job *out, int *replayed, struct fg_err *err);
 
 /*
- * Claim the oldest queued job for worker (instance id + worker number) with
- * one UPDATE ... RETURNING inside BEGIN IMMEDIATE.  Returns 1 and fills out
- * when a job was claimed, 0 when the queue is empty.
+ * Claim the oldest queued job for worker ("INSTANCE/N": the instance id
+ * becomes the job's owner) with one statement: SQLite, an UPDATE ...
+ * RETURNING inside BEGIN IMMEDIATE; PostgreSQL, SELECT ... FOR UPDATE SKIP
+ * LOCKED inside the UPDATE, so instances never claim one job twice and
+ * never wait for each other's claims.  The claim carries a lease of the
+ * handle's lease seconds, renewed by progress reports and
+ * fg_store_jobs_renew.  Returns 1 and fills out when a job was claimed, 0
+ * when the queue is empty.
  */
 int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *out, struct fg_err *err);
 
-/* Heartbeat and progress of a running job (stage may be NULL: unchanged). */
-int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress,
+/*
+ * The calls below about a running job take the worker that claimed it:
+ * when another worker holds the job now (its lease expired and another
+ * instance took it over), they change nothing and return FG_ECONFLICT.
+ * worker NULL: whoever holds it (tools and tests).
+ */
+
+/* Heartbeat and progress of a running job (stage may be NULL: unchanged); renews the lease. */
+int fg_store_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
 			  struct fg_err *err);
 
 /* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
-int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
-			int64_t artifact_id, struct fg_err *err);
+int fg_store_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
+			const char *error, int64_t artifact_id, struct fg_err *err);
+
+/*
+ * Store the artifact a running job made and finish the job as succeeded
+ * with it, in one transaction: a crash leaves the job running with no
+ * artifact, or succeeded with exactly one.  Idempotent per job: a job whose
+ * artifact is stored already (artifacts.job_id is unique) gets that one
+ * back in *artifact_id and nothing new is written.  One artifact per digest
+ * (fg_store_artifact_put): when the same bytes were stored before (another
+ * job forged them), the job succeeds with that artifact, *existed (may be
+ * NULL) is 1 and no row is added.
+ */
+int fg_store_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_artifact_in *a,
+			 int64_t *artifact_id, int *existed, struct fg_err *err);
 
 /*
  * Finish a running job as FAILED because of cause: its message is the
@@ -132,8 +198,8 @@ int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state,
  * are the forge's verdicts[] as data.  FG_EINPUT when cause names a code
  * outside the verdict table or verdicts is not an array.
  */
-int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, const cJSON *verdicts,
-		      struct fg_err *err);
+int fg_store_job_fail(struct fg_store *s, int64_t id, const char *worker, const struct fg_err *cause,
+		      const cJSON *verdicts, struct fg_err *err);
 
 /*
  * Cancel: a queued job becomes cancelled at once; a running job gets
@@ -143,7 +209,7 @@ int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause
 int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 
 /* Put a running job back in the queue (graceful drain), attempts unchanged. */
-int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err);
+int fg_store_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err);
 
 int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err);
 
@@ -159,10 +225,26 @@ int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, 
  * At start-up: jobs left running by another instance (worker not starting
  * with instance_id) or with a heartbeat older than stale_seconds go back to
  * queued with attempts + 1, or to failed ("abandoned after N attempts") when
- * attempts reaches max_attempts.
+ * attempts reaches max_attempts.  On a shared store (PostgreSQL) other
+ * instances are alive: only jobs whose lease expired (or whose heartbeat is
+ * stale) are taken back.
  */
 int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale_seconds,
 			  int max_attempts, int *requeued, int *failed, struct fg_err *err);
+
+/*
+ * Heartbeat: extend by the handle's lease seconds the lease of every job
+ * running under instance_id.  *renewed (may be NULL) counts them.
+ */
+int fg_store_jobs_renew(struct fg_store *s, const char *instance_id, int *renewed, struct fg_err *err);
+
+/*
+ * Take over the running jobs whose lease expired, whoever owned them: back
+ * to queued with attempts + 1, or failed ("abandoned after N attempts") at
+ * max_attempts; a job whose cancel was requested is cancelled.  Any
+ * instance may call it at any time (workers do, every few seconds).
+ */
+int fg_store_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err);
 
 /* ---- artifacts ---- */
 
@@ -304,5 +386,25 @@ int fg_store_check(struct fg_store *s, struct fg_err *err);
  * (its disk is full) or FG_ENOMEM.  Costs one small commit (one fsync).
  */
 int fg_store_probe_write(struct fg_store *s, struct fg_err *err);
+
+/* ---- notifications (PostgreSQL LISTEN/NOTIFY) ---- */
+
+enum fg_store_event {
+	FG_STORE_EV_JOB,      /* a job was enqueued or requeued somewhere */
+	FG_STORE_EV_DATA,     /* artifacts, verifications or fleet reports changed somewhere */
+};
+
+struct fg_store_listener;
+
+/*
+ * Listen for what other instances write: a thread with its own connection
+ * calls on_event (from that thread) for each notification, reconnecting
+ * when the connection drops (and then calling on_event with both events,
+ * since notifications may have been missed).  SQLite has no such channel:
+ * *out is NULL and 0 is returned (one process writes, and it knows).
+ */
+int fg_store_listen(struct fg_store_listener **out, const char *target,
+		    void (*on_event)(void *ctx, enum fg_store_event ev), void *ctx, struct fg_err *err);
+void fg_store_listener_stop(struct fg_store_listener *l);
 
 #endif

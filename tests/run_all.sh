@@ -16,7 +16,25 @@ export FORGED=$build/forged FIXTURES=$build/fixtures PYTHON=${PYTHON:-python3}
 passed=0
 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# One throwaway PostgreSQL cluster for the run (tests/pg_cluster.sh): the
+# store's tests run on it as well as on SQLite.  Without PostgreSQL they
+# skip their PostgreSQL half, saying why; PostgreSQL installed but its
+# cluster not starting is one failure (and the PostgreSQL half is not run).
+. "$(dirname "$0")/pg_cluster.sh"
+pgdir=$(mktemp -d /tmp/forged-pg.XXXXXX)
+trap 'pg_cluster_stop; rm -f "$log"; rm -rf "$pgdir"' EXIT
+pg_cluster_start "$pgdir"
+pg_rc=$?
+if [ "$pg_rc" = 0 ]; then
+	echo "PostgreSQL for the store tests: $FORGED_TEST_PG"
+elif [ "$pg_rc" = 1 ]; then
+	echo "PostgreSQL store tests skipped: $PG_SKIP"
+	unset FORGED_TEST_PG FORGED_TEST_PG_SOCKET
+else
+	echo "FAIL: PostgreSQL is installed but its test cluster does not start: $PG_FAIL"
+	failed=$((failed + 1))
+	unset FORGED_TEST_PG FORGED_TEST_PG_SOCKET
+fi
 
 tally() { # tally STATUS: add the counts found in $log
 	local p f

@@ -31,8 +31,17 @@
 # Targets (reported, not asserted): health p99 < 50 ms,
 # >= 5,000 GET/s, >= 1,000 POST/s.
 #
+#
+# STORE=postgres: the same with the server on a PostgreSQL store (a
+# throwaway cluster, tests/pg_cluster.sh, on a Unix socket with fsync on,
+# unless FORGED_TEST_PG names one): the seed's catalog is copied into a
+# fresh database (bench/api/seed_pg.py, after forged's own migrations made
+# the schema), the results go to api_pg.json.  The cluster shares the 2
+# cores with forged and wrk, and its CPU is not in the server's figure.
+#
 #   bash bench/api/run.sh                       # 3 rounds of 10 s, 64 connections
 #   DURATION=30 ROUNDS=1 CONNECTIONS=32 bash bench/api/run.sh
+#   STORE=postgres bash bench/api/run.sh
 #   BENCH_QUICK=1: 1,000 artifacts, 1 round of 1 s runs; KEEP_RUN=1 keeps the run folder
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +55,8 @@ WARMUP=${WARMUP:-$(quick 5 1)}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 ARTIFACTS=${ARTIFACTS:-$(quick 100000 1000)}
+STORE=${STORE:-sqlite}
+case $STORE in sqlite | postgres) ;; *) echo "bench/api: STORE must be sqlite or postgres"; exit 2 ;; esac
 OUT=$BENCH_DIR/api
 SEED=$OUT/seed-$ARTIFACTS
 TOKEN=bench-api-seed-token # seed.py's write token, in seed.tokens
@@ -70,8 +81,16 @@ fi
 
 RUN=$(cd "$(mktemp -d "$OUT/run.XXXXXX")" && pwd) # absolute: nginx -p needs it
 LOG=$RUN/server.log
-cp -a "$SEED/state" "$RUN/state"
 PID=""
+PG_STARTED=0
+PG_DB=""
+STORE_ARGS=()
+if [ "$STORE" = postgres ]; then
+	mkdir -p "$RUN/state"
+	cp "$SEED/state/seed.tokens" "$RUN/state/"
+else
+	cp -a "$SEED/state" "$RUN/state"
+fi
 stop_server() {
 	[ -n "$PID" ] || return 0
 	kill -TERM "$PID" 2>/dev/null || true
@@ -83,6 +102,8 @@ stop_server() {
 on_exit() {
 	local rc=$?
 	stop_server
+	[ -n "$PG_DB" ] && psql -q -X "$FORGED_TEST_PG" -c "DROP DATABASE IF EXISTS \"$PG_DB\" WITH (FORCE)" >/dev/null 2>&1
+	[ "$PG_STARTED" = 1 ] && pg_cluster_stop
 	if [ "$rc" != 0 ] || [ "${KEEP_RUN:-0}" = 1 ]; then
 		echo "bench/api: run folder kept: $RUN"
 	else
@@ -93,8 +114,31 @@ trap on_exit EXIT
 # shellcheck source=tests/e2e/nginx_lib.sh
 . tests/e2e/nginx_lib.sh
 
+if [ "$STORE" = postgres ]; then
+	# shellcheck source=tests/pg_cluster.sh
+	. tests/pg_cluster.sh
+	if [ -z "${FORGED_TEST_PG:-}" ]; then
+		# Its own folder under /tmp: the cluster runs as nobody under root, who cannot enter $RUN (0700).
+		pg_cluster_start "$(mktemp -d /tmp/forged-bench-pg.XXXXXX)" ||
+			{ echo "bench/api: no PostgreSQL: $PG_SKIP$PG_FAIL"; exit 1; }
+		PG_STARTED=1
+	fi
+	PG_DB=bench_api_$$
+	PG_URL=$(pg_createdb "$PG_DB") || { echo "bench/api: cannot create database $PG_DB"; exit 1; }
+	echo "copying the seed into PostgreSQL ($PG_URL)"
+	"$BENCH_PYTHON" bench/api/seed_pg.py "$FORGED" "$SEED/state/forged.db" "$PG_URL" | tee "$RUN/seed_pg.json"
+	STORE_ARGS=(--store "$PG_URL")
+fi
+# CONNECTIONS from one address: past the default 32 per address, raise it (a forged
+# older than per_ip_connections has its own compiled-in limit).
+SERVE_ARGS=()
+if [ "$CONNECTIONS" -gt 32 ] && "$FORGED" serve --help 2>&1 | grep -q -- --per-ip-connections; then
+	# Twice CONNECTIONS: a connection wrk reopens may arrive before the server has seen the old one close.
+	SERVE_ARGS=(--per-ip-connections "$((2 * CONNECTIONS > 256 ? 256 : 2 * CONNECTIONS))")
+fi
+
 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$RUN/state" --tokens-file "$RUN/state/seed.tokens" \
-	--workers 1 >"$LOG" 2>&1 &
+	"${STORE_ARGS[@]}" "${SERVE_ARGS[@]}" --workers 1 >"$LOG" 2>&1 &
 PID=$!
 # The port is in the "listening on ADDR port N, state ..." line: match it
 # whole (the comma and "state" after the digits), so a line still being
@@ -169,10 +213,16 @@ run() {
 		"$cas" "$server" "$rps" "$p50" "$p99" "$cpu_us" "${non2xx:-0}" "${sock:-none}" "$before" "$after"
 }
 verifications() {
+	if [ "$STORE" = postgres ]; then
+		psql -X -q -A -t "$PG_URL" -c "SELECT count(*) FROM verifications"
+		return
+	fi
 	"$BENCH_PYTHON" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM verifications").fetchone()[0])' "$RUN/state/forged.db"
 }
 
-bench_init api artifacts="$ARTIFACTS" duration_s="$DURATION" rounds="$ROUNDS" connections="$CONNECTIONS" \
+NAME=api
+[ "$STORE" = postgres ] && NAME=api_pg
+bench_init "$NAME" store="$STORE" artifacts="$ARTIFACTS" duration_s="$DURATION" rounds="$ROUNDS" connections="$CONNECTIONS" \
 	threads="$THREADS" health_json_bytes="$health_bytes"
 rss_start=$(rss_kb)
 echo "forged serve on $BASE (log $LOG): $(jq -r .artifacts "$SEED/seed.json" 2>/dev/null || echo "$ARTIFACTS") artifacts," \
@@ -213,7 +263,7 @@ nginx_stop || true # its last kill -KILL fails once nginx is gone
 	cat "$SAMPLES"
 	for c in fleet_health fleet_health_after_writes post_verifications; do
 		echo "unit $c us per request (wall: 1e6 / requests per s at $CONNECTIONS connections; cpu: server CPU / requests)"
-		echo "name $c forged forged serve (--workers 1), $( [ $c = post_verifications ] && echo 'POST /v1/artifacts/{id}/verifications' || echo 'GET /v1/fleet/health')"
+		echo "name $c forged forged serve (--workers 1, $STORE), $( [ $c = post_verifications ] && echo 'POST /v1/artifacts/{id}/verifications' || echo 'GET /v1/fleet/health')"
 	done
 	echo "name fleet_health reference nginx, the same $health_bytes bytes as a static file"
 	echo "name fleet_health_after_writes reference nginx, the same $health_bytes bytes as a static file"

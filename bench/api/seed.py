@@ -9,7 +9,8 @@ artifacts is made through the real API (inspections of healthy and broken
 fixtures, forge jobs with provenance and file fingerprints, verification
 rows), the server is stopped, and each of the N artifacts is a copy of a
 template's rows in every table keyed by artifact (artifacts, artifact_docs,
-verdicts, fingerprints, verifications, artifact_probes) with a new id, source and fingerprint.
+verdicts, fingerprints, verifications, artifact_probes) with a new id, source and fingerprint
+(and no job_id: only the template is its job's artifact).
 The column lists come from PRAGMA table_xinfo (generated columns skipped), so
 the copy follows store/db.c's schema as it is; the schema's triggers keep
 artifact_stats in step as for any insert.  One artifact in ten is a copy of
@@ -128,6 +129,8 @@ def seed(db, healthy, unhealthy, n, hosts, rng):
         tid = unhealthy[i // 10 % len(unhealthy)] if i % 10 == 0 else healthy[i % len(healthy)]
         a, kids = rows[tid]
         a = dict(a, id=new_id, source="bench/model-%06d" % new_id)
+        if "job_id" in a:
+            a["job_id"] = None  # a copy is no job's own artifact (artifacts.job_id is unique)
         if a.get("fingerprint"):
             a["fingerprint"] = hashlib.sha256(b"bench-%d" % new_id).hexdigest()
         if a.get("probe_mean") is not None:

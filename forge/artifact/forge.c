@@ -253,6 +253,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		.head_fingerprint = f->res->head_fingerprint,
 		.digest = f->res->digest,
 		.mtplx_runtime = mtplx_target(f) ? FG_MTPLX_RUNTIME_FILE : NULL,
+		.job = f->o->job,
 	};
 	char path[PATH_MAX];
 	cJSON *doc = quantization ? fg_provenance_json(&p) : NULL;

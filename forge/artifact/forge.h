@@ -49,6 +49,7 @@ struct fg_forge_opts {
 	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
 	const char *version;    /* forged's version, for provenance */
 	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
+	const cJSON *job;       /* the daemon's job, recorded in forged.json as "job" (NULL: none) */
 	/*
 	 * Progress, may be NULL: stage name and 0..1 over the whole run.  A
 	 * non-zero return stops the forge before its next stage (FG_ECANCELLED,

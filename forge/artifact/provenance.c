@@ -102,6 +102,8 @@ cJSON *fg_provenance_json(const struct fg_provenance *p)
 	bad |= put_str_or_null(doc, "head_fingerprint", p->head_fingerprint);
 	bad |= put_str_or_null(doc, "digest", p->digest);
 	bad |= put_str_or_null(doc, "mtplx_runtime", p->mtplx_runtime);
+	if (p->job)
+		bad |= put(doc, "job", cJSON_Duplicate(p->job, 1));
 	if (bad) {
 		cJSON_Delete(doc); /* src and dec are in it, or were freed by put() */
 		return NULL;

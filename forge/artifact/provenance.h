@@ -62,6 +62,7 @@ struct fg_provenance {
 	const char *digest;                 /* fg_artifact_digest of files */
 	const char *mtplx_runtime;          /* "mtplx_runtime.json" when one is written, else NULL */
 	const cJSON *layout;                /* fg_layout_json's (layout.h), or NULL */
+	const cJSON *job;                   /* the daemon's job ({"id", "created_at"}), copied as "job"; NULL: none */
 };
 
 /*

@@ -1,18 +1,20 @@
 # serve_lib.sh: helpers for the scripts that drive `forged serve` with curl
-# (sourced after lib.sh, not run).  The same helpers as test_serve.sh's:
-# start_server, stop_server, http, post, get, header, jb, expect,
-# expect_problem, poll_job; every server started is killed on exit.
+# (sourced after lib.sh, not run): http, post, get, header, jb, expect,
+# expect_problem, poll_job; start_server and stop_server are lib.sh's.
 
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
+# Servers a script starts itself go in PIDS (start_server's are lib.sh's
+# kill_on_exit); on exit both are killed, then lib.sh's exit runs (the
+# databases of a FORGED_E2E_STORE=postgres run dropped, $TMP removed unless
+# KEEP_TMP=1 keeps the logs and state for a look after a failure).
 PIDS=""
 cleanup() {
 	local p
 	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	# KEEP_TMP=1 keeps the logs and state for a look after a failure.
-	if [ -n "${KEEP_TMP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
+	_lib_exit
 }
 trap cleanup EXIT
 
@@ -20,50 +22,6 @@ RTOK=e2e-read-token-5be1
 WTOK=e2e-write-token-c3d9
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 printf 'read ci-reader %s\nwrite ci-writer %s\n' "$(sha "$RTOK")" "$(sha "$WTOK")" >"$TMP/tokens"
-
-# start_server NAME ARGS...: `forged serve` (environment from SERVER_ENV) with
-# its log in $TMP/NAME.log; sets SPID, PORT and BASE once /readyz says 200.
-start_server() {
-	local name=$1 i
-	shift
-	# shellcheck disable=SC2086
-	env ${SERVER_ENV:-} "$FORGED" serve --listen 127.0.0.1:0 "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	PORT=""
-	for i in $(seq 1 300); do
-		PORT=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log" 2>/dev/null)
-		[ -n "$PORT" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ -z "$PORT" ]; then
-		bad "$name: the server did not start: $(tail -n 3 "$TMP/$name.log")"
-		return 1
-	fi
-	BASE=http://127.0.0.1:$PORT
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: /readyz never answered 200"
-	return 1
-}
-
-# stop_server PID SECONDS: SIGTERM, wait at most SECONDS; exit status in $STOP_RC (999: still running).
-stop_server() {
-	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null
-	STOP_RC=999
-	for i in $(seq 1 $(($2 * 10))); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			STOP_RC=0
-			wait "$pid" 2>/dev/null || STOP_RC=$?
-			return 0
-		fi
-		sleep 0.1
-	done
-}
 
 # http METHOD PATH [CURL ARGS...]: status in $CODE, body in $TMP/body, headers in $TMP/hdr.
 http() {

@@ -140,6 +140,11 @@ check "serve: the synopsis lists the keys' flags" grep -q "\[--inspect-seconds N
 usage_error "serve: a missing value" "forged serve: --workers needs a value" serve --workers
 usage_error "serve: a bad number" "forged serve: workers 'abc' is not an integer" serve --state-dir="$TMP/never" --workers=abc
 check "serve: nothing made for a bad command line" [ ! -e "$TMP/never" ]
+# A long command line (a farm's instance: 24 words) reaches the command whole; its own last error shows.
+usage_error "serve: a long command line is the command's to read" "forged serve: workers 'abc' is not an integer" \
+	serve --listen 127.0.0.1:0 --state-dir="$TMP/never" --allow-roots "$TMP" --allow-roots "$TMP/w" \
+	--lease-seconds 4 --max-attempts 10 --drain-seconds 10 --http-threads 4 --queue-cap 9 --workers=abc
+check "serve: nothing made for the long bad command line" [ ! -e "$TMP/never" ]
 usage_error "help: an extra argument" "forged help: unexpected argument 'x'" help inspect x
 cli top --frobnicate
 expect_rc "forged --frobnicate" 2

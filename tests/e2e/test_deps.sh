@@ -18,13 +18,13 @@ mk -n deps >"$TMP/deps.n" 2>&1
 run_pkgs=$(grep -m1 'apt_install.sh' "$TMP/run.n")
 deps_pkgs=$(grep -m1 'apt_install.sh' "$TMP/deps.n")
 check "make run installs through apt_install.sh ($run_pkgs)" [ -n "$run_pkgs" ]
-for p in libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev libcurl4-openssl-dev libssl-dev python3 ca-certificates; do
+for p in libmicrohttpd-dev libsqlite3-dev libcjson-dev libzstd-dev libcurl4-openssl-dev libssl-dev libpq-dev python3 ca-certificates; do
 	check "make run installs $p" grep -qw -- "$p" <<<"$run_pkgs"
 done
-for p in nginx clang python3-numpy libcmocka-dev libclang-rt-14-dev chromium jq strace; do
+for p in nginx clang python3-numpy libcmocka-dev libclang-rt-14-dev chromium jq strace postgresql; do
 	check "make run does not install $p" eval '! grep -qw -- "$p" <<<"$run_pkgs"'
 done
-for p in nginx python3-numpy libcmocka-dev strace jq libmicrohttpd-dev chromium; do
+for p in nginx python3-numpy libcmocka-dev strace jq libmicrohttpd-dev chromium postgresql libpq-dev; do
 	check "make deps (make test) installs $p" grep -qw -- "$p" <<<"$deps_pkgs"
 done
 check "no package lists libxxhash-dev (nothing links it)" eval '! grep -q libxxhash "$REPO/Makefile"'

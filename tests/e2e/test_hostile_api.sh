@@ -69,6 +69,7 @@ MSTATE=$TMP/mstate
 start_server main --state-dir "$MSTATE" --allow-roots "$FIXTURES" --allow-roots "$TMP/roots" \
 	--tokens-file "$TMP/tokens" --workers 1 || { finish; exit 1; }
 MAIN_PID=$SPID
+MAIN_PORT=$PORT
 # raw_post PATH FILE: a write-token JSON POST of FILE's bytes as they are.
 raw_post() { http POST "$1" "${W[@]}" "${J[@]}" --data-binary "@$2"; }
 
@@ -157,6 +158,16 @@ expect "slowloris: /livez answers while 256 sockets from two addresses trickle" 
 check "slowloris: at most 32 connections per address ($(cat "$TMP/flood2.out"))" \
 	[ "$(sed -n 's/^accepted \([0-9]*\) .*/\1/p' "$TMP/flood2.out")" -le 32 ]
 wait "$F2" "$F3" 2>/dev/null
+# Clients behind one proxy share its address: per_ip_connections raises the cap (here to 48).
+start_server wide --state-dir "$TMP/ipstate" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens" --workers 0 \
+	--per-ip-connections 48 || { finish; exit 1; }
+WPID=$SPID
+"${RAW[@]}" flood 127.0.0.1 "$PORT" 64 127.0.0.4 1 >"$TMP/flood4.out" 2>&1
+check "per_ip_connections 48: 48 of 64 connections from one address accepted ($(cat "$TMP/flood4.out"))" \
+	[ "$(sed -n 's/^accepted \([0-9]*\) .*/\1/p' "$TMP/flood4.out")" = 48 ]
+stop_server "$WPID" 15
+PORT=$MAIN_PORT
+BASE=http://127.0.0.1:$PORT
 # One byte a second resets an idle timeout, not the 10 s deadline for the headers.
 closed=$("${RAW[@]}" trickle 127.0.0.1 "$PORT" 16)
 check "slowloris: a trickled request is closed at the header deadline (after $closed s)" \

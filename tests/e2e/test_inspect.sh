@@ -245,8 +245,8 @@ check "a cache folder that cannot be made: named" grep -q "cache folder '$TMP/no
 # dynamic loader's own log says which it initialised.
 LD_DEBUG=libs "$FORGED" inspect "$FIXTURES/qwen35_mlx_embedded" --json >/dev/null 2>"$TMP/ld.txt" || true
 check "local inspect: the loader ran" grep -q "calling init: .*libc.so" "$TMP/ld.txt"
-check "local inspect: no libcurl, libmicrohttpd, libcrypto or GnuTLS loaded" \
-	sh -c '! grep -qE "calling init: .*lib(curl|microhttpd|crypto|gnutls)" "$0"' "$TMP/ld.txt"
+check "local inspect: no libcurl, libmicrohttpd, libcrypto, GnuTLS or libpq loaded" \
+	sh -c '! grep -qE "calling init: .*lib(curl|microhttpd|crypto|gnutls|pq)" "$0"' "$TMP/ld.txt"
 LD_DEBUG=libs "$FORGED" version >"$TMP/version.txt" 2>"$TMP/ld.txt" || true
 check "version: libcurl, libmicrohttpd and libcrypto loaded on first use" \
 	sh -c 'grep -q "calling init: .*libcurl" "$0" && grep -q "calling init: .*libmicrohttpd" "$0" && grep -q "calling init: .*libcrypto" "$0"' "$TMP/ld.txt"

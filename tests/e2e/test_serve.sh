@@ -7,14 +7,41 @@
 # health, idempotent resubmission, cancel, auth, body limits, path
 # confinement, request ids, keyset pagination, /metrics, /openapi.json, token
 # reload on SIGHUP, a kill -9 in the middle of a forge, and a graceful stop.
+#
+# FORGED_E2E_STORE=postgres (test_serve_pg.sh) runs all of it again with
+# every server on a PostgreSQL database of its own (--store, one per state
+# folder) on the cluster FORGED_TEST_PG names; what only SQLite has (its
+# file, its write lock, its disk filling) has a PostgreSQL counterpart or
+# is said to be skipped.
 set -u
 . "$(dirname "$0")/lib.sh"
 FIXTURES=$(cd "$FIXTURES" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STORE=$E2E_STORE
+# sql STATE_DIR SQL: run SQL on that server's database; prints the first column of each row.
+sql() {
+	if [ "$STORE" = postgres ]; then
+		psql -X -q -A -t "$(store_url "$1")" -c "$2"
+	else
+		"$PYTHON" -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+for row in db.execute(sys.argv[2]): print(row[0])
+db.commit()' "$1/forged.db" "$2"
+	fi
+}
+# store_intact STATE_DIR: SQLite's PRAGMA integrity_check, or PostgreSQL's counters against their rows.
+store_intact() {
+	if [ "$STORE" = postgres ]; then
+		[ "$(sql "$1" "SELECT (SELECT count(*) FROM artifacts) = coalesce((SELECT n FROM artifact_stats WHERE dim = 'total'), 0)")" = t ]
+	else
+		[ "$("$PYTHON" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$1/forged.db")" = ok ]
+	fi
+}
 
 # Every server start_server starts is killed on exit (lib.sh); then the tmpfs goes.
 FULL_MOUNTED=0
 on_exit() {
+	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/fullout" 2>/dev/null
 	[ "$FULL_MOUNTED" = 1 ] && umount "$TMP/full" 2>/dev/null
 }
 
@@ -415,11 +442,8 @@ http GET /v1/fleet/health "${R[@]}"
 cp "$TMP/body" "$TMP/health1.json"
 http GET /v1/fleet/health "${R[@]}"
 check "fleet health: the same document twice without a write" cmp -s "$TMP/body" "$TMP/health1.json"
-"$PYTHON" -c 'import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], timeout=10)
-db.execute("INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at) VALUES (?, ?, ?, ?, ?)",
-           ("outside.example", "ollama", int(sys.argv[2]), "{}", "2026-01-01T00:00:00.000Z"))
-db.commit()' "$STATE/forged.db" "$EMB"
+sql "$STATE" "INSERT INTO fleet_reports (host, runtime, artifact_id, observed, reported_at)
+ VALUES ('outside.example', 'ollama', $EMB, '{}', '2026-01-01T00:00:00.000Z')" >/dev/null
 sleep 1.2
 http GET /v1/fleet/health "${R[@]}"
 check "fleet health: a write by another process shows within 1 s" \
@@ -528,6 +552,12 @@ http GET /v1/jobs -H "Authorization: Bearer $WTOK2"
 expect "SIGHUP with a bad file: the old tokens stay" 200
 
 # ---- forged's own state: a locked database is 503 with Retry-After, never 422 ----
+if [ "$STORE" = postgres ]; then
+	# Another session holds the tables a write needs (PostgreSQL's lock_timeout, 5 s, then 503).
+	PGAPPNAME=forged-e2e-locker psql -X -q "postgresql:///e2e_state_$$?host=$FORGED_TEST_PG_SOCKET&user=forged" \
+		-c "BEGIN" -c "LOCK TABLE artifacts, write_probe IN EXCLUSIVE MODE" -c "\\! touch $TMP/locked" \
+		-c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+else
 "$PYTHON" - "$STATE/forged.db" "$TMP/locked" <<'PY' &
 import os, sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
@@ -537,6 +567,7 @@ while os.path.exists(sys.argv[2]):
     time.sleep(0.05)
 db.execute("ROLLBACK")
 PY
+fi
 LOCKER=$!
 for i in $(seq 1 100); do [ -e "$TMP/locked" ] && break; sleep 0.05; done
 http POST /v1/inspections -H "Authorization: Bearer $WTOK2" "${J[@]}" --data-binary '{"source": "qwen35_hf"}'
@@ -546,6 +577,8 @@ http GET /readyz
 expect "locked database: /readyz 503" 503
 check "locked database: /readyz names the write" grep -q "cannot take a write: .*locked" <<<"$(jb .reason)"
 rm -f "$TMP/locked"
+[ "$STORE" = postgres ] && psql -X -q -A -t "$FORGED_TEST_PG" -c \
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'forged-e2e-locker'" >/dev/null
 wait "$LOCKER"
 http GET /readyz
 expect "lock released: /readyz 200" 200
@@ -555,7 +588,7 @@ stop_server "$MAIN_PID" 10
 check "SIGTERM: exit 0 within 10 s (status $STOP_RC)" [ "$STOP_RC" = 0 ]
 check "SIGTERM: draining logged" grep -q "SIGTERM: draining" "$TMP/main.log"
 check "SIGTERM: stopped logged" grep -q " stopped$" "$TMP/main.log"
-check "the database is intact" [ "$("$PYTHON" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$STATE/forged.db")" = ok ]
+check "the database is intact" store_intact "$STATE"
 
 # ---- cancel and the queue cap, on a server with no workers ----
 rc=0
@@ -609,8 +642,12 @@ stop_server "$Q2PID" 10
 
 # ---- crash: kill -9 in the middle of a forge, restart, the job completes once ----
 CSTATE=$TMP/cstate
+# On a shared store a dead instance's job comes back when its lease runs out (here 3 s), not at a restart.
+CRASH_LEASE=""
+[ "$STORE" = postgres ] && CRASH_LEASE="--lease-seconds 3"
+# shellcheck disable=SC2086
 SERVER_ENV=FORGED_FAULT_STAGE=sidecar start_server crash --state-dir "$CSTATE" --allow-roots "$FIXTURES" \
-	--tokens-file "$TMP/tokens.q" --workers 2 || { finish; exit 1; }
+	--tokens-file "$TMP/tokens.q" --workers 2 $CRASH_LEASE || { finish; exit 1; }
 CPID=$SPID
 # (stderr aside until the server is reaped: bash reports a SIGKILLed job)
 exec 3>&2 2>/dev/null
@@ -624,10 +661,21 @@ exec 2>&3 3>&-
 check "crash: the server died of SIGKILL at the sidecar stage (status $crc)" [ "$crc" = 137 ]
 check "crash: a partial folder was left behind" [ -n "$(ls -A "$CSTATE/artifacts" | grep -F .forged-tmp-)" ]
 check "crash: nothing at the destination yet" [ ! -e "$CSTATE/artifacts/$CJOB" ]
+# shellcheck disable=SC2086
 SERVER_ENV="" start_server crash2 --state-dir "$CSTATE" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens.q" \
-	--workers 2 || { finish; exit 1; }
+	--workers 2 $CRASH_LEASE || { finish; exit 1; }
 C2PID=$SPID
-check "restart: the running job was requeued" grep -q "recovered jobs of a previous instance: 1 requeued, 0 failed" "$TMP/crash2.log"
+if [ "$STORE" = postgres ]; then
+	for i in $(seq 1 100); do
+		grep -Eq "(recovered jobs of a previous instance|took over jobs whose lease expired): 1 requeued, 0 failed" \
+			"$TMP/crash2.log" && break
+		sleep 0.1
+	done
+	check "restart: the running job was taken over once its lease ran out" \
+		grep -Eq "(recovered jobs of a previous instance|took over jobs whose lease expired): 1 requeued, 0 failed" "$TMP/crash2.log"
+else
+	check "restart: the running job was requeued" grep -q "recovered jobs of a previous instance: 1 requeued, 0 failed" "$TMP/crash2.log"
+fi
 if poll_job "$CJOB" succeeded 300; then ok; else bad "crash: job $CJOB after restart: $(head -c 300 "$TMP/body")"; fi
 CART=$(jb .artifact_id)
 check "crash: exactly one artifact folder" [ "$(ls -A "$CSTATE/artifacts")" = "$CJOB" ]
@@ -643,8 +691,7 @@ post /v1/jobs '{"kind": "forge", "source": "qwen35_hf"}' -H "Idempotency-Key: cr
 check "crash: the acknowledged idempotency key survived" [ "$(jb .id)" = "$CJOB" ]
 stop_server "$C2PID" 10
 check "crash: restarted server stops cleanly" [ "$STOP_RC" = 0 ]
-check "crash: PRAGMA integrity_check is ok" \
-	[ "$("$PYTHON" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$CSTATE/forged.db")" = ok ]
+check "crash: PRAGMA integrity_check is ok" store_intact "$CSTATE"
 
 # ---- sanitizer builds: no report in any server log ----
 check "no sanitizer report in the server logs" [ -z "$(grep -l 'Sanitizer\|runtime error:' "$TMP"/*.log)" ]
@@ -661,26 +708,51 @@ check "serve with a state folder that cannot be made: exit 3 (got $rc)" [ "$rc" 
 
 # ---- a full disk under the state folder: 507, /readyz not ready, never 422 ----
 # Needs a small tmpfs (root with CAP_SYS_ADMIN); elsewhere test_store.c's
-# max_page_count test covers the store's side.
+# max_page_count test covers the store's side.  With PostgreSQL the
+# database is not under the state folder (its disk is the server's), so
+# only the jobs' out folder fills here.
 FULL=$TMP/full
-mkdir -p "$FULL"
+FULLOUT=$TMP/fullout
+mkdir -p "$FULL" "$FULLOUT"
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m forged-e2e-full "$FULL" 2>/dev/null; then
 	FULL_MOUNTED=1
-	if start_server full --state-dir "$FULL/state" --allow-roots "$FIXTURES" --tokens-file "$TMP/tokens.q" \
-		--workers 0; then
+	if start_server full --state-dir "$FULL/state" --allow-roots "$FIXTURES" --allow-roots "$TMP" \
+		--tokens-file "$TMP/tokens.q" --workers 1; then
 		FPID=$SPID
-		dd if=/dev/zero of="$FULL/fill" bs=64k >/dev/null 2>&1
-		post /v1/inspections '{"source": "qwen35_hf"}'
-		expect_problem "full disk: an inspection is 507" 507 insufficient-storage
-		check "full disk: the detail says so" grep -q "full" <<<"$(jb .detail)"
-		http GET /readyz
-		expect "full disk: /readyz 503" 503
-		rm -f "$FULL/fill"
-		http GET /readyz
-		expect "space again: /readyz 200" 200
-		post /v1/inspections '{"source": "qwen35_hf"}'
-		expect "space again: the inspection is stored" 201
+		if [ "$STORE" = sqlite ]; then
+			dd if=/dev/zero of="$FULL/fill" bs=64k >/dev/null 2>&1
+			post /v1/inspections '{"source": "qwen35_hf"}'
+			expect_problem "full disk: an inspection is 507" 507 insufficient-storage
+			check "full disk: the detail says so" grep -q "full" <<<"$(jb .detail)"
+			post /v1/jobs '{"kind": "forge", "source": "qwen35_hf"}'
+			expect_problem "full disk: a job submission is 507" 507 insufficient-storage
+			http GET /readyz
+			expect "full disk: /readyz 503" 503
+			rm -f "$FULL/fill"
+			http GET /readyz
+			expect "space again: /readyz 200" 200
+			post /v1/inspections '{"source": "qwen35_hf"}'
+			expect "space again: the inspection is stored" 201
+		else
+			echo "full-disk check of the database skipped: a PostgreSQL store's disk is the server's (not counted)"
+		fi
+		# A job whose out is on a disk too small for the artifact: a clean failure saying so.
+		if mount -t tmpfs -o size=256k forged-e2e-fullout "$FULLOUT" 2>/dev/null; then
+			get "/v1/artifacts?limit=500"
+			n_art=$(jb '.items | length')
+			post /v1/jobs "{\"kind\": \"forge\", \"source\": \"qwen35_hf\", \"out\": \"$FULLOUT/a\"}"
+			expect "full out disk: the job is accepted" 202
+			FJOB=$(jb .id)
+			if poll_job "$FJOB" failed 300; then ok; else bad "full out disk: job $FJOB should fail: $(head -c 300 "$TMP/body")"; fi
+			check "full out disk: the error says the disk is full" grep -qi "no space left" <<<"$(jb .error)"
+			check "full out disk: no artifact" [ "$(jb .artifact_id)" = null ]
+			get "/v1/artifacts?limit=500"
+			check "full out disk: nothing registered" [ "$(jb '.items | length')" = "$n_art" ]
+			check "full out disk: nothing half-written left" [ -z "$(ls -A "$FULLOUT")" ]
+			umount "$FULLOUT"
+		fi
 		stop_server "$FPID" 10
+		check "full disk: the store is intact" store_intact "$FULL/state"
 	fi
 	umount "$FULL" && FULL_MOUNTED=0
 else

@@ -9,7 +9,10 @@
 # test needs it.  So while apt-get runs, /usr/sbin/policy-rc.d refuses every
 # service start (invoke-rc.d and deb-systemd-invoke ask it; one already there
 # is left alone), and nginx, once installed here, is stopped and disabled,
-# under systemd or not, so that it does not start at boot either.
+# under systemd or not, so that it does not start at boot either.  The same
+# goes for Debian's postgresql: its postinst makes a "main" cluster and
+# would start it on port 5432; the tests run a throwaway cluster of their
+# own on a Unix socket in a temporary folder (tests/pg_cluster.sh).
 set -eu
 missing=()
 for p in "$@"; do
@@ -38,6 +41,16 @@ for p in "${missing[@]}"; do
 			"${SUDO[@]}" service nginx stop >/dev/null 2>&1 || true
 			"${SUDO[@]}" update-rc.d nginx disable >/dev/null 2>&1 || true
 			"${SUDO[@]}" systemctl disable nginx.service >/dev/null 2>&1 || true
+		fi
+		;;
+	postgresql | postgresql-[0-9]*)
+		echo "apt_install: the postgresql service stays stopped and disabled (the tests start their own cluster)"
+		if [ -d /run/systemd/system ]; then
+			"${SUDO[@]}" systemctl disable --now postgresql.service || true
+		else
+			"${SUDO[@]}" service postgresql stop >/dev/null 2>&1 || true
+			"${SUDO[@]}" update-rc.d postgresql disable >/dev/null 2>&1 || true
+			"${SUDO[@]}" systemctl disable postgresql.service >/dev/null 2>&1 || true
 		fi
 		;;
 	esac

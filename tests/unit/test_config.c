@@ -1,7 +1,8 @@
 /*
  * test_config.c: `forged serve` settings (daemon/config.c, linked into this
  * binary by the Makefile): defaults, a config file naming every key, flags
- * over the file, and the refusals: unknown keys and flags, wrong JSON types,
+ * over the file, the store's keys (store_url, --store, lease_seconds,
+ * http_threads), and the refusals: unknown keys and flags, wrong JSON types,
  * integers outside their ranges (each bound tried on both sides), bad listen
  * addresses, over-long lists.
  */
@@ -224,6 +225,84 @@ static void test_ranges(void **state)
 	assert_int_equal(cfg.max_body_bytes, 1073741824);
 }
 
+/*
+ * The farm's keys (issue 17): store_url and its two flags, lease_seconds,
+ * http_threads, per_ip_connections (a farm's clients often come through one
+ * proxy, and the API benchmark's 64 connections from one address).
+ */
+static void test_store_keys(void **state)
+{
+	static const struct {
+		const char *key;
+		long long min, max;
+	} ranges[] = { { "lease_seconds", 3, 3600 }, { "http_threads", 1, 256 }, { "per_ip_connections", 1, 256 } };
+	const char *none[] = { NULL };
+	struct fg_config cfg;
+	struct fg_err err;
+	char json[128], phrase[128];
+
+	(void)state;
+	assert_int_equal(load_args(&cfg, &err, none), 0);
+	assert_string_equal(cfg.store_url, "");
+	assert_int_equal(cfg.lease_seconds, 60);
+	assert_int_equal(cfg.http_threads, 16);
+	assert_int_equal(cfg.per_ip_connections, FG_API_PER_IP_LIMIT_DEFAULT);
+	expect_file_ok("{\"store_url\": \"postgres://forged@db.example/forged?sslmode=verify-full\","
+		       " \"lease_seconds\": 30, \"http_threads\": 64}",
+		       &cfg);
+	assert_string_equal(cfg.store_url, "postgres://forged@db.example/forged?sslmode=verify-full");
+	assert_int_equal(cfg.lease_seconds, 30);
+	assert_int_equal(cfg.http_threads, 64);
+	expect_file_ok("{\"store_url\": \"postgresql:///forged?host=/run/postgresql&service=farm\"}", &cfg);
+	assert_string_equal(cfg.store_url, "postgresql:///forged?host=/run/postgresql&service=farm");
+	expect_file_ok("{\"store_url\": \"sqlite:///var/lib/forged/forged.db\"}", &cfg);
+	assert_string_equal(cfg.store_url, "sqlite:///var/lib/forged/forged.db");
+	expect_file_ok("{\"store_url\": \"\"}", &cfg);
+	assert_string_equal(cfg.store_url, "");
+	expect_file_error("{\"store_url\": \"mysql://db/forged\"}", FG_EUSAGE,
+			  "store_url 'mysql://db/forged': not sqlite:///PATH or postgres://USER@HOST/DB");
+	expect_file_error("{\"store_url\": \"/var/lib/forged/forged.db\"}", FG_EUSAGE, "not sqlite:///PATH");
+	expect_file_error("{\"store_url\": 5}", FG_EUSAGE, "store_url must be sqlite:///PATH or postgres://");
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		const long long edge[2] = { ranges[i].min, ranges[i].max };
+
+		for (int k = 0; k < 2; k++) {
+			long long outside = k ? edge[k] + 1 : edge[k] - 1;
+
+			snprintf(json, sizeof(json), "{\"%s\": %lld}", ranges[i].key, edge[k]);
+			expect_file_ok(json, &cfg);
+			snprintf(json, sizeof(json), "{\"%s\": %lld}", ranges[i].key, outside);
+			snprintf(phrase, sizeof(phrase), "%s %lld is not an integer within %lld..%lld", ranges[i].key, outside,
+				 ranges[i].min, ranges[i].max);
+			expect_file_error(json, FG_EUSAGE, phrase);
+		}
+	}
+	/* --store and --store-url are one flag, over the file's key. */
+	write_text(NULL, file, "{\"store_url\": \"sqlite:///from/file.db\"}");
+	{
+		const char *flags[] = { file_arg, "--store", "postgres://a@b/c", NULL };
+
+		assert_int_equal(load_args(&cfg, &err, flags), 0);
+		assert_string_equal(cfg.store_url, "postgres://a@b/c");
+	}
+	{
+		const char *flags[] = { file_arg, "--store-url=postgresql:///d", "--lease-seconds", "9",
+					"--http-threads=2", "--per-ip-connections", "64", NULL };
+
+		assert_int_equal(load_args(&cfg, &err, flags), 0);
+		assert_string_equal(cfg.store_url, "postgresql:///d");
+		assert_int_equal(cfg.lease_seconds, 9);
+		assert_int_equal(cfg.http_threads, 2);
+		assert_int_equal(cfg.per_ip_connections, 64);
+	}
+	{
+		const char *flags[] = { "--store", "ftp://x", NULL };
+
+		assert_int_equal(load_args(&cfg, &err, flags), FG_EUSAGE);
+		assert_non_null(strstr(err.msg, "not sqlite:///PATH or postgres://USER@HOST/DB"));
+	}
+}
+
 static void test_flags_over_file(void **state)
 {
 	struct fg_config cfg;
@@ -301,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_listen_forms),
 		cmocka_unit_test(test_refused_keys_and_types),
 		cmocka_unit_test(test_ranges),
+		cmocka_unit_test(test_store_keys),
 		cmocka_unit_test(test_flags_over_file),
 	};
 

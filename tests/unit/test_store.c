@@ -1,6 +1,12 @@
 /*
- * test_store.c: the SQLite store (store/store.h), each test on a fresh
- * database in its own temporary folder: opening and migrating (pragmas,
+ * test_store.c: the store (store/store.h) on both backends: each test runs
+ * on a fresh SQLite database in its own temporary folder and, when
+ * FORGED_TEST_PG names a PostgreSQL database (tests/run_all.sh starts a
+ * throwaway cluster, tests/pg_cluster.sh), again on a fresh schema of it
+ * ("pg/" before the test's name); without one the PostgreSQL runs are
+ * skipped with the reason printed.  Tests of what only one backend has
+ * (SQLite's pragmas, files and result codes; PostgreSQL's schema_migrations,
+ * SQLSTATEs and shared-store recovery) run on that one.  Covered: opening and migrating (pragmas,
  * refusal of a newer schema, concurrent first opens), the job queue
  * (idempotency, queue cap, claim/progress/finish/cancel/requeue, keyset
  * pages, start-up recovery, and claims racing from several threads with a
@@ -25,18 +31,69 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "store/internal.h"
+#include "store/pg/pg.h"
 #include "store/store.h"
 
 struct fixture {
 	char dir[256];
-	char path[300];
+	char path[600];                /* the store target: a file, or a PostgreSQL URL */
+	int pg;
+	char schema[32];
 	struct fg_store *s;
 };
 
+/* The PostgreSQL database the pg/ runs use (FORGED_TEST_PG), or NULL. */
+static const char *pg_url;
+static unsigned pg_schemas;
+
+static void quiet_notices(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* An admin statement on pg_url's database (schemas for the tests). */
+static int pg_admin(const char *sql)
+{
+	PGconn *c = PQconnectdb(pg_url);
+	PGresult *r;
+	int ok;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "pg_admin: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return -1;
+	}
+	PQsetNoticeProcessor(c, quiet_notices, NULL);
+	r = PQexec(c, sql);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	if (!ok)
+		fprintf(stderr, "pg_admin: %s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+	return ok ? 0 : -1;
+}
+
+/* A fresh schema for f; f->path the URL that puts it first on the search path. */
+static int pg_fresh_schema(struct fixture *f)
+{
+	char sql[128];
+
+	snprintf(f->schema, sizeof(f->schema), "t%u_%ld", ++pg_schemas, (long)getpid());
+	snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", f->schema, f->schema);
+	if (pg_admin(sql))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s%soptions=-c%%20search_path%%3D%s", pg_url, strchr(pg_url, '?') ? "&" : "?",
+		 f->schema);
+	return 0;
+}
+
+/* The folder (and for pg/ runs the schema) of a test: *state says which backend before setup. */
 static int make_dir(struct fixture *f)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -45,6 +102,8 @@ static int make_dir(struct fixture *f)
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/forged.db", f->dir);
+	if (f->pg)
+		return pg_fresh_schema(f);
 	return 0;
 }
 
@@ -67,11 +126,16 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* The backend of a run: cmocka's initial state is &backend_pg for the pg/ runs. */
+static const int backend_pg = 1;
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct fg_err err = { 0 };
 
+	if (f)
+		f->pg = *state == &backend_pg;
 	if (!f || make_dir(f)) {
 		free(f);
 		return -1;
@@ -91,6 +155,8 @@ static int setup_dir(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
+	if (f)
+		f->pg = *state == &backend_pg;
 	if (!f || make_dir(f)) {
 		free(f);
 		return -1;
@@ -105,14 +171,37 @@ static int teardown(void **state)
 
 	fg_store_close(f->s);
 	remove_dir(f->dir);
+	if (f->pg && f->schema[0]) {
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
+		pg_admin(sql);
+	}
 	free(f);
 	return 0;
 }
 
+static int is_pg(struct fg_store *s)
+{
+	return strcmp(fg_store_backend(s), "postgres") == 0;
+}
+
+/* Raw SQL on s's own connection (not through the writer): setting up states the API cannot make. */
 static void exec_sql(struct fg_store *s, const char *sql)
 {
 	char *msg = NULL;
 
+	if (is_pg(s)) {
+		PGresult *r = PQexec(fg_pg_conn(s), sql);
+
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+			fprintf(stderr, "%s: %s\n", sql, PQresultErrorMessage(r));
+			PQclear(r);
+			fail();
+		}
+		PQclear(r);
+		return;
+	}
 	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
 		sqlite3_free(msg);
@@ -120,16 +209,35 @@ static void exec_sql(struct fg_store *s, const char *sql)
 	}
 }
 
-static int64_t query_int(struct fg_store *s, const char *sql)
+/* The first column of the only row of sql, as text (dst of cap bytes; NULL gives "(null)"). */
+static void query_text(struct fg_store *s, const char *sql, char *dst, size_t cap)
 {
 	sqlite3_stmt *st = NULL;
-	int64_t v;
 
+	if (is_pg(s)) {
+		PGresult *r = PQexec(fg_pg_conn(s), sql);
+
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
+			fprintf(stderr, "%s: %s\n", sql, PQresultErrorMessage(r));
+			PQclear(r);
+			fail();
+		}
+		snprintf(dst, cap, "%s", PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
+		PQclear(r);
+		return;
+	}
 	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	v = sqlite3_column_int64(st, 0);
+	snprintf(dst, cap, "%s", sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "(null)");
 	sqlite3_finalize(st);
-	return v;
+}
+
+static int64_t query_int(struct fg_store *s, const char *sql)
+{
+	char text[64];
+
+	query_text(s, sql, text, sizeof(text));
+	return strtoll(text, NULL, 10);
 }
 
 /*
@@ -141,38 +249,23 @@ static void assert_stats_consistent(struct fg_store *s)
 	static const char sql[] =
 		"WITH truth(dim, key, n) AS ("
 		" SELECT 'total', '', count(*) FROM artifacts"
-		" UNION ALL SELECT 'unhealthy', '', count(*) FROM artifacts WHERE unhealthy = 1"
+		" UNION ALL SELECT 'unhealthy', '', count(*) FROM artifacts WHERE unhealthy"
 		" UNION ALL SELECT 'family', family, count(*) FROM artifacts GROUP BY family"
 		" UNION ALL SELECT 'verdict', code, count(*) FROM verdicts GROUP BY code"
 		" UNION ALL SELECT 'probe', probe_bucket, count(*) FROM artifacts"
 		"  WHERE probe_bucket IS NOT NULL GROUP BY probe_bucket),"
 		" kept AS (SELECT dim, key, n FROM artifact_stats WHERE n <> 0)"
-		" SELECT (SELECT count(*) FROM (SELECT * FROM truth WHERE n <> 0 EXCEPT SELECT * FROM kept))"
-		" + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth WHERE n <> 0))";
-	sqlite3_stmt *st = NULL;
-
-	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	if (sqlite3_column_int(st, 0) != 0) {
-		sqlite3_finalize(st);
+		" SELECT (SELECT count(*) FROM (SELECT * FROM truth WHERE n <> 0 EXCEPT SELECT * FROM kept) d1)"
+		" + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth WHERE n <> 0) d2)";
+	if (query_int(s, sql) != 0)
 		fail_msg("artifact_stats disagrees with the rows it counts");
-	}
-	sqlite3_finalize(st);
-	/* verdict_stats (schema version 2) against the GROUP BY it stands for. */
-	assert_int_equal(sqlite3_prepare_v2(s->db,
-					    "WITH truth AS (SELECT a.family, v.code, v.severity, count(*) AS n FROM verdicts v"
-					    " JOIN artifacts a ON a.id = v.artifact_id GROUP BY 1, 2, 3),"
-					    " kept AS (SELECT family, code, severity, n FROM verdict_stats WHERE n <> 0)"
-					    " SELECT (SELECT count(*) FROM (SELECT * FROM truth EXCEPT SELECT * FROM kept))"
-					    " + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth))",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	if (sqlite3_column_int(st, 0) != 0) {
-		sqlite3_finalize(st);
+	/* verdict_stats (schema version 3) against the GROUP BY it stands for. */
+	if (query_int(s, "WITH truth AS (SELECT a.family, v.code, v.severity, count(*) AS n FROM verdicts v"
+			 " JOIN artifacts a ON a.id = v.artifact_id GROUP BY 1, 2, 3),"
+			 " kept AS (SELECT family, code, severity, n FROM verdict_stats WHERE n <> 0)"
+			 " SELECT (SELECT count(*) FROM (SELECT * FROM truth EXCEPT SELECT * FROM kept) d1)"
+			 " + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM truth) d2)") != 0)
 		fail_msg("verdict_stats disagrees with the verdict rows it counts");
-	}
-	sqlite3_finalize(st);
 }
 
 static int64_t enqueue(struct fg_store *s, const char *key, const char *hash)
@@ -331,7 +424,7 @@ static void test_open_bad_args(void **state)
 	struct fixture *f = *state;
 	struct fg_store *s = NULL;
 	struct fg_err err = { 0 };
-	char path[400];
+	char path[sizeof(((struct fixture *)0)->path) + 32];
 
 	assert_int_equal(fg_store_open(&s, NULL, &err), FG_EINPUT);
 	assert_int_equal(fg_store_open(&s, "", &err), FG_EINPUT);
@@ -397,7 +490,7 @@ static void test_open_concurrent_migration(void **state)
 		static const char *const suffixes[] = { "", "-wal", "-shm" };
 
 		for (size_t k = 0; k < 3; k++) {
-			char p[400];
+			char p[sizeof(f->path) + 8];
 
 			snprintf(p, sizeof(p), "%s%s", f->path, suffixes[k]);
 			unlink(p);
@@ -622,47 +715,47 @@ static void test_job_lifecycle(void **state)
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE id = 1 AND worker = 'inst/0'"
 					 " AND heartbeat_at IS NOT NULL"), 1);
 
-	assert_int_equal(fg_store_job_progress(f->s, 1, "extract", 0.5, &err), 0);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "extract", 0.5, &err), 0);
 	j = get_job(f->s, 1);
 	assert_string_equal(j.stage, "extract");
 	assert_true(j.progress == 0.5);
 	/* NULL stage keeps the stage. */
-	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, 0.75, &err), 0);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, NULL, 0.75, &err), 0);
 	j = get_job(f->s, 1);
 	assert_string_equal(j.stage, "extract");
 	assert_true(j.progress == 0.75);
-	assert_int_equal(fg_store_job_progress(f->s, 1, "x", 1.5, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_progress(f->s, 1, "x", NAN, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "x", 1.5, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "x", NAN, &err), FG_EINPUT);
 	/* The longest stage a worker writes is kept whole; one past the cap is refused, not cut. */
-	assert_int_equal(fg_store_job_progress(f->s, 1, "fetch 18446744073709551615/18446744073709551615", 0.05,
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "fetch 18446744073709551615/18446744073709551615", 0.05,
 					       &err), 0);
 	j = get_job(f->s, 1);
 	assert_string_equal(j.stage, "fetch 18446744073709551615/18446744073709551615");
-	assert_int_equal(fg_store_job_progress(f->s, 1, "a stage name that is far too long for it, longer than "
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "a stage name that is far too long for it, longer than "
 					       "the cap of sixty-three", 0.1, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "job stage is longer than 63 bytes"));
 	j = get_job(f->s, 1);
 	assert_string_equal(j.stage, "fetch 18446744073709551615/18446744073709551615");
-	assert_int_equal(fg_store_job_progress(f->s, 2, "x", 0.1, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_progress(f->s, 2, NULL, "x", 0.1, &err), FG_ECONFLICT);
 	assert_non_null(strstr(err.msg, "queued"));
-	assert_int_equal(fg_store_job_progress(f->s, 99, "x", 0.1, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_progress(f->s, 99, NULL, "x", 0.1, &err), FG_ENOTFOUND);
 
 	/* Finishing. */
-	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_QUEUED, NULL, 0, &err), FG_EINPUT);
-	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_SUCCEEDED, NULL, 999, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_QUEUED, NULL, 0, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_SUCCEEDED, NULL, 999, &err), FG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "999"));
-	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_SUCCEEDED, NULL, art, &err), 0);
+	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_SUCCEEDED, NULL, art, &err), 0);
 	j = get_job(f->s, 1);
 	assert_int_equal(j.state, FG_JOB_SUCCEEDED);
 	assert_int_equal(j.artifact_id, art);
 	assert_true(j.progress == 1.0);
 	assert_string_equal(j.error, "");
-	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_FAILED, "again", 0, &err), FG_ECONFLICT);
-	assert_int_equal(fg_store_job_finish(f->s, 99, FG_JOB_FAILED, "x", 0, &err), FG_ENOTFOUND);
-	assert_int_equal(fg_store_job_progress(f->s, 1, "x", 0.1, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_FAILED, "again", 0, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_finish(f->s, 99, NULL, FG_JOB_FAILED, "x", 0, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "x", 0.1, &err), FG_ECONFLICT);
 
 	assert_int_equal(claim(f->s, "inst/1"), 2);
-	assert_int_equal(fg_store_job_finish(f->s, 2, FG_JOB_FAILED, "shard 3 is truncated", 0, &err), 0);
+	assert_int_equal(fg_store_job_finish(f->s, 2, NULL, FG_JOB_FAILED, "shard 3 is truncated", 0, &err), 0);
 	j = get_job(f->s, 2);
 	assert_int_equal(j.state, FG_JOB_FAILED);
 	assert_string_equal(j.error, "shard 3 is truncated");
@@ -692,7 +785,7 @@ static void test_job_cancel_requeue(void **state)
 	assert_int_equal(j.cancel_requested, 1);
 	fg_job_release(&j);
 	/* A drained job whose cancel was requested ends cancelled, not queued. */
-	assert_int_equal(fg_store_job_requeue(f->s, 2, &err), 0);
+	assert_int_equal(fg_store_job_requeue(f->s, 2, NULL, &err), 0);
 	assert_int_equal(get_job(f->s, 2).state, FG_JOB_CANCELLED);
 	/* Finished: left alone. */
 	assert_int_equal(fg_store_job_cancel(f->s, 2, NULL, &err), 0);
@@ -701,14 +794,14 @@ static void test_job_cancel_requeue(void **state)
 
 	/* Requeue: back in the queue with attempts unchanged, claimed again first. */
 	assert_int_equal(claim(f->s, "i/0"), 3);
-	assert_int_equal(fg_store_job_progress(f->s, 3, "norms", 0.3, &err), 0);
-	assert_int_equal(fg_store_job_requeue(f->s, 3, &err), 0);
+	assert_int_equal(fg_store_job_progress(f->s, 3, NULL, "norms", 0.3, &err), 0);
+	assert_int_equal(fg_store_job_requeue(f->s, 3, NULL, &err), 0);
 	j = get_job(f->s, 3);
 	assert_int_equal(j.state, FG_JOB_QUEUED);
 	assert_int_equal(j.attempts, 0);
 	assert_string_equal(j.stage, "");
-	assert_int_equal(fg_store_job_requeue(f->s, 3, &err), FG_ECONFLICT);
-	assert_int_equal(fg_store_job_requeue(f->s, 78, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_job_requeue(f->s, 3, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_requeue(f->s, 78, NULL, &err), FG_ENOTFOUND);
 	assert_int_equal(claim(f->s, "i/1"), 3);
 	j = get_job(f->s, 3);
 	assert_true(j.progress == 0.0);
@@ -833,8 +926,11 @@ static void test_job_list(void **state)
 	assert_int_equal(next, 1);
 	next = list_ids(f->s, -1, 0, -5, ids, &n);
 	assert_int_equal(n, 1);
-	exec_sql(f->s, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600)"
-		       " INSERT INTO jobs (kind, created_at, updated_at) SELECT 'forge', 'x', 'x' FROM c");
+	if (f->pg)
+		exec_sql(f->s, "INSERT INTO jobs (kind) SELECT 'forge' FROM generate_series(1, 600)");
+	else
+		exec_sql(f->s, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600)"
+			       " INSERT INTO jobs (kind, created_at, updated_at) SELECT 'forge', 'x', 'x' FROM c");
 	next = list_ids(f->s, -1, 0, 100000, ids, &n);
 	assert_int_equal(n, 500);
 	assert_int_equal(next, 500);
@@ -880,7 +976,7 @@ static void *claim_thread(void *arg)
 			c->ids[c->n] = j.id;
 		c->n++;
 		fg_job_release(&j);
-		c->rc = fg_store_job_finish(s, j.id, FG_JOB_SUCCEEDED, NULL, 0, &err);
+		c->rc = fg_store_job_finish(s, j.id, NULL, FG_JOB_SUCCEEDED, NULL, 0, &err);
 		/*
 		 * A moment of "work" outside the lock: SQLite's busy handler is not
 		 * fair (a waiter sleeps while the holder takes the lock again at
@@ -1473,19 +1569,13 @@ static void test_fleet_probe_hf_served(void **state)
 /* The SQL bucket of a probe mean, through the schema's probe_bucket column. */
 static void expect_bucket(struct fixture *f, double probe, const char *want)
 {
-	sqlite3_stmt *st = NULL;
 	int64_t id = put_artifact(f->s, "b", "qwen3_5", NULL, NULL, probe, NULL);
-	const char *got;
+	char sql[96], got[32];
 
-	assert_int_equal(sqlite3_prepare_v2(f->s->db, "SELECT probe_bucket FROM artifacts WHERE id = ?1", -1, &st,
-					    NULL), SQLITE_OK);
-	sqlite3_bind_int64(st, 1, id);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	got = (const char *)sqlite3_column_text(st, 0);
-	if (!got || strcmp(got, want) != 0)
-		fail_msg("probe %.6f: the schema says bucket %s, fleet.c's ranges say %s", probe, got ? got : "NULL",
-			 want);
-	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "SELECT probe_bucket FROM artifacts WHERE id = %lld", (long long)id);
+	query_text(f->s, sql, got, sizeof(got));
+	if (strcmp(got, want) != 0)
+		fail_msg("probe %.6f: the schema says bucket %s, fleet.c's ranges say %s", probe, got, want);
 }
 
 /*
@@ -1511,6 +1601,8 @@ static void test_probe_buckets_match_fleet_ranges(void **state)
 	expect_bucket(f, -0.5, fg_sql_probe_buckets[0]);
 	assert_true(fg_sql_probe_ranges[FG_SQL_PROBE_BAND].lo == FG_QK_BAND_MIN);
 	assert_true(fg_sql_probe_ranges[FG_SQL_PROBE_BAND].hi == FG_QK_BAND_MAX);
+	if (f->pg)
+		return; /* PostgreSQL's CASE is built from the same constants (pg/db.c); its stored text is the server's */
 	assert_int_equal(sqlite3_prepare_v2(f->s->db, "SELECT sql FROM sqlite_master WHERE name = 'artifacts'", -1,
 					    &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -1635,16 +1727,22 @@ static void test_verification_rows(void **state)
 	cJSON_Delete(doc);
 }
 
+/* What migrations 6 and 5 added, dropped again: a database as version 4 left it. */
+#define V5_DOWN \
+	"DROP TABLE api_idempotency;" \
+	" DROP INDEX artifacts_job; ALTER TABLE artifacts DROP COLUMN job_id; DROP INDEX jobs_lease;" \
+	" ALTER TABLE jobs DROP COLUMN lease_until; ALTER TABLE jobs DROP COLUMN owner;"
+
 /* What migration 4 added, dropped again: a database as version 3 left it. */
-#define V4_DOWN \
-	"DROP INDEX artifacts_digest; DROP INDEX artifacts_head_fingerprint;" \
+#define V4_DOWN V5_DOWN \
+	" DROP INDEX artifacts_digest; DROP INDEX artifacts_head_fingerprint;" \
 	" ALTER TABLE artifacts DROP COLUMN digest; ALTER TABLE artifacts DROP COLUMN head_fingerprint;" \
 	" ALTER TABLE artifact_docs DROP COLUMN mtplx_runtime; ALTER TABLE fleet_reports DROP COLUMN runtime_reported;" \
 	" ALTER TABLE jobs DROP COLUMN verdicts; ALTER TABLE jobs DROP COLUMN asked;"
 
 /* What migration 3 added, dropped again: a database as version 2 left it. */
-#define V3_DOWN \
-	"DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
+#define V3_DOWN V4_DOWN \
+	" DROP TRIGGER verdicts_family_insert; DROP TRIGGER verdicts_family_delete;" \
 	" DROP TRIGGER verdicts_family_update; DROP TRIGGER artifacts_family_verdicts_delete;" \
 	" DROP TRIGGER artifacts_family_verdicts_move; DROP TABLE verdict_stats; DROP TABLE artifact_probes;"
 
@@ -1660,7 +1758,7 @@ static void test_migrate_v2_to_v3(void **state)
 	put_report(f->s, "glm4_moe", WARN_VERDICT, "[{\"runtime\":\"ollama\",\"trunk_probe_after\":1.78}]");
 	report(f->s, "gpu-a", "mlx-lm-0.31", 1);
 	/* Back to what version 2 had. */
-	exec_sql(f->s, V4_DOWN " " V3_DOWN " PRAGMA user_version = 2");
+	exec_sql(f->s, V3_DOWN " PRAGMA user_version = 2");
 	fg_store_close(f->s);
 	f->s = NULL;
 	if (fg_store_open(&f->s, f->path, &err))
@@ -1863,9 +1961,9 @@ static void test_job_request_echo(void **state)
 	assert_int_equal(claim(f->s, "i/0"), 1);
 	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "above 2.4");
 	/* Not an array: refused, the job left running; then the verdicts as data. */
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, cJSON_GetArrayItem(verdicts, 0), &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, cJSON_GetArrayItem(verdicts, 0), &err), FG_EINPUT);
 	assert_int_equal(get_job(f->s, 1).state, FG_JOB_RUNNING);
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, verdicts, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, verdicts, &err), 0);
 	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
 	assert_string_equal(j.asked, "{\"kind\":\"forge\",\"source\":\"qwen35_hf\"}");
 	fg_job_release(&j);
@@ -1874,7 +1972,7 @@ static void test_job_request_echo(void **state)
 	fg_job_release(&j);
 	assert_int_equal(claim(f->s, "i/0"), 2);
 	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
-	assert_int_equal(fg_store_job_fail(f->s, 2, &cause, NULL, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 2, NULL, &cause, NULL, &err), 0);
 	assert_int_equal(fg_store_job_get(f->s, 2, &j, &err), 0);
 	o = fg_job_json(&j);
 	fg_job_release(&j);
@@ -1976,7 +2074,7 @@ static void test_migrate_v3_to_v4(void **state)
 	f->s = NULL;
 	if (fg_store_open(&f->s, f->path, &err))
 		fail_msg("reopening: %s", err.msg);
-	assert_int_equal(fg_store_user_version(f->s), 4);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
 	assert_int_equal(fg_store_artifact_get(f->s, 1, &doc, &err), 0);
 	assert_string_equal(cJSON_GetObjectItem(doc, "fingerprint")->valuestring, LEGACY);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "digest")));
@@ -2047,7 +2145,7 @@ static void test_counts(void **state)
 		enqueue(f->s, NULL, NULL);
 	claim(f->s, "i/0");
 	claim(f->s, "i/0");
-	assert_int_equal(fg_store_job_finish(f->s, 1, FG_JOB_FAILED, "x", 0, &err), 0);
+	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_FAILED, "x", 0, &err), 0);
 	assert_int_equal(fg_store_job_cancel(f->s, 5, NULL, &err), 0);
 	put_artifact(f->s, "a", "qwen3_5", NULL, ERR_VERDICT, NAN, NULL);
 	put_artifact(f->s, "b", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
@@ -2082,7 +2180,8 @@ static void test_sqlite_error_message(void **state)
 
 	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
 	exec_sql(other, "BEGIN IMMEDIATE");
-	sqlite3_busy_timeout(f->s->db, 50);
+	/* Writes wait for another connection's lock this long (on the writer's connection, writer.c). */
+	f->s->busy_ms = 50;
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
 	assert_non_null(strstr(err.msg, "database is locked"));
 	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_ESTATE);
@@ -2111,7 +2210,7 @@ static void test_job_refusal(void **state)
 	assert_int_equal(claim(f->s, "i/0"), 2);
 	assert_int_equal(claim(f->s, "i/0"), 3);
 	fg_err_verdict(&cause, FG_V_HEAD_DOUBLE_SHIFTED, "head set 'mtp' q/k max %.4f is above 2.4", 2.7908);
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, NULL, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), 0);
 	j = get_job(f->s, 1);
 	assert_int_equal(j.state, FG_JOB_FAILED);
 	assert_ptr_equal(j.refusal, &fg_verdict_table[FG_V_HEAD_DOUBLE_SHIFTED]);
@@ -2128,7 +2227,7 @@ static void test_job_refusal(void **state)
 	cJSON_Delete(o);
 	/* Not a refusal: no refusal object, the error as it was. */
 	fg_err_set(&cause, FG_EINPUT, "shard 3 is truncated");
-	assert_int_equal(fg_store_job_fail(f->s, 2, &cause, NULL, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 2, NULL, &cause, NULL, &err), 0);
 	j = get_job(f->s, 2);
 	assert_null(j.refusal);
 	o = fg_job_json(&j);
@@ -2137,13 +2236,13 @@ static void test_job_refusal(void **state)
 	cJSON_Delete(o);
 	/* A verdict outside the table is refused, the job left running. */
 	fg_err_verdict(&cause, FG_VERDICT_COUNT + 3, "nonsense");
-	assert_int_equal(fg_store_job_fail(f->s, 3, &cause, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, &cause, NULL, &err), FG_EINPUT);
 	assert_int_equal(get_job(f->s, 3).state, FG_JOB_RUNNING);
-	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 3, NULL, NULL, NULL, &err), FG_EINPUT);
 	/* Finished jobs stay as they are. */
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), FG_EINPUT);
 	fg_err_set(&cause, FG_EINPUT, "again");
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), FG_ECONFLICT);
 	/* A stored code this forged does not know reads as no refusal. */
 	exec_sql(f->s, "UPDATE jobs SET refusal = 'from_a_newer_forged' WHERE id = 1");
 	assert_null(get_job(f->s, 1).refusal);
@@ -2158,7 +2257,7 @@ static void test_open_migrates_v1(void **state)
 	enqueue(f->s, NULL, NULL);
 	exec_sql(f->s, "ALTER TABLE jobs DROP COLUMN refusal");
 	exec_sql(f->s, "DROP TABLE write_probe");
-	exec_sql(f->s, V4_DOWN " " V3_DOWN " PRAGMA user_version = 1");
+	exec_sql(f->s, V3_DOWN " PRAGMA user_version = 1");
 	fg_store_close(f->s);
 	f->s = NULL;
 	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
@@ -2167,7 +2266,7 @@ static void test_open_migrates_v1(void **state)
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	assert_int_equal(claim(f->s, "i/0"), 1);
 	fg_err_verdict(&cause, FG_V_MIXED_CONVENTION, "both sides");
-	assert_int_equal(fg_store_job_fail(f->s, 1, &cause, NULL, &err), 0);
+	assert_int_equal(fg_store_job_fail(f->s, 1, NULL, &cause, NULL, &err), 0);
 	assert_ptr_equal(get_job(f->s, 1).refusal, &fg_verdict_table[FG_V_MIXED_CONVENTION]);
 }
 
@@ -2225,14 +2324,15 @@ static void test_disk_full(void **state)
 	snprintf(params + 11 + n, 21, "\"}");
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long)pages + 1);
-	exec_sql(f->s, sql);
+	/* A connection's setting: the one writes run on (writer.c). */
+	exec_sql(fg_store_writer_conn(f->s), sql);
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", params, NULL, NULL, NULL, 0, &j, NULL, &err), FG_ENOSPC);
 	assert_non_null(strstr(err.msg, "full"));
 	/* Nothing half-written, the connection still usable for reads. */
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs"), 0);
 	assert_true(sqlite3_get_autocommit(f->s->db));
 	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long)pages);
-	exec_sql(f->s, sql);
+	exec_sql(fg_store_writer_conn(f->s), sql);
 	put_artifact(f->s, "fits", "qwen3_5", NULL, NULL, NAN, NULL);
 	free(params);
 }
@@ -2265,59 +2365,813 @@ static void test_probe_write(void **state)
 	/* The probe's short wait was for the probe only. */
 	assert_int_equal(f->s->busy_ms, 5000);
 	fg_store_close(other);
-	/* A database that takes no writes. */
-	exec_sql(f->s, "PRAGMA query_only = 1");
+	/* A database that takes no writes (the connection writes run on, writer.c). */
+	exec_sql(fg_store_writer_conn(f->s), "PRAGMA query_only = 1");
 	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
-	exec_sql(f->s, "PRAGMA query_only = 0");
+	exec_sql(fg_store_writer_conn(f->s), "PRAGMA query_only = 0");
 	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
 	assert_int_equal(fg_store_probe_write(NULL, &err), FG_EINPUT);
 }
 
-int main(void)
+
+/* ---- leases, one transaction per success, group commit: both backends ---- */
+
+/*
+ * A claim carries an owner and a lease; renewals extend it; any instance's
+ * reaper takes back a job past its lease (attempts + 1, failed at the
+ * maximum, cancelled when asked); the worker that lost it changes nothing.
+ */
+static void test_job_lease(void **state)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_open_pragmas, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_refuses_newer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_bad_args, setup_dir, teardown),
-		cmocka_unit_test_setup_teardown(test_open_concurrent_migration, setup_dir, teardown),
-		cmocka_unit_test(test_job_states),
-		cmocka_unit_test_setup_teardown(test_job_enqueue_get_json, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_idempotency, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_idempotency_concurrent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_queue_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_lifecycle, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_cancel_requeue, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_recover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_list, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_claim_concurrent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_artifact_put_get, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_artifact_by_fingerprint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_artifact_list, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_verification, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_health, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_probe_buckets, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_probe_hf_served, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_artifact_same_digest, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_artifact_resolve, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_request_echo, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_verification_restamps_runtime, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_runtime_reported, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_v3_to_v4, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_probe_buckets_match_fleet_ranges, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_health_empty, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_distributions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_verification_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_v2_to_v3, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stats_triggers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sqlite_error_message, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_refusal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_migrates_v1, setup, teardown),
-		cmocka_unit_test(test_sqlite_codes),
-		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_probe_write, setup, teardown),
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_job j;
+	int requeued = -1, failed = -1, renewed = -1;
+	const char *expire = "UPDATE jobs SET lease_until = '2000-01-01T00:00:00.000Z' WHERE state = 'running'";
+
+	enqueue(f->s, NULL, NULL);
+	enqueue(f->s, NULL, NULL);
+	fg_store_set_lease(f->s, 30);
+	assert_int_equal(claim(f->s, "a/0"), 1);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM jobs WHERE id = 1 AND owner = 'a'"
+					 " AND lease_until IS NOT NULL AND worker = 'a/0'"), 1);
+	/* Nothing expired: the reaper takes nothing. */
+	assert_int_equal(fg_store_jobs_reap(f->s, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 0);
+	assert_int_equal(failed, 0);
+	assert_int_equal(get_job(f->s, 1).state, FG_JOB_RUNNING);
+	/* The owner's heartbeat renews its running jobs, nobody else's. */
+	assert_int_equal(fg_store_jobs_renew(f->s, "a", &renewed, &err), 0);
+	assert_int_equal(renewed, 1);
+	assert_int_equal(fg_store_jobs_renew(f->s, "b", &renewed, &err), 0);
+	assert_int_equal(renewed, 0);
+	/* The lease runs out (its instance died): any instance takes the job back. */
+	exec_sql(f->s, expire);
+	assert_int_equal(fg_store_jobs_reap(f->s, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_QUEUED);
+	assert_int_equal(j.attempts, 1);
+	/* The worker that lost it changes nothing: the job is queued, then another worker's. */
+	assert_int_equal(fg_store_job_progress(f->s, 1, "a/0", "x", 0.5, &err), FG_ECONFLICT);
+	assert_int_equal(claim(f->s, "b/0"), 1);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "a/0", "x", 0.5, &err), FG_ECONFLICT);
+	assert_non_null(strstr(err.msg, "b/0"));
+	assert_int_equal(fg_store_job_finish(f->s, 1, "a/0", FG_JOB_SUCCEEDED, NULL, 0, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_requeue(f->s, 1, "a/0", &err), FG_ECONFLICT);
+	fg_err_set(&err, FG_EINPUT, "late");
+	{
+		struct fg_err cause = err;
+
+		assert_int_equal(fg_store_job_fail(f->s, 1, "a/0", &cause, NULL, &err), FG_ECONFLICT);
+	}
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_RUNNING);
+	assert_int_equal(fg_store_job_progress(f->s, 1, "b/0", "x", 0.5, &err), 0);
+	/* Two more expiries: the third attempt fails it for good. */
+	exec_sql(f->s, expire);
+	assert_int_equal(fg_store_jobs_reap(f->s, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	assert_int_equal(claim(f->s, "c/0"), 1);
+	exec_sql(f->s, expire);
+	assert_int_equal(fg_store_jobs_reap(f->s, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 0);
+	assert_int_equal(failed, 1);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_FAILED);
+	assert_int_equal(j.attempts, 3);
+	assert_string_equal(j.error, "abandoned after 3 attempts");
+	/* A cancel asked for before the lease ran out wins. */
+	assert_int_equal(claim(f->s, "d/0"), 2);
+	assert_int_equal(fg_store_job_cancel(f->s, 2, NULL, &err), 0);
+	exec_sql(f->s, expire);
+	assert_int_equal(fg_store_jobs_reap(f->s, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_CANCELLED);
+	assert_int_equal(fg_store_jobs_reap(f->s, 0, &requeued, &failed, &err), FG_EINPUT);
+	assert_int_equal(fg_store_jobs_renew(f->s, NULL, &renewed, &err), FG_EINPUT);
+}
+
+static struct fg_artifact_in forged_artifact(cJSON **report, cJSON **prov)
+{
+	struct fg_artifact_in a = { 0 };
+
+	*report = cJSON_Parse("{\"schema\":\"forged.inspect.v1\",\"verdicts\":[{\"code\":\"stray_shard\","
+			      "\"severity\":\"warning\"}],\"runtimes\":[{\"runtime\":\"ollama\",\"trunk_probe_after\":1.78}]}");
+	*prov = cJSON_Parse("{\"job\":{\"id\":1},\"files\":{\"mtp.safetensors\":\"aa\",\"config.json\":\"bb\"}}");
+	assert_non_null(*report);
+	assert_non_null(*prov);
+	a.source = "models/q";
+	a.path = "/srv/out/1";
+	a.family = "qwen3_5";
+	a.fingerprint = "f1";
+	a.report = *report;
+	a.provenance = *prov;
+	a.ok = 1;
+	a.probe_mean = 1.79;
+	a.head_convention = "absolute";
+	return a;
+}
+
+/* The artifact and the job's success in one transaction; a retry finds the stored one. */
+static void test_job_succeed(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *report, *prov;
+	struct fg_artifact_in a = forged_artifact(&report, &prov);
+	int64_t aid = 0, again = 0;
+	struct fg_job j;
+
+	for (int i = 0; i < 3; i++)
+		enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+	assert_int_equal(claim(f->s, "i/1"), 2);
+	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &aid, NULL, &err), 0);
+	assert_true(aid > 0);
+	j = get_job(f->s, 1);
+	assert_int_equal(j.state, FG_JOB_SUCCEEDED);
+	assert_int_equal(j.artifact_id, aid);
+	assert_true(j.progress == 1.0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts WHERE job_id = 1"), 1);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM fingerprints"), 2);
+	/* A retry (the answer was lost) gets the same artifact, and nothing new is stored. */
+	assert_int_equal(fg_store_job_succeed(f->s, 1, "i/0", &a, &again, NULL, &err), 0);
+	assert_int_equal(again, aid);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 1);
+	/* Another worker's job, a queued job, an unknown job: refused, nothing stored. */
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/0", &a, &again, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_succeed(f->s, 3, "i/0", &a, &again, NULL, &err), FG_ECONFLICT);
+	assert_int_equal(fg_store_job_succeed(f->s, 99, "i/0", &a, &again, NULL, &err), FG_ENOTFOUND);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 1);
+	/* A bad artifact is refused before anything is written, the job left running. */
+	a.report = NULL;
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, NULL, &err), FG_EINPUT);
+	assert_int_equal(get_job(f->s, 2).state, FG_JOB_RUNNING);
+	a.report = report;
+	assert_int_equal(fg_store_job_succeed(f->s, 2, "i/1", &a, &again, NULL, &err), 0);
+	assert_true(again != aid);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifacts"), 2);
+	cJSON_Delete(report);
+	cJSON_Delete(prov);
+	assert_stats_consistent(f->s);
+}
+
+#define GC_THREADS 8
+#define GC_WRITES 40
+
+struct gc_writer {
+	const char *path;
+	int index;
+	int rc, ok, missing;
+	char msg[FG_ERR_MSG_MAX];
+};
+
+static void *gc_thread(void *arg)
+{
+	struct gc_writer *g = arg;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+
+	g->rc = fg_store_open(&s, g->path, &err);
+	for (int i = 0; !g->rc && i < GC_WRITES; i++) {
+		cJSON *result = cJSON_CreateObject();
+		int64_t id = 0;
+		int rc;
+
+		cJSON_AddStringToObject(result, "verdict", i % 2 ? "mtp_depth_wins" : "mtp_acceptance_collapsed");
+		/* One write in ten names an artifact that does not exist: only that one fails. */
+		rc = fg_store_verification_put(s, i % 10 == 9 ? 999 : 1 + (g->index + i) % 3, "[]", result, &id, &err);
+		cJSON_Delete(result);
+		if (rc == FG_ENOTFOUND)
+			g->missing++;
+		else if (rc)
+			g->rc = rc;
+		else
+			g->ok++;
+	}
+	memcpy(g->msg, err.msg, sizeof(g->msg));
+	fg_store_close(s);
+	return NULL;
+}
+
+/* Many connections write at once through the one writer: each write gets its own answer. */
+static void test_group_commit(void **state)
+{
+	struct fixture *f = *state;
+	struct gc_writer g[GC_THREADS];
+	pthread_t t[GC_THREADS];
+	int ok = 0, missing = 0;
+
+	for (int i = 0; i < 3; i++)
+		put_artifact(f->s, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	for (int i = 0; i < GC_THREADS; i++) {
+		memset(&g[i], 0, sizeof(g[i]));
+		g[i].path = f->path;
+		g[i].index = i;
+		assert_int_equal(pthread_create(&t[i], NULL, gc_thread, &g[i]), 0);
+	}
+	for (int i = 0; i < GC_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < GC_THREADS; i++) {
+		if (g[i].rc)
+			fail_msg("writer %d: %s", i, g[i].msg);
+		ok += g[i].ok;
+		missing += g[i].missing;
+	}
+	assert_int_equal(missing, GC_THREADS * GC_WRITES / 10);
+	assert_int_equal(ok, GC_THREADS * GC_WRITES - missing);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications"), ok);
+	assert_stats_consistent(f->s);
+}
+
+/* ---- PostgreSQL only ---- */
+
+static void test_pg_open(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+
+	assert_string_equal(fg_store_backend(f->s), "postgres");
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_PG_SCHEMA_VERSION);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM schema_migrations"), FG_STORE_PG_SCHEMA_VERSION);
+	assert_int_equal(fg_store_check(f->s, &err), 0);
+	enqueue(f->s, NULL, NULL);
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM schema_migrations"), FG_STORE_PG_SCHEMA_VERSION);
+	assert_int_equal(get_job(f->s, 1).id, 1);
+}
+
+static void test_pg_refuses_newer(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *other = (struct fg_store *)0x1;
+	struct fg_err err = { 0 };
+	char want[32];
+
+	exec_sql(f->s, "INSERT INTO schema_migrations (version) VALUES (7)");
+	fg_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(fg_store_open(&other, f->path, &err), FG_ESTATE);
+	assert_ptr_equal(other, (struct fg_store *)0x1);
+	assert_non_null(strstr(err.msg, "schema version 7"));
+	snprintf(want, sizeof(want), "forged's %d", FG_STORE_PG_SCHEMA_VERSION);
+	assert_non_null(strstr(err.msg, want));
+}
+
+static void test_pg_bad_target(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+	char url[700];
+	const char *q = strchr(pg_url, '?');
+
+	(void)f;
+	snprintf(url, sizeof(url), "postgresql:///forged_no_such_db%s", q ? q : "");
+	assert_int_equal(fg_store_open(&s, url, &err), FG_ESTATE);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "forged_no_such_db"));
+	assert_int_equal(fg_store_open(&s, "mysql://x/y", &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "unknown scheme"));
+	assert_int_equal(fg_store_open(&s, "sqlite://", &err), FG_EINPUT);
+	/* A password never reaches a log line. */
+	fg_store_describe("postgres://ci:s3cret@db.example/forged?sslmode=require", url, sizeof(url));
+	assert_string_equal(url, "postgres://ci@db.example/forged?sslmode=require");
+	fg_store_describe("postgresql:///forged?host=/run&password=s3cret", url, sizeof(url));
+	assert_null(strstr(url, "s3cret"));
+}
+
+/* Instances starting together on a new database: one migrates, the others wait and see it done. */
+static void test_pg_concurrent_migration(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct opener o[4];
+	pthread_t t[4];
+
+	for (int round = 0; round < 5; round++) {
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
+		assert_int_equal(pg_admin(sql), 0);
+		assert_int_equal(pg_fresh_schema(f), 0);
+		for (int i = 0; i < 4; i++) {
+			memset(&o[i], 0, sizeof(o[i]));
+			o[i].path = f->path;
+			assert_int_equal(pthread_create(&t[i], NULL, open_thread, &o[i]), 0);
+		}
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 4; i++) {
+			if (o[i].rc)
+				fail_msg("round %d, opener %d: %s", round, i, o[i].msg);
+			assert_int_equal(o[i].version, FG_STORE_PG_SCHEMA_VERSION);
+		}
+	}
+	assert_int_equal(fg_store_open(&f->s, f->path, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM schema_migrations"), FG_STORE_PG_SCHEMA_VERSION);
+}
+
+/* Every SQLSTATE class has one FG_E* meaning, never the client's input. */
+static void test_pg_codes(void **state)
+{
+	static const struct {
+		const char *state;
+		int code;
+	} rows[] = {
+		{ "53100", FG_ENOSPC }, { "53200", FG_ENOMEM }, { "53300", FG_ESTATE }, { "08006", FG_ESTATE },
+		{ "08001", FG_ESTATE }, { "57P01", FG_ESTATE }, { "57014", FG_ESTATE }, { "55P03", FG_ESTATE },
+		{ "40P01", FG_ESTATE }, { "40001", FG_ESTATE }, { "25006", FG_ESTATE }, { "XX001", FG_ESTATE },
+		{ "42501", FG_ESTATE }, { "3D000", FG_ESTATE }, { "28P01", FG_ESTATE }, { "58030", FG_ESTATE },
+		{ NULL, FG_ESTATE }, { "42601", FG_EINTERNAL }, { "23505", FG_EINTERNAL }, { "22P02", FG_EINTERNAL },
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (fg_pg_code(rows[i].state) != rows[i].code)
+			fail_msg("SQLSTATE %s: %d, want %d", rows[i].state ? rows[i].state : "(none)",
+				 fg_pg_code(rows[i].state), rows[i].code);
+		assert_int_not_equal(fg_pg_code(rows[i].state), FG_EINPUT);
+	}
+}
+
+/* Another session holds a lock past the write's budget: FG_ESTATE naming the lock; then all is well. */
+static void test_pg_error_message(void **state)
+{
+	struct fixture *f = *state;
+	PGconn *other = PQconnectdb(f->path);
+	struct fg_job j;
+	struct fg_err err = { 0 };
+	PGresult *r;
+
+	assert_int_equal(PQstatus(other), CONNECTION_OK);
+	r = PQexec(other, "BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	f->s->busy_ms = 200;
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	assert_non_null(strstr(err.msg, "locked"));
+	assert_int_equal(fg_store_job_claim(f->s, "i/0", &j, &err), FG_ESTATE);
+	PQclear(PQexec(other, "ROLLBACK"));
+	PQfinish(other);
+	f->s->busy_ms = 5000;
+	enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "i/0"), 1);
+}
+
+static void test_pg_probe_write(void **state)
+{
+	struct fixture *f = *state;
+	PGconn *other = PQconnectdb(f->path);
+	struct fg_err err = { 0 };
+	struct timespec t0, t1;
+	struct fg_job j;
+	PGresult *r;
+
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM write_probe"), 1);
+	r = PQexec(other, "BEGIN; LOCK TABLE write_probe IN EXCLUSIVE MODE");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 < 2.0);
+	assert_non_null(strstr(err.msg, "locked"));
+	PQclear(PQexec(other, "ROLLBACK"));
+	PQfinish(other);
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+	assert_int_equal(f->s->busy_ms, 5000);
+	/* A database that takes no writes (the session writes run on, writer.c). */
+	exec_sql(fg_store_writer_conn(f->s), "SET default_transaction_read_only = on");
+	assert_int_equal(fg_store_probe_write(f->s, &err), FG_ESTATE);
+	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{}", NULL, NULL, NULL, 0, &j, NULL, &err), FG_ESTATE);
+	exec_sql(fg_store_writer_conn(f->s), "SET default_transaction_read_only = off");
+	assert_int_equal(fg_store_probe_write(f->s, &err), 0);
+}
+
+/*
+ * Start-up recovery on a shared store: another instance's running job with
+ * a live lease is left alone (it is not dead, only elsewhere); past its
+ * lease, or with a stale heartbeat, it comes back.
+ */
+static void test_job_recover_shared(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	int requeued = -1, failed = -1;
+
+	enqueue(f->s, NULL, NULL);
+	assert_int_equal(claim(f->s, "old/1"), 1);
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 3600, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 0);
+	assert_int_equal(get_job(f->s, 1).state, FG_JOB_RUNNING);
+	exec_sql(f->s, "UPDATE jobs SET lease_until = '2000-01-01T00:00:00.000Z' WHERE id = 1");
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 3600, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	assert_int_equal(get_job(f->s, 1).attempts, 1);
+	assert_int_equal(claim(f->s, "other/1"), 1);
+	exec_sql(f->s, "UPDATE jobs SET heartbeat_at = '2000-01-01T00:00:00.000Z' WHERE id = 1");
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 60, 3, &requeued, &failed, &err), 0);
+	assert_int_equal(requeued, 1);
+	assert_int_equal(fg_store_jobs_recover(f->s, "", 0, 3, &requeued, &failed, &err), FG_EINPUT);
+	assert_int_equal(fg_store_jobs_recover(f->s, "new", 0, 0, &requeued, &failed, &err), FG_EINPUT);
+}
+
+/* ---- Idempotency-Keys of the POSTs other than /v1/jobs (store/idem.h): both backends ---- */
+
+/* Reserve, in flight, another body, answer, replay, release, a stale reservation taken over. */
+static void test_idem(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_idem_answer ans;
+	enum fg_idem_state st = FG_IDEM_REPLAY;
+	const char *route = "POST /v1/artifacts/1/verifications";
+	int known = -1, same = -1;
+	int64_t aid;
+
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	assert_null(ans.body);
+	/* The same key and body while the first is being answered; another body; another route. */
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_IN_FLIGHT);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "bb", 120, &st, &ans, &err), FG_ECONFLICT);
+	assert_non_null(strstr(err.msg, "another body"));
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "bb", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	/* Answered: every repeat gets the answer back, whoever asks. */
+	assert_int_equal(fg_store_idem_finish(f->s, route, "k1", 201, "/v1/verifications/9", "{\"id\":9}", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_REPLAY);
+	assert_int_equal(ans.status, 201);
+	assert_string_equal(ans.location, "/v1/verifications/9");
+	assert_string_equal(ans.body, "{\"id\":9}");
+	fg_idem_answer_release(&ans);
+	assert_null(ans.body);
+	/* A release drops a reservation only, never an answer. */
+	assert_int_equal(fg_store_idem_release(f->s, route, "k1", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "k1", "aa", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_REPLAY);
+	fg_idem_answer_release(&ans);
+	assert_int_equal(fg_store_idem_release(f->s, "POST /v1/inspections", "k1", &err), 0);
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	/* A reservation whose request died long ago is taken over; a fresh one is not. */
+	exec_sql(f->s, "UPDATE api_idempotency SET created_at = '2000-01-01T00:00:00.000Z' WHERE idem_key = 'k1'"
+		       " AND status = 0");
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_NEW);
+	assert_int_equal(fg_store_idem_claim(f->s, "POST /v1/inspections", "k1", "cc", 120, &st, &ans, &err), 0);
+	assert_int_equal(st, FG_IDEM_IN_FLIGHT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 2);
+	/* Bad arguments are the caller's: nothing stored. */
+	assert_int_equal(fg_store_idem_claim(f->s, "", "k", "aa", 120, &st, &ans, &err), FG_EINPUT);
+	assert_int_equal(fg_store_idem_claim(f->s, route, "", "aa", 120, &st, &ans, &err), FG_EINPUT);
+	assert_int_equal(fg_store_idem_finish(f->s, route, NULL, 200, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 2);
+	/* A job's own key, and a fleet report that repeats the standing one. */
+	enqueue(f->s, "job-key", "h1");
+	assert_int_equal(fg_store_job_key_known(f->s, "job-key", "h1", &known, &err), 0);
+	assert_int_equal(known, 1);
+	assert_int_equal(fg_store_job_key_known(f->s, "job-key", "h2", &known, &err), 0);
+	assert_int_equal(known, 0);
+	aid = put_artifact(f->s, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	assert_int_equal(fg_store_fleet_report(f->s, "gpu-1", aid, "ollama", NULL, NULL, &err), 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", NULL, aid, "{}", &same, &err), 0);
+	assert_int_equal(same, 1);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-1", "ollama", NULL, aid, "{\"x\":1}", &same, &err), 0);
+	assert_int_equal(same, 0);
+	assert_int_equal(fg_store_fleet_report_same(f->s, "gpu-2", "ollama", NULL, aid, "{}", &same, &err), 0);
+	assert_int_equal(same, 0);
+}
+
+/* A child process's claim of one key: its exit status says what it was told (10 + state, 1 on error). */
+static int idem_child(const char *path, int go)
+{
+	struct fg_store *s = NULL;
+	struct fg_err err = { 0 };
+	struct fg_idem_answer ans;
+	enum fg_idem_state st;
+	char c;
+
+	if (fg_store_open(&s, path, &err) != 0)
+		return 1;
+	if (read(go, &c, 1) != 1)
+		return 1;
+	if (fg_store_idem_claim(s, "POST /v1/fleet/reports", "race", "aa", 120, &st, &ans, &err) != 0) {
+		fprintf(stderr, "idem child: %s\n", err.msg);
+		return 1;
+	}
+	if (st == FG_IDEM_REPLAY && (ans.status != 201 || !ans.body || strcmp(ans.body, "{}") != 0))
+		return 1;
+	fg_idem_answer_release(&ans);
+	fg_store_close(s);
+	return 10 + (int)st;
+}
+
+/*
+ * The environment of a child run of this binary (main runs idem_child when
+ * FORGED_TEST_IDEM_CHILD is set): the parent's, plus the store and the
+ * descriptor to wait on.  A fresh exec, not a bare fork: this process has
+ * its writer's threads, and a forked child starting threads of its own is
+ * what ThreadSanitizer (make tsan-test) does not support.
+ */
+static char **child_env(const char *path, int go, char *store_var, size_t store_cap, char *go_var, size_t go_cap)
+{
+	extern char **environ;
+	size_t n = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	assert_non_null(env);
+	for (size_t i = 0; i < n; i++)
+		env[i] = environ[i];
+	snprintf(store_var, store_cap, "FORGED_TEST_IDEM_CHILD=%s", path);
+	snprintf(go_var, go_cap, "FORGED_TEST_IDEM_GO=%d", go);
+	env[n] = store_var;
+	env[n + 1] = go_var;
+	return env;
+}
+
+/* Four processes claim one key at once, twice: one reserves it and three find it in flight; once answered, four replays. */
+static void test_idem_processes(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	assert_true(len > 0);
+	exe[len] = '\0';
+	for (int round = 0; round < 2; round++) {
+		int go[2], seen[3] = { 0, 0, 0 };
+		char store_var[sizeof(f->path) + 32], go_var[48];
+		char **env;
+		pid_t kid[4];
+
+		assert_int_equal(pipe(go), 0);
+		env = child_env(f->path, go[0], store_var, sizeof(store_var), go_var, sizeof(go_var));
+		for (int i = 0; i < 4; i++) {
+			kid[i] = fork();
+			assert_true(kid[i] >= 0);
+			if (kid[i] == 0) {
+				char *const args[] = { exe, NULL };
+
+				close(go[1]);
+				execve(exe, args, env);
+				_exit(2);
+			}
+		}
+		free(env);
+		close(go[0]);
+		/* Each child has opened its store (its own writer) or soon will; then all go at once. */
+		usleep(300 * 1000);
+		assert_int_equal(write(go[1], "xxxx", 4), 4);
+		close(go[1]);
+		for (int i = 0; i < 4; i++) {
+			int status = 0;
+
+			assert_int_equal(waitpid(kid[i], &status, 0), kid[i]);
+			assert_true(WIFEXITED(status));
+			if (WEXITSTATUS(status) < 10 || WEXITSTATUS(status) > 12)
+				fail_msg("round %d, child %d: exit %d", round, i, WEXITSTATUS(status));
+			seen[WEXITSTATUS(status) - 10]++;
+		}
+		if (round == 0) {
+			assert_int_equal(seen[FG_IDEM_NEW], 1);
+			assert_int_equal(seen[FG_IDEM_IN_FLIGHT], 3);
+			assert_int_equal(fg_store_idem_finish(f->s, "POST /v1/fleet/reports", "race", 201, "", "{}", &err), 0);
+		} else {
+			assert_int_equal(seen[FG_IDEM_REPLAY], 4);
+		}
+	}
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM api_idempotency"), 1);
+}
+
+/* ---- LISTEN/NOTIFY (PostgreSQL): what another instance wrote reaches this one ---- */
+
+struct events {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int n[2];                      /* by enum fg_store_event */
+};
+
+static void on_event(void *ctx, enum fg_store_event ev)
+{
+	struct events *e = ctx;
+
+	pthread_mutex_lock(&e->lock);
+	e->n[ev == FG_STORE_EV_JOB ? 0 : 1]++;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Wait at most ms for event ev to have been seen at least n times; its count. */
+static int wait_event(struct events *e, enum fg_store_event ev, int n, int ms)
+{
+	struct timespec until;
+	int got;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&e->lock);
+	while (e->n[ev == FG_STORE_EV_JOB ? 0 : 1] < n && pthread_cond_timedwait(&e->cond, &e->lock, &until) == 0)
+		;
+	got = e->n[ev == FG_STORE_EV_JOB ? 0 : 1];
+	pthread_mutex_unlock(&e->lock);
+	return got;
+}
+
+static void reset_events(struct events *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->n[0] = e->n[1] = 0;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * An enqueue and a requeue NOTIFY the jobs channel; an artifact, a
+ * verification and a fleet report the data channel; a claim, progress and
+ * a read notify nothing.  A listener whose connection is cut reconnects
+ * and reports both events, since what was sent meanwhile is lost.
+ */
+static void test_pg_listen(void **state)
+{
+	struct fixture *f = *state;
+	struct events e = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0, 0 } };
+	struct fg_store_listener *l = NULL;
+	struct fg_store *other = NULL;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_CreateObject();
+	int64_t aid, vid = 0;
+	int listening = 0;
+
+	assert_int_equal(fg_store_listen(&l, f->path, on_event, &e, &err), 0);
+	assert_non_null(l);
+	/* Another instance's handle (its own connection; the writer is this process's). */
+	assert_int_equal(fg_store_open(&other, f->path, &err), 0);
+	/* The listener's LISTEN runs on its own thread: enqueue until it hears one. */
+	for (int i = 0; i < 100 && !listening; i++) {
+		enqueue(other, NULL, NULL);
+		listening = wait_event(&e, FG_STORE_EV_JOB, 1, 100) >= 1;
+	}
+	assert_true(listening);
+	usleep(200 * 1000);
+	reset_events(&e);
+	/* Claims, progress and reads: no notification (waking every instance for them would be noise). */
+	assert_int_equal(claim(other, "o/0"), 1);
+	assert_int_equal(fg_store_job_progress(other, 1, "o/0", "inspect", 0.1, &err), 0);
+	(void)get_job(other, 1);
+	usleep(300 * 1000);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 10), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 1, 10), 0);
+	/* A requeue (a drain) wakes the other instances' workers. */
+	assert_int_equal(fg_store_job_requeue(other, 1, "o/0", &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 5000), 1);
+	/* Data: an artifact, a verification, a fleet report, each one notification. */
+	aid = put_artifact(other, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 1, 5000), 1);
+	cJSON_AddStringToObject(result, "verdict", "mtp_depth_wins");
+	assert_int_equal(fg_store_verification_put(other, aid, "[]", result, &vid, &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 2, 5000), 2);
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", aid, "ollama", NULL, NULL, &err), 0);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 3, 5000), 3);
+	/* A failed write (no such artifact) notifies nothing: its transaction never committed. */
+	assert_int_equal(fg_store_fleet_report(other, "gpu-1", 999, "ollama", NULL, NULL, &err), FG_ENOTFOUND);
+	usleep(300 * 1000);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 4, 10), 3);
+	/* The listener's connection is cut (a server restart, a network blip): back, it reports both. */
+	reset_events(&e);
+	exec_sql(other, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'forged-listen'"
+			" AND pid <> pg_backend_pid()");
+	assert_true(wait_event(&e, FG_STORE_EV_JOB, 1, 10000) >= 1);
+	assert_true(wait_event(&e, FG_STORE_EV_DATA, 1, 10000) >= 1);
+	/* And it listens again. */
+	usleep(200 * 1000);
+	reset_events(&e);
+	enqueue(other, NULL, NULL);
+	assert_int_equal(wait_event(&e, FG_STORE_EV_JOB, 1, 5000), 1);
+	fg_store_listener_stop(l);
+	/* SQLite has no channel: no listener, no error. */
+	l = (struct fg_store_listener *)0x1;
+	assert_int_equal(fg_store_listen(&l, "sqlite:///tmp/none.db", on_event, &e, &err), 0);
+	assert_null(l);
+	cJSON_Delete(result);
+	fg_store_close(other);
+}
+
+/* ---- the runs ---- */
+
+enum { BOTH, SQLITE_ONLY, PG_ONLY };
+
+#define T(fn, setup_fn, which) { #fn, fn, setup_fn, which }
+
+int main(void)
+{
+	const char *idem_store = getenv("FORGED_TEST_IDEM_CHILD");
+
+	/* A child of test_idem_processes: one claim, told by the exit status. */
+	if (idem_store)
+		return idem_child(idem_store, (int)strtol(getenv("FORGED_TEST_IDEM_GO") ? getenv("FORGED_TEST_IDEM_GO") : "-1",
+							   NULL, 10));
+	static const struct {
+		const char *name;
+		CMUnitTestFunction fn;
+		CMFixtureFunction setup;
+		int which;
+	} list[] = {
+		T(test_open_pragmas, setup, SQLITE_ONLY),
+		T(test_open_refuses_newer, setup, SQLITE_ONLY),
+		T(test_open_bad_args, setup_dir, SQLITE_ONLY),
+		T(test_open_concurrent_migration, setup_dir, SQLITE_ONLY),
+		T(test_pg_open, setup, PG_ONLY),
+		T(test_pg_refuses_newer, setup, PG_ONLY),
+		T(test_pg_bad_target, setup_dir, PG_ONLY),
+		T(test_pg_concurrent_migration, setup_dir, PG_ONLY),
+		T(test_job_states, NULL, SQLITE_ONLY),
+		T(test_job_enqueue_get_json, setup, BOTH),
+		T(test_job_idempotency, setup, BOTH),
+		T(test_job_idempotency_concurrent, setup, BOTH),
+		T(test_job_queue_cap, setup, BOTH),
+		T(test_job_lifecycle, setup, BOTH),
+		T(test_job_cancel_requeue, setup, BOTH),
+		T(test_job_recover, setup, SQLITE_ONLY),
+		T(test_job_recover_shared, setup, PG_ONLY),
+		T(test_job_list, setup, BOTH),
+		T(test_job_claim_concurrent, setup, BOTH),
+		T(test_job_lease, setup, BOTH),
+		T(test_job_succeed, setup, BOTH),
+		T(test_group_commit, setup, BOTH),
+		T(test_artifact_put_get, setup, BOTH),
+		T(test_artifact_by_fingerprint, setup, BOTH),
+		T(test_artifact_list, setup, BOTH),
+		T(test_verification, setup, BOTH),
+		T(test_fleet_health, setup, BOTH),
+		T(test_fleet_probe_buckets, setup, BOTH),
+		T(test_fleet_probe_hf_served, setup, BOTH),
+		T(test_artifact_same_digest, setup, BOTH),
+		T(test_artifact_resolve, setup, BOTH),
+		T(test_job_request_echo, setup, BOTH),
+		T(test_verification_restamps_runtime, setup, BOTH),
+		T(test_fleet_runtime_reported, setup, BOTH),
+		T(test_migrate_v3_to_v4, setup, SQLITE_ONLY),
+		T(test_probe_buckets_match_fleet_ranges, setup, BOTH),
+		T(test_fleet_health_empty, setup, BOTH),
+		T(test_fleet_distributions, setup, BOTH),
+		T(test_verification_rows, setup, BOTH),
+		T(test_migrate_v2_to_v3, setup, SQLITE_ONLY),
+		T(test_stats_triggers, setup, BOTH),
+		T(test_counts, setup, BOTH),
+		T(test_sqlite_error_message, setup, SQLITE_ONLY),
+		T(test_pg_error_message, setup, PG_ONLY),
+		T(test_job_refusal, setup, BOTH),
+		T(test_open_migrates_v1, setup, SQLITE_ONLY),
+		T(test_sqlite_codes, NULL, SQLITE_ONLY),
+		T(test_pg_codes, NULL, PG_ONLY),
+		T(test_disk_full, setup, SQLITE_ONLY),
+		T(test_probe_write, setup, SQLITE_ONLY),
+		T(test_pg_probe_write, setup, PG_ONLY),
+		T(test_idem, setup, BOTH),
+		T(test_idem_processes, setup, BOTH),
+		T(test_pg_listen, setup, PG_ONLY),
+	};
+	static struct CMUnitTest tests[2 * sizeof(list) / sizeof(list[0])];
+	static char names[2 * sizeof(list) / sizeof(list[0])][64];
+	size_t n = 0;
+
+	pg_url = getenv("FORGED_TEST_PG");
+	if (pg_url && !*pg_url)
+		pg_url = NULL;
+	if (!pg_url)
+		printf("test_store: PostgreSQL runs skipped: FORGED_TEST_PG is not set (tests/run_all.sh sets it when "
+		       "PostgreSQL is installed; tests/pg_cluster.sh)\n");
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
+			int pg = pass == 1;
+
+			if ((pg && (!pg_url || list[i].which == SQLITE_ONLY)) || (!pg && list[i].which == PG_ONLY))
+				continue;
+			snprintf(names[n], sizeof(names[n]), "%s%s", pg ? "pg/" : "", list[i].name);
+			tests[n].name = names[n];
+			tests[n].test_func = list[i].fn;
+			tests[n].setup_func = list[i].setup;
+			tests[n].teardown_func = list[i].setup ? teardown : NULL;
+			tests[n].initial_state = pg ? (void *)&backend_pg : NULL;
+			n++;
+		}
+	}
+	return _cmocka_run_group_tests("test_store", tests, n, NULL, NULL);
 }

@@ -100,7 +100,7 @@ static struct fg_job wait_done(int64_t id, int seconds)
 static struct fg_workers *start(unsigned n, const char *state_dir)
 {
 	static char arts[PATH_MAX + 16];
-	struct fg_workers_config cfg = { .n = n, .db_path = db, .artifacts_dir = arts, .instance_id = "test" };
+	struct fg_workers_config cfg = { .n = n, .store = db, .artifacts_dir = arts, .instance_id = "test" };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
 
@@ -182,7 +182,7 @@ static void test_worker_finishes_jobs(void **state)
 
 static void test_bad_state_dir(void **state)
 {
-	struct fg_workers_config cfg = { .n = 1, .db_path = db,
+	struct fg_workers_config cfg = { .n = 1, .store = db,
 					 .artifacts_dir = "/nonexistent/forged-state/artifacts", .instance_id = "test" };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };

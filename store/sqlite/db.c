@@ -1,9 +1,17 @@
 /*
- * db.c: the store's connection: opening a database file, the pragmas that
- * make it durable and concurrent (WAL, synchronous=FULL, busy_timeout,
- * foreign keys), schema migrations by PRAGMA user_version, the per-connection
- * cache of prepared statements, the transaction and error helpers the other
- * store files share, the integrity check and the counts /metrics reads.
+ * db.c: the SQLite backend's connection: opening a database file, the
+ * pragmas that make it durable and concurrent (WAL, synchronous=FULL, a
+ * busy handler, foreign keys), schema migrations by PRAGMA user_version, the
+ * per-connection cache of prepared statements, the transaction and error
+ * helpers the other SQLite files share, the integrity check, the counts
+ * /metrics reads, and the backend table (fg_sqlite_ops).
+ *
+ * Checkpoints are off the commit path: every connection runs with
+ * wal_autocheckpoint off, the writer's connection counts the WAL's frames
+ * after each commit (sqlite3_wal_hook) and asks the writer's checkpoint
+ * thread for a PASSIVE checkpoint once the WAL holds CHECKPOINT_FRAMES
+ * frames (16 MB: a page written by many commits is copied once), or a
+ * second after the last one (writer.c).
  *
  * Migrations are a table of SQL texts: entry i brings a database from
  * version i to i + 1, inside one BEGIN IMMEDIATE transaction that also bumps
@@ -21,8 +29,8 @@
 #include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 5000
-#define PROBE_BUSY_MS 500   /* the readiness write probe waits this long for the lock */
 #define WAL_RETRY_MS 10
+#define CHECKPOINT_FRAMES 4000  /* about 16 MB of WAL pages */
 
 /*
  * Version 1.  Notes on choices that are not obvious from the columns:
@@ -289,11 +297,50 @@ static const char schema_v4[] =
 	"ALTER TABLE jobs ADD COLUMN verdicts TEXT;"
 	"ALTER TABLE jobs ADD COLUMN asked TEXT;";
 
+/*
+ * Version 5: leases and one artifact per job.
+ * - jobs.owner is the instance that claimed a running job (the worker's
+ *   "INSTANCE" part) and jobs.lease_until when its lease ends unless the
+ *   instance renews it (claims, progress reports and heartbeats do); a
+ *   running job past its lease is taken back by any instance's reaper.
+ * - artifacts.job_id names the job that forged an artifact (NULL for
+ *   inspections), unique: the artifact and the job's success are written in
+ *   one transaction, and a retry finds the stored artifact instead of adding
+ *   a second.
+ */
+static const char schema_v5[] =
+	"ALTER TABLE jobs ADD COLUMN owner TEXT;"
+	"ALTER TABLE jobs ADD COLUMN lease_until TEXT;"
+	"CREATE INDEX jobs_lease ON jobs(lease_until) WHERE state = 'running';"
+	"ALTER TABLE artifacts ADD COLUMN job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL;"
+	"CREATE UNIQUE INDEX artifacts_job ON artifacts(job_id) WHERE job_id IS NOT NULL;";
+
+/*
+ * Version 6: api_idempotency, the answers of POSTs other than POST /v1/jobs
+ * replayed by Idempotency-Key (store/idem.h): one row per (route, key), the
+ * request body's SHA-256, then the answer once the first request was
+ * answered 2xx (status 0 until then: a reservation).  IF NOT EXISTS: a
+ * database an earlier forged used has the table already (it was created by
+ * the first keyed request then, outside the migrations).
+ */
+static const char schema_v6[] =
+	"CREATE TABLE IF NOT EXISTS api_idempotency ("
+	" route TEXT NOT NULL,"
+	" idem_key TEXT NOT NULL,"
+	" body_sha256 TEXT NOT NULL,"
+	" status INTEGER NOT NULL DEFAULT 0,"
+	" location TEXT NOT NULL DEFAULT '',"
+	" body TEXT,"
+	" created_at TEXT NOT NULL,"
+	" PRIMARY KEY (route, idem_key));";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
 	schema_v4,
+	schema_v5,
+	schema_v6,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
@@ -402,6 +449,9 @@ static int run_sql(struct fg_store *s, const char *sql, struct fg_err *err, cons
 
 int fg_sql_begin(struct fg_store *s, struct fg_err *err)
 {
+	/* Inside a writer's batch the writer's savepoint stands for this transaction. */
+	if (s->in_batch)
+		return 0;
 	return run_sql(s, "BEGIN IMMEDIATE", err, "starting a write transaction");
 }
 
@@ -412,7 +462,11 @@ int fg_sql_begin_read(struct fg_store *s, struct fg_err *err)
 
 int fg_sql_commit(struct fg_store *s, struct fg_err *err)
 {
-	int rc = run_sql(s, "COMMIT", err, "committing");
+	int rc;
+
+	if (s->in_batch)
+		return 0;
+	rc = run_sql(s, "COMMIT", err, "committing");
 
 	if (rc)
 		fg_sql_rollback(s);
@@ -422,7 +476,7 @@ int fg_sql_commit(struct fg_store *s, struct fg_err *err)
 void fg_sql_rollback(struct fg_store *s)
 {
 	/* Some errors (SQLITE_FULL, IOERR, NOMEM) already rolled back: nothing to do then. */
-	if (!s || sqlite3_get_autocommit(s->db))
+	if (!s || s->in_batch || sqlite3_get_autocommit(s->db))
 		return;
 	(void)run_sql(s, "ROLLBACK", NULL, "rolling back");
 }
@@ -436,24 +490,9 @@ int fg_sql_bind_text(sqlite3_stmt *st, int i, const char *text)
 
 void fg_sql_column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap)
 {
-	const unsigned char *t = sqlite3_column_text(st, col);
-	size_t len;
+	const char *t = (const char *)sqlite3_column_text(st, col);
 
-	if (!cap)
-		return;
-	if (!t) {
-		dst[0] = '\0';
-		return;
-	}
-	len = (size_t)sqlite3_column_bytes(st, col);
-	if (len >= cap) {
-		len = cap - 1;
-		/* Step back over continuation bytes so no character is cut in half. */
-		while (len > 0 && (t[len] & 0xc0) == 0x80)
-			len--;
-	}
-	memcpy(dst, t, len);
-	dst[len] = '\0';
+	fg_store_copy_text(t, t ? (size_t)sqlite3_column_bytes(st, col) : 0, dst, cap);
 }
 
 int fg_sql_column_json(sqlite3_stmt *st, int col, cJSON **out, struct fg_err *err, const char *what)
@@ -602,8 +641,10 @@ fail:
 
 /*
  * Wait for a lock in short steps: 100 us doubling to a 10 ms ceiling, up to
- * the store's busy_ms (BUSY_TIMEOUT_MS; PROBE_BUSY_MS during the readiness
- * probe) in all.  SQLite's own busy_timeout sleeps in steps of up to 100 ms,
+ * the store's busy_ms (BUSY_TIMEOUT_MS; less for the readiness probe,
+ * store.c) in all.  Only another process's lock is waited for: the writes
+ * of this process go through one writer thread (writer.c) and never wait
+ * for each other.  SQLite's own busy_timeout sleeps in steps of up to 100 ms,
  * which left a writer idle long after the lock was free (a p99 of about 0.8 s
  * for verifications under 64 concurrent clients).
  */
@@ -673,59 +714,129 @@ static int configure(struct fg_store *s, const char *path, struct fg_err *err)
 	return 0;
 }
 
-int fg_store_open(struct fg_store **out, const char *path, struct fg_err *err)
+/* The writer's connection: the WAL's size after each commit (checkpoints, writer.c). */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	struct fg_store *s = NULL;
+	struct fg_writer *w = arg;
+
+	(void)db;
+	(void)name;
+	fg_writer_want_checkpoint(w, frames >= CHECKPOINT_FRAMES ? frames : 0);
+	return SQLITE_OK;
+}
+
+static int sqlite_open(struct fg_store *s, const char *path, struct fg_err *err)
+{
 	int rc;
 
-	if (!out || !path || !*path)
+	if (!path || !*path)
 		return fg_err_set(err, FG_EINPUT, "opening the store: no database path");
 	/* Each thread has its own connection, but they share the library's state. */
 	if (!sqlite3_threadsafe())
 		return fg_err_set(err, FG_EINTERNAL, "opening '%s': libsqlite3 was built without thread support", path);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return fg_err_set(err, FG_ENOMEM, "opening '%s': out of memory", path);
 	/* NOMUTEX: a connection is never shared between threads (internal.h). */
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			     NULL);
-	if (rc != SQLITE_OK) {
-		rc = fg_err_set(err, s->db ? fg_sql_code(rc) : FG_ENOMEM, "opening database '%s': %s", path,
-				s->db ? sqlite3_errmsg(s->db) : "out of memory");
-		goto out;
-	}
+	if (rc != SQLITE_OK)
+		return fg_err_set(err, s->db ? fg_sql_code(rc) : FG_ENOMEM, "opening database '%s': %s", path,
+				  s->db ? sqlite3_errmsg(s->db) : "out of memory");
 	sqlite3_extended_result_codes(s->db, 1);
+	/* No checkpoint from a commit: the writer's checkpoint thread runs them (writer.c). */
+	sqlite3_wal_autocheckpoint(s->db, 0);
 	rc = configure(s, path, err);
 	if (!rc)
 		rc = migrate(s, path, err);
-	if (!rc) {
-		*out = s;
-		s = NULL;
-	}
-out:
-	fg_store_close(s);
 	return rc;
 }
 
-void fg_store_close(struct fg_store *s)
+static void sqlite_close(struct fg_store *s)
 {
-	if (!s)
-		return;
 	for (size_t i = 0; i < s->n_slots; i++)
 		sqlite3_finalize(s->slots[i].stmt);
+	s->n_slots = 0;
 	/* close_v2 still frees everything if a statement were somehow left behind. */
 	sqlite3_close_v2(s->db);
-	free(s);
+	s->db = NULL;
 }
 
-int fg_store_user_version(struct fg_store *s)
+/* ---- the writer's transactions ---- */
+
+static int sqlite_tx_begin(struct fg_store *s, struct fg_err *err)
 {
-	return s ? s->user_version : -1;
+	return run_sql(s, "BEGIN IMMEDIATE", err, "starting a write transaction");
+}
+
+static int sqlite_tx_commit(struct fg_store *s, struct fg_err *err)
+{
+	int rc = run_sql(s, "COMMIT", err, "committing");
+
+	if (rc && !sqlite3_get_autocommit(s->db))
+		(void)run_sql(s, "ROLLBACK", NULL, "rolling back");
+	return rc;
+}
+
+static void sqlite_tx_rollback(struct fg_store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		(void)run_sql(s, "ROLLBACK", NULL, "rolling back");
+}
+
+/* SQLITE_FULL, IOERR, NOMEM and BUSY may roll the whole transaction back under a statement. */
+static int sqlite_tx_lost(struct fg_store *s)
+{
+	return sqlite3_get_autocommit(s->db);
+}
+
+static int sqlite_sp_begin(struct fg_store *s, struct fg_err *err)
+{
+	return run_sql(s, "SAVEPOINT w", err, "starting a write");
+}
+
+static int sqlite_sp_release(struct fg_store *s, struct fg_err *err)
+{
+	return run_sql(s, "RELEASE w", err, "ending a write");
+}
+
+static void sqlite_sp_rollback(struct fg_store *s)
+{
+	if (sqlite3_get_autocommit(s->db))
+		return;
+	(void)run_sql(s, "ROLLBACK TO w", NULL, "rolling a write back");
+	(void)run_sql(s, "RELEASE w", NULL, "ending a write");
+}
+
+/*
+ * The writer's connection reports the WAL's size to its writer after each
+ * commit, and keeps WRITER_CACHE_KB of pages: writes land anywhere in a
+ * large catalog (a verification touches the verdict indexes at its
+ * artifact), and the default 2 MB cache read most of those pages again
+ * with a system call each.
+ */
+#define WRITER_CACHE_KB 32768
+
+static void sqlite_writer_attach(struct fg_store *ws, struct fg_writer *w)
+{
+	char sql[48];
+
+	sqlite3_wal_hook(ws->db, wal_hook, w);
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", WRITER_CACHE_KB);
+	(void)run_sql(ws, sql, NULL, "sizing the writer's page cache");
+}
+
+/* A PASSIVE checkpoint: copies what no reader still needs, never waits for a lock. */
+static int sqlite_checkpoint(struct fg_store *s, struct fg_err *err)
+{
+	int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+
+	/* BUSY: a reader or another checkpoint holds what it needs; the next one goes further. */
+	if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_BUSY)
+		return 0;
+	return fg_sql_fail(s, rc, err, "checkpointing");
 }
 
 /* ---- checks and counts ---- */
 
-int fg_store_check(struct fg_store *s, struct fg_err *err)
+static int sqlite_check(struct fg_store *s, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	const char *first;
@@ -756,15 +867,14 @@ static const char sql_write_probe[] =
 	"INSERT INTO write_probe (id, at) VALUES (1, " FG_SQL_NOW ")"
 	" ON CONFLICT (id) DO UPDATE SET at = excluded.at";
 
-int fg_store_probe_write(struct fg_store *s, struct fg_err *err)
+/* Runs on the writer's connection, which waits at most the probe's budget for the lock (store.c). */
+static int sqlite_probe_write(struct fg_store *s, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "write probe: no store");
-	/* A readiness probe answers in well under a second, busy or not. */
-	s->busy_ms = PROBE_BUSY_MS;
 	rc = fg_sql_begin(s, err);
 	if (!rc)
 		rc = fg_sql_get(s, sql_write_probe, &st, err);
@@ -774,11 +884,8 @@ int fg_store_probe_write(struct fg_store *s, struct fg_err *err)
 		rc = fg_sql_commit(s, err);
 	if (rc)
 		fg_sql_rollback(s);
-	s->busy_ms = BUSY_TIMEOUT_MS;
 	return rc;
 }
-
-const char *const fg_sql_probe_buckets[FG_SQL_PROBE_BUCKETS] = { "below", "low", "band", "high", "above" };
 
 static const char sql_stats[] = "SELECT dim, key, n FROM artifact_stats WHERE n <> 0";
 
@@ -793,29 +900,11 @@ int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_ve
 		return rc;
 	memset(&c, 0, sizeof(c));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *dim = (const char *)sqlite3_column_text(st, 0);
-		const char *key = (const char *)sqlite3_column_text(st, 1);
-		int64_t n = sqlite3_column_int64(st, 2);
-		cJSON *obj = NULL;
-
-		if (!dim || !key)
-			continue;
-		if (strcmp(dim, "total") == 0) {
-			c.artifacts = n;
-		} else if (strcmp(dim, "unhealthy") == 0) {
-			c.unhealthy = n;
-		} else if (strcmp(dim, "probe") == 0) {
-			for (int i = 0; i < FG_SQL_PROBE_BUCKETS; i++)
-				if (strcmp(key, fg_sql_probe_buckets[i]) == 0)
-					c.probe[i] = n;
-		} else if (strcmp(dim, "verdict") == 0) {
-			obj = by_verdict;
-		} else if (strcmp(dim, "family") == 0) {
-			obj = by_family;
-		}
-		if (obj && !cJSON_AddNumberToObject(obj, key, (double)n)) {
+		rc = fg_store_stats_row(&c, by_verdict, by_family, (const char *)sqlite3_column_text(st, 0),
+					(const char *)sqlite3_column_text(st, 1), sqlite3_column_int64(st, 2), err);
+		if (rc) {
 			fg_sql_put(st);
-			return fg_err_set(err, FG_ENOMEM, "reading artifact counts: out of memory");
+			return rc;
 		}
 	}
 	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading artifact counts");
@@ -827,7 +916,7 @@ int fg_sql_read_stats(struct fg_store *s, struct fg_sql_stats *out, cJSON *by_ve
 
 static const char sql_jobs_by_state[] = "SELECT state, count(*) FROM jobs GROUP BY state";
 
-int fg_store_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err)
+static int sqlite_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by_verdict, struct fg_err *err)
 {
 	struct fg_store_counts c;
 	struct fg_sql_stats stats;
@@ -881,3 +970,48 @@ out:
 	cJSON_Delete(verdicts);
 	return rc;
 }
+
+const struct fg_store_ops fg_sqlite_ops = {
+	.name = "sqlite",
+	.shared = 0,
+	.open = sqlite_open,
+	.close = sqlite_close,
+	.tx_begin = sqlite_tx_begin,
+	.tx_commit = sqlite_tx_commit,
+	.tx_rollback = sqlite_tx_rollback,
+	.tx_lost = sqlite_tx_lost,
+	.sp_begin = sqlite_sp_begin,
+	.sp_release = sqlite_sp_release,
+	.sp_rollback = sqlite_sp_rollback,
+	.writer_attach = sqlite_writer_attach,
+	.checkpoint = sqlite_checkpoint,
+	.job_enqueue = fg_sqlite_job_enqueue,
+	.job_claim = fg_sqlite_job_claim,
+	.job_progress = fg_sqlite_job_progress,
+	.job_finish = fg_sqlite_job_finish,
+	.job_succeed = fg_sqlite_job_succeed,
+	.job_cancel = fg_sqlite_job_cancel,
+	.job_requeue = fg_sqlite_job_requeue,
+	.job_get = fg_sqlite_job_get,
+	.job_list = fg_sqlite_job_list,
+	.jobs_recover = fg_sqlite_jobs_recover,
+	.jobs_renew = fg_sqlite_jobs_renew,
+	.jobs_reap = fg_sqlite_jobs_reap,
+	.jobs_expired = fg_sqlite_jobs_expired,
+	.artifact_put = fg_sqlite_artifact_put,
+	.artifact_get = fg_sqlite_artifact_get,
+	.artifact_by_fingerprint = fg_sqlite_artifact_by_fingerprint,
+	.artifact_resolve = fg_sqlite_artifact_resolve,
+	.artifact_list = fg_sqlite_artifact_list,
+	.verification_put = fg_sqlite_verification_put,
+	.fleet_report = fg_sqlite_fleet_report,
+	.fleet_health = fg_sqlite_fleet_health,
+	.counts = sqlite_counts,
+	.check = sqlite_check,
+	.probe_write = sqlite_probe_write,
+	.idem_claim = fg_sqlite_idem_claim,
+	.idem_finish = fg_sqlite_idem_finish,
+	.idem_release = fg_sqlite_idem_release,
+	.job_key_known = fg_sqlite_job_key_known,
+	.fleet_report_same = fg_sqlite_fleet_report_same,
+};

@@ -1,5 +1,5 @@
 /*
- * artifacts.c: artifacts and what hangs off them: the stored inspect report
+ * artifacts.c: artifacts on SQLite, and what hangs off them: the stored inspect report
  * and provenance, one verdict row per code (origin 'static' from the report,
  * 'verification' from the latest verification), the file fingerprints of
  * forged artifacts, and verification runs.
@@ -19,11 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FILE_MAX 4096       /* fingerprinted file name bytes */
-#define SHA_MAX 128         /* digest text bytes */
-#define FG_DIGEST_MAX_TEXT (SHA_MAX + 1)
-#define RUNTIME_MAX 64      /* runtime id bytes kept with a probe */
-
 /* ---- the unhealthy flag ---- */
 
 /*
@@ -32,11 +27,12 @@
  * from the verdict table).
  */
 static const char sql_refresh_health[] =
-	"UPDATE artifacts SET unhealthy ="
+	"UPDATE artifacts SET unhealthy = x.v FROM (SELECT"
 	" (EXISTS (SELECT 1 FROM verdicts WHERE artifact_id = ?1 AND origin = 'static' AND severity = 'error')"
 	"  OR coalesce((SELECT verdict FROM verifications WHERE artifact_id = ?1 ORDER BY id DESC LIMIT 1)"
-	"   = ?2, 0))"
-	" WHERE id = ?1";
+	"   = ?2, 0)) AS v) AS x"
+	/* An unchanged flag is not written: no page of the artifact's row rewritten for nothing. */
+	" WHERE id = ?1 AND unhealthy IS NOT x.v";
 
 static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 {
@@ -52,89 +48,28 @@ static int refresh_health(struct fg_store *s, int64_t id, struct fg_err *err)
 
 /* ---- storing an artifact ---- */
 
-/*
- * The report's verdicts, checked against the verdict table before anything
- * is written: a known code that a report may carry (not a verification code),
- * at the severity the table gives it.  No verdicts key: none.  Only table
- * names reach the verdicts table, which keeps listings and metrics label-safe.
- */
-static int check_verdicts(const cJSON *report, struct fg_err *err)
-{
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(report, "verdicts");
-	const cJSON *v;
-	int i = 0;
-
-	if (!list || cJSON_IsNull(list))
-		return 0;
-	if (!cJSON_IsArray(list))
-		return fg_err_set(err, FG_EINPUT, "report.verdicts is not an array");
-	cJSON_ArrayForEach(v, list) {
-		const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code"));
-		const char *sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity"));
-		const struct fg_verdict_row *row = fg_verdict_code_find(code);
-		enum fg_severity parsed;
-
-		if (!row || row->kind == FG_VK_VERIFICATION)
-			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].code is missing or not a verdict code", i);
-		if (!fg_severity_parse(sev, &parsed))
-			return fg_err_set(err, FG_EINPUT,
-					  "report.verdicts[%d].severity is not info, warning or error", i);
-		if (parsed != row->severity)
-			return fg_err_set(err, FG_EINPUT, "report.verdicts[%d].severity is %s, but %s is raised at %s",
-					  i, sev, row->name, fg_severity_name(row->severity));
-		i++;
-	}
-	return 0;
-}
-
-/*
- * provenance.files as forge writes it: {"name": "sha256hex", ...}.  Calls
- * add(name, sha) for each when add is non-NULL; with add NULL only checks.
- */
-typedef int (*file_fn)(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err);
-
-static int each_file(struct fg_store *s, int64_t id, const cJSON *provenance, file_fn add, struct fg_err *err)
-{
-	const cJSON *files = cJSON_GetObjectItemCaseSensitive(provenance, "files");
-	const cJSON *f;
-	int i = 0, rc;
-
-	if (!files || cJSON_IsNull(files))
-		return 0;
-	if (!cJSON_IsObject(files))
-		return fg_err_set(err, FG_EINPUT, "provenance.files is not an object of file name -> sha256");
-	cJSON_ArrayForEach(f, files) {
-		const char *name = f->string, *sha = cJSON_GetStringValue(f);
-
-		if (!name || !*name || strlen(name) > FILE_MAX)
-			return fg_err_set(err, FG_EINPUT, "provenance.files[%d] has no usable file name", i);
-		if (!sha || !*sha || strlen(sha) > SHA_MAX)
-			return fg_err_set(err, FG_EINPUT, "provenance.files['%s'] has no usable sha256", name);
-		if (add) {
-			rc = add(s, id, name, sha, err);
-			if (rc)
-				return rc;
-		}
-		i++;
-	}
-	return 0;
-}
+/* The artifact a fingerprint row belongs to (fg_store_each_file's ctx). */
+struct file_ctx {
+	struct fg_store *s;
+	int64_t id;
+};
 
 static const char sql_fingerprint_insert[] =
 	"INSERT INTO fingerprints (artifact_id, file, sha256) VALUES (?1, ?2, ?3)"
 	" ON CONFLICT (artifact_id, file) DO UPDATE SET sha256 = excluded.sha256";
 
-static int add_fingerprint(struct fg_store *s, int64_t id, const char *file, const char *sha, struct fg_err *err)
+static int add_fingerprint(void *ctx, const char *file, const char *sha, struct fg_err *err)
 {
+	const struct file_ctx *c = ctx;
 	sqlite3_stmt *st;
-	int rc = fg_sql_get(s, sql_fingerprint_insert, &st, err);
+	int rc = fg_sql_get(c->s, sql_fingerprint_insert, &st, err);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 1, c->id);
 	fg_sql_bind_text(st, 2, file);
 	fg_sql_bind_text(st, 3, sha);
-	return fg_sql_exec(s, st, err, "storing a file fingerprint");
+	return fg_sql_exec(c->s, st, err, "storing a file fingerprint");
 }
 
 /* A code raised for two tensor sets is one row; the first severity stays (the table fixes it per code). */
@@ -171,7 +106,7 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 		sqlite3_stmt *st;
 		int rc;
 
-		if (!rt || !*rt || strlen(rt) > RUNTIME_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
+		if (!rt || !*rt || strlen(rt) > FG_STORE_RUNTIME_MAX || !cJSON_IsNumber(probe) || !isfinite(probe->valuedouble))
 			continue;
 		rc = fg_sql_get(s, sql_probe_insert, &st, err);
 		if (rc)
@@ -188,10 +123,74 @@ static int add_probes(struct fg_store *s, int64_t id, const cJSON *report, struc
 
 static const char sql_artifact_insert[] =
 	"INSERT INTO artifacts (source, path, family, fingerprint, ok, probe_mean, head_convention, digest,"
-	" head_fingerprint, created_at)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " FG_SQL_NOW ")";
+	" head_fingerprint, created_at, job_id)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " FG_SQL_NOW ", ?10)";
 static const char sql_doc_insert[] =
 	"INSERT INTO artifact_docs (artifact_id, report, provenance, mtplx_runtime) VALUES (?1, ?2, ?3, ?4)";
+
+/* The rows of d (checked, report and provenance printed) inside the open transaction. */
+static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, int64_t job, int64_t *id,
+		       struct fg_err *err)
+{
+	const struct fg_artifact_in *a = d->in;
+	sqlite3_stmt *st = NULL;
+	struct file_ctx files;
+	const cJSON *v;
+	int64_t new_id;
+	int rc = fg_sql_get(s, sql_artifact_insert, &st, err);
+
+	if (rc)
+		return rc;
+	fg_sql_bind_text(st, 1, a->source);
+	fg_sql_bind_text(st, 2, a->path);
+	fg_sql_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
+	fg_sql_bind_text(st, 4, a->fingerprint && *a->fingerprint ? a->fingerprint : NULL);
+	sqlite3_bind_int(st, 5, a->ok != 0);
+	/* NAN means "no probe"; infinities are not a measurement either. */
+	if (isfinite(a->probe_mean))
+		sqlite3_bind_double(st, 6, a->probe_mean);
+	else
+		sqlite3_bind_null(st, 6);
+	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
+	fg_sql_bind_text(st, 8, a->digest && *a->digest ? a->digest : NULL);
+	fg_sql_bind_text(st, 9, a->head_fingerprint && *a->head_fingerprint ? a->head_fingerprint : NULL);
+	if (job > 0)
+		sqlite3_bind_int64(st, 10, job);
+	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
+	rc = fg_sql_exec(s, st, err, "inserting an artifact");
+	if (rc)
+		return rc;
+	new_id = sqlite3_last_insert_rowid(s->db);
+	rc = fg_sql_get(s, sql_doc_insert, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, new_id);
+	fg_sql_bind_text(st, 2, d->report);
+	fg_sql_bind_text(st, 3, d->provenance);
+	fg_sql_bind_text(st, 4, d->runtime);
+	rc = fg_sql_exec(s, st, err, "storing the report");
+	if (rc)
+		return rc;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a->report, "verdicts")) {
+		rc = add_verdict(s, new_id, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code")),
+				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity")), "static", err);
+		if (rc)
+			return rc;
+	}
+	if (a->provenance) {
+		files.s = s;
+		files.id = new_id;
+		rc = fg_store_each_file(a->provenance, add_fingerprint, &files, err);
+		if (rc)
+			return rc;
+	}
+	rc = add_probes(s, new_id, a->report, err);
+	if (!rc)
+		rc = refresh_health(s, new_id, err);
+	if (!rc)
+		*id = new_id;
+	return rc;
+}
 
 /*
  * The same bytes again (issue 13: one identity per artifact): the row with
@@ -203,10 +202,10 @@ static const char sql_fill_head[] =
 static const char sql_fill_runtime[] =
 	"UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1 AND mtplx_runtime IS NULL";
 
-/* 1 with *id when an artifact has digest (filled in as above), 0 when none, or FG_E*. */
-static int find_same(struct fg_store *s, const struct fg_artifact_in *a, const char *runtime, int64_t *id,
-		     struct fg_err *err)
+/* 1 with *id when an artifact has d's digest (filled in as above), 0 when none, or FG_E*. */
+static int find_same(struct fg_store *s, const struct fg_store_artifact *d, int64_t *id, struct fg_err *err)
 {
+	const struct fg_artifact_in *a = d->in;
 	sqlite3_stmt *st;
 	int64_t found;
 	int rc = fg_sql_get(s, sql_by_digest, &st, err);
@@ -234,11 +233,11 @@ static int find_same(struct fg_store *s, const struct fg_artifact_in *a, const c
 		if ((rc = fg_sql_exec(s, st, err, "filling in a head fingerprint")))
 			return rc;
 	}
-	if (runtime) {
+	if (d->runtime) {
 		if ((rc = fg_sql_get(s, sql_fill_runtime, &st, err)))
 			return rc;
 		sqlite3_bind_int64(st, 1, found);
-		fg_sql_bind_text(st, 2, runtime);
+		fg_sql_bind_text(st, 2, d->runtime);
 		if ((rc = fg_sql_exec(s, st, err, "filling in a runtime document")))
 			return rc;
 	}
@@ -246,124 +245,41 @@ static int find_same(struct fg_store *s, const struct fg_artifact_in *a, const c
 	return 1;
 }
 
-int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, int64_t *id, int *existed,
-			  struct fg_err *err)
+int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
+			      int *existed, struct fg_err *err)
 {
-	sqlite3_stmt *st = NULL;
-	char *report = NULL, *provenance = NULL, *runtime = NULL;
-	const cJSON *v;
-	int64_t new_id = 0;
-	int rc;
+	int rc = 0;
 
-	if (!s || !a || !id)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no store, artifact or output");
-	if (!a->source || !*a->source)
-		return fg_err_set(err, FG_EINPUT, "storing an artifact: no source");
-	if (!cJSON_IsObject(a->report))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the report is not a JSON object", a->source);
-	if (a->provenance && !cJSON_IsObject(a->provenance))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the provenance is not a JSON object",
-				  a->source);
-	rc = check_verdicts(a->report, err);
-	if (!rc && a->provenance)
-		rc = each_file(s, 0, a->provenance, NULL, err);
-	if (rc)
-		return fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
-	if (a->mtplx_runtime && !cJSON_IsObject(a->mtplx_runtime))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': the mtplx_runtime.json is not a JSON object",
-				  a->source);
-	if ((a->digest && strlen(a->digest) > SHA_MAX) || (a->head_fingerprint && strlen(a->head_fingerprint) > SHA_MAX))
-		return fg_err_set(err, FG_EINPUT, "storing artifact '%s': a digest or fingerprint over %d bytes",
-				  a->source, SHA_MAX);
-	if (existed)
-		*existed = 0;
-	report = cJSON_PrintUnformatted(a->report);
-	provenance = a->provenance ? cJSON_PrintUnformatted(a->provenance) : NULL;
-	runtime = a->mtplx_runtime ? cJSON_PrintUnformatted(a->mtplx_runtime) : NULL;
-	if (!report || (a->provenance && !provenance) || (a->mtplx_runtime && !runtime)) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-
-	rc = fg_sql_begin(s, err);
-	if (rc)
-		goto out;
+	*existed = 0;
 	/* Inside the write lock: two stores of the same bytes serialise, the second finds the first. */
-	if (a->digest && *a->digest) {
-		rc = find_same(s, a, runtime, &new_id, err);
+	if (a->in->digest && *a->in->digest) {
+		rc = find_same(s, a, id, err);
 		if (rc == 1) {
-			rc = fg_sql_commit(s, err);
-			if (!rc) {
-				*id = new_id;
-				if (existed)
-					*existed = 1;
-			}
-			goto out;
+			*existed = 1;
+			return 0;
 		}
-		if (rc)
-			goto out;
 	}
-	rc = fg_sql_get(s, sql_artifact_insert, &st, err);
-	if (rc)
-		goto out;
-	fg_sql_bind_text(st, 1, a->source);
-	fg_sql_bind_text(st, 2, a->path);
-	fg_sql_bind_text(st, 3, a->family && *a->family ? a->family : "unknown");
-	fg_sql_bind_text(st, 4, a->fingerprint && *a->fingerprint ? a->fingerprint : NULL);
-	sqlite3_bind_int(st, 5, a->ok != 0);
-	/* NAN means "no probe"; infinities are not a measurement either. */
-	if (isfinite(a->probe_mean))
-		sqlite3_bind_double(st, 6, a->probe_mean);
-	else
-		sqlite3_bind_null(st, 6);
-	fg_sql_bind_text(st, 7, a->head_convention && *a->head_convention ? a->head_convention : NULL);
-	fg_sql_bind_text(st, 8, a->digest && *a->digest ? a->digest : NULL);
-	fg_sql_bind_text(st, 9, a->head_fingerprint && *a->head_fingerprint ? a->head_fingerprint : NULL);
-	/* last_insert_rowid rather than RETURNING, which buffers its row in a temporary table. */
-	rc = fg_sql_exec(s, st, err, "inserting an artifact");
-	st = NULL;
-	if (rc)
-		goto out;
-	new_id = sqlite3_last_insert_rowid(s->db);
-	rc = fg_sql_get(s, sql_doc_insert, &st, err);
-	if (rc)
-		goto out;
-	sqlite3_bind_int64(st, 1, new_id);
-	fg_sql_bind_text(st, 2, report);
-	fg_sql_bind_text(st, 3, provenance);
-	fg_sql_bind_text(st, 4, runtime);
-	rc = fg_sql_exec(s, st, err, "storing the report");
-	st = NULL;
-	if (rc)
-		goto out;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a->report, "verdicts")) {
-		rc = add_verdict(s, new_id, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "code")),
-				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "severity")), "static", err);
-		if (rc)
-			goto out;
-	}
-	if (a->provenance) {
-		rc = each_file(s, new_id, a->provenance, add_fingerprint, err);
-		if (rc)
-			goto out;
-	}
-	rc = add_probes(s, new_id, a->report, err);
 	if (!rc)
-		rc = refresh_health(s, new_id, err);
+		rc = insert_rows(s, a, job, id, err);
+	return rc ? fg_err_prefix(err, rc, "storing artifact '%s': ", a->in->source) : 0;
+}
+
+int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a, int64_t *id, int *existed,
+			   struct fg_err *err)
+{
+	int64_t new_id = 0;
+	int rc = fg_sql_begin(s, err);
+
+	if (!rc)
+		rc = fg_sqlite_artifact_insert(s, a, 0, &new_id, existed, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
-	if (!rc)
-		*id = new_id;
-out:
-	fg_sql_put(st);
 	if (rc) {
 		fg_sql_rollback(s);
-		fg_err_prefix(err, rc, "storing artifact '%s': ", a->source);
+		return rc;
 	}
-	cJSON_free(report);
-	cJSON_free(provenance);
-	cJSON_free(runtime);
-	return rc;
+	*id = new_id;
+	return 0;
 }
 
 /* ---- reading one artifact ---- */
@@ -469,7 +385,7 @@ static int fleet_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 	return add_text(item, "reported_at", st, 4) ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
 }
 
-int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
 {
 	static const struct {
 		const char *key;
@@ -592,7 +508,7 @@ out:
 static const char sql_artifact_by_fingerprint[] =
 	"SELECT max(id) FROM artifacts WHERE head_fingerprint = ?1 OR fingerprint = ?1";
 
-int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
+int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -618,20 +534,6 @@ int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint
 
 /* ---- resolving what a fleet report names ---- */
 
-static const char *const match_names[] = {
-	[FG_MATCH_ID] = "id",
-	[FG_MATCH_DIGEST] = "digest",
-	[FG_MATCH_HEAD_FINGERPRINT] = "head_fingerprint",
-	[FG_MATCH_LEGACY_FINGERPRINT] = "fingerprint",
-};
-
-const char *fg_artifact_match_name(enum fg_artifact_match m)
-{
-	return (unsigned)m < sizeof(match_names) / sizeof(match_names[0]) ? match_names[m] : "unknown";
-}
-
-#define CANDIDATES_MAX 50   /* candidates a 409 lists */
-
 /*
  * Every artifact key names, by each identity in turn (column 7 says which:
  * 1 digest, 2 head fingerprint, 3 legacy fingerprint), or the one want_id
@@ -647,156 +549,52 @@ static const char sql_resolve[] =
 	"  WHERE id = ?2"
 	" LIMIT 200";
 
-struct found {
-	int64_t id;
-	int by;              /* 0 id, 1 digest, 2 head, 3 legacy */
-	char digest[FG_DIGEST_MAX_TEXT];
-};
-
-static int candidate_json(cJSON *arr, sqlite3_stmt *st)
+int fg_sqlite_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
+			       int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
+			       struct fg_err *err)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !cJSON_AddItemToArray(arr, o)) {
-		cJSON_Delete(o);
-		return 0;
-	}
-	return cJSON_AddNumberToObject(o, "artifact_id", (double)sqlite3_column_int64(st, 0)) &&
-	       add_text(o, "digest", st, 1) && add_text(o, "head_fingerprint", st, 2) &&
-	       add_text(o, "fingerprint", st, 3) && add_text(o, "source", st, 4) && add_text(o, "path", st, 5) &&
-	       add_text(o, "created_at", st, 6);
-}
-
-int fg_store_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id,
-			      int64_t *id, enum fg_artifact_match *how, int *ambiguous, cJSON **candidates,
-			      struct fg_err *err)
-{
-	struct found by_id = { 0 }, by_digest = { 0 }, *fp = NULL;
-	size_t n_fp = 0, cap = 0;
-	cJSON *list = NULL;
+	struct fg_store_resolver r;
 	sqlite3_stmt *st;
-	int64_t pick = 0;
-	int rc, conflict = 0, amb = 0;
+	int rc = fg_store_resolver_init(&r, err);
 
-	if (!s || !id || !how || (!key && want_id <= 0))
-		return fg_err_set(err, FG_EINPUT, "resolving an artifact: no store, key or output");
-	if (key && (!*key || strlen(key) > SHA_MAX))
-		return fg_err_set(err, FG_EINPUT, "resolving an artifact: the key is empty or over %d bytes", SHA_MAX);
-	if (ambiguous)
-		*ambiguous = 0;
-	if (candidates)
-		*candidates = NULL;
-	list = cJSON_CreateArray();
-	if (!list)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	/* One snapshot: the candidates listed are the ones the decision saw. */
 	rc = fg_sql_begin_read(s, err);
-	if (rc)
-		goto out;
-	rc = fg_sql_get(s, sql_resolve, &st, err);
-	if (rc)
-		goto out;
+	if (!rc)
+		rc = fg_sql_get(s, sql_resolve, &st, err);
+	if (rc) {
+		fg_sql_rollback(s);
+		fg_store_resolver_free(&r);
+		return rc;
+	}
 	fg_sql_bind_text(st, 1, key ? key : "");
 	sqlite3_bind_int64(st, 2, want_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct found f = { .id = sqlite3_column_int64(st, 0), .by = sqlite3_column_int(st, 7) };
-		int seen = 0;
+		struct fg_store_resolve_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.by = sqlite3_column_int(st, 7),
+			.digest = (const char *)sqlite3_column_text(st, 1),
+			.head_fingerprint = (const char *)sqlite3_column_text(st, 2),
+			.fingerprint = (const char *)sqlite3_column_text(st, 3),
+			.source = (const char *)sqlite3_column_text(st, 4),
+			.path = (const char *)sqlite3_column_text(st, 5),
+			.created_at = (const char *)sqlite3_column_text(st, 6),
+		};
 
-		fg_sql_column_copy(st, 1, f.digest, sizeof(f.digest));
-		if (f.by == 0) {
-			by_id = f;
-			continue;
-		}
-		if (f.by == 1) {
-			by_digest = f;
-			continue;
-		}
-		for (size_t i = 0; i < n_fp; i++)
-			seen |= fp[i].id == f.id;
-		if (seen)
-			continue;
-		if (n_fp == cap) {
-			struct found *g = realloc(fp, (cap ? cap * 2 : 8) * sizeof(*fp));
-
-			if (!g) {
-				fg_sql_put(st);
-				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-				goto out;
-			}
-			fp = g;
-			cap = cap ? cap * 2 : 8;
-		}
-		fp[n_fp++] = f;
-		if (cJSON_GetArraySize(list) < CANDIDATES_MAX && !candidate_json(list, st)) {
-			fg_sql_put(st);
-			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-			goto out;
-		}
+		if ((rc = fg_store_resolver_row(&r, &row, err)) != 0)
+			break;
 	}
-	fg_sql_put(st);
-	if (rc != SQLITE_DONE) {
+	/* rc: SQLITE_DONE, a SQLite failure (> 0), or the resolver's FG_E* (< 0). */
+	if (rc > 0 && rc != SQLITE_DONE)
 		rc = fg_sql_fail(s, rc, err, "resolving an artifact");
-		goto out;
-	}
-	rc = 0;
-	if (want_id > 0 && !by_id.id) {
-		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact %lld", (long long)want_id);
-		goto out;
-	}
-	if (!key) {
-		/* By id; a digest beside it must be that artifact's. */
-		pick = by_id.id;
-		*how = FG_MATCH_ID;
-		conflict = digest && strcmp(by_id.digest, digest) != 0;
-	} else if (by_digest.id) {
-		/* A digest names one artifact: what else the report says must agree with it. */
-		pick = by_digest.id;
-		*how = FG_MATCH_DIGEST;
-		conflict = (want_id > 0 && want_id != pick) || (digest && strcmp(digest, key) != 0);
-	} else if (n_fp == 0) {
-		rc = fg_err_set(err, FG_ENOTFOUND, "no artifact has digest or fingerprint '%s'", key);
-		goto out;
-	} else if (!digest && want_id <= 0) {
-		if (n_fp > 1) {
-			conflict = amb = 1;
-			rc = fg_err_set(err, FG_ECONFLICT,
-					"fingerprint '%s' is shared by %zu artifacts: name the artifact's digest or id too",
-					key, n_fp);
-			goto out;
-		}
-		pick = fp[0].id;
-		*how = fp[0].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
-	} else {
-		/* Narrowed by the digest and/or the id: a digest or an id is one artifact at most. */
-		for (size_t i = 0; i < n_fp; i++) {
-			if ((digest && strcmp(fp[i].digest, digest) != 0) || (want_id > 0 && fp[i].id != want_id))
-				continue;
-			pick = fp[i].id;
-			*how = fp[i].by == 2 ? FG_MATCH_HEAD_FINGERPRINT : FG_MATCH_LEGACY_FINGERPRINT;
-		}
-		conflict = !pick;
-	}
-	if (conflict) {
-		rc = fg_err_set(err, FG_ECONFLICT, "the report names different artifacts: %s%s%s%s%s%s%lld",
-				key ? "'" : "", key ? key : "", key ? "'" : "", digest ? ", digest " : "",
-				digest ? digest : "", want_id > 0 ? ", id " : ", artifact ",
-				(long long)(want_id > 0 ? want_id : pick));
-		goto out;
-	}
-	*id = pick;
-out:
-	if (rc == FG_ECONFLICT && conflict) {
-		if (ambiguous)
-			*ambiguous = amb;
-		if (candidates) {
-			*candidates = list;
-			list = NULL;
-		}
-	}
+	fg_sql_put(st);
 	fg_sql_rollback(s);
-	cJSON_Delete(list);
-	free(fp);
-	return rc;
+	if (rc != SQLITE_DONE) {
+		fg_store_resolver_free(&r);
+		return rc;
+	}
+	return fg_store_resolver_decide(&r, key, digest, want_id, id, how, ambiguous, candidates, err);
 }
 
 /* ---- listing ---- */
@@ -845,7 +643,7 @@ static int list_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
 	return 0;
 }
 
-int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
+int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char *family, int64_t cursor, int limit,
 			   cJSON **out, int64_t *next, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -938,40 +736,14 @@ static const char sql_verification_insert[] =
 static const char sql_verdicts_drop_verification[] =
 	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
 
-int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			      int64_t *id, struct fg_err *err)
+int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
+			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
+			       struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	char *result_text = NULL;
-	const struct fg_verdict_row *row;
-	const char *verdict, *sev;
-	enum fg_severity parsed;
-	cJSON *rows;
+	const char *verdict = row->name;
 	int64_t new_id = 0;
 	int rc;
-
-	if (!s || !rows_json || !result)
-		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rows = cJSON_Parse(rows_json);
-	if (!rows)
-		return fg_err_set(err, FG_EINPUT, "storing a verification of artifact %lld: the rows are not JSON",
-				  (long long)artifact_id);
-	cJSON_Delete(rows);
-	row = fg_verdict_code_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict")));
-	if (!row || row->kind != FG_VK_VERIFICATION)
-		return fg_err_set(err, FG_EINPUT,
-				  "storing a verification of artifact %lld: result.verdict is missing or not a verification code",
-				  (long long)artifact_id);
-	/* The severity is the table's; a result that says otherwise is refused. */
-	sev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "severity"));
-	if (sev && (!fg_severity_parse(sev, &parsed) || parsed != row->severity))
-		return fg_err_set(err, FG_EINPUT,
-				  "storing a verification of artifact %lld: result.severity '%.20s' is not %s's %s",
-				  (long long)artifact_id, sev, row->name, fg_severity_name(row->severity));
-	verdict = row->name;
-	result_text = cJSON_PrintUnformatted(result);
-	if (!result_text)
-		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
 
 	rc = fg_sql_begin(s, err);
 	if (rc)
@@ -1017,6 +789,5 @@ out:
 		if (rc != FG_ENOTFOUND)
 			fg_err_prefix(err, rc, "storing a verification of artifact %lld: ", (long long)artifact_id);
 	}
-	cJSON_free(result_text);
 	return rc;
 }

@@ -1,11 +1,15 @@
 /*
- * jobs.c: the durable job queue.  A job is a row that moves queued ->
- * running -> succeeded | failed | cancelled; workers of any number of
- * processes claim the oldest queued row with one UPDATE ... RETURNING inside
- * BEGIN IMMEDIATE, so the write lock makes every claim see the claims before
- * it and no job is handed out twice.  The running row carries its worker
- * ("INSTANCE/N") and a heartbeat, which is what start-up recovery reads to
- * tell a job whose worker died from one still in progress.
+ * jobs.c: the durable job queue on SQLite.  A job is a row that moves
+ * queued -> running -> succeeded | failed | cancelled; workers of any number
+ * of processes claim the oldest queued row with one UPDATE ... RETURNING
+ * inside BEGIN IMMEDIATE, so the write lock makes every claim see the claims
+ * before it and no job is handed out twice.  The running row carries its
+ * worker ("INSTANCE/N"), its owner (the instance), a heartbeat and a lease
+ * expiry: start-up recovery reads the first three to tell a job whose
+ * worker died from one still in progress, and any worker's reaper takes
+ * back a job whose lease expired.  Calls about a running job may name the
+ * worker that claimed it; they then change nothing when another worker
+ * holds it now.
  *
  * Idempotency keys are a UNIQUE column checked and written in the same
  * IMMEDIATE transaction: two clients racing with one key serialise on the
@@ -23,179 +27,6 @@
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
 	"created_at, updated_at, refusal, verdicts, asked"
-
-#define KEY_MAX 255        /* idempotency key bytes */
-#define HASH_MAX 128       /* body digest bytes (hex SHA-256 is 64) */
-#define WORKER_MAX 128
-#define STAGE_MAX (sizeof(((struct fg_job *)0)->stage) - 1)
-
-static const char *const state_names[] = {
-	[FG_JOB_QUEUED] = "queued",
-	[FG_JOB_RUNNING] = "running",
-	[FG_JOB_SUCCEEDED] = "succeeded",
-	[FG_JOB_FAILED] = "failed",
-	[FG_JOB_CANCELLED] = "cancelled",
-};
-
-#define N_STATES ((int)(sizeof(state_names) / sizeof(state_names[0])))
-_Static_assert(N_STATES == FG_JOB_STATES, "a name for every job state");
-
-const char *fg_job_state_name(enum fg_job_state s)
-{
-	if ((unsigned)s < (unsigned)N_STATES)
-		return state_names[s];
-	return "unknown";
-}
-
-int fg_job_state_parse(const char *name, enum fg_job_state *out)
-{
-	if (!name || !out)
-		return FG_EINPUT;
-	for (int i = 0; i < N_STATES; i++) {
-		if (strcmp(name, state_names[i]) == 0) {
-			*out = (enum fg_job_state)i;
-			return 0;
-		}
-	}
-	return FG_EINPUT;
-}
-
-void fg_job_release(struct fg_job *job)
-{
-	if (!job)
-		return;
-	free(job->params);
-	free(job->verdicts);
-	free(job->asked);
-	job->params = job->verdicts = job->asked = NULL;
-}
-
-/* {code, severity, detail} of the refusal that failed job, or JSON null; NULL when out of memory. */
-static cJSON *refusal_json(const struct fg_job *job)
-{
-	const struct fg_verdict_row *row = job->refusal;
-	cJSON *o;
-
-	if (!row)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	if (o && (!cJSON_AddStringToObject(o, "code", row->name) ||
-		  !cJSON_AddStringToObject(o, "severity", fg_severity_name(row->severity)) ||
-		  !cJSON_AddStringToObject(o, "detail", job->error))) {
-		cJSON_Delete(o);
-		o = NULL;
-	}
-	return o;
-}
-
-/* The error a person reads: a refusal's detail is led by its code. */
-static int add_error(cJSON *o, const struct fg_job *job)
-{
-	const struct fg_verdict_row *row = job->refusal;
-	char text[sizeof(job->error) + 80];
-
-	if (!job->error[0] && !row)
-		return cJSON_AddNullToObject(o, "error") != NULL;
-	if (!row)
-		return cJSON_AddStringToObject(o, "error", job->error) != NULL;
-	snprintf(text, sizeof(text), "%s: %s", row->name, job->error);
-	return cJSON_AddStringToObject(o, "error", text) != NULL;
-}
-
-/* Parsed JSON text, or a fresh copy of fallback's kind when the text is absent or not JSON. */
-static cJSON *parse_or(const char *text, int array)
-{
-	cJSON *j = text ? cJSON_Parse(text) : NULL;
-
-	if (j && (array ? cJSON_IsArray(j) : cJSON_IsObject(j)))
-		return j;
-	cJSON_Delete(j);
-	return array ? cJSON_CreateArray() : cJSON_CreateObject();
-}
-
-static int add_str_or_null(cJSON *o, const char *key, const char *s)
-{
-	return (s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)) != NULL;
-}
-
-/*
- * What was asked: the client's spelling (asked) beside what the queue
- * holds (params: paths confined), defaults filled in (allow_requantize
- * false unless asked).  A job stored before
- * issue 13 has no asked: its source as named is then the stored one.
- */
-static cJSON *request_json(const struct fg_job *job)
-{
-	cJSON *params = parse_or(job->params, 0), *asked = parse_or(job->asked, 0), *o = cJSON_CreateObject();
-	const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "source"));
-	const char *bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "backbone"));
-	const char *named = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "source"));
-	const char *named_bb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(asked, "backbone"));
-	const char *target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "target"));
-	const char *quant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "quant"));
-	int ok = params && asked && o;
-
-	ok = ok && add_str_or_null(o, "source", named ? named : src) && add_str_or_null(o, "source_resolved", src) &&
-	     add_str_or_null(o, "backbone", named_bb ? named_bb : bb) && add_str_or_null(o, "backbone_resolved", bb) &&
-	     cJSON_AddStringToObject(o, "target", target ? target : FG_FORGE_DEFAULT_TARGET) &&
-	     cJSON_AddStringToObject(o, "quant", quant ? quant : "keep") &&
-	     add_str_or_null(o, "out", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "out"))) &&
-	     cJSON_AddBoolToObject(o, "allow_requantize",
-				   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "allow_requantize")));
-	cJSON_Delete(params);
-	cJSON_Delete(asked);
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-cJSON *fg_job_json(const struct fg_job *job)
-{
-	cJSON *o, *refusal, *item;
-	char url[48];
-
-	if (!job)
-		return NULL;
-	o = cJSON_CreateObject();
-	if (!o)
-		return NULL;
-	if (!cJSON_AddNumberToObject(o, "id", (double)job->id) ||
-	    !cJSON_AddStringToObject(o, "kind", job->kind) ||
-	    !cJSON_AddStringToObject(o, "state", fg_job_state_name(job->state)) ||
-	    !cJSON_AddStringToObject(o, "stage", job->stage) ||
-	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_error(o, job))
-		goto fail;
-	refusal = refusal_json(job);
-	if (!refusal || !cJSON_AddItemToObject(o, "refusal", refusal)) {
-		cJSON_Delete(refusal); /* not o's when the add failed */
-		goto fail;
-	}
-	if (!(job->artifact_id > 0 ? cJSON_AddNumberToObject(o, "artifact_id", (double)job->artifact_id)
-				   : cJSON_AddNullToObject(o, "artifact_id")) ||
-	    !cJSON_AddStringToObject(o, "created_at", job->created_at) ||
-	    !cJSON_AddStringToObject(o, "updated_at", job->updated_at))
-		goto fail;
-	/* Issue 13, new fields: the verdicts as data, the artifact's link, what was asked. */
-	item = parse_or(job->verdicts, 1);
-	if (!item || !cJSON_AddItemToObject(o, "verdicts", item)) {
-		cJSON_Delete(item);
-		goto fail;
-	}
-	snprintf(url, sizeof(url), "/v1/artifacts/%lld", (long long)job->artifact_id);
-	if (!add_str_or_null(o, "artifact_url", job->artifact_id > 0 ? url : NULL))
-		goto fail;
-	item = request_json(job);
-	if (!item || !cJSON_AddItemToObject(o, "request", item)) {
-		cJSON_Delete(item);
-		goto fail;
-	}
-	return o;
-fail:
-	cJSON_Delete(o);
-	return NULL;
-}
 
 /* Fill *out from the JOB_COLS of st's current row (starting at column first). */
 static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_err *err)
@@ -260,10 +91,16 @@ static int step_job(struct fg_store *s, sqlite3_stmt *st, struct fg_job *out, st
 	return 1;
 }
 
-/* Why an UPDATE guarded by "state = 'running'" changed nothing: no such job, or not running. */
-static int not_running(struct fg_store *s, int64_t id, const char *what, struct fg_err *err)
+/* SQL time lease_seconds (?N) from now. */
+#define LEASE_AT(n) "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || " n " || ' seconds')"
+
+/*
+ * Why an UPDATE guarded by "state = 'running'" (and the worker, when given)
+ * changed nothing: no such job, not running, or another worker holds it.
+ */
+static int not_running(struct fg_store *s, int64_t id, const char *worker, const char *what, struct fg_err *err)
 {
-	static const char sql[] = "SELECT state FROM jobs WHERE id = ?1";
+	static const char sql[] = "SELECT state, worker FROM jobs WHERE id = ?1";
 	sqlite3_stmt *st;
 	int rc = fg_sql_get(s, sql, &st, err);
 
@@ -273,6 +110,10 @@ static int not_running(struct fg_store *s, int64_t id, const char *what, struct 
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		rc = fg_err_set(err, FG_ENOTFOUND, "%s job %lld: no such job", what, (long long)id);
+	else if (rc == SQLITE_ROW && worker && strcmp((const char *)sqlite3_column_text(st, 0), "running") == 0)
+		rc = fg_err_set(err, FG_ECONFLICT, "%s job %lld: the job is held by %s now, not %s (its lease expired)",
+				what, (long long)id,
+				sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "nobody", worker);
 	else if (rc == SQLITE_ROW)
 		rc = fg_err_set(err, FG_ECONFLICT, "%s job %lld: the job is %s, not running", what, (long long)id,
 				(const char *)sqlite3_column_text(st, 0));
@@ -280,17 +121,6 @@ static int not_running(struct fg_store *s, int64_t id, const char *what, struct 
 		rc = fg_sql_fail(s, rc, err, what);
 	fg_sql_put(st);
 	return rc;
-}
-
-static int check_text(const char *text, size_t max, int required, const char *name, struct fg_err *err)
-{
-	if (!text)
-		return required ? fg_err_set(err, FG_EINPUT, "%s is missing", name) : 0;
-	if (required && !*text)
-		return fg_err_set(err, FG_EINPUT, "%s is empty", name);
-	if (strlen(text) > max)
-		return fg_err_set(err, FG_EINPUT, "%s is longer than %zu bytes", name, max);
-	return 0;
 }
 
 /* ---- enqueue ---- */
@@ -339,40 +169,18 @@ out:
 	return rc;
 }
 
-int fg_store_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
-			 const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
-			 struct fg_err *err)
+int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *params_json, const char *asked_json,
+			  const char *idem_key, const char *body_sha256, int queue_cap, struct fg_job *out, int *replayed,
+			  struct fg_err *err)
 {
 	struct fg_job j;
 	sqlite3_stmt *st = NULL;
-	cJSON *parsed;
 	int rc;
 
 	memset(&j, 0, sizeof(j));
-	if (!s || !out)
-		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store or no output");
-	rc = check_text(kind, sizeof(j.kind) - 1, 1, "job kind", err);
-	if (!rc)
-		rc = check_text(idem_key, KEY_MAX, 0, "idempotency key", err);
-	if (!rc && idem_key)
-		rc = check_text(body_sha256, HASH_MAX, 1, "request body digest", err);
-	if (rc)
-		return rc;
-	if (idem_key && !*idem_key)
-		return fg_err_set(err, FG_EINPUT, "idempotency key is empty");
-	if (!params_json)
-		params_json = "{}";
-	/* Stored params are parsed by workers later; refuse now what they could not read. */
-	parsed = cJSON_Parse(params_json);
-	if (!parsed)
-		return fg_err_set(err, FG_EINPUT, "job parameters are not JSON");
-	cJSON_Delete(parsed);
-	parsed = asked_json ? cJSON_Parse(asked_json) : NULL;
-	if (asked_json && !cJSON_IsObject(parsed)) {
-		cJSON_Delete(parsed);
-		return fg_err_set(err, FG_EINPUT, "the job's request as asked is not a JSON object");
-	}
-	cJSON_Delete(parsed);
+	/* Checked by store.c before it queued (fg_store_check_enqueue). */
+	if (!s || !out || !kind || !params_json)
+		return fg_err_set(err, FG_EINPUT, "enqueueing a job: no store, kind, parameters or output");
 
 	rc = fg_sql_begin(s, err);
 	if (rc)
@@ -444,23 +252,26 @@ out:
 /* ---- the worker's side ---- */
 
 static const char sql_job_claim[] =
-	"UPDATE jobs SET state = 'running', worker = ?1, stage = '', progress = 0,"
-	" heartbeat_at = " FG_SQL_NOW ", updated_at = " FG_SQL_NOW
+	"UPDATE jobs SET state = 'running', worker = ?1, owner = ?2, stage = '', progress = 0,"
+	" heartbeat_at = " FG_SQL_NOW ", lease_until = " LEASE_AT("?3") ", updated_at = " FG_SQL_NOW
 	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1)"
 	" RETURNING " JOB_COLS;
 
-int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *out, struct fg_err *err)
+int fg_sqlite_job_claim(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
+			struct fg_err *err)
 {
 	struct fg_job j;
 	sqlite3_stmt *st = NULL;
+	char owner[FG_STORE_WORKER_MAX + 1];
 	int rc, got;
 
 	memset(&j, 0, sizeof(j));
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "claiming a job: no store or no output");
-	rc = check_text(worker, WORKER_MAX, 1, "worker name", err);
+	rc = fg_store_check_text(worker, FG_STORE_WORKER_MAX, 1, "worker name", err);
 	if (rc)
 		return rc;
+	fg_store_worker_instance(worker, owner, sizeof(owner));
 	rc = fg_sql_begin(s, err);
 	if (rc)
 		return fg_err_prefix(err, rc, "claiming a job: ");
@@ -468,6 +279,8 @@ int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *ou
 	if (rc)
 		goto out;
 	fg_sql_bind_text(st, 1, worker);
+	fg_sql_bind_text(st, 2, owner);
+	sqlite3_bind_int(st, 3, lease_seconds);
 	got = step_job(s, st, &j, err, "claiming a job");
 	if (got < 0) {
 		rc = got;
@@ -490,9 +303,11 @@ out:
 
 static const char sql_job_progress[] =
 	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3,"
-	" heartbeat_at = " FG_SQL_NOW ", updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
+	" heartbeat_at = " FG_SQL_NOW ", lease_until = " LEASE_AT("?5") ", updated_at = " FG_SQL_NOW
+	" WHERE id = ?1 AND state = 'running' AND (?4 IS NULL OR worker = ?4)";
 
-int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, double progress, struct fg_err *err)
+int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
+			   int lease_seconds, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -502,7 +317,7 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 	if (!(progress >= 0.0 && progress <= 1.0))
 		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: progress %g is outside 0..1",
 				  (long long)id, progress);
-	rc = check_text(stage, STAGE_MAX, 0, "job stage", err);
+	rc = fg_store_check_text(stage, FG_STORE_STAGE_MAX, 0, "job stage", err);
 	if (rc)
 		return rc;
 	rc = fg_sql_get(s, sql_job_progress, &st, err);
@@ -511,35 +326,33 @@ int fg_store_job_progress(struct fg_store *s, int64_t id, const char *stage, dou
 	sqlite3_bind_int64(st, 1, id);
 	fg_sql_bind_text(st, 2, stage);
 	sqlite3_bind_double(st, 3, progress);
+	fg_sql_bind_text(st, 4, worker);
+	sqlite3_bind_int(st, 5, lease_seconds);
 	rc = fg_sql_exec(s, st, err, "reporting job progress");
 	if (rc)
 		return rc;
 	if (sqlite3_changes(s->db) == 0)
-		return not_running(s, id, "reporting progress of", err);
+		return not_running(s, id, worker, "reporting progress of", err);
 	return 0;
 }
 
 static const char sql_job_finish[] =
-	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5, verdicts = ?6,"
+	"UPDATE jobs SET state = ?2, error = ?3, artifact_id = ?4, refusal = ?5, verdicts = ?7,"
 	" progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 ELSE progress END,"
-	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running'";
+	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running' AND (?6 IS NULL OR worker = ?6)";
 
-/* fg_store_job_finish and fg_store_job_fail: refusal is a table row or NULL. */
-static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
-		      const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
-		      struct fg_err *err)
+int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
+			 const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
+			 struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "finishing a job: no store");
-	if (state != FG_JOB_SUCCEEDED && state != FG_JOB_FAILED && state != FG_JOB_CANCELLED)
-		return fg_err_set(err, FG_EINPUT, "finishing job %lld: '%s' is not a final state", (long long)id,
-				  fg_job_state_name(state));
-	if (artifact_id < 0)
-		return fg_err_set(err, FG_EINPUT, "finishing job %lld: artifact id %lld is negative", (long long)id,
-				  (long long)artifact_id);
+	rc = fg_store_check_finish(id, state, artifact_id, err);
+	if (rc)
+		return rc;
 	rc = fg_sql_get(s, sql_job_finish, &st, err);
 	if (rc)
 		return rc;
@@ -551,7 +364,8 @@ static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, c
 	else
 		sqlite3_bind_null(st, 4);
 	fg_sql_bind_text(st, 5, refusal ? refusal->name : NULL);
-	fg_sql_bind_text(st, 6, verdicts);
+	fg_sql_bind_text(st, 6, worker);
+	fg_sql_bind_text(st, 7, verdicts);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
 		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no artifact %lld", (long long)id,
@@ -566,36 +380,78 @@ static int finish_job(struct fg_store *s, int64_t id, enum fg_job_state state, c
 	}
 	fg_sql_put(st);
 	if (sqlite3_changes(s->db) == 0)
-		return not_running(s, id, "finishing", err);
+		return not_running(s, id, worker, "finishing", err);
 	return 0;
 }
 
-int fg_store_job_finish(struct fg_store *s, int64_t id, enum fg_job_state state, const char *error,
-			int64_t artifact_id, struct fg_err *err)
-{
-	return finish_job(s, id, state, error, NULL, NULL, artifact_id, err);
-}
+/* The job, and its artifact when it succeeded already: its own row, or the same bytes stored before it. */
+static const char sql_job_for_success[] =
+	"SELECT j.state, j.worker, coalesce((SELECT a.id FROM artifacts a WHERE a.job_id = j.id),"
+	" CASE WHEN j.state = 'succeeded' THEN j.artifact_id END) FROM jobs j WHERE j.id = ?1";
+static const char sql_job_succeed[] =
+	"UPDATE jobs SET state = 'succeeded', error = '', artifact_id = ?2, refusal = NULL, progress = 1.0,"
+	" updated_at = " FG_SQL_NOW " WHERE id = ?1";
 
-int fg_store_job_fail(struct fg_store *s, int64_t id, const struct fg_err *cause, const cJSON *verdicts,
-		      struct fg_err *err)
+int fg_sqlite_job_succeed(struct fg_store *s, int64_t id, const char *worker, const struct fg_store_artifact *a,
+			  int64_t *artifact_id, int *existed, struct fg_err *err)
 {
-	int verdict = fg_err_refusal(cause);
-	const struct fg_verdict_row *row = fg_verdict_row(verdict);
-	char *text;
+	sqlite3_stmt *st = NULL;
+	char state[16] = "", holder[FG_STORE_WORKER_MAX + 1] = "";
+	int64_t existing = 0, aid = 0;
 	int rc;
 
-	if (!cause)
-		return fg_err_set(err, FG_EINPUT, "failing job %lld: no cause", (long long)id);
-	if (verdict != FG_ERR_NO_VERDICT && !row)
-		return fg_err_set(err, FG_EINPUT, "failing job %lld: %d is not a verdict code", (long long)id,
-				  verdict);
-	if (verdicts && !cJSON_IsArray(verdicts))
-		return fg_err_set(err, FG_EINPUT, "failing job %lld: the verdicts are not an array", (long long)id);
-	text = verdicts ? cJSON_PrintUnformatted(verdicts) : NULL;
-	if (verdicts && !text)
-		return fg_err_set(err, FG_ENOMEM, "failing job %lld: out of memory", (long long)id);
-	rc = finish_job(s, id, FG_JOB_FAILED, cause->msg, row, text, 0, err);
-	cJSON_free(text);
+	if (!s || !a || !artifact_id)
+		return fg_err_set(err, FG_EINPUT, "finishing a job: no store, artifact or output");
+	rc = fg_sql_begin(s, err);
+	if (rc)
+		return fg_err_prefix(err, rc, "finishing job %lld: ", (long long)id);
+	rc = fg_sql_get(s, sql_job_for_success, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "finishing job %lld: no such job", (long long)id);
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fg_sql_fail(s, rc, err, "finishing a job");
+		goto out;
+	}
+	fg_sql_column_copy(st, 0, state, sizeof(state));
+	fg_sql_column_copy(st, 1, holder, sizeof(holder));
+	existing = sqlite3_column_int64(st, 2);
+	fg_sql_put(st);
+	st = NULL;
+	if (existing) {
+		/* Stored already (this call is a retry): the same artifact, nothing new. */
+		rc = fg_sql_commit(s, err);
+		if (!rc)
+			*artifact_id = existing;
+		goto out;
+	}
+	if (strcmp(state, "running") != 0 || (worker && strcmp(holder, worker) != 0)) {
+		rc = not_running(s, id, worker, "finishing", err);
+		goto out;
+	}
+	rc = fg_sqlite_artifact_insert(s, a, id, &aid, existed, err);
+	if (rc)
+		goto out;
+	rc = fg_sql_get(s, sql_job_succeed, &st, err);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, aid);
+	rc = fg_sql_exec(s, st, err, "finishing a job");
+	st = NULL;
+	if (!rc)
+		rc = fg_sql_commit(s, err);
+	if (!rc)
+		*artifact_id = aid;
+out:
+	fg_sql_put(st);
+	if (rc)
+		fg_sql_rollback(s);
 	return rc;
 }
 
@@ -611,7 +467,7 @@ static const char sql_job_cancel[] =
 	" updated_at = CASE WHEN state IN ('queued', 'running') THEN " FG_SQL_NOW " ELSE updated_at END"
 	" WHERE id = ?1 RETURNING " JOB_COLS;
 
-int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
+int fg_sqlite_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
 {
 	struct fg_job j;
 	sqlite3_stmt *st;
@@ -640,10 +496,10 @@ int fg_store_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, stru
 /* A cancel requested while the job ran wins over the requeue. */
 static const char sql_job_requeue[] =
 	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-	" worker = NULL, heartbeat_at = NULL, stage = '', progress = 0, updated_at = " FG_SQL_NOW
-	" WHERE id = ?1 AND state = 'running'";
+	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0,"
+	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running' AND (?2 IS NULL OR worker = ?2)";
 
-int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
+int fg_sqlite_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -654,11 +510,12 @@ int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
+	fg_sql_bind_text(st, 2, worker);
 	rc = fg_sql_exec(s, st, err, "requeueing a job");
 	if (rc)
 		return rc;
 	if (sqlite3_changes(s->db) == 0)
-		return not_running(s, id, "requeueing", err);
+		return not_running(s, id, worker, "requeueing", err);
 	return 0;
 }
 
@@ -666,7 +523,7 @@ int fg_store_job_requeue(struct fg_store *s, int64_t id, struct fg_err *err)
 
 static const char sql_job_get[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
 
-int fg_store_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
+int fg_sqlite_job_get(struct fg_store *s, int64_t id, struct fg_job *out, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -705,15 +562,15 @@ static int job_item(cJSON *arr, sqlite3_stmt *st, struct fg_err *err)
 	return 0;
 }
 
-int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out, int64_t *next,
-		      struct fg_err *err)
+int fg_sqlite_job_list(struct fg_store *s, int state, int64_t cursor, int limit, cJSON **out, int64_t *next,
+		       struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
 
 	if (!s || !out || !next)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: no store or no output");
-	if (state >= N_STATES)
+	if (state >= FG_JOB_STATES)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: unknown state %d", state);
 	if (cursor < 0)
 		return fg_err_set(err, FG_EINPUT, "listing jobs: cursor %lld is negative", (long long)cursor);
@@ -728,53 +585,63 @@ int fg_store_job_list(struct fg_store *s, int state, int64_t cursor, int limit, 
 	return fg_sql_page(s, st, limit, job_item, out, next, "listing jobs", err);
 }
 
-/* ---- recovery ---- */
+/* ---- recovery and leases ---- */
+
+/*
+ * What a job abandoned by its worker becomes (recovery and the reaper
+ * share it): each abandoned run counts as an attempt; at ?3 attempts the
+ * job fails for good.  A job whose cancel was requested is simply
+ * cancelled: nobody wants it run again.  SET expressions read the row as it
+ * was, so every "attempts + 1" below is the new count.
+ */
+#define ABANDON_SET                                                                                      \
+	" state = CASE WHEN cancel_requested THEN 'cancelled'"                                           \
+	"  WHEN attempts + 1 >= ?3 THEN 'failed' ELSE 'queued' END,"                                     \
+	" error = CASE WHEN cancel_requested THEN error"                                                 \
+	"  WHEN attempts + 1 >= ?3 THEN 'abandoned after ' || (attempts + 1) || ' attempts' ELSE error END," \
+	" attempts = attempts + 1,"                                                                      \
+	" worker = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN worker ELSE NULL END,"          \
+	" owner = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN owner ELSE NULL END,"            \
+	" heartbeat_at = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN heartbeat_at ELSE NULL END," \
+	" lease_until = NULL,"                                                                           \
+	" stage = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN stage ELSE '' END,"              \
+	" progress = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN progress ELSE 0 END,"         \
+	" updated_at = " FG_SQL_NOW
 
 /*
  * A job is abandoned when it is running and its worker belongs to another
  * instance (worker is "INSTANCE/N"; compared by prefix with substr, not LIKE,
  * since an instance id may hold '%' or '_'), or its heartbeat is older than
- * ?2 seconds (when ?2 > 0).  Each abandoned run counts as an attempt; at
- * ?3 attempts the job fails for good.  A job whose cancel was requested is
- * simply cancelled: nobody wants it run again.  SET expressions read the row
- * as it was, so every "attempts + 1" below is the new count.
+ * ?2 seconds (when ?2 > 0), or its lease expired.
  */
 static const char sql_jobs_recover[] =
-	"UPDATE jobs SET"
-	" state = CASE WHEN cancel_requested THEN 'cancelled'"
-	"  WHEN attempts + 1 >= ?3 THEN 'failed' ELSE 'queued' END,"
-	" error = CASE WHEN cancel_requested THEN error"
-	"  WHEN attempts + 1 >= ?3 THEN 'abandoned after ' || (attempts + 1) || ' attempts' ELSE error END,"
-	" attempts = attempts + 1,"
-	" worker = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN worker ELSE NULL END,"
-	" heartbeat_at = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN heartbeat_at ELSE NULL END,"
-	" stage = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN stage ELSE '' END,"
-	" progress = CASE WHEN cancel_requested OR attempts + 1 >= ?3 THEN progress ELSE 0 END,"
-	" updated_at = " FG_SQL_NOW
+	"UPDATE jobs SET" ABANDON_SET
 	" WHERE state = 'running' AND ("
 	"  worker IS NULL OR NOT (worker = ?1 OR substr(worker, 1, length(?1) + 1) = ?1 || '/')"
 	"  OR heartbeat_at IS NULL"
-	"  OR (?2 > 0 AND heartbeat_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ?2 || ' seconds')))"
+	"  OR (?2 > 0 AND heartbeat_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ?2 || ' seconds'))"
+	"  OR lease_until < " FG_SQL_NOW ")"
 	" RETURNING state";
 
-int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale_seconds, int max_attempts,
-			  int *requeued, int *failed, struct fg_err *err)
+/* The reaper: running jobs whose lease expired, whoever holds them. */
+static const char sql_jobs_reap[] =
+	"UPDATE jobs SET" ABANDON_SET " WHERE state = 'running' AND lease_until < " FG_SQL_NOW " RETURNING state";
+
+static int abandon(struct fg_store *s, const char *sql, const char *instance_id, int stale_seconds,
+		   int max_attempts, int *requeued, int *failed, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int n_requeued = 0, n_failed = 0, rc;
 
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "recovering jobs: no store");
-	rc = check_text(instance_id, WORKER_MAX, 1, "instance id", err);
-	if (rc)
-		return rc;
 	if (max_attempts < 1)
 		return fg_err_set(err, FG_EINPUT, "recovering jobs: max attempts %d is below 1", max_attempts);
-	rc = fg_sql_get(s, sql_jobs_recover, &st, err);
+	rc = fg_sql_get(s, sql, &st, err);
 	if (rc)
 		return rc;
-	fg_sql_bind_text(st, 1, instance_id);
-	sqlite3_bind_int(st, 2, stale_seconds > 0 ? stale_seconds : 0);
+	if (instance_id) {
+		fg_sql_bind_text(st, 1, instance_id);
+		sqlite3_bind_int(st, 2, stale_seconds > 0 ? stale_seconds : 0);
+	}
 	sqlite3_bind_int(st, 3, max_attempts);
 	/* One statement, one implicit transaction: all abandoned jobs move, or none. */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -796,4 +663,69 @@ int fg_store_jobs_recover(struct fg_store *s, const char *instance_id, int stale
 	if (failed)
 		*failed = n_failed;
 	return 0;
+}
+
+int fg_sqlite_jobs_recover(struct fg_store *s, const char *instance_id, int stale_seconds, int max_attempts,
+			   int *requeued, int *failed, struct fg_err *err)
+{
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "recovering jobs: no store");
+	rc = fg_store_check_text(instance_id, FG_STORE_WORKER_MAX, 1, "instance id", err);
+	if (rc)
+		return rc;
+	return abandon(s, sql_jobs_recover, instance_id, stale_seconds, max_attempts, requeued, failed, err);
+}
+
+int fg_sqlite_jobs_reap(struct fg_store *s, int max_attempts, int *requeued, int *failed, struct fg_err *err)
+{
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "taking over jobs: no store");
+	return abandon(s, sql_jobs_reap, NULL, 0, max_attempts, requeued, failed, err);
+}
+
+static const char sql_jobs_renew[] =
+	"UPDATE jobs SET lease_until = " LEASE_AT("?2") ", heartbeat_at = " FG_SQL_NOW
+	" WHERE state = 'running' AND owner = ?1";
+
+int fg_sqlite_jobs_renew(struct fg_store *s, const char *instance_id, int lease_seconds, int *renewed,
+			 struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!s)
+		return fg_err_set(err, FG_EINPUT, "renewing leases: no store");
+	rc = fg_store_check_text(instance_id, FG_STORE_WORKER_MAX, 1, "instance id", err);
+	if (rc)
+		return rc;
+	rc = fg_sql_get(s, sql_jobs_renew, &st, err);
+	if (rc)
+		return rc;
+	fg_sql_bind_text(st, 1, instance_id);
+	sqlite3_bind_int(st, 2, lease_seconds);
+	rc = fg_sql_exec(s, st, err, "renewing leases");
+	if (!rc && renewed)
+		*renewed = sqlite3_changes(s->db);
+	return rc;
+}
+
+int fg_sqlite_jobs_expired(struct fg_store *s, int64_t *n, struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_sql_get(s, "SELECT count(*) FROM jobs WHERE state = 'running' AND lease_until < " FG_SQL_NOW, &st,
+			    err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = fg_sql_fail(s, rc, err, "looking for expired leases");
+	}
+	fg_sql_put(st);
+	return rc;
 }

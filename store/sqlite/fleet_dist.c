@@ -1,5 +1,5 @@
 /*
- * fleet_dist.c: two distributions the fleet page draws, added to the fleet
+ * fleet_dist.c: on SQLite, two distributions the fleet page draws, added to the fleet
  * health document (fleet.c) inside its read snapshot.
  *
  * verdict_matrix: verdict rows counted by (family, code, severity), so the
@@ -19,15 +19,6 @@
 
 #include <math.h>
 #include <string.h>
-
-#include "forge/model/family.h"
-
-#define DIST_LO 0.0
-#define DIST_WIDTH 0.05
-#define DIST_BINS 80             /* [0, 4); below 0 goes to the first bin, 4 and above to the last */
-#define BAND_LO 1.74             /* the healthy band, as fleet.c's buckets */
-#define BAND_HI 1.83
-#define DOUBLE_SHIFT_ABOVE 2.4
 
 static const char sql_verdict_matrix[] =
 	"SELECT family, code, severity, n FROM verdict_stats WHERE n > 0 ORDER BY family, code, severity";
@@ -69,57 +60,15 @@ static int verdict_matrix(struct fg_store *s, cJSON *doc, struct fg_err *err)
 	return rc;
 }
 
-/* The bin of value v: [DIST_LO + i w, DIST_LO + (i + 1) w), clamped to the ends. */
-static int bin_of(double v)
-{
-	double x = floor((v - DIST_LO) / DIST_WIDTH + 1e-9);
-
-	if (x < 0)
-		return 0;
-	if (x >= DIST_BINS)
-		return DIST_BINS - 1;
-	return (int)x;
-}
-
-/* The counts array of family in by_family, made with DIST_BINS zeros on first use; NULL on ENOMEM. */
-static cJSON *family_bins(cJSON *by_family, const char *family)
-{
-	cJSON *arr = cJSON_GetObjectItemCaseSensitive(by_family, family);
-
-	if (arr)
-		return arr;
-	arr = cJSON_AddArrayToObject(by_family, family);
-	for (int i = 0; arr && i < DIST_BINS; i++) {
-		cJSON *zero = cJSON_CreateNumber(0);
-
-		if (!zero || !cJSON_AddItemToArray(arr, zero)) {
-			cJSON_Delete(zero);
-			return NULL;
-		}
-	}
-	return arr;
-}
-
 static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 {
-	cJSON *sec = cJSON_AddObjectToObject(doc, "probe_after_load");
-	cJSON *band, *by_family, *counted, *left, *bands;
-	const cJSON *fam;
+	cJSON *by_family = NULL, *counted = NULL, *left = NULL;
 	sqlite3_stmt *st;
 	int64_t matched = 0, reports = 0;
-	int rc;
+	int rc = fg_store_dist_section(doc, &counted, &left, &by_family, err);
 
-	if (!sec || !cJSON_AddNumberToObject(sec, "lo", DIST_LO) ||
-	    !cJSON_AddNumberToObject(sec, "bin_width", DIST_WIDTH) || !cJSON_AddNumberToObject(sec, "bins", DIST_BINS))
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	band = cJSON_AddArrayToObject(sec, "healthy_band");
-	if (!band || !cJSON_AddItemToArray(band, cJSON_CreateNumber(BAND_LO)) ||
-	    !cJSON_AddItemToArray(band, cJSON_CreateNumber(BAND_HI)) ||
-	    !cJSON_AddNumberToObject(sec, "double_shift_above", DOUBLE_SHIFT_ABOVE) ||
-	    !(counted = cJSON_AddNumberToObject(sec, "reports", 0)) ||
-	    !(left = cJSON_AddNumberToObject(sec, "not_counted", 0)) ||
-	    !(by_family = cJSON_AddObjectToObject(sec, "by_family")))
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	rc = fg_sql_get(s, sql_probe_after_load, &st, err);
 	if (rc)
 		return rc;
@@ -127,44 +76,23 @@ static int probe_after_load(struct fg_store *s, cJSON *doc, struct fg_err *err)
 		int type = sqlite3_column_type(st, 1);
 		double v = sqlite3_column_double(st, 1);
 		int64_t n = sqlite3_column_int64(st, 2);
-		cJSON *bins, *cell;
 
 		if ((type != SQLITE_FLOAT && type != SQLITE_INTEGER) || !isfinite(v))
 			continue;
-		bins = family_bins(by_family, (const char *)sqlite3_column_text(st, 0));
-		cell = bins ? cJSON_GetArrayItem(bins, bin_of(v)) : NULL;
-		if (!cell) {
+		rc = fg_store_dist_add(by_family, (const char *)sqlite3_column_text(st, 0), v, n, err);
+		if (rc) {
 			fg_sql_put(st);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
+			return rc;
 		}
-		cJSON_SetNumberValue(cell, cell->valuedouble + (double)n);
 		matched += n;
 	}
 	rc = rc == SQLITE_DONE ? 0 : fg_sql_fail(s, rc, err, "reading after-load probes");
 	fg_sql_put(st);
 	if (rc)
 		return rc;
-	/* Issue 13: each family's own band (null: none published), beside the shared healthy_band. */
-	bands = cJSON_AddObjectToObject(sec, "bands");
-	if (!bands)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(fam, by_family) {
-		const struct fg_probe_band *b = fg_family_probe_band(fam->string);
-		cJSON *o = b ? cJSON_CreateObject() : cJSON_CreateNull(), *h = NULL, *p = NULL;
-
-		if (b && o) {
-			h = cJSON_AddArrayToObject(o, "healthy");
-			p = cJSON_AddArrayToObject(o, "plausible");
-		}
-		if (!o || (b && (!h || !p || !cJSON_AddItemToArray(h, cJSON_CreateNumber(b->healthy_lo)) ||
-				 !cJSON_AddItemToArray(h, cJSON_CreateNumber(b->healthy_hi)) ||
-				 !cJSON_AddItemToArray(p, cJSON_CreateNumber(b->plausible_lo)) ||
-				 !cJSON_AddItemToArray(p, cJSON_CreateNumber(b->plausible_hi)))) ||
-		    !cJSON_AddItemToObject(bands, fam->string, o)) {
-			cJSON_Delete(o);
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		}
-	}
+	rc = fg_store_dist_bands(cJSON_GetObjectItemCaseSensitive(doc, "probe_after_load"), by_family, err);
+	if (rc)
+		return rc;
 	rc = fg_sql_get(s, sql_report_count, &st, err);
 	if (rc)
 		return rc;

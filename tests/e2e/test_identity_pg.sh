@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# test_identity_pg.sh: test_identity.sh again with the server on a PostgreSQL
+# store (lib.sh's start_server adds --store: a database per state folder on
+# FORGED_TEST_PG's cluster).  Skipped, saying why, when FORGED_TEST_PG is not set.
+FORGED_E2E_STORE=postgres
+. "$(dirname "$0")/test_identity.sh"

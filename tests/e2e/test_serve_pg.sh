@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# test_serve_pg.sh: test_serve.sh again with every server on a PostgreSQL
+# store (--store; a database per state folder on FORGED_TEST_PG's cluster).
+# Skipped, saying why, when FORGED_TEST_PG is not set.
+FORGED_E2E_STORE=postgres
+. "$(dirname "$0")/test_serve.sh"
