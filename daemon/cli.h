@@ -125,6 +125,7 @@ void fg_cli_print_runtimes(FILE *out);
 
 extern const struct fg_cmd fg_cmd_version;
 extern const struct fg_cmd fg_cmd_forge;
+extern const struct fg_cmd fg_cmd_verify_originals;
 extern const struct fg_cmd fg_cmd_inspect;
 extern const struct fg_cmd fg_cmd_serve;
 extern const struct fg_cmd fg_cmd_tensors;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/validate.h"
@@ -22,7 +23,8 @@ const struct fg_cmd fg_cmd_forge = {
 	.name = "forge",
 	.summary = "extract an MTP head where and how the targets load it into a new artifact",
 	.usage = "forged forge SOURCE --out DIR [--backbone SOURCE] [--target RUNTIME[,RUNTIME...]]\n"
-		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize] [--json] [--force]\n\n"
+		 "             [--quant keep|match|affine:BITS:GROUP|mxfp4] [--allow-requantize]\n"
+		 "             [--keep-originals copy|auto] [--json] [--force]\n\n"
 		 "Takes the MTP head of SOURCE (a raw Hugging Face release or an MLX artifact\n"
 		 "with embedded head keys) and writes DIR: the backbone (default SOURCE) with\n"
 		 "head tensors removed from its shards, and the head where, and in the\n"
@@ -39,6 +41,9 @@ const struct fg_cmd fg_cmd_forge = {
 		 "name.  Quantizing such a head again (--quant other than keep) needs\n"
 		 "--allow-requantize (recorded; a warning verdict).  DIR appears only when\n"
 		 "complete and clean for every target; --force replaces an existing DIR.\n"
+		 "Originals of changed tensors are recorded by reference to a local SOURCE\n"
+		 "(file, SHA-256, offset, length; 'forged verify-originals DIR' checks them)\n"
+		 "and copied (zstd) for a remote one, or for any with --keep-originals copy.\n"
 		 "With --json a refusal prints the document with its refusal {code, severity,\n"
 		 "detail}.  Exit 0 written, 1 refused by a verdict, 2 bad usage or input,\n"
 		 "3 a failure of forged's own state (the pull cache) or an internal error.\n",
@@ -48,24 +53,115 @@ const struct fg_cmd fg_cmd_forge = {
 };
 
 /*
- * Progress on a TTY.  FORGED_FAULT_STAGE=STAGE kills the process with SIGKILL
- * when STAGE begins: the crash tests use it to prove that an interrupted forge
- * leaves nothing at the destination.
+ * Progress people can watch: on a TTY one live line (redrawn at most ten
+ * times a second), off one (a CI log) a line every FORGED_PROGRESS_SECONDS
+ * (default 5; none for a forge that ends sooner), each with the stage, its
+ * bytes done of total, the rate and the ETA.  FORGED_FAULT_STAGE=STAGE kills
+ * the process with SIGKILL when STAGE begins: the crash tests use it to
+ * prove that an interrupted forge leaves nothing at the destination.
+ * FORGED_TEST_STAGE_DELAY=STAGE:MS sleeps MS milliseconds when STAGE begins
+ * (tests only: two forges racing for one destination).
  */
-static int on_progress(void *ctx, const char *stage, double fraction)
-{
-	const char *fault = getenv("FORGED_FAULT_STAGE");
+struct cli_progress {
+	int tty;
+	double interval;        /* off a TTY: seconds between lines */
+	double t0, last;        /* when the forge began, when a line was last printed */
+	char stage[16];         /* the stage of the last report */
+	int drawn;              /* a TTY line is on the screen */
+};
 
-	(void)ctx;
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* n bytes as "12.3 MB" (decimal units, as the rate is). */
+static void human(char *buf, size_t len, double n)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+	int u = 0;
+
+	while (n >= 1000.0 && u < 4) {
+		n /= 1000.0;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+}
+
+/* "sidecar  45%  740.0 MB/1.6 GB  410.0 MB/s  eta 2 s" into buf. */
+static void progress_text(char *buf, size_t len, const struct fg_forge_progress *p)
+{
+	char done[24], total[24], rate[24];
+	int n = snprintf(buf, len, "%-10s %3d%%", p->stage, (int)(p->fraction * 100.0));
+
+	if (n < 0 || (size_t)n >= len || !p->bytes_total)
+		return;
+	human(done, sizeof(done), (double)p->bytes_done);
+	human(total, sizeof(total), (double)p->bytes_total);
+	human(rate, sizeof(rate), p->rate);
+	if (p->eta_s >= 0)
+		snprintf(buf + n, len - (size_t)n, "  %s/%s  %s/s  eta %.0f s", done, total, rate, p->eta_s);
+	else
+		snprintf(buf + n, len - (size_t)n, "  %s/%s", done, total);
+}
+
+static void stage_hooks(const char *stage)
+{
+	const char *fault = getenv("FORGED_FAULT_STAGE"), *delay = getenv("FORGED_TEST_STAGE_DELAY");
+	size_t n = strlen(stage);
+
 	if (fault && strcmp(fault, stage) == 0)
 		raise(SIGKILL);
-	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "\rforge: %-10s %3d%%%s", stage, (int)(fraction * 100.0),
-			fraction >= 1.0 ? "\n" : "");
+	if (delay && strncmp(delay, stage, n) == 0 && delay[n] == ':') {
+		long ms = strtol(delay + n + 1, NULL, 10);
+
+		if (ms > 0 && ms < 600000)
+			nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000 }, NULL);
+	}
+}
+
+static int on_progress(void *ctx, const struct fg_forge_progress *p)
+{
+	struct cli_progress *c = ctx;
+	double now = mono_s();
+	char text[160];
+	int new_stage = strcmp(c->stage, p->stage) != 0;
+
+	if (new_stage) {
+		snprintf(c->stage, sizeof(c->stage), "%s", p->stage);
+		stage_hooks(p->stage);
+	}
+	if (c->tty) {
+		if (!new_stage && p->fraction < 1.0 && now - c->last < 0.1)
+			return 0;
+		progress_text(text, sizeof(text), p);
+		fprintf(stderr, "\rforge: %s\033[K%s", text, p->fraction >= 1.0 ? "\n" : "");
+		c->drawn = p->fraction < 1.0;
+		c->last = now;
+	} else if (now - c->last >= c->interval && p->fraction < 1.0) {
+		progress_text(text, sizeof(text), p);
+		fprintf(stderr, "forge: %s\n", text);
+		c->last = now;
+	}
 	return 0;
 }
 
-enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_JSON, OPT_FORCE, OPT_ALLOW_REQUANTIZE };
+static void progress_init(struct cli_progress *c)
+{
+	const char *v = getenv("FORGED_PROGRESS_SECONDS");
+	char *end = NULL;
+	double s = v && *v ? strtod(v, &end) : 0.0;
+
+	memset(c, 0, sizeof(*c));
+	c->tty = isatty(STDERR_FILENO);
+	c->interval = end && !*end && s > 0.0 ? s : 5.0;
+	c->t0 = c->last = mono_s(); /* the first line off a TTY comes one interval in */
+}
+
+enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_KEEP_ORIGINALS, OPT_JSON, OPT_FORCE, OPT_ALLOW_REQUANTIZE };
 
 static const struct option forge_options[] = {
 	FG_ARGS_GLOBAL_LONGOPTS,
@@ -73,6 +169,7 @@ static const struct option forge_options[] = {
 	{ "backbone", required_argument, NULL, OPT_BACKBONE },
 	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "quant", required_argument, NULL, OPT_QUANT },
+	{ "keep-originals", required_argument, NULL, OPT_KEEP_ORIGINALS },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "allow-requantize", no_argument, NULL, OPT_ALLOW_REQUANTIZE },
@@ -109,6 +206,15 @@ static int forge_option(void *ctx, int val, const char *arg)
 	case OPT_QUANT:
 		f->o->quant = arg;
 		return fg_args_check_policy("--quant", arg);
+	case OPT_KEEP_ORIGINALS: {
+		static const char *const modes[] = { "auto", "copy", NULL };
+		int k = fg_args_pick("--keep-originals", arg, modes);
+
+		if (k < 0)
+			return k;
+		f->o->originals = k == 1 ? FG_ORIGINALS_COPY : FG_ORIGINALS_AUTO;
+		return 0;
+	}
 	case OPT_JSON:
 		f->json = 1;
 		return 0;
@@ -129,6 +235,7 @@ static int run_forge(int argc, char **argv)
 	struct fg_pull_opts pull;
 	char cache[PATH_MAX];
 	struct fg_forge_result res;
+	struct cli_progress progress;
 	struct fg_err err = { 0 };
 	struct forge_args f = { .o = &o };
 	struct fg_args a;
@@ -142,10 +249,14 @@ static int run_forge(int argc, char **argv)
 	json = f.json;
 	if (!o.out)
 		return fg_cli_usage_error(&fg_cmd_forge, "missing --out DIR");
+	progress_init(&progress);
 	o.progress = on_progress;
+	o.progress_ctx = &progress;
 	fg_cli_pull_opts(&pull, cache, sizeof(cache));
 	o.pull = &pull;
 	rc = fg_forge_run(&o, &res, &err);
+	if (progress.drawn)
+		fputc('\n', stderr); /* a live line cut short by a failure */
 	if (rc == FG_EUSAGE) {
 		fg_forge_result_release(&res);
 		return fg_cli_usage_error(&fg_cmd_forge, "%s", err.msg);

@@ -16,6 +16,7 @@
 
 static const struct fg_cmd *const commands[] = {
 	&fg_cmd_forge,
+	&fg_cmd_verify_originals,
 	&fg_cmd_inspect,
 	&fg_cmd_serve,
 	&fg_cmd_tensors,

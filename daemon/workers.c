@@ -172,20 +172,28 @@ struct job_ctx {
 	int aborted;
 	int lost;                      /* another worker holds the job now (our lease expired) */
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
+	struct timespec last_store;    /* so is forge progress within a stage */
+	char stage[16];                /* the stage last recorded */
 	uint64_t fetched;              /* bytes the remote read fetched so far (for /metrics) */
 };
 
-/* Forge progress: record it (renewing the lease), and stop on cancel, shutdown or a lost lease. */
-static int on_progress(void *ctx, const char *stage, double fraction)
+#define PROGRESS_EVERY_S 0.25
+
+/* Record progress (renewing the lease), and stop on cancel, shutdown or a lost lease. */
+static int record_progress(struct job_ctx *j, const char *stage, double fraction, const struct fg_forge_progress *b)
 {
-	struct job_ctx *j = ctx;
 	struct fg_err err = { 0 };
 	struct fg_job job;
 	int rc;
 
 	fault_point(stage);
+	clock_gettime(CLOCK_MONOTONIC, &j->last_store);
 	touch(j->w);
-	rc = fg_store_job_progress(j->w->store, j->id, j->w->name, stage, fraction, &err);
+	if (b && b->bytes_total)
+		rc = fg_store_job_progress_bytes(j->w->store, j->id, j->w->name, stage, fraction,
+						 (int64_t)b->bytes_done, (int64_t)b->bytes_total, b->eta_s, &err);
+	else
+		rc = fg_store_job_progress(j->w->store, j->id, j->w->name, stage, fraction, &err);
 	if (rc == FG_ECONFLICT || rc == FG_ENOTFOUND) {
 		if (!j->lost)
 			fg_log(FG_LOG_WARNING, "job %lld: %s; stopping this run", (long long)j->id, err.msg);
@@ -201,11 +209,29 @@ static int on_progress(void *ctx, const char *stage, double fraction)
 	return j->cancelled || j->aborted || j->lost;
 }
 
+/*
+ * Forge progress: a new stage is recorded at once, bytes within a stage at
+ * most every PROGRESS_EVERY_S (each record is a committed write) and at the
+ * stage's end, so the job's progress advances within long stages.
+ */
+static int on_progress(void *ctx, const struct fg_forge_progress *p)
+{
+	struct job_ctx *j = ctx;
+	int new_stage = strcmp(j->stage, p->stage) != 0;
+
+	if (!new_stage && !(p->bytes_total && p->bytes_done >= p->bytes_total) &&
+	    since(&j->last_store) < PROGRESS_EVERY_S)
+		return j->cancelled || j->aborted || j->lost;
+	snprintf(j->stage, sizeof(j->stage), "%s", p->stage);
+	return record_progress(j, p->stage, p->fraction, p);
+}
+
 /* Remote reads: the job's stage says the bytes fetched and the total to fetch. */
 static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 {
 	struct job_ctx *j = ctx;
 	char stage[sizeof("fetch /") + 2 * 20]; /* two uint64_t in decimal: never cut */
+	struct fg_forge_progress b = { .stage = "fetch", .bytes_done = done, .bytes_total = total, .eta_s = -1 };
 
 	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
 	if (done > j->fetched)
@@ -214,7 +240,34 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 		return j->cancelled || j->aborted || j->lost;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
 	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);
-	return on_progress(ctx, stage, fg_forge_fetch_fraction(done, total));
+	j->stage[0] = '\0'; /* the forge's next report is recorded whatever its stage */
+	return record_progress(j, stage, fg_forge_fetch_fraction(done, total), done <= total ? &b : NULL);
+}
+
+/*
+ * The job's paths are confined again when it runs, not only when it was
+ * queued: a folder swapped for a link to elsewhere while the job waited is
+ * refused here (FG_EFORBIDDEN), and the output is created through its
+ * parent opened link by link (out_nofollow), so a swap after this check
+ * does not move it either.  Paths become the resolved ones.
+ */
+static int confine_again(const struct fg_workers *p, const char *field, const char **path, int must_exist,
+			 char *resolved, struct fg_err *err)
+{
+	const char *why = "";
+
+	if (!*path || (must_exist && fg_pull_is_url(*path)))
+		return 0;
+	switch (fg_path_confine(*path, p->cfg.allow_roots, p->cfg.n_allow_roots, must_exist, resolved, &why)) {
+	case FG_CONFINE_OK:
+		*path = resolved;
+		return 0;
+	case FG_CONFINE_FORBIDDEN:
+		return fg_err_set(err, FG_EFORBIDDEN, "%s '%s': %s (checked again as the job started)", field, *path,
+				  why);
+	default:
+		return fg_err_set(err, FG_EINPUT, "%s '%s': %s (checked again as the job started)", field, *path, why);
+	}
 }
 
 /*
@@ -409,6 +462,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	struct fg_forge_opts o = { .version = FG_VERSION, .progress = on_progress, .progress_ctx = &ctx };
 	struct fg_pull_opts pull;
 	struct fg_forge_request rq;
+	char src[PATH_MAX], bb[PATH_MAX], client_out[PATH_MAX];
 	int adopted = 0, rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -425,14 +479,20 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_err_prefix(&err, rc, "job parameters: ");
 	else
 		fg_forge_request_opts(&rq, &o);
+	/* A client's out: this instance's roots and a writable parent first (a farm's out is shared storage). */
+	if (!rc && !(rc = confine_again(p, "source", &o.source, 1, src, &err)) &&
+	    !(rc = confine_again(p, "backbone", &o.backbone, 1, bb, &err)) &&
+	    !(rc = o.out ? check_out(p, o.out, 0, &err) : 0) &&
+	    !(rc = confine_again(p, "out", &o.out, 0, client_out, &err)))
+		o.out_nofollow = o.out != NULL;
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/%lld", p->cfg.artifacts_dir, (long long)job->id);
 		o.out = out;
+		if (!rc)
+			rc = check_out(p, o.out, 1, &err);
 	}
 	if (!rc && !stamp)
 		rc = fg_err_set(&err, FG_ENOMEM, "out of memory");
-	if (!rc)
-		rc = check_out(p, o.out, o.out == out, &err);
 	/* A run that died after its rename left this job's artifact at out: adopt it. */
 	if (!rc && adopt(o.out, stamp, o.target ? o.target : FG_FORGE_DEFAULT_TARGET, &res, &err)) {
 		adopted = 1;

@@ -47,7 +47,8 @@ struct fg_workers_config {
 	const char *store;             /* the store's target (store.h: a path or a URL) */
 	int lease_seconds;             /* of each claim; renewed every third of it */
 	int max_attempts;              /* take-overs fail a job at this many attempts */
-	const char *const *allow_roots; /* a job's out must lie in these (this instance's roots) */
+	/* A job's source, backbone and out are confined to these again when it runs; its out must be writable here. */
+	const char *const *allow_roots;
 	size_t n_allow_roots;
 	const char *artifacts_dir;     /* a job without an out writes artifacts_dir/ID */
 	const char *instance_id;

@@ -89,6 +89,19 @@ static int add_error(cJSON *o, const struct fg_job *job)
 	return cJSON_AddStringToObject(o, "error", text) != NULL;
 }
 
+/* bytes_done, bytes_total and eta_s of a running job's stage, else null. */
+static int add_bytes(cJSON *o, const struct fg_job *job)
+{
+	int known = job->state == FG_JOB_RUNNING && job->has_bytes;
+
+	return (known ? cJSON_AddNumberToObject(o, "bytes_done", (double)job->bytes_done)
+		      : cJSON_AddNullToObject(o, "bytes_done")) &&
+	       (known ? cJSON_AddNumberToObject(o, "bytes_total", (double)job->bytes_total)
+		      : cJSON_AddNullToObject(o, "bytes_total")) &&
+	       (known && job->eta_s >= 0 ? cJSON_AddNumberToObject(o, "eta_s", job->eta_s)
+					 : cJSON_AddNullToObject(o, "eta_s"));
+}
+
 /* Parsed JSON text, or a fresh empty array (array) or object when the text is absent or not that. */
 static cJSON *parse_or(const char *text, int array)
 {
@@ -152,7 +165,8 @@ cJSON *fg_job_json(const struct fg_job *job)
 	    !cJSON_AddStringToObject(o, "kind", job->kind) ||
 	    !cJSON_AddStringToObject(o, "state", fg_job_state_name(job->state)) ||
 	    !cJSON_AddStringToObject(o, "stage", job->stage) ||
-	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_error(o, job))
+	    !cJSON_AddNumberToObject(o, "progress", job->progress) || !add_bytes(o, job) ||
+	    !add_error(o, job))
 		goto fail;
 	refusal = refusal_json(job);
 	if (!refusal || !cJSON_AddItemToObject(o, "refusal", refusal)) {

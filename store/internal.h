@@ -126,8 +126,9 @@ struct fg_store_ops {
 			   struct fg_err *err);
 	int (*job_claim)(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 			 struct fg_err *err);
+	/* bytes: the stage's byte counts, or NULL (cleared) */
 	int (*job_progress)(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-			    int lease_seconds, struct fg_err *err);
+			    const struct fg_job_bytes *bytes, int lease_seconds, struct fg_err *err);
 	/* verdicts: a failed forge's verdicts[] printed, or NULL */
 	int (*job_finish)(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 			  const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
@@ -480,7 +481,7 @@ int fg_sqlite_job_enqueue(struct fg_store *s, const char *kind, const char *para
 int fg_sqlite_job_claim(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 			struct fg_err *err);
 int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-			   int lease_seconds, struct fg_err *err);
+			   const struct fg_job_bytes *bytes, int lease_seconds, struct fg_err *err);
 int fg_sqlite_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 			 const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
 			 struct fg_err *err);

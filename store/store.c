@@ -261,6 +261,7 @@ struct progress_args {
 	int64_t id;
 	const char *worker, *stage;
 	double progress;
+	const struct fg_job_bytes *bytes;
 	int lease;
 };
 
@@ -268,21 +269,39 @@ static int progress_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	const struct progress_args *a = arg;
 
-	return ws->ops->job_progress(ws, a->id, a->worker, a->stage, a->progress, a->lease, err);
+	return ws->ops->job_progress(ws, a->id, a->worker, a->stage, a->progress, a->bytes, a->lease, err);
 }
 
-int fg_store_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-			  struct fg_err *err)
+static int job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
+			const struct fg_job_bytes *bytes, struct fg_err *err)
 {
-	struct progress_args a = { id, worker, stage, progress, 0 };
+	struct progress_args a = { id, worker, stage, progress, bytes, 0 };
 
 	if (!s)
 		return fg_err_set(err, FG_EINPUT, "reporting progress: no store");
 	if (!(progress >= 0.0 && progress <= 1.0))
 		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: progress %g is outside 0..1",
 				  (long long)id, progress);
+	if (bytes && (bytes->done < 0 || bytes->done > bytes->total))
+		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: %lld bytes done of %lld",
+				  (long long)id, (long long)bytes->done, (long long)bytes->total);
 	a.lease = s->lease_seconds;
 	return fg_store_write(s, progress_fn, &a, err);
+}
+
+int fg_store_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
+			  struct fg_err *err)
+{
+	return job_progress(s, id, worker, stage, progress, NULL, err);
+}
+
+int fg_store_job_progress_bytes(struct fg_store *s, int64_t id, const char *worker, const char *stage,
+				double progress, int64_t bytes_done, int64_t bytes_total, double eta_s,
+				struct fg_err *err)
+{
+	struct fg_job_bytes b = { bytes_done, bytes_total, eta_s };
+
+	return job_progress(s, id, worker, stage, progress, &b, err);
 }
 
 struct finish_args {

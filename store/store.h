@@ -38,9 +38,9 @@
 #include "forge/model/verdicts.h"
 
 /* The SQLite schema version (PRAGMA user_version). */
-#define FG_STORE_SCHEMA_VERSION 6
+#define FG_STORE_SCHEMA_VERSION 7
 /* The PostgreSQL schema version (the highest row of schema_migrations). */
-#define FG_STORE_PG_SCHEMA_VERSION 3
+#define FG_STORE_PG_SCHEMA_VERSION 4
 
 /* The lease a claim takes unless fg_store_set_lease says otherwise (seconds). */
 #define FG_STORE_LEASE_DEFAULT 60
@@ -122,6 +122,16 @@ struct fg_job {
 						 detail), or NULL */
 	char *verdicts;                /* a failed forge's verdicts[] (JSON text), owned, or NULL */
 	char *asked;                   /* the request as the client spelled it (JSON text), owned, or NULL */
+	/* Within the running stage: bytes moved of the stage's total, seconds left (-1: unknown). */
+	int has_bytes;                 /* 0: the stage reported no byte counts */
+	int64_t bytes_done, bytes_total;
+	double eta_s;
+};
+
+/* A running stage's byte counts as a worker reports them (fg_store_job_progress_bytes). */
+struct fg_job_bytes {
+	int64_t done, total;
+	double eta_s;                  /* < 0: unknown */
 };
 
 /* Free job->params, verdicts and asked (the struct itself is the caller's). NULL allowed. */
@@ -129,7 +139,8 @@ void fg_job_release(struct fg_job *job);
 
 /*
  * The job object of docs/interfaces.md section 3: id, kind, state, stage, progress,
- * error, refusal, artifact_id, created_at, updated_at, and since issue 13
+ * bytes_done, bytes_total, eta_s (a running job's stage's byte counts and
+ * seconds left, else null), error, refusal, artifact_id, created_at, updated_at, and since issue 13
  * verdicts (a failed forge's verdicts[], else []), artifact_url
  * ("/v1/artifacts/ID" or null) and request (what was asked: source as named
  * and source_resolved, backbone and backbone_resolved, target and quant as
@@ -170,9 +181,21 @@ int fg_store_job_claim(struct fg_store *s, const char *worker, struct fg_job *ou
  * worker NULL: whoever holds it (tools and tests).
  */
 
-/* Heartbeat and progress of a running job (stage may be NULL: unchanged); renews the lease. */
+/*
+ * Heartbeat and progress of a running job (stage may be NULL: unchanged);
+ * renews the lease and clears the stage's byte counts.
+ */
 int fg_store_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
 			  struct fg_err *err);
+
+/*
+ * The same with the stage's bytes done of total and the seconds left
+ * (eta_s < 0: unknown, stored as NULL).  FG_EINPUT when done is negative or
+ * past total.
+ */
+int fg_store_job_progress_bytes(struct fg_store *s, int64_t id, const char *worker, const char *stage,
+				double progress, int64_t bytes_done, int64_t bytes_total, double eta_s,
+				struct fg_err *err);
 
 /* Finish a running job: state SUCCEEDED (artifact_id set), FAILED (error) or CANCELLED. */
 int fg_store_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # bench/forge/run.sh: `forged forge` wall and CPU time and peak RSS on a 1.6 GB
-# BF16 MoE head (bench/forge/gen_big_head.py), for the keep, affine:4:64 and
-# mxfp4 policies, beside a plain `cp` of the head's shard in the same run (the
-# I/O floor) and `cp` + `sync` of the copy (forged fsyncs what it writes; cp
-# does not), warm and cold.  Quantization and FP8 throughput per core against
-# memcpy and numpy: bench/bench_quant.sh.  Figures are reported, never
-# asserted.
+# BF16 MoE head (bench/forge/gen_big_head.py), for the keep, affine:4:64
+# (originals as references to the source), affine:4:64 --keep-originals copy
+# (zstd copies) and mxfp4 policies, beside a plain `cp` of the head's shard in
+# the same run (the I/O floor) and `cp` + `sync` of the copy (forged fsyncs
+# what it writes; cp does not), warm and cold: cases NAME_TEMP against cp and
+# NAME_TEMP_vs_cp_sync against cp + sync.  Quantization and FP8 throughput per
+# core against memcpy and numpy: bench/bench_quant.sh.  Figures are reported,
+# never asserted.
 #
-# Rounds interleave the commands (cp, cp+sync, keep, affine, mxfp4, cp, ...),
+# Rounds interleave the commands (cp, cp+sync, keep, affine, affine_copy,
+# mxfp4, cp, ...),
 # REPS rounds after a first one reported apart, best and median of each; wall
 # and CPU (user + sys) from bench/measure.py.  Before every run all outputs
 # are deleted (their dirty pages go with them), so no run pays for the
@@ -22,6 +25,8 @@
 #
 #   bash bench/forge/run.sh
 #   env: REPS=3 FORGED=build/forged BENCH_DIR=build/bench EXPERTS=256
+#        POLICIES="keep affine:4:64 affine:4:64+copy mxfp4" (+copy: --keep-originals copy;
+#        a subset to iterate on one), TEMPS="warm cold"
 #        BENCH_QUICK=1: a 4-expert head (~70 MB), REPS=1
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,21 +54,31 @@ evict="build/bench/evict '$SRC'/* >&2"
 cmds=(-- cp cp "$shard" "$COPY"
 	::: cp_sync sh -c 'cp "$1" "$2" && sync "$2" "$(dirname "$2")"' sh "$shard" "$COPY")
 labels=(--label cp="cp SHARD COPY" --label cp_sync="cp SHARD COPY && sync COPY DIR")
-for policy in keep affine:4:64 mxfp4; do
+POLICIES=${POLICIES:-keep affine:4:64 affine:4:64+copy mxfp4}
+TEMPS=${TEMPS:-warm cold}
+names=()
+for policy in $POLICIES; do
 	n=${policy%%:*}
-	cmds+=(::: "$n" "$FORGED" forge "$SRC" --out "$OUT" --quant "$policy")
-	labels+=(--label "$n=forged forge SRC --out OUT --quant $policy")
+	extra=()
+	case $policy in *+copy) # the originals as zstd copies (on both cores) instead of references
+		policy=${policy%+copy}
+		n=${n}_copy
+		extra=(--keep-originals copy)
+		;;
+	esac
+	names+=("$n")
+	cmds+=(::: "$n" "$FORGED" forge "$SRC" --out "$OUT" --quant "$policy" "${extra[@]}")
+	labels+=(--label "$n=forged forge SRC --out OUT --quant $policy${extra[*]:+ ${extra[*]}}")
 done
 
-for temp in warm cold; do
+for temp in $TEMPS; do
 	pre=()
-	for n in cp cp_sync keep affine mxfp4; do
+	for n in cp cp_sync "${names[@]}"; do
 		if [ $temp = warm ]; then pre+=(--pre "$n=$clean"); else pre+=(--pre "$n=$clean; $evict"); fi
 	done
 	cases=()
-	for n in keep affine mxfp4; do cases+=(--case "${n}_$temp=$n/cp"); done
-	cases+=(--case "keep_${temp}_vs_cp_sync=keep/cp_sync")
-	echo "== $temp: $((REPS + 1)) rounds of cp, cp+sync, forge keep, affine:4:64, mxfp4"
+	for n in "${names[@]}"; do cases+=(--case "${n}_$temp=$n/cp" --case "${n}_${temp}_vs_cp_sync=$n/cp_sync"); done
+	echo "== $temp: $((REPS + 1)) rounds of cp, cp+sync, forge $POLICIES"
 	[ $temp = warm ] && cat "$SRC"/* >/dev/null # warm the page cache for every run alike
 	bl abrun "$FRAG" --reps "$REPS" --first --raw "$DIR/runs_$temp.json" "${pre[@]}" "${labels[@]}" \
 		"${cases[@]}" "${cmds[@]}" 2>&1 | grep -v '^evict: ' || { echo "forge bench: a run failed" >&2; exit 1; }
@@ -75,9 +90,11 @@ for temp in warm cold; do
 		"   peak RSS \([$r[].maxrss_kib] | max / 1024 | round) MiB   read from storage \([$r[].read_bytes] | max / 1048576 | round) MiB"' \
 		"$DIR/runs_$temp.json"
 done
-for n in keep affine mxfp4; do
-	for temp in warm cold; do
-		bl set "$FRAG" "cases.${n}_$temp.extra" temperature="\"$temp\"" head_bytes="$bytes"
+for n in "${names[@]}"; do
+	for temp in $TEMPS; do
+		for c in "${n}_$temp" "${n}_${temp}_vs_cp_sync"; do
+			bl set "$FRAG" "cases.$c.extra" temperature="\"$temp\"" head_bytes="$bytes"
+		done
 	done
 done
 bench_ok

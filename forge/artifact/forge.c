@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,20 +46,65 @@ static const struct {
 	[FG_ART_DONE] = { "done", 1.0 },
 };
 
-static void progress_at(struct forge *f, const char *stage, double frac)
+static double now_s(void)
 {
-	if (f->o->progress && f->o->progress(f->o->progress_ctx, stage, frac))
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Tell the caller where the run is (at most every FG_FORGE_PROGRESS_S unless forced). */
+static void report(struct forge *f, int force)
+{
+	const int s = f->stage;
+	const double start = stages[s].start, end = s == FG_ART_DONE ? 1.0 : stages[s + 1].start;
+	double t = now_s(), part = 0.0, rate = 0.0, eta = -1.0;
+	struct fg_forge_progress p;
+
+	if (!f->o->progress || (!force && t - f->last_report < FG_FORGE_PROGRESS_S))
+		return;
+	f->last_report = t;
+	if (f->stage_total)
+		part = f->stage_done >= f->stage_total ? 1.0 : (double)f->stage_done / (double)f->stage_total;
+	if (f->stage_done && t > f->stage_t0)
+		rate = (double)f->stage_done / (t - f->stage_t0);
+	if (rate > 0.0 && f->stage_total >= f->stage_done)
+		eta = (double)(f->stage_total - f->stage_done) / rate;
+	p = (struct fg_forge_progress){ stages[s].name, start + (end - start) * part, f->stage_done, f->stage_total,
+					rate, eta };
+	if (f->o->progress(f->o->progress_ctx, &p))
 		f->stopped = 1;
 }
 
 void fg_art_progress(struct forge *f, enum fg_art_stage s)
 {
-	progress_at(f, stages[s].name, stages[s].start);
+	f->stage = (int)s;
+	f->stage_done = f->stage_total = 0;
+	f->stage_t0 = now_s();
+	report(f, 1);
 }
 
-void fg_art_progress_within(struct forge *f, enum fg_art_stage s, double done)
+void fg_art_stage_total(struct forge *f, uint64_t total)
 {
-	progress_at(f, stages[s].name, stages[s].start + (stages[s + 1].start - stages[s].start) * done);
+	f->stage_total = total;
+}
+
+void fg_art_stage_done(struct forge *f, uint64_t done)
+{
+	if (done < f->stage_done)
+		return; /* never backwards */
+	f->stage_done = done;
+	report(f, f->stage_total && done >= f->stage_total);
+}
+
+int fg_art_meter(void *ctx, uint64_t done, uint64_t total)
+{
+	struct fg_art_meter *m = ctx;
+
+	(void)total;
+	fg_art_stage_done(m->f, m->base + done);
+	return m->f->stopped;
 }
 
 double fg_forge_fetch_fraction(uint64_t done, uint64_t total)
@@ -71,32 +117,23 @@ int fg_art_stop_requested(struct forge *f, struct fg_err *err)
 	return f->stopped ? fg_err_set(err, FG_ECANCELLED, "forge stopped on request") : 0;
 }
 
-/* ---- the temporary folder ---- */
+/* ---- the destination folder ---- */
 
-/* Remove temporary folders of dead forges of the same destination. */
-static void clean_stale(const char *parent, const char *base)
-{
-	DIR *d = opendir(parent);
-	struct dirent *de;
-	char prefix[NAME_MAX + 32];
-
-	if (!d)
-		return;
-	snprintf(prefix, sizeof(prefix), ".%s.forged-tmp-", base);
-	while ((de = readdir(d))) {
-		char path[PATH_MAX];
-		long pid;
-
-		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		pid = strtol(de->d_name + strlen(prefix), NULL, 10);
-		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) < (int)sizeof(path))
-			fg_fs_rm_rf(path);
-	}
-	closedir(d);
-}
+/*
+ * The destination is created through one opened folder, the parent of out
+ * (struct place): the temporary folder is made in it with mkdirat, every
+ * file is written under "/proc/self/fd/N/TMP" (the magic link resolves to
+ * that very folder, wherever it is now), and the result is renamed into
+ * place with renameat2 in it.  A parent swapped for a link after it was
+ * opened (or, with out_nofollow, before) changes nothing.  Without /proc the
+ * paths are spelled from the parent's name instead.
+ */
+struct place {
+	int dirfd;
+	char dir[PATH_MAX];      /* how paths reach the folder: /proc/self/fd/N, or its name */
+	char base[NAME_MAX + 1]; /* out's last component */
+	char tmp_name[NAME_MAX + 1];
+};
 
 static void split_out(const char *out, char *parent, size_t plen, char *base, size_t blen)
 {
@@ -122,37 +159,98 @@ static void split_out(const char *out, char *parent, size_t plen, char *base, si
 	}
 }
 
+/* Open path's folders one by one without following a symbolic link. */
+static int open_nofollow(const char *path, struct fg_err *err)
+{
+	char copy[PATH_MAX], *save = NULL, *c;
+	int fd, next;
+
+	if (path[0] != '/')
+		return fg_err_set(err, FG_EUSAGE, "%s: a confined output needs an absolute path", path);
+	snprintf(copy, sizeof(copy), "%s", path);
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (c = strtok_r(copy, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+			close(fd);
+			return fg_err_set(err, FG_EFORBIDDEN, "%s: '%s' is not a folder or is a symbolic link", path, c);
+		}
+		close(fd);
+		fd = next;
+	}
+	if (fd < 0)
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open the output's folder: %s", path, strerror(errno));
+	return fd;
+}
+
+static int place_open(struct place *pl, const char *out, int nofollow, struct fg_err *err)
+{
+	char parent[PATH_MAX], proc[64];
+	struct stat a, b;
+	int fd;
+
+	split_out(out, parent, sizeof(parent), pl->base, sizeof(pl->base));
+	if (!pl->base[0] || strcmp(pl->base, ".") == 0 || strcmp(pl->base, "..") == 0 || strcmp(pl->base, "/") == 0)
+		return fg_err_set(err, FG_EUSAGE, "%s: not a name for a new folder", out);
+	if (nofollow) {
+		fd = open_nofollow(parent, err);
+		if (fd < 0)
+			return fd;
+	} else if ((fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open the output's folder: %s", parent, strerror(errno));
+	}
+	pl->dirfd = fd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (stat(proc, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		snprintf(pl->dir, sizeof(pl->dir), "%s", proc);
+	else
+		snprintf(pl->dir, sizeof(pl->dir), "%s", parent);
+	return 0;
+}
+
+/* Remove temporary folders of dead forges of the same destination. */
+static void clean_stale(const struct place *pl)
+{
+	int fd = dup(pl->dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	char prefix[NAME_MAX + 32];
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), ".%s.forged-tmp-", pl->base);
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		long pid;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		pid = strtol(de->d_name + strlen(prefix), NULL, 10);
+		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", pl->dir, de->d_name) < (int)sizeof(path))
+			fg_fs_rm_rf(path);
+	}
+	closedir(d);
+}
+
 /* ---- stages ---- */
 
 /*
- * The head fingerprints and the head file's hash, then the artifact digest
- * over every file written so far (all of them: forged.json and
- * mtplx_runtime.json, written after, describe the artifact and are not in
- * its file list).  A sidecar is the mtp file MTPLX's framing covers (the
- * config points at it); an embedded head has none (MTPLX fingerprints no
- * such artifact: head_fingerprint stays empty, as does the legacy
- * fingerprint without an mtp.safetensors), and its shard is hashed here.
+ * The artifact digest over every file written so far (all of them:
+ * forged.json and mtplx_runtime.json, written after, describe the artifact
+ * and are not in its file list).  The head's file and its fingerprints were
+ * hashed while it was written (write.c): nothing is read back.  A sidecar
+ * is the mtp file MTPLX's framing covers (the config points at it); an
+ * embedded head has none (MTPLX fingerprints no such artifact:
+ * head_fingerprint stays empty, as does the legacy fingerprint without an
+ * mtp.safetensors).
  */
-static int fingerprint(struct forge *f, struct fg_err *err)
+static int identities(struct forge *f, struct fg_err *err)
 {
-	struct fg_head_fingerprints fp;
-	char path[PATH_MAX], hex[FG_SHA256_HEX];
-	int rc;
-
-	if (f->layout.place == FG_PLACE_EMBEDDED) {
-		if ((rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err)) ||
-		    (rc = fg_sha256_file(path, hex, err)))
-			return rc;
-		if (!cJSON_AddStringToObject(f->files, f->layout.file, hex))
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		return fg_artifact_digest(f->files, f->res->digest, err);
-	}
-	if ((rc = fg_mtplx_head_fingerprint(f->tmp, &fp, err)))
-		return rc;
-	snprintf(f->res->fingerprint, sizeof(f->res->fingerprint), "%s", fp.legacy);
-	snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "%s", fp.mtplx);
-	if (!cJSON_AddStringToObject(f->files, fp.mtp_file, fp.sidecar))
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	return fg_artifact_digest(f->files, f->res->digest, err);
 }
 static void rfc3339(time_t t, char out[32])
@@ -212,7 +310,7 @@ static int write_runtime(struct forge *f, struct fg_err *err)
 		return fg_err_set(err, FG_ENOMEM, "out of memory building %s", FG_MTPLX_RUNTIME_FILE);
 	rc = fg_fs_join(path, sizeof(path), f->tmp, FG_MTPLX_RUNTIME_FILE, err);
 	if (!rc)
-		rc = fg_art_write_json(path, doc, err);
+		rc = fg_art_write_json(path, doc, NULL, err);
 	if (rc) {
 		cJSON_Delete(doc);
 		return rc;
@@ -264,7 +362,7 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 		return fg_err_set(err, FG_ENOMEM, "out of memory building forged.json");
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "forged.json", err);
 	if (!rc)
-		rc = fg_art_write_json(path, doc, err);
+		rc = fg_art_write_json(path, doc, NULL, err);
 	if (rc) {
 		cJSON_Delete(doc);
 		return rc;
@@ -332,6 +430,69 @@ static int check_backbone(const struct fg_inspect *src, const struct fg_inspect 
 	return 0;
 }
 
+/* The artifact's absolute path: the opened folder's, then out's name. */
+static void artifact_path(const struct place *pl, const char *out, char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	ssize_t n = strncmp(pl->dir, "/proc/self/fd/", 14) == 0 ? readlink(pl->dir, dir, sizeof(dir) - 1) : -1;
+
+	if (n > 0 && dir[0] == '/') {
+		dir[n] = '\0';
+		if (snprintf(buf, len, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, pl->base) < (int)len)
+			return;
+	}
+	if (!realpath(out, buf))
+		snprintf(buf, len, "%s", out);
+}
+
+/*
+ * Put the finished folder at out: without force only where nothing is
+ * (RENAME_NOREPLACE: of two forges to one out, the second fails rather than
+ * replacing the first); with force, swapped with the old artifact in one
+ * step (RENAME_EXCHANGE), which is then removed.
+ */
+static int put_in_place(struct forge *f, const struct place *pl, struct fg_err *err)
+{
+	char old[PATH_MAX];
+	struct stat st;
+
+	if (!f->o->force || fstatat(pl->dirfd, pl->base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (renameat2(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno == EEXIST || errno == ENOTEMPTY)
+			return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", f->o->out);
+		if (errno != EINVAL && errno != ENOSYS)
+			return fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+		/* No RENAME_NOREPLACE here: a plain rename still refuses a folder that is not empty. */
+		if (fstatat(pl->dirfd, pl->base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !f->o->force)
+			return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", f->o->out);
+		if (renameat(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base) != 0)
+			return fg_err_set(err, errno == EEXIST || errno == ENOTEMPTY ? FG_EUSAGE : FG_EIO,
+					  "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+		return 0;
+	}
+	if (renameat2(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base, RENAME_EXCHANGE) == 0) {
+		fg_fs_rm_rf(f->tmp); /* the old artifact, now under the temporary name */
+		return 0;
+	}
+	if (errno != EINVAL && errno != ENOSYS)
+		return fg_err_set(err, FG_EIO, "%s: cannot swap in the new artifact: %s", f->o->out, strerror(errno));
+	/* Without RENAME_EXCHANGE: the old one aside, the new one in, the old one gone. */
+	if (snprintf(old, sizeof(old), "%s-old", pl->tmp_name) >= (int)sizeof(old))
+		return fg_err_set(err, FG_EUSAGE, "%s: path too long", f->o->out);
+	if (renameat(pl->dirfd, pl->base, pl->dirfd, old) != 0)
+		return fg_err_set(err, FG_EIO, "%s: cannot move the old artifact aside: %s", f->o->out, strerror(errno));
+	if (renameat(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base) != 0) {
+		int rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+
+		renameat(pl->dirfd, old, pl->dirfd, pl->base);
+		return rc;
+	}
+	if (snprintf(f->tmp, sizeof(f->tmp), "%s/%s", pl->dir, old) < (int)sizeof(f->tmp))
+		fg_fs_rm_rf(f->tmp);
+	return 0;
+}
+
 /*
  * Every target loads what the layout promised: an error verdict refuses the
  * artifact (the first names the refusal), and so does a target that, with
@@ -365,10 +526,8 @@ static int check_targets(struct forge *f, struct fg_err *err)
 	return 0;
 }
 
-static int finish(struct forge *f, const char *parent, struct fg_err *err)
+static int finish(struct forge *f, const struct place *pl, struct fg_err *err)
 {
-	struct stat st;
-	char old[PATH_MAX];
 	int rc;
 
 	fg_art_progress(f, FG_ART_CHECK);
@@ -381,25 +540,11 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 		return rc;
 	if ((rc = fg_fs_fsync_dir(f->tmp)) != 0)
 		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
-	old[0] = '\0';
-	if (lstat(f->o->out, &st) == 0) {
-		if (snprintf(old, sizeof(old), "%s-old", f->tmp) >= (int)sizeof(old))
-			return fg_err_set(err, FG_EUSAGE, "%s: path too long", f->o->out);
-		if (rename(f->o->out, old) != 0)
-			return fg_err_set(err, FG_EIO, "%s: cannot move the old artifact aside: %s", f->o->out,
-					  strerror(errno));
-	}
-	if (rename(f->tmp, f->o->out) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
-		if (old[0])
-			rename(old, f->o->out);
+	if ((rc = put_in_place(f, pl, err)) != 0)
 		return rc;
-	}
-	fg_fs_fsync_dir(parent);
-	if (old[0])
-		fg_fs_rm_rf(old);
-	if (!realpath(f->o->out, f->res->artifact))
-		snprintf(f->res->artifact, sizeof(f->res->artifact), "%s", f->o->out);
+	f->tmp[0] = '\0'; /* renamed: nothing of ours is left to remove */
+	fsync(pl->dirfd);
+	artifact_path(pl, f->o->out, f->res->artifact, sizeof(f->res->artifact));
 	fg_art_progress(f, FG_ART_DONE);
 	return 0;
 }
@@ -407,6 +552,7 @@ static int finish(struct forge *f, const char *parent, struct fg_err *err)
 /*
  * What is written into the temporary folder, in order.  A step that begins
  * a stage reports it first and stops there when the caller asked to.
+ * config.json comes before the sidecar: the head fingerprints hash it first.
  */
 static const struct {
 	int begins_stage;
@@ -414,12 +560,13 @@ static const struct {
 	int (*run)(struct forge *f, struct fg_err *err);
 } steps[] = {
 	{ 1, FG_ART_BACKBONE, fg_art_write_backbone },
-	{ 1, FG_ART_SIDECAR, fg_art_write_sidecar },
+	{ 1, FG_ART_SIDECAR, fg_art_write_config },
+	{ 0, FG_ART_SIDECAR, fg_art_write_sidecar },
 	{ 1, FG_ART_PROVENANCE, fg_art_write_originals },
-	{ 0, FG_ART_PROVENANCE, fg_art_write_config },
-	{ 0, FG_ART_PROVENANCE, fingerprint },
+	{ 0, FG_ART_PROVENANCE, identities },
 	{ 0, FG_ART_PROVENANCE, write_provenance },
 	{ 0, FG_ART_PROVENANCE, write_runtime },
+	{ 0, FG_ART_PROVENANCE, fg_art_check_sources }, /* what was read is one version of each file */
 };
 
 /* The target list: its rows (f->layout.targets), their ids and the text as given without blanks (f->res). */
@@ -458,7 +605,8 @@ static int run_step(void *ctx, struct fg_err *err)
 int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, struct fg_err *err)
 {
 	struct forge f;
-	char parent[PATH_MAX], base[NAME_MAX + 1];
+	struct place pl = { .dirfd = -1 };
+	char cache[PATH_MAX];
 	struct stat st;
 	int rc;
 
@@ -466,6 +614,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	memset(&f, 0, sizeof(f));
 	f.o = o;
 	f.res = res;
+	f.cache_dir = o->pull ? o->pull->cache_dir : fg_ckpt_default_cache_dir(cache, sizeof(cache));
 	f.created_at = time(NULL);
 	if ((rc = parse_targets(o->target, &f, err)))
 		goto out;
@@ -477,7 +626,9 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_EUSAGE, "--out DIR is required");
 		goto out;
 	}
-	if (lstat(o->out, &st) == 0 && !o->force) {
+	if ((rc = place_open(&pl, o->out, o->out_nofollow, err)))
+		goto out;
+	if (fstatat(pl.dirfd, pl.base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !o->force) {
 		rc = fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", o->out);
 		goto out;
 	}
@@ -528,16 +679,17 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	if ((rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err)) || (rc = fetch_head(&f, err)))
 		goto out;
-	split_out(o->out, parent, sizeof(parent), base, sizeof(base));
-	clean_stale(parent, base);
+	clean_stale(&pl);
 	/* pid, then a sequence number: worker threads of one daemon forge at once. */
-	if (snprintf(f.tmp, sizeof(f.tmp), "%s/.%s.forged-tmp-%ld-%lu", parent, base, (long)getpid(),
-		     __atomic_fetch_add(&forge_seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(f.tmp)) {
+	if (snprintf(pl.tmp_name, sizeof(pl.tmp_name), ".%s.forged-tmp-%ld-%lu", pl.base, (long)getpid(),
+		     __atomic_fetch_add(&forge_seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(pl.tmp_name) ||
+	    snprintf(f.tmp, sizeof(f.tmp), "%s/%s", pl.dir, pl.tmp_name) >= (int)sizeof(f.tmp)) {
 		rc = fg_err_set(err, FG_EUSAGE, "%s: path too long", o->out);
+		f.tmp[0] = '\0';
 		goto out;
 	}
 	fg_fs_rm_rf(f.tmp);
-	if (mkdir(f.tmp, 0755) != 0) {
+	if (mkdirat(pl.dirfd, pl.tmp_name, 0755) != 0) {
 		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", f.tmp, strerror(errno));
 		f.tmp[0] = '\0';
 		goto out;
@@ -546,7 +698,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	f.originals = cJSON_CreateArray();
 	f.relayouts = cJSON_CreateArray();
 	f.weight_map = cJSON_CreateObject();
-	if (!f.files || !f.originals || !f.relayouts || !f.weight_map) {
+	f.source_hashes = cJSON_CreateObject();
+	if (!f.files || !f.originals || !f.relayouts || !f.weight_map || !f.source_hashes) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -562,18 +715,24 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		if ((rc = fg_st_guard(run_step, &sc, o->source, err)))
 			goto out;
 	}
-	rc = finish(&f, parent, err);
+	rc = finish(&f, &pl, err);
 out:
 	if (rc == FG_EVERDICT && err)
 		res->refusal = *err;
 	if (f.tmp[0])
-		fg_fs_rm_rf(f.tmp); /* after a successful rename this path no longer exists */
+		fg_fs_rm_rf(f.tmp);
+	if (pl.dirfd >= 0)
+		close(pl.dirfd);
+	fg_art_sources_close(&f);
+	fg_sha256_free(f.framed);
+	fg_sha256_free(f.legacy);
 	fg_plan_release(&f.plan);
 	cJSON_Delete(f.quant_record);
 	cJSON_Delete(f.files);
 	cJSON_Delete(f.originals);
 	cJSON_Delete(f.relayouts);
 	cJSON_Delete(f.weight_map);
+	cJSON_Delete(f.source_hashes);
 	if (f.bb != f.src)
 		fg_inspect_free(f.bb);
 	fg_inspect_free(f.src);

@@ -8,10 +8,11 @@
  * sidecar such as `mtp.safetensors`, or a shard of its own in the index, in
  * the targets' convention, names, expert layout and precision), a patched
  * config.json and forged.json provenance with the SHA-256 of every file, the
- * decisions, the layout, and zstd-compressed originals of every tensor whose
- * bytes changed.  It is built in a hidden sibling folder, inspected for every
- * target, fsynced and renamed into place only when clean: a crash leaves
- * nothing at the destination, and a rerun succeeds.
+ * decisions, the layout, and the originals of every tensor whose bytes
+ * changed (references to a local source, zstd copies of a remote one).  It
+ * is built in a hidden sibling folder, inspected for every target, fsynced
+ * and renamed into place only when clean: a crash leaves nothing at the
+ * destination, and a rerun succeeds.
  */
 #ifndef FG_FORGE_H
 #define FG_FORGE_H
@@ -39,6 +40,28 @@
 #define FG_FORGE_TARGET_MAX 512
 #define FG_FORGE_MAX_TARGETS 32
 
+/* What forged.json keeps of the source tensors whose values change (README, "Forging a sidecar"). */
+enum fg_forge_originals {
+	FG_ORIGINALS_AUTO,      /* references (file, its SHA-256, offset, length) to a local source; a
+				 * remote source's are copied */
+	FG_ORIGINALS_COPY,      /* zstd copies under provenance/originals/ whatever the source */
+};
+
+/*
+ * Where a forge is: the stage, the fraction of the whole run (0..1, never
+ * decreasing), and within the stage the bytes moved (read, hashed,
+ * quantized or written) of the stage's total, their rate and the seconds
+ * left at that rate.  A stage that moves no counted bytes has 0 of 0, rate
+ * 0 and eta_s -1.
+ */
+struct fg_forge_progress {
+	const char *stage;      /* inspect, fetch, backbone, sidecar, provenance, check, done */
+	double fraction;
+	uint64_t bytes_done, bytes_total;
+	double rate;            /* bytes a second since the stage began */
+	double eta_s;           /* -1: unknown */
+};
+
 struct fg_forge_opts {
 	const char *source;
 	const char *backbone;   /* NULL: the source */
@@ -47,17 +70,30 @@ struct fg_forge_opts {
 	const char *quant;      /* NULL: keep */
 	int force;              /* replace an existing artifact */
 	int allow_requantize;   /* quant may quantize a head the source already quantized (dequantized first) */
+	/*
+	 * 1: every component of out's parent folder is opened without following
+	 * a symbolic link (the caller resolved and confined it: a folder swapped
+	 * for a link since then is refused, FG_EFORBIDDEN).  0: out's parent is
+	 * opened as it is spelled.  Either way the artifact is created and
+	 * renamed into place relative to that one opened folder.
+	 */
+	int out_nofollow;
+	enum fg_forge_originals originals;
 	const char *version;    /* forged's version, for provenance */
-	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local */
+	const struct fg_pull_opts *pull; /* remote sources (NULL: defaults); the backbone is local.
+					  * Its cache_dir also keeps the file hashes (filehash.h). */
 	const cJSON *job;       /* the daemon's job, recorded in forged.json as "job" (NULL: none) */
 	/*
-	 * Progress, may be NULL: stage name and 0..1 over the whole run.  A
-	 * non-zero return stops the forge before its next stage (FG_ECANCELLED,
-	 * nothing left behind).
+	 * Progress, may be NULL: called when a stage begins, then as its bytes
+	 * move, at most every FG_FORGE_PROGRESS_S seconds and at the stage's
+	 * end.  A non-zero return stops the forge at its next chunk or stage
+	 * (FG_ECANCELLED, nothing left behind).
 	 */
-	int (*progress)(void *ctx, const char *stage, double fraction);
+	int (*progress)(void *ctx, const struct fg_forge_progress *p);
 	void *progress_ctx;
 };
+
+#define FG_FORGE_PROGRESS_S 0.05
 
 struct fg_forge_result {
 	char artifact[PATH_MAX];
@@ -89,8 +125,10 @@ struct fg_forge_result {
  * Run the pipeline.  Returns 0 with res filled (res->ok says whether the
  * artifact inspects clean; when not, nothing is left at out and the return is
  * FG_EVERDICT), or an error: FG_EUSAGE (bad options, out exists without
- * force), FG_EINPUT (unreadable or unsuitable input, an out that cannot be
- * written: nothing is left), FG_ESTATE/FG_ENOSPC (the pull cache failed),
+ * force, or that appeared while forging: the artifact is never put over
+ * another without force), FG_EINPUT (unreadable or unsuitable input, an out
+ * that cannot be written: nothing is left), FG_EFORBIDDEN (out_nofollow and
+ * a link in out's parent path), FG_ESTATE/FG_ENOSPC (the pull cache failed),
  * FG_EVERDICT (the head cannot be forged: a refusing verdict, named in err),
  * FG_ECANCELLED (the progress callback asked to stop).
  * Release res with fg_forge_result_release() in every case.

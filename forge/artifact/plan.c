@@ -8,6 +8,8 @@
  */
 #include "forge/artifact/plan.h"
 
+#include "forge/artifact/internal.h"
+
 #include "forge/core/grow.h"
 #include "forge/core/str.h"
 #include "forge/format/quant/quant.h"
@@ -53,11 +55,21 @@ struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct
 	return o;
 }
 
-/* The outputs of the last quantized tensor, shared by its two or three parts. */
+/*
+ * What a quantized base leaves behind between calls: its scales and biases
+ * (small: a 64th of the input each for 4-bit groups of 64) for every row
+ * quantized so far, filled while its weight part streams, and the reused
+ * band buffers.  Weight rows themselves are never kept.
+ */
 struct fg_plan_qcache {
-	int base;
-	uint8_t *part[3];
+	int base;                 /* the plan entry the parts belong to, -1: none */
+	uint8_t *part[3];         /* [FG_PART_SCALES], [FG_PART_BIASES]: every row's (part[0] unused) */
 	uint64_t bytes[3];
+	uint64_t rows_done;       /* rows [0, rows_done) of the parts are filled */
+	uint8_t *input;           /* one band of the base's rows */
+	size_t input_cap;
+	uint8_t *weight;          /* one band of packed weight rows */
+	size_t weight_cap;
 };
 
 static void qcache_clear(struct fg_plan_qcache *c)
@@ -67,7 +79,18 @@ static void qcache_clear(struct fg_plan_qcache *c)
 		c->part[i] = NULL;
 		c->bytes[i] = 0;
 	}
+	c->rows_done = 0;
 	c->base = -1;
+}
+
+static void qcache_free(struct fg_plan_qcache *c)
+{
+	if (!c)
+		return;
+	qcache_clear(c);
+	free(c->input);
+	free(c->weight);
+	free(c);
 }
 
 void fg_plan_release(struct fg_plan *plan)
@@ -84,9 +107,7 @@ void fg_plan_release(struct fg_plan *plan)
 	}
 	if (plan) {
 		free(plan->mods);
-		if (plan->qcache)
-			qcache_clear(plan->qcache);
-		free(plan->qcache);
+		qcache_free(plan->qcache);
 		free(plan->t);
 		memset(plan, 0, sizeof(*plan));
 	}
@@ -671,189 +692,467 @@ int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *sp
 	return rc;
 }
 
-/* ---- materialization ---- */
+/* ---- materialization ----
+ *
+ * Every operation produces any byte range of its output, so a writer streams
+ * an entry in chunks and never holds a whole tensor: copies read the source
+ * range they need, FP8 and shifts convert the rows or elements the range
+ * covers, transposes gather the output rows, and quantization works in row
+ * bands of its base.  Reads are announced to the kernel first
+ * (fg_art_will_read), so a cold source streams in ahead of the arithmetic.
+ */
 
-/* BF16 from E4M3 x FG_FP8_BLOCK-square block scales, in bands of rows (quant/fp8.c does the arithmetic). */
-static int fp8_dequant(const struct fg_tensor *t, const struct fg_tensor *scale_inv, uint8_t *out,
-		       struct fg_err *err)
+#define QUANT_BAND_BYTES ((uint64_t)16 << 20) /* input bytes quantized per call: two threads' worth */
+#define FP8_BAND_ROWS 256
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
 {
-	uint64_t rows = t->shape[0], cols = t->shape[1], band = 256;
-	float *scales = NULL;
+	return a < b ? a : b;
+}
+
+/* Copy [off, off + len) of a source tensor's bytes, announcing the read. */
+static void copy_source(const struct fg_tensor *t, uint64_t off, uint64_t len, uint8_t *dst)
+{
+	fg_art_will_read(t, off, len);
+	memcpy(dst, t->data + off, (size_t)len);
+}
+
+/* Rows of R output bytes each: rows [row0, row0 + n) into dst. */
+typedef int (*rows_fn)(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+		       struct fg_err *err);
+
+/*
+ * Bytes [offset, offset + len) of an output made of R-byte rows: the whole
+ * rows inside go straight to buf, a row cut by either end is made in a
+ * scratch row and the covered part copied.
+ */
+static int by_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t R, uint64_t offset, uint64_t len,
+		   uint8_t *buf, rows_fn fn, struct fg_err *err)
+{
+	uint64_t end = offset + len, pos = offset;
+	uint8_t *tmp = NULL;
 	int rc = 0;
 
-	if (scale_inv->dtype != FG_DT_F32) {
-		/* quant/fp8.c reads F32 grids: widen a BF16 grid once (it is tiny). */
-		scales = malloc((size_t)scale_inv->nelem * sizeof(float) + 1);
-		if (!scales)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", scale_inv->name);
-		fg_dtype_to_f32(scale_inv->dtype, scale_inv->data, scales, (size_t)scale_inv->nelem);
+	if (!len)
+		return 0;
+	if (pos % R) {
+		uint64_t row = pos / R, stop = min_u64((row + 1) * R, end);
+
+		if (!(tmp = malloc((size_t)R)))
+			return fg_err_set(err, FG_ENOMEM, "out of memory for a row of '%s'", o->name);
+		rc = fn(o, ctx, row, 1, tmp, err);
+		if (!rc)
+			memcpy(buf, tmp + pos % R, (size_t)(stop - pos));
+		pos = stop;
 	}
-	for (uint64_t r0 = 0; !rc && r0 < rows; r0 += band) {
-		uint64_t n = rows - r0 < band ? rows - r0 : band;
+	if (!rc && end / R > pos / R) {
+		uint64_t row = pos / R, n = end / R - row;
+
+		rc = fn(o, ctx, row, n, buf + (pos - offset), err);
+		pos = (row + n) * R;
+	}
+	if (!rc && pos < end) {
+		if (!tmp && !(tmp = malloc((size_t)R)))
+			return fg_err_set(err, FG_ENOMEM, "out of memory for a row of '%s'", o->name);
+		rc = fn(o, ctx, pos / R, 1, tmp, err);
+		if (!rc)
+			memcpy(buf + (pos - offset), tmp, (size_t)(end - pos));
+	}
+	free(tmp);
+	return rc;
+}
+
+/* F32 elements of a shifted norm: element i = source[i] + shift. */
+static int shift_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+		      struct fg_err *err)
+{
+	const struct fg_tensor *t = o->src;
+	size_t es = fg_dtype_size(t->dtype);
+	float tmp[ROW_CHUNK];
+
+	(void)ctx;
+	(void)err;
+	fg_art_will_read(t, row0 * es, n * es);
+	for (uint64_t i = 0; i < n; i += ROW_CHUNK) {
+		size_t k = n - i < ROW_CHUNK ? (size_t)(n - i) : ROW_CHUNK;
+
+		fg_dtype_to_f32(t->dtype, t->data + (row0 + i) * es, tmp, k);
+		for (size_t j = 0; j < k; j++)
+			tmp[j] = tmp[j] + o->shift; /* F32 arithmetic: BF16 would lose offsets below 2^-8 */
+		memcpy(dst + i * 4, tmp, k * 4);
+	}
+	return 0;
+}
+
+/* One FP8 weight and its block scales, for fp8_rows. */
+struct fp8_src {
+	const struct fg_tensor *t, *scale_inv;
+};
+
+/* BF16 rows [row0, row0 + n) of an E4M3 weight times its block scales (quant/fp8.c does the arithmetic). */
+static int fp8_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+		    struct fg_err *err)
+{
+	const struct fp8_src *f = ctx;
+	const struct fg_tensor *t = f->t, *s = f->scale_inv;
+	uint64_t rows = t->shape[0], cols = t->shape[1];
+	float *widened = NULL;
+	int rc = 0;
+
+	(void)o;
+	if (s->dtype != FG_DT_F32) {
+		/* quant/fp8.c reads F32 grids: widen a BF16 grid (it is tiny). */
+		widened = malloc((size_t)s->nelem * sizeof(float) + 1);
+		if (!widened)
+			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", s->name);
+		fg_dtype_to_f32(s->dtype, s->data, widened, (size_t)s->nelem);
+	}
+	fg_art_will_read(t, row0 * cols, n * cols);
+	for (uint64_t r = row0; !rc && r < row0 + n; r += FP8_BAND_ROWS) {
+		uint64_t k = min_u64(row0 + n - r, FP8_BAND_ROWS);
 
 		rc = fg_fp8_block_dequant_rows_bf16(t->data, (size_t)rows, (size_t)cols,
-						    scales ? scales : (const float *)(const void *)scale_inv->data,
-						    (size_t)scale_inv->shape[0], (size_t)scale_inv->shape[1],
-						    (size_t)r0, (size_t)n, (uint16_t *)(void *)(out + 2 * r0 * cols), err);
+						    widened ? widened : (const float *)(const void *)s->data,
+						    (size_t)s->shape[0], (size_t)s->shape[1], (size_t)r, (size_t)k,
+						    (uint16_t *)(void *)(dst + 2 * (r - row0) * cols), err);
 	}
-	free(scales);
+	free(widened);
 	if (rc)
 		fg_err_prefix(err, rc, "dequantizing '%s': ", t->name);
 	return rc;
 }
 
-/* A quantized module dequantized to BF16 (dequant.h, F32 arithmetic); a stacked MLX module expert by expert. */
-static int dequant_module(const struct fg_qmod *q, uint8_t *out, struct fg_err *err)
+/*
+ * BF16 rows of a quantized module dequantized (dequant.h, F32 arithmetic):
+ * rows [row0, row0 + n) of W [out, in]; a stacked MLX module's row g is
+ * expert g / out's row g % out.  ctx is the module.
+ */
+static int dequant_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+			struct fg_err *err)
 {
-	uint64_t experts = fg_qmod_stacked(q);
-	size_t piece = q->dims.out * q->dims.in * 2;
+	const struct fg_qmod *q = ctx;
+	uint64_t experts = fg_qmod_stacked(q), out = q->dims.out, row_bytes = q->dims.in * 2;
 	int rc = 0;
 
+	(void)o;
 	if (!experts)
-		rc = fg_qformat_dequant_rows_bf16(&q->f, &q->m, 0, q->dims.out, (uint16_t *)(void *)out, err);
-	for (uint64_t e = 0; !rc && e < experts; e++) {
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &q->m, (size_t)row0, (size_t)n, (uint16_t *)(void *)dst, err);
+	for (uint64_t g = row0; !rc && experts && g < row0 + n;) {
+		uint64_t e = g / out, r = g % out, k = min_u64(out - r, row0 + n - g);
 		struct fg_tensor views[FG_QR_COUNT];
 		struct fg_qmodule slice;
 
 		fg_qmod_slice(q, e, views, &slice);
-		rc = fg_qformat_dequant_rows_bf16(&q->f, &slice, 0, q->dims.out,
-						  (uint16_t *)(void *)(out + (size_t)e * piece), err);
+		rc = fg_qformat_dequant_rows_bf16(&q->f, &slice, (size_t)r, (size_t)k,
+						  (uint16_t *)(void *)(dst + (g - row0) * row_bytes), err);
+		g += k;
 	}
 	if (rc)
 		fg_err_prefix(err, rc, "dequantizing '%s': ", q->name);
 	return rc;
 }
 
-static void shift_norm(const struct fg_tensor *t, float shift, uint8_t *out)
+/* Bytes [offset, offset + len) of quantized module q dequantized to BF16. */
+static int dequant_range(const struct fg_plan_entry *o, const struct fg_qmod *q, uint64_t offset, uint64_t len,
+			 uint8_t *buf, struct fg_err *err)
 {
-	float buf[ROW_CHUNK];
-
-	for (uint64_t i = 0; i < t->nelem; i += ROW_CHUNK) {
-		size_t n = t->nelem - i < ROW_CHUNK ? (size_t)(t->nelem - i) : ROW_CHUNK;
-
-		fg_dtype_to_f32(t->dtype, t->data + i * fg_dtype_size(t->dtype), buf, n);
-		for (size_t k = 0; k < n; k++)
-			buf[k] = buf[k] + shift; /* F32 arithmetic: BF16 would lose offsets below 2^-8 */
-		memcpy(out + i * 4, buf, n * 4);
-	}
+	return by_rows(o, q, q->dims.in * 2, offset, len, buf, dequant_rows, err);
 }
 
-/* out[e][i][j] = src[e][j][col0 + i] for i < ni, j < nj: a per-expert transpose. */
-static void transpose_experts(const uint8_t *src, uint64_t experts, uint64_t src_rows, uint64_t src_cols,
-			      uint64_t col0, uint64_t ni, size_t es, uint8_t *out)
+/* Bytes [offset, offset + len) of the BF16 form of an FP8 weight. */
+static int fp8_range(const struct fg_plan_entry *o, const struct fg_tensor *t, const struct fg_tensor *scale_inv,
+		     uint64_t offset, uint64_t len, uint8_t *buf, struct fg_err *err)
 {
-	for (uint64_t e = 0; e < experts; e++) {
-		const uint8_t *s = src + e * src_rows * src_cols * es;
-		uint8_t *d = out + e * ni * src_rows * es;
+	const struct fp8_src f = { t, scale_inv };
 
-		for (uint64_t i = 0; i < ni; i++)
-			for (uint64_t j = 0; j < src_rows; j++)
-				memcpy(d + (i * src_rows + j) * es, s + (j * src_cols + col0 + i) * es, es);
-	}
+	return by_rows(o, &f, 2 * t->shape[1], offset, len, buf, fp8_rows, err);
 }
 
-static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
-			     struct fg_err *err);
+/*
+ * Output rows of a per-expert transpose: out[e][i][j] = src[e][j][col0 + i]
+ * for i < ni (o->shape[1]), j < the source's rows; one output row is one
+ * (e, i).  Gathered in tiles so both sides stay in cache.
+ */
+#define TILE 64
 
-int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
-			struct fg_err *err)
+static int transpose_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row0, uint64_t n, uint8_t *dst,
+			  struct fg_err *err)
 {
 	const struct fg_tensor *t = o->src;
+	uint64_t src_rows = t->shape[1], src_cols = t->shape[2], ni = o->shape[1];
+	uint64_t col0 = o->op == FG_OP_SPLIT_T ? (uint64_t)o->half * ni : 0;
 	size_t es = fg_dtype_size(o->dtype);
+
+	(void)ctx;
+	(void)err;
+	for (uint64_t g = row0; g < row0 + n;) {
+		uint64_t e = g / ni, i0 = g % ni, i1 = min_u64(ni, i0 + (row0 + n - g));
+		const uint8_t *s = t->data + e * src_rows * src_cols * es;
+		uint8_t *d = dst + (g - row0) * src_rows * es;
+
+		fg_art_will_read(t, e * src_rows * src_cols * es, src_rows * src_cols * es);
+		for (uint64_t ib = i0; ib < i1; ib += TILE) {
+			uint64_t ie = min_u64(i1, ib + TILE);
+
+			for (uint64_t jb = 0; jb < src_rows; jb += TILE) {
+				uint64_t je = min_u64(src_rows, jb + TILE);
+
+				for (uint64_t i = ib; i < ie; i++) {
+					uint8_t *drow = d + (i - i0) * src_rows * es;
+
+					if (es == 2) {
+						for (uint64_t j = jb; j < je; j++)
+							memcpy(drow + j * 2, s + (j * src_cols + col0 + i) * 2, 2);
+					} else {
+						for (uint64_t j = jb; j < je; j++)
+							memcpy(drow + j * es, s + (j * src_cols + col0 + i) * es, es);
+					}
+				}
+			}
+		}
+		g += i1 - i0;
+	}
+	return 0;
+}
+
+const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t offset, size_t *len,
+				       uint64_t *at_out)
+{
+	const struct fg_tensor *t = NULL;
+	uint64_t es = fg_dtype_size(o->dtype), at = 0, piece, room;
 
 	switch (o->op) {
 	case FG_OP_VIEW:
-		memcpy(buf, t->data, (size_t)fg_tensor_bytes(t));
+		t = o->src;
+		at = offset;
+		room = fg_tensor_bytes(t) - min_u64(offset, fg_tensor_bytes(t));
+		break;
+	case FG_OP_STACK:
+		piece = o->shape[1] * o->shape[2] * es;
+		if (!piece || offset / piece >= o->n_srcs || o->scale_invs[offset / piece] ||
+		    (o->qsrcs && o->qsrcs[offset / piece]))
+			return NULL; /* FP8 or quantized experts are computed */
+		t = o->srcs[offset / piece];
+		at = offset % piece;
+		room = piece - at;
+		break;
+	case FG_OP_SPLIT:
+		piece = o->shape[1] * o->shape[2] * es;
+		if (!piece || offset / piece >= o->shape[0])
+			return NULL;
+		t = o->src;
+		at = ((offset / piece) * 2 + (uint64_t)o->half) * piece + offset % piece;
+		room = piece - offset % piece;
+		break;
+	default:
+		return NULL;
+	}
+	if (!t->data || !room)
+		return NULL;
+	if (*len > room)
+		*len = (size_t)room;
+	*at_out = at;
+	return t;
+}
+
+/* A run fg_plan_direct gave is about to be read through its mapping: read ahead of it (and of the experts after). */
+static void direct_ahead(const struct fg_plan_entry *o, const struct fg_tensor *t, uint64_t at, uint64_t len)
+{
+	fg_art_will_read(t, at, len);
+	if (o->op == FG_OP_STACK && at == 0)
+		for (size_t e = 0; e < o->n_srcs; e++)
+			if (o->srcs[e] == t) {
+				fg_art_will_read_run(o->srcs, o->n_srcs, e);
+				break;
+			}
+}
+
+static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint64_t offset,
+			     uint64_t len, uint8_t *buf, struct fg_err *err);
+
+int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_entry *o, uint64_t offset,
+			      size_t len, uint8_t *buf, struct fg_err *err)
+{
+	uint64_t es = fg_dtype_size(o->dtype), end = offset + len, piece;
+
+	if (end < offset || end > fg_plan_entry_bytes(o))
+		return fg_err_set(err, FG_EINTERNAL, "tensor '%s': bytes %llu..%llu are outside its %llu", o->name,
+				  (unsigned long long)offset, (unsigned long long)end,
+				  (unsigned long long)fg_plan_entry_bytes(o));
+	switch (o->op) {
+	case FG_OP_VIEW:
+		copy_source(o->src, offset, len, buf);
 		return 0;
 	case FG_OP_SHIFT:
-		shift_norm(t, o->shift, buf);
-		return 0;
+		return by_rows(o, NULL, 4, offset, len, buf, shift_rows, err);
 	case FG_OP_FP8:
-		return fp8_dequant(t, o->scale_inv, buf, err);
-	case FG_OP_STACK: {
-		uint64_t piece = o->shape[1] * o->shape[2] * es;
+		return fp8_range(o, o->src, o->scale_inv, offset, len, buf, err);
+	case FG_OP_STACK:
+	case FG_OP_SPLIT:
+		/* One piece per expert: a source expert, or half of a fused one. */
+		piece = o->shape[1] * o->shape[2] * es;
+		for (uint64_t pos = offset; pos < end;) {
+			uint64_t e = pos / piece, at = pos % piece, n = min_u64(piece - at, end - pos);
+			int rc = 0;
 
-		for (size_t e = 0; e < o->n_srcs; e++) {
-			if (o->qsrcs && o->qsrcs[e]) {
-				if (dequant_module(o->qsrcs[e], buf + e * piece, err))
-					return err->code;
-			} else if (!o->scale_invs[e]) {
-				memcpy(buf + e * piece, o->srcs[e]->data, (size_t)piece);
-			} else if (fp8_dequant(o->srcs[e], o->scale_invs[e], buf + e * piece, err)) {
-				return err->code;
-			}
+			if (o->op == FG_OP_STACK && at == 0)
+				fg_art_will_read_run(o->srcs, o->n_srcs, (size_t)e);
+			if (o->op == FG_OP_SPLIT)
+				copy_source(o->src, (e * 2 + (uint64_t)o->half) * piece + at, n, buf + (pos - offset));
+			else if (o->qsrcs && o->qsrcs[e]) /* a quantized expert (GPTQ, AWQ, ...): dequantized */
+				rc = dequant_range(o, o->qsrcs[e], at, n, buf + (pos - offset), err);
+			else if (!o->scale_invs[e])
+				copy_source(o->srcs[e], at, n, buf + (pos - offset));
+			else
+				rc = fp8_range(o, o->srcs[e], o->scale_invs[e], at, n, buf + (pos - offset), err);
+			if (rc)
+				return rc;
+			pos += n;
 		}
 		return 0;
-	}
-	case FG_OP_DEQUANT:
-		return dequant_module(o->qsrc, buf, err);
-	case FG_OP_SPLIT: {
-		uint64_t rows = o->shape[1], cols = o->shape[2];
-
-		for (uint64_t e = 0; e < o->shape[0]; e++)
-			memcpy(buf + e * rows * cols * es,
-			       t->data + (e * 2 * rows + (uint64_t)o->half * rows) * cols * es, (size_t)(rows * cols * es));
-		return 0;
-	}
 	case FG_OP_SPLIT_T:
-		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2],
-				  (uint64_t)o->half * o->shape[1], o->shape[1], es, buf);
-		return 0;
 	case FG_OP_TRANSPOSE:
-		transpose_experts(t->data, t->shape[0], t->shape[1], t->shape[2], 0, t->shape[2], es, buf);
-		return 0;
+		return by_rows(o, NULL, o->src->shape[1] * es, offset, len, buf, transpose_rows, err);
 	case FG_OP_QUANT:
-		return materialize_quant(plan, o, buf, err);
+		return materialize_quant(plan, o, offset, len, buf, err);
+	case FG_OP_DEQUANT:
+		return dequant_range(o, o->qsrc, offset, len, buf, err);
 	}
 	return fg_err_set(err, FG_EINTERNAL, "tensor '%s': operation %d cannot be materialized", o->name, o->op);
 }
 
-static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
-			     struct fg_err *err)
+int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
+			struct fg_err *err)
+{
+	return fg_plan_materialize_range(plan, o, 0, (size_t)fg_plan_entry_bytes(o), buf, err);
+}
+
+/* Grow *p to at least n bytes (*cap its size); 0 or FG_ENOMEM. */
+static int reserve(uint8_t **p, size_t *cap, uint64_t n)
+{
+	uint8_t *q;
+
+	if (n <= *cap)
+		return 0;
+	q = realloc(*p, (size_t)n);
+	if (!q)
+		return FG_ENOMEM;
+	*p = q;
+	*cap = (size_t)n;
+	return 0;
+}
+
+/*
+ * Quantize rows [r0, r1) of base b (rows of cols inputs) into c->weight
+ * (packed words, w_row bytes a row) and the cached parts (s_row bytes a
+ * row).  Rows are read where they are when they are a run of one source
+ * tensor (a plain linear, each expert of a stack: no copy), else the band
+ * is materialized into c->input first.
+ */
+static int quant_band(const struct fg_plan *plan, const struct fg_plan_entry *o, const struct fg_plan_entry *b,
+		      uint64_t r0, uint64_t r1, uint64_t w_row, uint64_t s_row, struct fg_err *err)
 {
 	struct fg_plan_qcache *c = plan->qcache;
-	const struct fg_plan_entry *b = &plan->t[o->base];
-	uint64_t cols = b->shape[b->rank - 1], rows, in_bytes = fg_plan_entry_bytes(b);
-	uint8_t *input = NULL;
+	uint64_t cols = b->shape[b->rank - 1], in_row = cols * fg_dtype_size(b->dtype);
+	int rc = 0;
+
+	if (reserve(&c->weight, &c->weight_cap, (r1 - r0) * w_row))
+		return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+	for (uint64_t q = r0; !rc && q < r1;) {
+		size_t run = (size_t)((r1 - q) * in_row);
+		uint64_t at = 0, n;
+		const struct fg_tensor *t = fg_plan_direct(b, q * in_row, &run, &at);
+		const uint8_t *input;
+		uint8_t *scales = c->part[FG_PART_SCALES] + q * s_row;
+		uint8_t *biases = c->part[FG_PART_BIASES] ? c->part[FG_PART_BIASES] + q * s_row : NULL;
+		uint32_t *packed = (uint32_t *)(void *)(c->weight + (q - r0) * w_row);
+
+		if (t && t->data && run >= in_row) {
+			n = run / in_row;
+			input = t->data + at;
+			direct_ahead(b, t, at, n * in_row);
+		} else {
+			n = r1 - q;
+			if (reserve(&c->input, &c->input_cap, n * in_row))
+				return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+			rc = fg_plan_materialize_range(plan, b, q * in_row, (size_t)(n * in_row), c->input, err);
+			if (rc)
+				return rc;
+			input = c->input;
+		}
+		/* threads 0: FORGED_QUANT_THREADS (quant.h), for runs of 8 MiB and more */
+		if (o->quant.mxfp4)
+			rc = fg_quant_mxfp4_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, packed, scales, 0, err);
+		else
+			rc = fg_quant_affine_tensor_dt(b->dtype, input, (size_t)n, (size_t)cols, o->quant.bits,
+						       o->quant.group, packed, scales, biases, 0, err);
+		if (rc)
+			return fg_err_prefix(err, rc, "quantizing '%s' (rows %llu..%llu): ", b->name,
+					     (unsigned long long)q, (unsigned long long)(q + n));
+		q += n;
+	}
+	if (r0 <= c->rows_done && r1 > c->rows_done)
+		c->rows_done = r1;
+	return 0;
+}
+
+static int materialize_quant(const struct fg_plan *plan, const struct fg_plan_entry *o, uint64_t offset,
+			     uint64_t len, uint8_t *buf, struct fg_err *err)
+{
+	struct fg_plan_qcache *c = plan->qcache;
+	const struct fg_plan_entry *b = &plan->t[o->base], *weight = o - (int)o->part;
+	uint64_t cols = b->shape[b->rank - 1], rows, in_row, band, w_row, s_row;
 	int rc = 0;
 
 	if (!c)
 		return fg_err_set(err, FG_EINTERNAL, "tensor '%s': no quantization cache", o->name);
+	rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
+	if (!rows)
+		return 0;
+	/* policy.c appends a base's parts right after it, in part order: siblings are adjacent. */
+	assert(weight >= plan->t && weight->op == FG_OP_QUANT && weight->base == o->base &&
+	       weight->part == FG_PART_WEIGHT && weight[1].base == o->base);
+	w_row = fg_plan_entry_bytes(weight) / rows;
+	s_row = fg_plan_entry_bytes(weight + 1) / rows;
+	in_row = cols * fg_dtype_size(b->dtype);
+	band = QUANT_BAND_BYTES / in_row ? QUANT_BAND_BYTES / in_row : 1;
 	if (c->base != o->base) {
 		qcache_clear(c);
-		rows = cols ? b->shape[0] * (b->rank == 3 ? b->shape[1] : 1) : 0;
-		for (int p = 0; p < 3; p++) {
-			/* policy.c appends a base's parts right after it, in part order: siblings are adjacent. */
-			const struct fg_plan_entry *sib = o + (p - (int)o->part);
-
-			if (p == 2 && o->quant.mxfp4)
-				break;
-			assert(sib >= plan->t && sib < plan->t + plan->n && sib->op == FG_OP_QUANT &&
-			       sib->base == o->base && (int)sib->part == p);
-			c->bytes[p] = fg_plan_entry_bytes(sib);
+		for (int p = FG_PART_SCALES; p <= (o->quant.mxfp4 ? FG_PART_SCALES : FG_PART_BIASES); p++) {
+			assert(weight[p].part == (enum fg_plan_part)p && weight[p].base == o->base);
+			c->bytes[p] = fg_plan_entry_bytes(&weight[p]);
 			c->part[p] = malloc(c->bytes[p] ? (size_t)c->bytes[p] : 1);
-			if (!c->part[p])
-				rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
-		}
-		input = rc ? NULL : malloc(in_bytes ? (size_t)in_bytes : 1);
-		if (!rc && !input)
-			rc = fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
-		if (!rc)
-			rc = fg_plan_materialize(plan, b, input, err);
-		if (!rc && o->quant.mxfp4) /* threads: FORGED_QUANT_THREADS, quant.h */
-			rc = fg_quant_mxfp4_tensor_dt(b->dtype, input, (size_t)rows, (size_t)cols,
-						      (uint32_t *)(void *)c->part[0], c->part[1], 0, err);
-		else if (!rc)
-			rc = fg_quant_affine_tensor_dt(b->dtype, input, (size_t)rows, (size_t)cols, o->quant.bits,
-						       o->quant.group, (uint32_t *)(void *)c->part[0], c->part[1],
-						       c->part[2], 0, err);
-		free(input);
-		if (rc) {
-			qcache_clear(c);
-			return fg_err_prefix(err, rc, "quantizing '%s': ", b->name);
+			if (!c->part[p]) {
+				qcache_clear(c);
+				return fg_err_set(err, FG_ENOMEM, "out of memory quantizing '%s'", b->name);
+			}
 		}
 		c->base = o->base;
 	}
-	memcpy(buf, c->part[o->part], (size_t)c->bytes[o->part]);
-	return 0;
+	if (o->part == FG_PART_WEIGHT) {
+		/* The bands of rows the range covers; their scales and biases are kept for the next parts. */
+		uint64_t end = offset + len;
+
+		for (uint64_t r0 = offset / w_row; !rc && r0 * w_row < end; r0 += band) {
+			uint64_t r1 = min_u64(rows, r0 + band), from, to;
+
+			if (r1 * w_row > end)
+				r1 = min_u64(rows, (end + w_row - 1) / w_row);
+			rc = quant_band(plan, o, b, r0, r1, w_row, s_row, err);
+			from = r0 * w_row > offset ? r0 * w_row : offset;
+			to = min_u64(r1 * w_row, end);
+			if (!rc)
+				memcpy(buf + (from - offset), c->weight + (from - r0 * w_row), (size_t)(to - from));
+		}
+	} else {
+		/* Scales or biases: the rows not yet quantized are, their packed words dropped. */
+		for (uint64_t r0 = c->rows_done; !rc && r0 < rows; r0 = c->rows_done) {
+			rc = quant_band(plan, o, b, r0, min_u64(rows, r0 + band), w_row, s_row, err);
+		}
+		if (!rc)
+			memcpy(buf, c->part[o->part] + offset, (size_t)len);
+	}
+	if (rc)
+		qcache_clear(c);
+	return rc;
 }

@@ -5,9 +5,11 @@
  *
  * A plan is data: one entry per output tensor with the operation that makes
  * it (copy the bytes, shift a zero-centred norm, dequantize FP8 or any
- * quantized module, stack numbered experts, split or transpose fused experts).  Nothing is read until
- * fg_plan_materialize() fills a caller's buffer for one entry, so a writer
- * holds at most one tensor at a time.  Names come from a table per (family,
+ * quantized module, stack numbered experts, split or transpose fused
+ * experts).  Nothing is read until fg_plan_materialize_range() fills a
+ * caller's buffer with a range of one entry, so a writer holds one chunk at
+ * a time, never a whole tensor (a dequantized module is made a band of rows
+ * at a time).  Names come from a table per (family,
  * target): Qwen heads become `mtp.*` with container prefixes stripped; GLM,
  * DeepSeek and MiMo heads keep their source names.  Experts become stacked
  * `switch_mlp.{gate,up,down}_proj.weight` for MLX targets.
@@ -108,9 +110,10 @@ struct fg_plan {
 	const char *target;
 	size_t n_shifted;
 	char expert_layout[32];             /* "numbered", "fused_linear", ... or "" */
-	struct fg_plan_qcache *qcache;      /* the last quantized tensor's outputs (owned); updated by
-					     * fg_plan_materialize although it takes a const plan, so
-					     * one thread at a time materializes a plan */
+	struct fg_plan_qcache *qcache;      /* the last quantized base's scales and biases and band
+					     * buffers (owned); updated by materialization although it
+					     * takes a const plan, so one thread at a time
+					     * materializes a plan */
 };
 
 /* 1 when a runtime id is an MLX-style target (its row's .mlx: absolute norms, stacked experts). */
@@ -189,5 +192,31 @@ uint64_t fg_plan_entry_bytes(const struct fg_plan_entry *o);
  */
 int fg_plan_materialize(const struct fg_plan *plan, const struct fg_plan_entry *o, uint8_t *buf,
 			struct fg_err *err);
+
+/*
+ * Fill buf with bytes [offset, offset + len) of entry o's output, reading
+ * only the source bytes that range needs, so a writer streams an entry in
+ * chunks of its choosing: copies, shifts, FP8 and transposes work on the
+ * elements or rows the range covers; a QUANT entry quantizes its base in
+ * row bands and keeps the base's scales and biases (not its packed words)
+ * in the plan's cache for the parts that follow, so parts written in order
+ * (weight, scales, biases) quantize every row once.  Any order is right,
+ * only slower.  The bytes are those of fg_plan_materialize at that offset.
+ * FG_EINTERNAL for a range outside the entry.
+ */
+int fg_plan_materialize_range(const struct fg_plan *plan, const struct fg_plan_entry *o, uint64_t offset,
+			      size_t len, uint8_t *buf, struct fg_err *err);
+
+/*
+ * Where o's output bytes from offset are a source tensor's unchanged (a
+ * copy, a stacked expert that is not FP8, half of a fused expert): that
+ * tensor, with *at the offset in its bytes and *len cut to the contiguous
+ * run there; NULL when the bytes must be computed
+ * (fg_plan_materialize_range) or are not fetched.  Reads nothing and advises
+ * nothing: a caller reading the run through the tensor's mapping asks for
+ * read-ahead itself (a kernel copy from the file reads ahead on its own).
+ */
+const struct fg_tensor *fg_plan_direct(const struct fg_plan_entry *o, uint64_t offset, size_t *len,
+				       uint64_t *at);
 
 #endif

@@ -71,4 +71,23 @@ struct fg_provenance {
  */
 cJSON *fg_provenance_json(const struct fg_provenance *p);
 
+/*
+ * Check the originals forged.json of the artifact folder records against
+ * the bytes they name.  A reference: its source file (source_file under
+ * source, a folder or the single file forged from; NULL: the provenance's
+ * source path) is read whole and must hash to file_sha256, and its header
+ * must place the tensor, with its dtype, at [offset, offset + length).  A
+ * copy: its blob must decompress to length bytes hashing to sha256.  Each
+ * file is hashed once, read for real (not from the file-hash cache).
+ * *report gets a forged.originals-check.v1 document (artifact, source, ok,
+ * checked, failed, originals: [{tensor, form, ok, detail}]), the caller's to
+ * free; *n_failed the records that did not check out.  Returns 0 whatever
+ * the records say, or FG_EINPUT (no readable forged.json, a malformed
+ * record) / FG_ENOMEM.
+ */
+#define FG_ORIGINALS_CHECK_SCHEMA "forged.originals-check.v1"
+
+int fg_provenance_verify_originals(const char *artifact, const char *source, cJSON **report, size_t *n_failed,
+				   struct fg_err *err);
+
 #endif

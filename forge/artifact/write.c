@@ -2,32 +2,41 @@
  * write.c: the files of an artifact, written into the forge's temporary
  * folder (internal.h): the backbone's shards (hard-linked when they hold no
  * head tensor, else rewritten without them), the regenerated index, the
- * other backbone files a runtime needs (linked), the head's file where the
- * layout puts it (a sidecar, or a shard of its own added to the index; one
- * plan entry materialized at a time) and the manifest beside it,
- * config.json patched for the layout, and the zstd originals of every
- * source tensor whose bytes changed.  Each file written is hashed into
- * f->files for forged.json.
+ * other backbone files a runtime needs (linked), config.json patched for
+ * the layout, the head's file where the layout puts it (a sidecar, or a
+ * shard of its own added to the index), streamed chunk by chunk from the
+ * plan, and the manifest beside it.
+ *
+ * Every file gets its SHA-256 in f->files without being read back: what
+ * forged writes is hashed as it is written (the writer's hash threads, or
+ * the text in memory), what it links is hashed once per file version
+ * through the file-hash cache, so a rerun on an unchanged backbone reads
+ * none of its shards.  A sidecar is hashed up to three ways as it is
+ * written, each on a hash thread beside the writer: its own SHA-256, MTPLX's
+ * head fingerprint over config.json then the sidecar (forge/model/mtplx.h),
+ * and forged's older `fingerprint` when the sidecar is mtp.safetensors, both
+ * begun over config.json's text when that is written; a head in a shard of
+ * its own is fingerprinted by neither (MTPLX fingerprints no such
+ * artifact).  Nothing is read back.
  */
 #include "forge/artifact/internal.h"
+#include "forge/model/mtplx.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
+#include "forge/core/filehash.h"
 #include "forge/core/fs.h"
 #include "forge/core/grow.h"
 #include "forge/core/sha256.h"
 #include "forge/core/str.h"
 
-/* The folders of a relative name inside root (root exists), as mkdir -p makes them. */
-static int make_parents(const char *root, const char *name, struct fg_err *err)
+int fg_art_make_parents(const char *root, const char *name, struct fg_err *err)
 {
 	char path[PATH_MAX];
 	int rc = fg_fs_join(path, sizeof(path), root, name, err);
@@ -41,7 +50,7 @@ static int make_parents(const char *root, const char *name, struct fg_err *err)
 	return 0;
 }
 
-int fg_art_write_json(const char *path, const cJSON *doc, struct fg_err *err)
+int fg_art_write_json(const char *path, const cJSON *doc, char hex[FG_SHA256_HEX], struct fg_err *err)
 {
 	char *text = cJSON_Print(doc);
 	int rc;
@@ -49,29 +58,13 @@ int fg_art_write_json(const char *path, const cJSON *doc, struct fg_err *err)
 	if (!text)
 		return fg_err_set(err, FG_ENOMEM, "out of memory printing %s", path);
 	rc = fg_fs_write_atomic(path, text, strlen(text), err);
+	if (!rc && hex)
+		fg_sha256_buf(text, strlen(text), hex);
 	free(text);
 	return rc;
 }
 
-static int add_file_hash(struct forge *f, const char *name, struct fg_err *err)
-{
-	char path[PATH_MAX], hex[FG_SHA256_HEX];
-	int rc = fg_fs_join(path, sizeof(path), f->tmp, name, err);
-
-	if (!rc)
-		rc = fg_sha256_file(path, hex, err);
-	if (!rc && !cJSON_AddStringToObject(f->files, name, hex))
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-	return rc;
-}
-
-static int is_backbone_shard(const struct fg_ckpt_file *cf)
-{
-	return cf->globbed || cf->in_index || !cf->sidecar;
-}
-
-/* Append a copy of name to the list items (n, cap); 0 or FG_ENOMEM. */
-static int note_name(char ***items, size_t *n, size_t *cap, const char *name)
+int fg_art_note_name(char ***items, size_t *n, size_t *cap, const char *name)
 {
 	if (FG_GROW(*items, *n + 1, *cap) || !((*items)[*n] = strdup(name)))
 		return FG_ENOMEM;
@@ -79,33 +72,101 @@ static int note_name(char ***items, size_t *n, size_t *cap, const char *name)
 	return 0;
 }
 
-/* One backbone shard: linked when it holds no head tensor, else rewritten without them. */
-static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
+static int add_hash(struct forge *f, const char *name, const char *hex, struct fg_err *err)
+{
+	if (!cJSON_AddStringToObject(f->files, name, hex))
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* A linked file's SHA-256: remembered per file version, else read once (counted in the stage). */
+static int add_linked_hash(struct forge *f, const char *name, const char *path, uint64_t *base,
+			   struct fg_err *err)
+{
+	char hex[FG_SHA256_HEX];
+	struct fg_art_meter m = { f, *base };
+	uint64_t got = 0;
+	int rc = fg_filehash(f->cache_dir, path, hex, &got, fg_art_meter, &m, err);
+
+	*base += got;
+	fg_art_stage_done(f, *base);
+	return rc ? rc : add_hash(f, name, hex, err);
+}
+
+static int is_backbone_shard(const struct fg_ckpt_file *cf)
+{
+	return cf->globbed || cf->in_index || !cf->sidecar;
+}
+
+/* A backbone file the artifact carries (a sidecar holding only head tensors is not). */
+static int carried(const struct forge *f, size_t i)
+{
+	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[i];
+
+	return is_backbone_shard(cf) &&
+	       !(cf->sidecar && !cf->in_index && f->bb->facts[i].head_tensors == cf->st->n_tensors);
+}
+
+/* A kept tensor of a rewritten shard: its bytes come from the source file, copied in the kernel. */
+struct kept {
+	struct forge *f;
+	const struct fg_tensor *t;
+};
+
+static int span_kept(void *ctx, uint64_t offset, size_t len, struct fg_st_span *out, struct fg_err *err)
+{
+	const struct kept *k = ctx;
+
+	(void)err;
+	fg_art_span(k->f, k->t, offset, len, out);
+	if (out->fd < 0)
+		fg_art_will_read(k->t, offset, len);
+	return 1;
+}
+
+static int produce_kept(void *ctx, uint8_t *buf, uint64_t offset, size_t len, struct fg_err *err)
+{
+	const struct kept *k = ctx;
+
+	(void)err;
+	memcpy(buf, k->t->data + offset, len);
+	return 0;
+}
+
+/*
+ * One backbone shard: linked when it holds no head tensor, else rewritten
+ * without them.  *base counts the stage's bytes moved so far.
+ */
+static int write_shard(struct forge *f, size_t idx, uint64_t *base, struct fg_err *err)
 {
 	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[idx];
 	const struct fg_st_file *st = cf->st;
 	/* A lone file becomes model.safetensors: mlx-lm's glob must find the trunk. */
 	const char *name = f->bb->ckpt->single_file ? "model.safetensors" : cf->name;
 	struct fg_st_out *keep = NULL;
-	char dst[PATH_MAX];
+	struct kept *ctx = NULL;
+	char dst[PATH_MAX], hex[FG_SHA256_HEX];
 	size_t n_keep = 0;
 	int rc;
 
 	rc = fg_fs_join(dst, sizeof(dst), f->tmp, name, err);
 	if (!rc)
-		rc = make_parents(f->tmp, name, err);
+		rc = fg_art_make_parents(f->tmp, name, err);
 	if (rc)
 		return rc;
 	keep = calloc(st->n_tensors ? st->n_tensors : 1, sizeof(*keep));
-	if (!keep)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	ctx = calloc(st->n_tensors ? st->n_tensors : 1, sizeof(*ctx));
+	if (!keep || !ctx) {
+		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+		goto out;
+	}
 	if ((rc = fg_ckpt_map_file(f->bb->ckpt, idx, err)))
 		goto out;
 	for (size_t k = 0; k < st->n_tensors; k++) {
 		const struct fg_tensor *t = &st->tensors[k];
 
 		if (fg_inspect_is_head(f->bb, cf, t->name)) {
-			if (note_name(&f->res->removed, &f->res->n_removed, &f->res->cap_removed, t->name)) {
+			if (fg_art_note_name(&f->res->removed, &f->res->n_removed, &f->res->cap_removed, t->name)) {
 				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -115,7 +176,11 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 		keep[n_keep].dtype = t->dtype;
 		keep[n_keep].rank = t->rank;
 		memcpy(keep[n_keep].shape, t->shape, sizeof(t->shape));
-		keep[n_keep].data = t->data;
+		ctx[n_keep].f = f;
+		ctx[n_keep].t = t;
+		keep[n_keep].span = span_kept;
+		keep[n_keep].produce = produce_kept;
+		keep[n_keep].ctx = &ctx[n_keep];
 		if (!cJSON_AddStringToObject(f->weight_map, t->name, name)) {
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
@@ -126,16 +191,37 @@ static int write_shard(struct forge *f, size_t idx, struct fg_err *err)
 	if (n_keep == 0)
 		goto out; /* a shard that held only head tensors is not carried */
 	if (n_keep == st->n_tensors) {
-		rc = fg_fs_link_or_copy(cf->path, dst, err);
+		int fd = -1;
+
+		/* The very file inspected, opened beneath the folder: a name swapped meanwhile is not linked. */
+		rc = fg_ckpt_reopen(f->bb->ckpt, idx, &fd, err);
+		if (!rc) {
+			rc = fg_fs_link_or_copy_fd(fd, cf->path, dst, err);
+			close(fd);
+		}
+		if (!rc)
+			rc = add_linked_hash(f, name, dst, base, err);
 	} else {
-		rc = fg_st_write(dst, keep, n_keep, st->meta, st->n_meta, err);
+		struct fg_sha256 *sha = fg_sha256_new();
+		struct fg_art_meter m = { f, *base };
+		const struct fg_st_write_opts wo = { .hashes = &sha, .n_hashes = 1, .progress = fg_art_meter,
+						     .progress_ctx = &m };
+
+		rc = sha ? fg_st_write_with(dst, keep, n_keep, st->meta, st->n_meta, &wo, err)
+			 : fg_err_set(err, FG_ENOMEM, "out of memory");
+		if (!rc) {
+			fg_sha256_final_hex(sha, hex);
+			rc = add_hash(f, name, hex, err);
+		}
+		fg_sha256_free(sha);
+		for (size_t k = 0; k < n_keep; k++)
+			*base += fg_tensor_bytes(ctx[k].t);
 	}
-	if (!rc) {
+	if (!rc)
 		f->n_shards_written++;
-		rc = add_file_hash(f, name, err);
-	}
 out:
 	free(keep);
+	free(ctx);
 	return rc;
 }
 
@@ -148,7 +234,7 @@ static int cmp_json_keys(const void *a, const void *b)
 static int write_index(struct forge *f, struct fg_err *err)
 {
 	cJSON *doc = cJSON_CreateObject(), *md, *wm, **items = NULL, *it;
-	char path[PATH_MAX];
+	char path[PATH_MAX], hex[FG_SHA256_HEX];
 	size_t n = 0, i = 0;
 	int rc;
 
@@ -173,15 +259,22 @@ static int write_index(struct forge *f, struct fg_err *err)
 	free(items);
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "model.safetensors.index.json", err);
 	if (!rc)
-		rc = fg_art_write_json(path, doc, err);
+		rc = fg_art_write_json(path, doc, hex, err);
 	cJSON_Delete(doc);
 	if (!rc)
-		rc = add_file_hash(f, "model.safetensors.index.json", err);
+		rc = add_hash(f, "model.safetensors.index.json", hex, err);
 	return rc;
 }
 
-/* Other backbone files a runtime needs (tokenizer, generation config, ...). */
-static int link_extras(struct forge *f, struct fg_err *err)
+/* 1 when a folder entry of the backbone is an extra file to carry (tokenizer, generation config, ...). */
+static int is_extra(const char *name)
+{
+	return name[0] != '.' && strcmp(name, "config.json") != 0 && strcmp(name, "forged.json") != 0 &&
+	       strcmp(name, "model.safetensors.index.json") != 0 && !fg_str_ends_with(name, ".safetensors");
+}
+
+/* Other backbone files a runtime needs, linked. */
+static int link_extras(struct forge *f, uint64_t *base, struct fg_err *err)
 {
 	const char *dir = f->bb->ckpt->dir;
 	DIR *d;
@@ -197,10 +290,7 @@ static int link_extras(struct forge *f, struct fg_err *err)
 		char src[PATH_MAX], dst[PATH_MAX];
 		int fd;
 
-		if (de->d_name[0] == '.' || strcmp(de->d_name, "config.json") == 0 ||
-		    strcmp(de->d_name, "forged.json") == 0 ||
-		    strcmp(de->d_name, "model.safetensors.index.json") == 0 ||
-		    fg_str_ends_with(de->d_name, ".safetensors"))
+		if (!is_extra(de->d_name))
 			continue;
 		if (fg_fs_join(src, sizeof(src), dir, de->d_name, err) ||
 		    fg_fs_join(dst, sizeof(dst), f->tmp, de->d_name, err))
@@ -210,24 +300,64 @@ static int link_extras(struct forge *f, struct fg_err *err)
 			rc = fg_fs_link_or_copy_fd(fd, src, dst, err);
 			close(fd);
 			if (!rc)
-				rc = add_file_hash(f, de->d_name, err);
+				rc = add_linked_hash(f, de->d_name, dst, base, err);
 		}
 	}
 	closedir(d);
 	return rc;
 }
 
+/* Bytes the backbone stage moves: rewritten shards, and linked files whose hash is not remembered. */
+static uint64_t backbone_bytes(struct forge *f)
+{
+	const struct fg_ckpt *c = f->bb->ckpt;
+	char hex[FG_SHA256_HEX];
+	uint64_t total = 0, size;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct fg_ckpt_file *cf = &c->files[i];
+		uint64_t head = 0, kept = 0;
+
+		if (!carried(f, i))
+			continue;
+		for (size_t k = 0; k < cf->st->n_tensors; k++) {
+			if (fg_inspect_is_head(f->bb, cf, cf->st->tensors[k].name))
+				head++;
+			else
+				kept += fg_tensor_bytes(&cf->st->tensors[k]);
+		}
+		if (head)
+			total += kept;
+		else if (!fg_filehash_cached(f->cache_dir, cf->path, hex, &size))
+			total += size;
+	}
+	if (!c->single_file) {
+		DIR *d = opendir(c->dir);
+		struct dirent *de;
+		char path[PATH_MAX];
+
+		while (d && (de = readdir(d)))
+			if (is_extra(de->d_name) && fg_fs_join(path, sizeof(path), c->dir, de->d_name, NULL) == 0 &&
+			    !fg_filehash_cached(f->cache_dir, path, hex, &size))
+				total += size;
+		if (d)
+			closedir(d);
+	}
+	return total;
+}
+
 int fg_art_write_backbone(struct forge *f, struct fg_err *err)
 {
 	const struct fg_ckpt *c = f->bb->ckpt;
+	uint64_t done = 0;
 	int rc = 0;
 
+	fg_art_stage_total(f, backbone_bytes(f));
 	for (size_t i = 0; !rc && i < c->n_files; i++) {
-		if (!is_backbone_shard(&c->files[i]) || (c->files[i].sidecar && !c->files[i].in_index &&
-							 f->bb->facts[i].head_tensors == c->files[i].st->n_tensors))
+		if (!carried(f, i))
 			continue;
-		rc = write_shard(f, i, err);
-		fg_art_progress_within(f, FG_ART_BACKBONE, (double)(i + 1) / (double)c->n_files);
+		rc = write_shard(f, i, &done, err);
+		fg_art_stage_done(f, done);
 		if (!rc)
 			rc = fg_art_stop_requested(f, err);
 	}
@@ -235,38 +365,96 @@ int fg_art_write_backbone(struct forge *f, struct fg_err *err)
 	if (!rc && f->layout.place != FG_PLACE_EMBEDDED && (c->index || f->n_shards_written > 1))
 		rc = write_index(f, err);
 	if (!rc)
-		rc = link_extras(f, err);
+		rc = link_extras(f, &done, err);
 	return rc;
 }
 
-/* Produces one plan entry's bytes on demand, holding one tensor at a time. */
+int fg_art_write_config(struct forge *f, struct fg_err *err)
+{
+	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1);
+	char path[PATH_MAX];
+	char *text = NULL;
+	int rc;
+
+	if (!cfg)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	/* The pointer, mtp_norm_encoding and norm_convention are the layout's (layout.c). */
+	if ((rc = fg_layout_patch_config(&f->layout, cfg, err))) {
+		cJSON_Delete(cfg);
+		return rc;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_quantization");
+	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
+	text = rc ? NULL : cJSON_Print(cfg);
+	cJSON_Delete(cfg);
+	if (rc)
+		return rc;
+	if (!text)
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
+	if (!rc)
+		rc = fg_fs_write_atomic(path, text, strlen(text), err);
+	if (!rc) {
+		static const uint8_t nul = 0;
+		char hex[FG_SHA256_HEX];
+
+		/*
+		 * MTPLX's framing: "config.json" NUL <config.json> NUL "mtp" NUL
+		 * <the mtp file> NUL, the mtp file being the sidecar config.json
+		 * points at (the layout's file); the older one: <config.json>
+		 * <mtp.safetensors>.  Begun for a sidecar only; the older one only
+		 * when the sidecar is mtp.safetensors (fg_mtplx_head_fingerprint
+		 * computes neither otherwise).
+		 */
+		fg_sha256_buf(text, strlen(text), hex);
+		rc = add_hash(f, "config.json", hex, err);
+		if (!rc && f->layout.place != FG_PLACE_EMBEDDED) {
+			int legacy = strcmp(f->layout.file, "mtp.safetensors") == 0;
+
+			if (!(f->framed = fg_sha256_new()) || (legacy && !(f->legacy = fg_sha256_new())))
+				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			if (!rc) {
+				fg_sha256_update(f->framed, "config.json", strlen("config.json"));
+				fg_sha256_update(f->framed, &nul, 1);
+				fg_sha256_update(f->framed, text, strlen(text));
+				fg_sha256_update(f->framed, &nul, 1);
+				fg_sha256_update(f->framed, "mtp", strlen("mtp"));
+				fg_sha256_update(f->framed, &nul, 1);
+				if (legacy)
+					fg_sha256_update(f->legacy, text, strlen(text));
+			}
+		}
+	}
+	free(text);
+	return rc;
+}
+
+/* One plan entry, chunk by chunk: source runs as spans, computed bytes produced. */
 struct head_producer {
-	const struct fg_plan *plan;
+	struct forge *f;
 	const struct fg_plan_entry *entry;
-	uint8_t *buf;
-	uint64_t bytes;
 };
+
+static int span_entry(void *ctx, uint64_t offset, size_t len, struct fg_st_span *out, struct fg_err *err)
+{
+	const struct head_producer *p = ctx;
+	uint64_t at = 0;
+	const struct fg_tensor *t = fg_plan_direct(p->entry, offset, &len, &at);
+
+	(void)err;
+	if (!t)
+		return 0;
+	fg_art_span(p->f, t, at, len, out);
+	if (out->fd < 0)
+		fg_art_will_read(t, at, len); /* written from the mapping: read ahead of it */
+	return 1;
+}
 
 static int produce_entry(void *ctx, uint8_t *buf, uint64_t offset, size_t len, struct fg_err *err)
 {
-	struct head_producer *p = ctx;
-	int rc;
+	const struct head_producer *p = ctx;
 
-	if (!p->buf) {
-		p->buf = malloc(p->bytes ? (size_t)p->bytes : 1);
-		if (!p->buf)
-			return fg_err_set(err, FG_ENOMEM, "out of memory for tensor '%s' (%llu bytes)",
-					  p->entry->name, (unsigned long long)p->bytes);
-		rc = fg_plan_materialize(p->plan, p->entry, p->buf, err);
-		if (rc)
-			return rc;
-	}
-	memcpy(buf, p->buf + offset, len);
-	if (offset + len == p->bytes) {
-		free(p->buf);
-		p->buf = NULL;
-	}
-	return 0;
+	return fg_plan_materialize_range(&p->f->plan, p->entry, offset, len, buf, err);
 }
 
 /* The head's metadata: a sidecar is MLX's ({"format": "mlx"}, norm_convention "mlx" when absolute);
@@ -292,7 +480,7 @@ static size_t head_meta(const struct forge *f, struct fg_st_meta md[2])
 /* vllm-mlx's manifest.json beside the head, when the layout has one. */
 static int write_manifest(struct forge *f, struct fg_err *err)
 {
-	char rel[96], path[PATH_MAX];
+	char rel[96], path[PATH_MAX], hex[FG_SHA256_HEX];
 	cJSON *doc;
 	int rc;
 
@@ -302,10 +490,10 @@ static int write_manifest(struct forge *f, struct fg_err *err)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err);
 	if (!rc)
-		rc = fg_art_write_json(path, doc, err);
+		rc = fg_art_write_json(path, doc, hex, err);
 	cJSON_Delete(doc);
 	if (!rc)
-		rc = add_file_hash(f, rel, err);
+		rc = add_hash(f, rel, hex, err);
 	return rc;
 }
 
@@ -315,13 +503,24 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	struct fg_st_out *outs = calloc(plan->n ? plan->n : 1, sizeof(*outs));
 	struct head_producer *prod = calloc(plan->n ? plan->n : 1, sizeof(*prod));
 	struct fg_st_meta md[2];
-	size_t n_md = head_meta(f, md);
+	size_t n_md = head_meta(f, md), n_hashes = 1;
 	int embedded = f->layout.place == FG_PLACE_EMBEDDED;
-	char path[PATH_MAX];
+	struct fg_sha256 *file = fg_sha256_new();
+	struct fg_sha256 *hashes[3] = { file, NULL, NULL };
+	struct fg_art_meter m = { f, 0 };
+	struct fg_st_write_opts wo = { .hashes = hashes, .progress = fg_art_meter, .progress_ctx = &m };
+	char path[PATH_MAX], hex[FG_SHA256_HEX];
+	uint64_t total = 0;
 	size_t n = 0;
 	int rc;
 
-	if (!outs || !prod) {
+	/* A sidecar's head fingerprints were begun over config.json (fg_art_write_config). */
+	if (f->framed)
+		hashes[n_hashes++] = f->framed;
+	if (f->legacy)
+		hashes[n_hashes++] = f->legacy;
+	wo.n_hashes = n_hashes;
+	if (!outs || !prod || !file || (!embedded && !f->framed)) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -341,251 +540,43 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 			}
 			f->total_size += fg_plan_entry_bytes(e);
 		}
-		if (e->op == FG_OP_VIEW) {
-			outs[n].data = e->src->data;
-		} else {
-			prod[n].plan = plan;
-			prod[n].entry = e;
-			prod[n].bytes = fg_plan_entry_bytes(e);
-			outs[n].produce = produce_entry;
-			outs[n].ctx = &prod[n];
-		}
+		prod[n].f = f;
+		prod[n].entry = e;
+		outs[n].span = span_entry;
+		outs[n].produce = produce_entry;
+		outs[n].ctx = &prod[n];
+		total += fg_plan_entry_bytes(e);
 		n++;
 	}
 	f->res->head_tensors = n;
+	fg_art_stage_total(f, total);
 	rc = fg_fs_join(path, sizeof(path), f->tmp, f->layout.file, err);
 	if (!rc)
-		rc = make_parents(f->tmp, f->layout.file, err);
+		rc = fg_art_make_parents(f->tmp, f->layout.file, err);
 	if (!rc)
-		rc = fg_st_write(path, outs, n, md, n_md, err); /* hashed with the fingerprint */
+		rc = fg_st_write_with(path, outs, n, md, n_md, &wo, err);
+	if (!rc) {
+		static const uint8_t nul = 0;
+		char framed[FG_SHA256_HEX];
+
+		if (f->framed) {
+			fg_sha256_update(f->framed, &nul, 1); /* the framing's last NUL */
+			fg_sha256_final_hex(f->framed, framed);
+			snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "sha256:%s", framed);
+		}
+		if (f->legacy)
+			fg_sha256_final_hex(f->legacy, f->res->fingerprint);
+		fg_sha256_final_hex(file, hex);
+		rc = add_hash(f, f->layout.file, hex, err);
+	}
+	/* An embedded head adds its shard to the index: written after it. */
 	if (!rc && embedded)
 		rc = write_index(f, err);
 	if (!rc)
 		rc = write_manifest(f, err);
 out:
-	for (size_t i = 0; prod && i < plan->n; i++)
-		free(prod[i].buf);
+	fg_sha256_free(file);
 	free(prod);
 	free(outs);
-	return rc;
-}
-
-/*
- * Compress len bytes of data into fd as one zstd frame, streaming: the
- * input is fed in ORIGINAL_IN_CHUNK slices straight from the mapping and
- * the output leaves through one ORIGINAL_OUT_CHUNK buffer, so memory stays
- * bounded whatever the tensor's size (a fused MoE expert is several GB), and
- * every slice is hashed into sha as it goes: the tensor is read once.  The
- * frame records the content size, as one-shot compression did.  0, or an
- * FG_E* code with err naming path.
- */
-#define ORIGINAL_IN_CHUNK (8u << 20)
-#define ORIGINAL_OUT_CHUNK (8u << 20)
-
-static int compress_original(int fd, const uint8_t *data, uint64_t len, struct fg_sha256 *sha,
-			     const char *path, struct fg_err *err)
-{
-	ZSTD_CCtx *cctx = ZSTD_createCCtx();
-	uint8_t *obuf = malloc(ORIGINAL_OUT_CHUNK);
-	uint64_t off = 0;
-	size_t zr;
-	int rc = 0;
-
-	if (!cctx || !obuf) {
-		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for the compressor", path);
-		goto out;
-	}
-	zr = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1); /* weights barely compress: be fast */
-	if (!ZSTD_isError(zr))
-		zr = ZSTD_CCtx_setPledgedSrcSize(cctx, len);
-	if (ZSTD_isError(zr)) {
-		rc = fg_err_set(err, FG_EINTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(zr));
-		goto out;
-	}
-	do {
-		size_t n = len - off > ORIGINAL_IN_CHUNK ? ORIGINAL_IN_CHUNK : (size_t)(len - off);
-		ZSTD_EndDirective mode = off + n == len ? ZSTD_e_end : ZSTD_e_continue;
-		const uint8_t *slice = n ? data + off : NULL; /* an empty tensor may have no data */
-		ZSTD_inBuffer in = { slice, n, 0 };
-		int done;
-
-		fg_sha256_update(sha, slice, n);
-		do {
-			ZSTD_outBuffer zout = { obuf, ORIGINAL_OUT_CHUNK, 0 };
-
-			zr = ZSTD_compressStream2(cctx, &zout, &in, mode);
-			if (ZSTD_isError(zr)) {
-				rc = fg_err_set(err, FG_EINTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(zr));
-				goto out;
-			}
-			rc = fg_fs_write_all(fd, obuf, zout.pos);
-			if (rc) {
-				rc = fg_err_set(err, FG_EIO, "%s: cannot write: %s", path, strerror(-rc));
-				goto out;
-			}
-			/* e_end is done when zstd has flushed the whole frame; e_continue when it took the slice. */
-			done = mode == ZSTD_e_end ? zr == 0 : in.pos == in.size;
-		} while (!done);
-		off += n;
-	} while (off < len);
-out:
-	free(obuf);
-	ZSTD_freeCCtx(cctx);
-	return rc;
-}
-
-/* zstd-compress one source tensor's bytes into provenance/originals/. */
-static int keep_original(struct forge *f, const struct fg_tensor *t, const char *file, struct fg_err *err)
-{
-	char rel[64], path[PATH_MAX], hex[FG_SHA256_HEX];
-	struct fg_sha256 *sha = NULL;
-	cJSON *rec, *shape;
-	const cJSON *it;
-	int fd = -1, rc;
-
-	cJSON_ArrayForEach(it, f->originals)
-		if (strcmp(cJSON_GetObjectItemCaseSensitive(it, "tensor")->valuestring, t->name) == 0)
-			return 0;
-	snprintf(rel, sizeof(rel), "provenance/originals/%04d.zst", cJSON_GetArraySize(f->originals));
-	if ((rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err)) || (rc = make_parents(f->tmp, rel, err)))
-		return rc;
-	if (!(sha = fg_sha256_new()))
-		return fg_err_set(err, FG_ENOMEM, "out of memory hashing '%s'", t->name);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
-		goto out;
-	}
-	rc = compress_original(fd, t->data, fg_tensor_bytes(t), sha, path, err);
-	if (rc)
-		goto out;
-	if (fsync(fd) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
-		goto out;
-	}
-	rc = close(fd);
-	fd = -1;
-	if (rc != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: close: %s", path, strerror(errno));
-		goto out;
-	}
-	fg_sha256_final_hex(sha, hex);
-	rec = cJSON_CreateObject();
-	if (!rec) {
-		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
-		goto out;
-	}
-	cJSON_AddStringToObject(rec, "tensor", t->name);
-	cJSON_AddStringToObject(rec, "source_file", file);
-	cJSON_AddStringToObject(rec, "dtype", fg_dtype_name(t->dtype));
-	shape = cJSON_AddArrayToObject(rec, "shape");
-	for (int d = 0; shape && d < t->rank; d++)
-		cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
-	cJSON_AddNumberToObject(rec, "bytes", (double)fg_tensor_bytes(t));
-	cJSON_AddStringToObject(rec, "sha256", hex);
-	cJSON_AddStringToObject(rec, "blob", rel);
-	cJSON_AddItemToArray(f->originals, rec);
-	rc = add_file_hash(f, rel, err);
-out:
-	if (fd >= 0)
-		close(fd);
-	fg_sha256_free(sha);
-	return rc;
-}
-
-static const char *source_file_of(const struct fg_inspect *r, const struct fg_tensor *t)
-{
-	for (size_t s = 0; s < r->n_sets; s++)
-		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++)
-			if (r->sets[s].set.tensors[i] == t)
-				return r->sets[s].set.tensor_files[i];
-	return "";
-}
-
-/*
- * A restacked or transposed tensor holds its sources' values unchanged, so it
- * is recorded (which sources, which operation) rather than copied: undoing it
- * needs no original bytes.
- */
-static int note_relayout(struct forge *f, const struct fg_plan_entry *e, struct fg_err *err)
-{
-	static const char *const ops[] = {
-		[FG_OP_STACK] = "stack", [FG_OP_SPLIT] = "split", [FG_OP_SPLIT_T] = "split_transpose",
-		[FG_OP_TRANSPOSE] = "transpose", [FG_OP_VIEW] = "rename",
-	};
-	cJSON *rec = cJSON_CreateObject(), *srcs;
-
-	if (!rec)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	cJSON_AddStringToObject(rec, "tensor", e->name);
-	cJSON_AddStringToObject(rec, "op", e->op < sizeof(ops) / sizeof(ops[0]) && ops[e->op] ? ops[e->op] : "relayout");
-	if (e->op == FG_OP_SPLIT || e->op == FG_OP_SPLIT_T)
-		cJSON_AddStringToObject(rec, "half", e->half ? "up" : "gate");
-	srcs = cJSON_AddArrayToObject(rec, "sources");
-	if (e->src)
-		cJSON_AddItemToArray(srcs, cJSON_CreateString(e->src->name));
-	for (size_t k = 0; k < e->n_srcs; k++)
-		cJSON_AddItemToArray(srcs, cJSON_CreateString(e->srcs[k]->name));
-	cJSON_AddItemToArray(f->relayouts, rec);
-	return 0;
-}
-
-int fg_art_write_originals(struct forge *f, struct fg_err *err)
-{
-	int rc = 0;
-
-	for (size_t i = 0; !rc && i < f->plan.n; i++) {
-		const struct fg_plan_entry *e = &f->plan.t[i];
-
-		if (e->relayout && !e->changed && !e->hidden && (rc = note_relayout(f, e, err)))
-			break;
-		if (!e->changed)
-			continue;
-		if (e->op == FG_OP_SHIFT &&
-		    note_name(&f->res->shifted, &f->res->n_shifted, &f->res->cap_shifted, e->name))
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		if (e->src)
-			rc = keep_original(f, e->src, source_file_of(f->src, e->src), err);
-		if (!rc && e->scale_inv)
-			rc = keep_original(f, e->scale_inv, source_file_of(f->src, e->scale_inv), err);
-		for (size_t k = 0; !rc && k < e->n_srcs; k++) {
-			rc = keep_original(f, e->srcs[k], source_file_of(f->src, e->srcs[k]), err);
-			if (!rc && e->scale_invs && e->scale_invs[k])
-				rc = keep_original(f, e->scale_invs[k], source_file_of(f->src, e->scale_invs[k]), err);
-		}
-		/* a dequantized module's other tensors (scales, zero points, g_idx, ...) are its originals too */
-		for (size_t k = 0; !rc && k <= e->n_srcs; k++) {
-			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
-
-			for (int r = 0; !rc && q && r < FG_QR_COUNT; r++)
-				if (q->m.t[r])
-					rc = keep_original(f, q->m.t[r], source_file_of(f->src, q->m.t[r]), err);
-		}
-	}
-	return rc;
-}
-
-int fg_art_write_config(struct forge *f, struct fg_err *err)
-{
-	cJSON *cfg = cJSON_Duplicate(f->bb->ckpt->config_raw, 1);
-	char path[PATH_MAX];
-	int rc;
-
-	if (!cfg)
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	/* The pointer, mtp_norm_encoding and norm_convention are the layout's (layout.c). */
-	if ((rc = fg_layout_patch_config(&f->layout, cfg, err))) {
-		cJSON_Delete(cfg);
-		return rc;
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "mtp_quantization");
-	rc = fg_policy_write_config(cfg, &f->plan, &f->policy, f->quant_record, err);
-	if (!rc)
-		rc = fg_fs_join(path, sizeof(path), f->tmp, "config.json", err);
-	if (!rc)
-		rc = fg_art_write_json(path, cfg, err);
-	cJSON_Delete(cfg);
-	if (!rc)
-		rc = add_file_hash(f, "config.json", err);
 	return rc;
 }

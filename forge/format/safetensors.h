@@ -29,6 +29,7 @@
 
 #include "forge/format/dtype.h"
 #include "forge/core/error.h"
+#include "forge/core/sha256.h"
 #include "forge/core/str.h"
 
 #define FG_ST_HEADER_MAX   100000000ull /* bytes of JSON header (the format's cap) */
@@ -194,12 +195,26 @@ static inline uint64_t fg_tensor_bytes(const struct fg_tensor *t)
 }
 
 /*
- * A tensor to write.  The bytes come either from data (borrowed: a view of
- * another file or a caller's buffer, fg_dtype_size(dtype) * elements long) or,
- * when data is NULL, from produce(), which the writer calls with consecutive
- * chunks (offset, len) of the tensor's bytes to fill buf; it returns 0 or a
- * negative FG_E* code with err set.  Either way the writer never holds a whole
- * tensor in memory of its own.
+ * Where a run of a tensor's bytes already is (fg_st_out.span): data points
+ * at len bytes the writer may read until fg_st_write_with returns, and when
+ * fd >= 0 the same bytes are at fd_offset in that file, which the writer
+ * then copies in the kernel (copy_file_range) rather than through memory.
+ */
+struct fg_st_span {
+	const uint8_t *data;
+	size_t len;
+	int fd;
+	uint64_t fd_offset;
+};
+
+/*
+ * A tensor to write.  The bytes come from data (borrowed: a view of another
+ * file or a caller's buffer, fg_dtype_size(dtype) * elements long), or, when
+ * data is NULL, chunk by chunk: span() may say where the chunk at offset
+ * already is (returning 1 with *out filled, its len at most len, or 0), else
+ * produce() fills buf with the chunk (offset, len).  Both return 0 (or 1)
+ * or a negative FG_E* code with err set.  Either way the writer never holds
+ * a whole tensor in memory of its own.
  */
 struct fg_st_out {
 	const char *name;
@@ -207,6 +222,7 @@ struct fg_st_out {
 	int rank;
 	uint64_t shape[FG_ST_MAX_RANK];
 	const void *data;
+	int (*span)(void *ctx, uint64_t offset, size_t len, struct fg_st_span *out, struct fg_err *err);
 	int (*produce)(void *ctx, uint8_t *buf, uint64_t offset, size_t len,
 		       struct fg_err *err);
 	void *ctx;
@@ -220,6 +236,34 @@ struct fg_st_out {
  */
 int fg_st_write(const char *path, const struct fg_st_out *tensors, size_t n,
 		const struct fg_st_meta *meta, size_t n_meta, struct fg_err *err);
+
+struct fg_st_write_opts {
+	/*
+	 * Fed every byte of the file in order, on threads of their own
+	 * (fg_sha256_pipe, under fg_st_guard: views and spans may be mapped
+	 * files), so the file is hashed as it is written and never read back;
+	 * the caller finishes them after the call.  Undefined after a failure.
+	 * The writer's own reads run under fg_st_guard too: a mapped source
+	 * that shrinks fails the call with FG_EINPUT ("changed while it was
+	 * read") and nothing is left at path.
+	 */
+	struct fg_sha256 *const *hashes;
+	size_t n_hashes;
+	/* Tensor bytes written so far of total, after every chunk; non-zero stops (FG_ECANCELLED). */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+};
+
+/*
+ * fg_st_write with options (o may be NULL).  The data goes out in chunks of
+ * FG_ST_WRITE_CHUNK, writeback starting behind them (sync_file_range) so the
+ * closing fsync has little left to wait for.
+ */
+#define FG_ST_WRITE_CHUNK ((size_t)4 << 20)
+
+int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n,
+		     const struct fg_st_meta *meta, size_t n_meta, const struct fg_st_write_opts *o,
+		     struct fg_err *err);
 
 /* Element count of a shape into *out; returns 0, or FG_EINPUT on overflow (*out untouched). */
 int fg_shape_nelem(const uint64_t *shape, int rank, uint64_t *out);

@@ -1800,9 +1800,9 @@ int fg_ckpt_map(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_
 		return 0;
 	if (!(w = wants(c, tensors, &n, err)))
 		return FG_ENOMEM;
+	/* Mapped only: the streaming reader asks for read-ahead a step at a time (checkpoint.h). */
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct fg_ckpt_file *f = &c->files[w[i].file];
-		const struct fg_tensor *t = w[i].t;
 
 		if (!f->st->map) {
 			int fd;
@@ -1812,12 +1812,6 @@ int fg_ckpt_map(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_
 				break;
 			rc = fg_st_map(f->st, fd, err);
 			close(fd);
-		}
-		if (!rc && t->data) {
-			/* Read ahead what will be streamed; page boundaries are the kernel's. */
-			uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)4095;
-
-			madvise((void *)a, (size_t)((uintptr_t)t->data + fg_tensor_bytes(t) - a), MADV_WILLNEED);
 		}
 	}
 	free(w);
@@ -1829,6 +1823,13 @@ int fg_ckpt_open_file(const struct fg_ckpt *c, const char *name, int *fd)
 	if (c->dirfd < 0)
 		return -EBADF;
 	return fg_fs_open_beneath(c->dirfd, name, &c->links, fd);
+}
+
+int fg_ckpt_reopen(const struct fg_ckpt *c, size_t idx, int *fd, struct fg_err *err)
+{
+	if (c->pull || idx >= c->n_files)
+		return fg_err_set(err, FG_EINTERNAL, "%s: no local file %zu to open", c->source, idx);
+	return reopen(c, &c->files[idx], fd, err);
 }
 
 int fg_ckpt_map_file(struct fg_ckpt *c, size_t idx, struct fg_err *err)

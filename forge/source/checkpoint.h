@@ -187,8 +187,11 @@ int fg_ckpt_fetch(struct fg_ckpt *c, const struct fg_tensor *const *tensors, siz
 /*
  * Make the data of n tensors readable for streaming whole tensors (a
  * forge): local files holding them are mapped (fg_st_map: every tensor of
- * such a file gets its data, read-ahead advised) and each wanted range is
- * advised MADV_WILLNEED; read mapped bytes under fg_st_guard.  Remote
+ * such a file gets its data, advised MADV_SEQUENTIAL); read mapped bytes
+ * under fg_st_guard.  Nothing is asked for ahead here: the streaming reader
+ * advises MADV_WILLNEED a step ahead of what it reads (forge/artifact/
+ * sources.c), since a head can be larger than the page cache and asking
+ * for all of it at once would evict its start before it is read.  Remote
  * checkpoints: fg_ckpt_fetch.
  */
 int fg_ckpt_map(struct fg_ckpt *c, const struct fg_tensor *const *tensors, size_t n, struct fg_err *err);
@@ -203,6 +206,16 @@ int fg_ckpt_open_file(const struct fg_ckpt *c, const char *name, int *fd);
 
 /* fg_ckpt_map of every tensor of files[idx]. */
 int fg_ckpt_map_file(struct fg_ckpt *c, size_t idx, struct fg_err *err);
+
+/*
+ * Open files[idx] of a local checkpoint again, the checked way (beneath the
+ * folder, the checkpoint's link rule) and only if it is still the file whose
+ * header was read (fg_st_check_same): 0 with *fd (the caller closes it), or
+ * FG_EINPUT naming the file and what changed.  A forge opens the files it
+ * copies from this way, and checks every file it read once it has written
+ * (the bytes it copied and hashed are then one version's).
+ */
+int fg_ckpt_reopen(const struct fg_ckpt *c, size_t idx, int *fd, struct fg_err *err);
 
 /*
  * Up to len bytes from the start of t's data into buf; *got gets how many

@@ -241,10 +241,17 @@ static const char schema_v3[] =
 	"ALTER TABLE jobs ADD COLUMN verdicts text;"
 	"ALTER TABLE jobs ADD COLUMN asked text;";
 
+/* Version 4: a running job's bytes within its stage, as SQLite's version 7. */
+static const char schema_v4[] =
+	"ALTER TABLE jobs ADD COLUMN bytes_done bigint;"
+	"ALTER TABLE jobs ADD COLUMN bytes_total bigint;"
+	"ALTER TABLE jobs ADD COLUMN eta_s double precision;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
 	schema_v3,
+	schema_v4,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_PG_SCHEMA_VERSION,

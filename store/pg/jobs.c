@@ -19,6 +19,7 @@
  */
 #include "store/pg/pg.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                                  \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested::int, params, " \
-	PG_TS("created_at") ", " PG_TS("updated_at") ", refusal, verdicts, asked"
+	PG_TS("created_at") ", " PG_TS("updated_at") ", refusal, verdicts, asked, bytes_done, bytes_total, eta_s"
 
 #define LEASE_AT(p) "now() + make_interval(secs => " p "::float8)"
 
@@ -59,6 +60,10 @@ static int job_read(const PGresult *res, int r, int first, struct fg_job *out, s
 		fg_job_release(&j);
 		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
 	}
+	j.has_bytes = !fg_pg_null(res, r, first + 15) && !fg_pg_null(res, r, first + 16);
+	j.bytes_done = j.has_bytes ? fg_pg_int(res, r, first + 15) : 0;
+	j.bytes_total = j.has_bytes ? fg_pg_int(res, r, first + 16) : 0;
+	j.eta_s = fg_pg_null(res, r, first + 17) ? -1.0 : fg_pg_double(res, r, first + 17);
 	*out = j;
 	return 0;
 }
@@ -225,7 +230,7 @@ out:
 /* ---- the worker's side ---- */
 
 static const char sql_job_claim[] =
-	"UPDATE jobs SET state = 'running', worker = $1, owner = $2, stage = '', progress = 0,"
+	"UPDATE jobs SET state = 'running', worker = $1, owner = $2, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" heartbeat_at = now(), lease_until = " LEASE_AT("$3") ", updated_at = now()"
 	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	" RETURNING " JOB_COLS;
@@ -256,11 +261,12 @@ int fg_pg_job_claim(struct fg_store *s, const char *worker, int lease_seconds, s
 
 static const char sql_job_progress[] =
 	"UPDATE jobs SET stage = coalesce($2, stage), progress = $3::float8, heartbeat_at = now(),"
+	" bytes_done = $6::bigint, bytes_total = $7::bigint, eta_s = $8::float8,"
 	" lease_until = " LEASE_AT("$5") ", updated_at = now()"
 	" WHERE id = $1 AND state = 'running' AND ($4::text IS NULL OR worker = $4::text)";
 
 int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-		       int lease_seconds, struct fg_err *err)
+		       const struct fg_job_bytes *bytes, int lease_seconds, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -280,6 +286,15 @@ int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const
 	fg_pg_arg_double(&a, progress);
 	fg_pg_arg_text(&a, worker);
 	fg_pg_arg_int(&a, lease_seconds);
+	if (bytes) {
+		fg_pg_arg_int(&a, bytes->done);
+		fg_pg_arg_int(&a, bytes->total);
+		fg_pg_arg_double(&a, bytes->eta_s >= 0 ? bytes->eta_s : NAN); /* NAN: NULL */
+	} else {
+		fg_pg_arg_text(&a, NULL);
+		fg_pg_arg_text(&a, NULL);
+		fg_pg_arg_text(&a, NULL);
+	}
 	rc = fg_pg_query(s, sql_job_progress, &a, &res, err, "reporting job progress");
 	if (rc)
 		return rc;
@@ -421,7 +436,7 @@ int fg_pg_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct 
 
 static const char sql_job_requeue[] =
 	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0,"
+	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" updated_at = now() WHERE id = $1 AND state = 'running' AND ($2::text IS NULL OR worker = $2::text)";
 
 int fg_pg_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err)

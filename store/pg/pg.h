@@ -110,7 +110,7 @@ int fg_pg_job_enqueue(struct fg_store *s, const char *kind, const char *params_j
 int fg_pg_job_claim(struct fg_store *s, const char *worker, int lease_seconds, struct fg_job *out,
 		    struct fg_err *err);
 int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-		       int lease_seconds, struct fg_err *err);
+		       const struct fg_job_bytes *bytes, int lease_seconds, struct fg_err *err);
 int fg_pg_job_finish(struct fg_store *s, int64_t id, const char *worker, enum fg_job_state state,
 		     const char *error, const struct fg_verdict_row *refusal, const char *verdicts, int64_t artifact_id,
 		     struct fg_err *err);

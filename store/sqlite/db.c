@@ -334,6 +334,16 @@ static const char schema_v6[] =
 	" created_at TEXT NOT NULL,"
 	" PRIMARY KEY (route, idem_key));";
 
+/*
+ * Version 7: a running job's progress within its stage (jobs.c): bytes moved
+ * of the stage's total and the seconds left, NULL when the stage counts no
+ * bytes or the ETA is unknown.
+ */
+static const char schema_v7[] =
+	"ALTER TABLE jobs ADD COLUMN bytes_done INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN bytes_total INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN eta_s REAL;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
@@ -341,6 +351,7 @@ static const char *const migrations[] = {
 	schema_v4,
 	schema_v5,
 	schema_v6,
+	schema_v7,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,

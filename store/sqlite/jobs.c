@@ -26,7 +26,7 @@
 /* Column order read by job_read. */
 #define JOB_COLS                                                                               \
 	"id, kind, state, stage, progress, error, artifact_id, attempts, cancel_requested, params, " \
-	"created_at, updated_at, refusal, verdicts, asked"
+	"created_at, updated_at, refusal, verdicts, asked, bytes_done, bytes_total, eta_s"
 
 /* Fill *out from the JOB_COLS of st's current row (starting at column first). */
 static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_err *err)
@@ -62,6 +62,11 @@ static int job_read(sqlite3_stmt *st, int first, struct fg_job *out, struct fg_e
 		fg_job_release(&j);
 		return fg_err_set(err, FG_ENOMEM, "reading job %lld: out of memory", (long long)j.id);
 	}
+	j.has_bytes = sqlite3_column_type(st, first + 15) != SQLITE_NULL &&
+		      sqlite3_column_type(st, first + 16) != SQLITE_NULL;
+	j.bytes_done = sqlite3_column_int64(st, first + 15);
+	j.bytes_total = sqlite3_column_int64(st, first + 16);
+	j.eta_s = sqlite3_column_type(st, first + 17) == SQLITE_NULL ? -1.0 : sqlite3_column_double(st, first + 17);
 	*out = j;
 	return 0;
 }
@@ -252,7 +257,7 @@ out:
 /* ---- the worker's side ---- */
 
 static const char sql_job_claim[] =
-	"UPDATE jobs SET state = 'running', worker = ?1, owner = ?2, stage = '', progress = 0,"
+	"UPDATE jobs SET state = 'running', worker = ?1, owner = ?2, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" heartbeat_at = " FG_SQL_NOW ", lease_until = " LEASE_AT("?3") ", updated_at = " FG_SQL_NOW
 	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1)"
 	" RETURNING " JOB_COLS;
@@ -302,12 +307,12 @@ out:
 }
 
 static const char sql_job_progress[] =
-	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3,"
+	"UPDATE jobs SET stage = coalesce(?2, stage), progress = ?3, bytes_done = ?6, bytes_total = ?7, eta_s = ?8,"
 	" heartbeat_at = " FG_SQL_NOW ", lease_until = " LEASE_AT("?5") ", updated_at = " FG_SQL_NOW
 	" WHERE id = ?1 AND state = 'running' AND (?4 IS NULL OR worker = ?4)";
 
 int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, const char *stage, double progress,
-			   int lease_seconds, struct fg_err *err)
+			   const struct fg_job_bytes *bytes, int lease_seconds, struct fg_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -328,6 +333,12 @@ int fg_sqlite_job_progress(struct fg_store *s, int64_t id, const char *worker, c
 	sqlite3_bind_double(st, 3, progress);
 	fg_sql_bind_text(st, 4, worker);
 	sqlite3_bind_int(st, 5, lease_seconds);
+	if (bytes) {
+		sqlite3_bind_int64(st, 6, bytes->done);
+		sqlite3_bind_int64(st, 7, bytes->total);
+	} /* else ?6 and ?7 stay NULL: the stage's byte counts are cleared */
+	if (bytes && bytes->eta_s >= 0)
+		sqlite3_bind_double(st, 8, bytes->eta_s);
 	rc = fg_sql_exec(s, st, err, "reporting job progress");
 	if (rc)
 		return rc;
@@ -496,7 +507,7 @@ int fg_sqlite_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, str
 /* A cancel requested while the job ran wins over the requeue. */
 static const char sql_job_requeue[] =
 	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0,"
+	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" updated_at = " FG_SQL_NOW " WHERE id = ?1 AND state = 'running' AND (?2 IS NULL OR worker = ?2)";
 
 int fg_sqlite_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err)

@@ -118,6 +118,15 @@ def check_common(art):
             fail(f"fingerprint is not sha256(config.json + {HEAD})")
     elif prov["fingerprint"]:
         fail(f"a legacy fingerprint ({prov['fingerprint']}) without an mtp.safetensors")
+    # MTPLX's framing (forge.py _verification_artifact_fingerprint) over a sidecar the config points at:
+    # "config.json" NUL cfg NUL "mtp" NUL head NUL; none for a head in a shard of its own (layout.h).
+    layout = prov.get("layout") or {}
+    if layout.get("place", "sidecar") != "embedded":
+        cfg = open(os.path.join(art, "config.json"), "rb").read()
+        head = open(os.path.join(art, HEAD), "rb").read()
+        framed = "sha256:" + hashlib.sha256(b"config.json\0" + cfg + b"\0mtp\0" + head + b"\0").hexdigest()
+        if prov.get("head_fingerprint") != framed:
+            fail(f"head_fingerprint {prov.get('head_fingerprint')} is not MTPLX's framing {framed}")
     # The artifact digest: name NUL sha256 LF for every listed file, in byte order of the names.
     d = hashlib.sha256(b"".join(n.encode() + b"\0" + v.encode() + b"\n" for n, v in sorted(prov["files"].items())))
     if prov.get("digest") != "sha256:" + d.hexdigest():
@@ -260,9 +269,24 @@ def mode_quant(src, art):
     modules = cfg["mtp_quantization"]["modules"]
     n = 0
     for module, spec in modules.items():
-        srcname = next(k for k in s if strip(k) == module + ".weight")
-        sdt, shape, raw = s[srcname]
-        w = values(sdt, raw).reshape(shape[0], -1)
+        if ".switch_mlp." in module + ".weight":
+            # stacked experts: the numbered sources, one after another, rows of the last axis
+            head, proj = (module + ".weight").split(".switch_mlp.")
+            parts, raws, e = [], [], 0
+            while True:
+                key = next((k for k in s if strip(k) == strip(f"{head}.experts.{e}.{proj}")), None)
+                if key is None:
+                    break
+                sdt, shape, raw = s[key]
+                parts.append(values(sdt, raw).reshape(shape))
+                raws.append(raw)
+                e += 1
+            w = np.concatenate(parts).reshape(-1, parts[0].shape[-1])
+            raw = b"".join(raws)
+        else:
+            srcname = next(k for k in s if strip(k) == module + ".weight")
+            sdt, shape, raw = s[srcname]
+            w = values(sdt, raw).reshape(shape[0], -1)
         if spec is None:
             if side[module + ".weight"][2] != raw:
                 fail(f"{module}: recorded unquantized but changed")
@@ -278,7 +302,7 @@ def mode_quant(src, art):
                 got = side[module + "." + part][2]
                 if got != qg.store_bytes(want, sdt):
                     fail(f"{module}.{part}: differs from numpy's MLX affine")
-        got_w = np.frombuffer(side[module + ".weight"][2], "<u4").reshape(packed.shape)
+        got_w = np.frombuffer(side[module + ".weight"][2], "<u4").reshape(packed.shape)  # stacks: rows flattened
         if not np.array_equal(got_w, packed):
             fail(f"{module}.weight: packed words differ from numpy's")
         n += 1

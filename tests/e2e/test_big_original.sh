@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A compressed original larger than one write(2) can move (Linux stops at
-# 0x7ffff000 bytes a call): `--quant` on a head whose fused gate_up_proj is
+# 0x7ffff000 bytes a call): `--quant --keep-originals copy` (a local source's
+# originals are otherwise references) on a head whose fused gate_up_proj is
 # 2.2 GiB of incompressible BF16 keeps that tensor as a zstd original, which
 # must be written whole and decompress to the SHA-256 forged.json records.
 # (The writer once compressed into one buffer and wrote it with a single
@@ -27,7 +28,8 @@ read -r bytes want < <("$NUMPY_PY" "$here/big_experts.py" "$FIXTURES/qwen35_moe_
 check "generator: gate_up over 2.2 GiB ($bytes bytes)" [ "${bytes:-0}" -gt 2362232012 ]
 
 rc=0
-"$FORGED" forge "$src" --out "$TMP/big_art" --quant affine:4:64 --json >"$TMP/big.json" 2>"$TMP/big.err" || rc=$?
+"$FORGED" forge "$src" --out "$TMP/big_art" --quant affine:4:64 --keep-originals copy --json >"$TMP/big.json" \
+	2>"$TMP/big.err" || rc=$?
 check "forge --quant affine:4:64 of a 2.2 GiB fused expert: exit 0 (exit $rc: $(head -c 300 "$TMP/big.err"))" \
 	[ "$rc" -eq 0 ]
 rm -rf "$src"   # the source's disk is not needed to check the artifact

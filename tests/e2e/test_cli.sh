@@ -127,7 +127,8 @@ check "completion -- bash" cmp -s "$TMP/dd_comp.out" <("$FORGED" completion bash
 # ---- uniform errors: the option named, the synopsis shown ----
 usage_error "a missing value" "forged verdict: --collapse-threshold needs a value" verdict "$TMP/rows.json" --collapse-threshold
 usage_error "forge: a missing value" "forged forge: --out needs a value" forge "$SRC" --out
-check "forge: the whole synopsis (both lines)" grep -q "^  *\[--quant keep|match|affine:BITS:GROUP|mxfp4\] \[--allow-requantize\] \[--json\] \[--force\]" "$TMP/ue.err"
+check "forge: the whole synopsis (every line)" grep -q "^  *\[--quant keep|match|affine:BITS:GROUP|mxfp4\] \[--allow-requantize\]$" "$TMP/ue.err"
+check "forge: the synopsis' last line" grep -q "^  *\[--keep-originals copy|auto\] \[--json\] \[--force\]$" "$TMP/ue.err"
 usage_error "a flag given a value" "forged tensors: --json takes no value" tensors --json=yes "$ST"
 usage_error "an unknown short option" "forged inspect: unknown option '-x'" inspect -x "$SRC"
 usage_error "a misspelt option: the nearest named" "forged forge: unknown option '--traget' (did you mean --target?)" \

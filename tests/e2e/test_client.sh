@@ -238,12 +238,15 @@ check "server down: the transport error is named" grep -q "Connection refused\|C
 JOB_Q='{"id": 7, "kind": "forge", "state": "queued", "stage": "", "progress": 0, "error": null, "artifact_id": null, "created_at": "x", "updated_at": "x"}'
 JOB_OK='{"id": 7, "kind": "forge", "state": "succeeded", "stage": "done", "progress": 1, "error": null, "artifact_id": 3, "created_at": "x", "updated_at": "y"}'
 JOB_REF='{"id": 8, "kind": "forge", "state": "failed", "stage": "inspect", "progress": 0, "error": "head_double_shifted: text", "refusal": {"code": "head_double_shifted", "severity": "error", "detail": "head set mtp q/k max 2.79"}, "artifact_id": null, "created_at": "x", "updated_at": "y"}'
+JOB_RUN='{"id": 10, "kind": "forge", "state": "running", "stage": "sidecar", "progress": 0.5, "bytes_done": 740000000, "bytes_total": 1600000000, "eta_s": 2, "error": null, "artifact_id": null, "created_at": "x", "updated_at": "x"}'
+JOB_DONE10='{"id": 10, "kind": "forge", "state": "succeeded", "stage": "done", "progress": 1, "bytes_done": null, "bytes_total": null, "eta_s": null, "error": null, "artifact_id": 4, "created_at": "x", "updated_at": "y"}'
 cat >"$TMP/scenario.json" <<EOF
 {"POST /v1/jobs": [{"status": 503, "headers": {"Retry-After": "1"}, "body": {"type": "urn:forged:problem:queue-full", "title": "Queue full", "status": 503, "detail": "full"}},
                    {"status": 202, "body": $JOB_Q}],
  "GET /v1/jobs/7": [{"status": 502, "body": "bad gateway"}, {"status": 200, "body": $JOB_OK}],
  "GET /v1/jobs/8": [{"status": 200, "body": $JOB_REF}],
  "GET /v1/jobs/9": [{"status": 500, "body": {"type": "urn:forged:problem:internal", "title": "Internal error", "status": 500, "detail": "disk on fire"}}],
+ "GET /v1/jobs/10": [{"status": 200, "body": $JOB_RUN}, {"status": 200, "body": $JOB_DONE10}],
  "GET /v1/fleet/health": [{"status": 200, "body": "not json"}]}
 EOF
 python3 "$REPO/tests/e2e/fake_server.py" "$TMP/scenario.json" "$TMP/fake.log" "$TMP/fake.port" &
@@ -278,6 +281,11 @@ check "fake: a 500 is not retried" [ "$(wc -l <"$TMP/fake.log")" = $((n_before +
 check "fake: the 500's detail" grep -q "HTTP 500 internal: disk on fire" "$TMP/e500.err"
 run notjson fleet health --server "$FAKE"
 expect_rc "fake: an answer that is not JSON" 3
+# On a terminal, jobs wait draws one live line: state, stage, percent, the stage's bytes and the ETA.
+TERM=xterm script -qec "$FORGED jobs wait 10 --server $FAKE -o json" /dev/null >"$TMP/ttywait.out" 2>&1
+check "jobs wait on a terminal: the live line has the stage's bytes and ETA ($(tr '\r' '|' <"$TMP/ttywait.out" | head -c 300))" \
+	grep -q $'\rjob 10: running   sidecar     50%  740.0/1600.0 MB  eta 2 s' "$TMP/ttywait.out"
+check "jobs wait on a terminal: the line is ended once the job is" grep -q '"artifact_id":[[:space:]]*4' "$TMP/ttywait.out"
 
 # ---- help ----
 run help help jobs
@@ -292,7 +300,7 @@ run helpx help nosuch
 expect_rc "forged help of an unknown command" 2
 run overview help
 COMMANDS=$(sed -n '/^commands:/,/^$/p' "$TMP/overview.out" | awk 'NF && $1 != "commands:" {print $1}')
-check "the overview lists 11 commands" [ "$(wc -w <<<"$COMMANDS")" = 11 ]
+check "the overview lists 12 commands" [ "$(wc -w <<<"$COMMANDS")" = 12 ]
 for c in $COMMANDS; do
 	run "h_$c" help "$c"
 	if [ "$RC" = 0 ] && [ -s "$TMP/h_$c.out" ]; then ok; else bad "forged help $c: exit $RC"; fi

@@ -36,10 +36,57 @@ check "raw HF -> mtplx: shard without head is hard-linked" \
 	[ "$(stat -c %i "$TMP/hf_mtplx/model-00001-of-00002.safetensors")" = "$(stat -c %i "$FIXTURES/qwen35_hf/model-00001-of-00002.safetensors")" ]
 check "raw HF -> mtplx: shard with head is rewritten" \
 	[ "$(stat -c %i "$TMP/hf_mtplx/model-00002-of-00002.safetensors")" != "$(stat -c %i "$FIXTURES/qwen35_hf/model-00002-of-00002.safetensors")" ]
-blob=$(jq -r '.originals[0].blob' "$TMP/hf_mtplx/forged.json")
-want=$(jq -r '.originals[0].sha256' "$TMP/hf_mtplx/forged.json")
+# A local source's originals are references: its file, the file's SHA-256, the tensor's offset and length.
+rec=$(jq -c '.originals[0]' "$TMP/hf_mtplx/forged.json")
+orig_file=$FIXTURES/qwen35_hf/$(jq -r '.source_file' <<<"$rec")
+check "originals: a local source's are references" [ "$(jq -r '.form' <<<"$rec")" = reference ]
+check "originals: the reference holds the source file's SHA-256" \
+	[ "$(sha256sum "$orig_file" | cut -d' ' -f1)" = "$(jq -r '.file_sha256' <<<"$rec")" ]
+check "originals: offset and length are the tensor's bytes in that file" [ "$("$PYTHON" - "$orig_file" "$rec" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+rec = json.loads(sys.argv[2])
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])[rec["tensor"]]
+print(8 + n + t["data_offsets"][0] == rec["offset"] and t["data_offsets"][1] - t["data_offsets"][0] == rec["length"])
+PY
+)" = True ]
+check "originals: nothing is copied for a local source" [ ! -e "$TMP/hf_mtplx/provenance" ]
+# --keep-originals copy: zstd copies, each decompressing to the recorded bytes.
+forge qwen35_hf hf_copy --target mtplx-2.12 --keep-originals copy
+check "--keep-originals copy: exit 0" [ "$RC" -eq 0 ]
+blob=$(jq -r '.originals[0].blob' "$TMP/hf_copy/forged.json")
+want=$(jq -r '.originals[0].sha256' "$TMP/hf_copy/forged.json")
 check "originals: zstd blob decompresses to the recorded bytes" \
-	[ "$(zstd -dc "$TMP/hf_mtplx/$blob" | sha256sum | cut -d' ' -f1)" = "$want" ]
+	[ "$(zstd -dc "$TMP/hf_copy/$blob" | sha256sum | cut -d' ' -f1)" = "$want" ]
+check "originals: the copy's record still names its source bytes" \
+	[ "$(jq -r '.originals[0] | [.form, .offset, .length] | map(tostring) | join(" ")' "$TMP/hf_copy/forged.json")" = \
+	  "copy $(jq -r '[.offset, .length] | map(tostring) | join(" ")' <<<"$rec")" ]
+# forged verify-originals reads the bytes back: references against the source file, copies by decompressing.
+quiet() { "$@" >/dev/null 2>&1; }
+check "verify-originals: references check out (exit 0)" quiet "$FORGED" verify-originals "$TMP/hf_mtplx" --source "$FIXTURES/qwen35_hf"
+check "verify-originals: copies check out (exit 0)" quiet "$FORGED" verify-originals "$TMP/hf_copy" --source "$FIXTURES/qwen35_hf"
+check "verify-originals --json: every record checked" [ "$("$FORGED" verify-originals "$TMP/hf_mtplx" --json \
+	--source "$FIXTURES/qwen35_hf" | jq -r '[.ok, .checked, .failed] | map(tostring) | join(" ")')" = "true 7 0" ]
+cp -r "$FIXTURES/qwen35_hf" "$TMP/src_tamper"
+forge qwen35_hf tamper_art --target mtplx-2.12 # from the fixture, checked against the copy below
+"$PYTHON" - "$TMP/src_tamper/$(jq -r '.originals[0].source_file' "$TMP/tamper_art/forged.json")" \
+	"$(jq -r '.originals[-1].offset' "$TMP/tamper_art/forged.json")" <<'PY'
+import sys
+path, off = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(path, "rb").read())
+b[off] ^= 1
+open(path, "wb").write(b)
+PY
+rc=0; "$FORGED" verify-originals "$TMP/tamper_art" --source "$TMP/src_tamper" >"$TMP/tamper.out" 2>&1 || rc=$?
+check "verify-originals: a changed source byte fails (exit $rc)" [ "$rc" -eq 1 ]
+check "verify-originals: the failure names the SHA-256" grep -q "FAIL.*SHA-256" "$TMP/tamper.out"
+printf 'x' | dd of="$TMP/hf_copy/$(jq -r '.originals[0].blob' "$TMP/hf_copy/forged.json")" bs=1 seek=20 conv=notrunc 2>/dev/null
+rc=0; "$FORGED" verify-originals "$TMP/hf_copy" --source "$FIXTURES/qwen35_hf" >/dev/null 2>&1 || rc=$?
+check "verify-originals: a changed zstd copy fails (exit $rc)" [ "$rc" -eq 1 ]
+rc=0; "$FORGED" verify-originals "$TMP/nothing_here" >/dev/null 2>&1 || rc=$?
+check "verify-originals: no forged.json is exit 2 ($rc)" [ "$rc" -eq 2 ]
+check "--keep-originals other: exit 2" [ "$("$FORGED" forge "$FIXTURES/qwen35_hf" --out "$TMP/ko" --keep-originals zip >/dev/null 2>&1; echo $?)" = 2 ]
 
 # Raw HF kept delta for a Hugging Face target: nothing shifted.
 forge qwen35_hf hf_hf --target hf
@@ -103,6 +150,11 @@ check "affine:4:64: exit 0 ($(head -c 200 "$TMP/quant_affine.err"))" [ "$RC" -eq
 numpy_check "affine:4:64" quant "$FIXTURES/qwen35_hf" "$TMP/quant_affine"
 check "affine:4:64: fc never quantized" [ "$(jq '.mtp_quantization.modules["mtp.fc"]' "$TMP/quant_affine/config.json")" = null ]
 inspect_clean "affine:4:64" "$TMP/quant_affine" mtplx-2.12
+# (an MLX trunk as the backbone, as above: the numbered HF trunk itself would not load)
+forge qwen35_moe_hf_numbered quant_stack --quant affine:4:64 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
+check "affine:4:64 of stacked experts: exit 0 ($(head -c 200 "$TMP/quant_stack.err"))" [ "$RC" -eq 0 ]
+numpy_check "affine:4:64 of stacked experts (quantized in row bands across experts)" quant \
+	"$FIXTURES/qwen35_moe_hf_numbered" "$TMP/quant_stack"
 forge qwen35_hf quant_mxfp4 --quant mxfp4
 check "mxfp4: exit 0 ($(head -c 200 "$TMP/quant_mxfp4.err"))" [ "$RC" -eq 0 ]
 numpy_check "mxfp4" quant "$FIXTURES/qwen35_hf" "$TMP/quant_mxfp4"

@@ -294,7 +294,7 @@ expect "forge job: 202" 202
 JOB=$(jb .id)
 check "forge job: Location" [ "$(header Location)" = "/v1/jobs/$JOB" ]
 check "forge job: the job object's fields" \
-	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,artifact_url,created_at,error,id,kind,progress,refusal,request,stage,state,updated_at,verdicts" ]
+	[ "$(jb 'keys | sort | join(",")')" = "artifact_id,artifact_url,bytes_done,bytes_total,created_at,error,eta_s,id,kind,progress,refusal,request,stage,state,updated_at,verdicts" ]
 check "forge job: kind forge, not finished" grep -Eq '^forge (queued|running)$' <<<"$(jb '.kind + " " + .state')"
 if poll_job "$JOB" succeeded 300; then ok; else bad "forge job $JOB: $(head -c 300 "$TMP/body")"; fi
 check "forge job: progress 1, no error" [ "$(jb '[.progress, .error] | map(tostring) | join(" ")')" = "1 null" ]

@@ -1,9 +1,11 @@
 /*
  * test_core.c: the plumbing of forge/core that every layer shares: the
  * string helpers (str.h), array growth (grow.h), the running SHA-256,
- * whose final step leaves the hash to its owner (sha256.h), JSON from
- * files and buffers (json.h), and the file-system steps (fs.h): whole
- * writes, atomic replacement, mkdir -p, tree removal, link-else-copy.
+ * whose final step leaves the hash to its owner, and the hash pipe that
+ * hashes a stream on threads of its own (sha256.h), file hashes remembered
+ * per file version (filehash.h), JSON from files and buffers (json.h), and
+ * the file-system steps (fs.h): whole writes, atomic replacement, mkdir -p,
+ * tree removal, link-else-copy.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "forge/core/filehash.h"
 #include "forge/core/fs.h"
 #include "forge/core/grow.h"
 #include "forge/core/json.h"
@@ -184,6 +189,212 @@ static void test_sha256_final_leaves_the_hash(void **state)
 	assert_string_equal(buf_hex, hex);
 	fg_sha256_free(h); /* the caller's: final did not free it (ASan checks) */
 	fg_sha256_free(NULL);
+}
+
+/* SHA-256 of one million 'a' (FIPS 180-2, appendix B.3). */
+#define MILLION_A "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+
+/*
+ * The pipe's hashes equal the stream's SHA-256 whatever the chunking: a
+ * million 'a' pushed from three reused buffers in chunks of 1..7919 bytes,
+ * each buffer refilled only after the ticket of its last push (a buffer
+ * changed too early would change the hash), into two hashes at once; and a
+ * pipe of no hashes takes pushes and does nothing.
+ */
+static void test_sha256_pipe(void **state)
+{
+	struct fg_sha256 *h[2] = { fg_sha256_new(), fg_sha256_new() };
+	struct fg_sha256_pipe *p, *none;
+	unsigned long long ticket[3] = { 0 }, last = 0;
+	static char buf[3][7919];
+	char hex[FG_SHA256_HEX];
+	size_t done = 0, step = 1;
+
+	(void)state;
+	assert_non_null(h[0]);
+	assert_non_null(h[1]);
+	p = fg_sha256_pipe_start(h, 2);
+	assert_non_null(p);
+	for (unsigned k = 0; done < 1000000; k = (k + 1) % 3) {
+		size_t len = step % 7919 + 1;
+
+		if (len > 1000000 - done)
+			len = 1000000 - done;
+		fg_sha256_pipe_wait(p, ticket[k]);
+		memset(buf[k], 'a', len);
+		ticket[k] = fg_sha256_pipe_push(p, buf[k], len);
+		assert_true(ticket[k] == last + 1); /* tickets count the pushes */
+		last = ticket[k];
+		/* Spoil the buffer once its chunk is taken: only bytes not yet taken must stay. */
+		fg_sha256_pipe_wait(p, ticket[k]);
+		memset(buf[k], 'x', len);
+		done += len;
+		step = step * 31 + 7;
+	}
+	fg_sha256_pipe_finish(p);
+	for (int i = 0; i < 2; i++) {
+		fg_sha256_final_hex(h[i], hex);
+		assert_string_equal(hex, MILLION_A);
+		fg_sha256_free(h[i]);
+	}
+	none = fg_sha256_pipe_start(NULL, 0);
+	assert_non_null(none);
+	assert_true(fg_sha256_pipe_push(none, "abc", 3) > 0);
+	fg_sha256_pipe_finish(none);
+	fg_sha256_pipe_finish(NULL);
+}
+
+/* ---- filehash.h ---- */
+
+struct meter {
+	uint64_t last, total;
+	int calls;
+};
+
+static int meter(void *ctx, uint64_t done, uint64_t total)
+{
+	struct meter *m = ctx;
+
+	assert_true(done >= m->last); /* never backwards */
+	m->last = done;
+	m->total = total;
+	m->calls++;
+	return 0;
+}
+
+static int stop_at_once(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	(void)done;
+	(void)total;
+	return 1;
+}
+
+/* Write len bytes of c to path, its mtime set age_s seconds in the past (0: left as written). */
+static void put_aged(const char *path, char c, size_t len, int age_s)
+{
+	char *b = malloc(len ? len : 1);
+	struct timespec ts[2];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_non_null(b);
+	assert_true(fd >= 0);
+	memset(b, c, len);
+	assert_int_equal(fg_fs_write_all(fd, b, len), 0);
+	if (age_s) {
+		clock_gettime(CLOCK_REALTIME, &ts[0]);
+		ts[0].tv_sec -= age_s;
+		ts[1] = ts[0];
+		assert_int_equal(futimens(fd, ts), 0);
+	}
+	close(fd);
+	free(b);
+}
+
+/*
+ * A file's SHA-256 is read once per version (device, inode, size, mtime_ns):
+ * the first call reads every byte and remembers it, the second reads none
+ * and gives the same hash, a hard link (one inode) hits the same entry; a
+ * new mtime (same size) or a new size is a new version, read again; a file
+ * written within the racy window is hashed but not remembered; an entry
+ * whose key is not the file's (a name collision, a torn write) is not
+ * trusted; no cache folder means no cache; a folder is no file to hash.
+ */
+static void test_filehash(void **state)
+{
+	char dir[] = "/tmp/forged-test-filehash-XXXXXX", cache[64], path[64], link_path[64];
+	char hex[FG_SHA256_HEX], again[FG_SHA256_HEX], entry[96];
+	struct fg_err err = { 0 };
+	struct meter m = { 0 };
+	uint64_t got = 1, size = 0;
+	DIR *d;
+	struct dirent *de;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	snprintf(path, sizeof(path), "%s/a.bin", dir);
+	snprintf(link_path, sizeof(link_path), "%s/link.bin", dir);
+	put_aged(path, 'a', 1000000, 3600);
+	assert_int_equal(fg_filehash_cached(cache, path, hex, &size), 0);
+	assert_int_equal(size, 1000000);
+	assert_int_equal(fg_filehash(cache, path, hex, &got, meter, &m, &err), 0);
+	assert_string_equal(hex, MILLION_A);
+	assert_int_equal(got, 1000000);
+	assert_int_equal(m.last, 1000000);
+	assert_int_equal(m.total, 1000000);
+	assert_int_equal(fg_filehash_cached(cache, path, again, &size), 1);
+	assert_string_equal(again, MILLION_A);
+	memset(again, 0, sizeof(again));
+	got = 1;
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 0); /* remembered: nothing read */
+	assert_string_equal(again, MILLION_A);
+	assert_int_equal(link(path, link_path), 0);
+	assert_int_equal(fg_filehash(cache, link_path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 0);
+	assert_string_equal(again, MILLION_A);
+	unlink(link_path);
+
+	/* Same size, other bytes, another mtime: another version. */
+	put_aged(path, 'b', 1000000, 1800);
+	assert_int_equal(fg_filehash_cached(cache, path, again, NULL), 0);
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 1000000);
+	assert_string_not_equal(again, MILLION_A);
+	fg_sha256_file(path, hex, &err);
+	assert_string_equal(again, hex);
+	/* Another size, the same mtime as before: another version too. */
+	put_aged(path, 'a', 999999, 1800);
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 999999);
+
+	/* Written just now: hashed, not remembered (a write in the same tick could keep the mtime). */
+	put_aged(path, 'a', 1000000, 0);
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_string_equal(again, MILLION_A);
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 1000000);
+
+	/* An entry that does not carry this file's key is not trusted. */
+	put_aged(path, 'a', 1000000, 600);
+	assert_int_equal(fg_filehash(cache, path, hex, &got, NULL, NULL, &err), 0);
+	assert_int_equal(fg_filehash_cached(cache, path, again, NULL), 1);
+	snprintf(entry, sizeof(entry), "%s/v1/hashes", cache);
+	d = opendir(entry);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char p2[512];
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p2, sizeof(p2), "%s/%s", entry, de->d_name);
+		f = fopen(p2, "w");
+		assert_non_null(f);
+		fprintf(f, "forged-filehash-v1 dev=0 ino=0 size=0 mtime_ns=0\nsha256=%064d\n", 0);
+		fclose(f);
+	}
+	closedir(d);
+	assert_int_equal(fg_filehash_cached(cache, path, again, NULL), 0);
+	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 1000000);
+	assert_string_equal(again, MILLION_A);
+
+	/* No cache folder: read every time. */
+	assert_int_equal(fg_filehash(NULL, path, again, &got, NULL, NULL, &err), 0);
+	assert_int_equal(got, 1000000);
+	assert_int_equal(fg_filehash_cached(NULL, path, again, &size), 0);
+	assert_int_equal(size, 1000000);
+	/* Stopped on request; a folder or a missing file is no file to hash. */
+	put_aged(path, 'c', 1000000, 600);
+	assert_int_equal(fg_filehash(cache, path, again, &got, stop_at_once, NULL, &err), FG_ECANCELLED);
+	assert_int_equal(fg_filehash_cached(cache, path, again, NULL), 0); /* a stopped hash is not remembered */
+	assert_int_equal(fg_filehash(cache, dir, again, &got, NULL, NULL, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	assert_int_equal(fg_filehash(cache, link_path, again, &got, NULL, NULL, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "link.bin"));
+	assert_int_equal(fg_fs_rm_rf(dir), 0);
 }
 
 /* ---- json.h ---- */
@@ -420,6 +631,8 @@ int main(void)
 		cmocka_unit_test(test_grow_exact_need),
 		cmocka_unit_test(test_grow_overflow),
 		cmocka_unit_test(test_sha256_final_leaves_the_hash),
+		cmocka_unit_test(test_sha256_pipe),
+		cmocka_unit_test(test_filehash),
 		cmocka_unit_test(test_json_parse),
 		cmocka_unit_test(test_json_load),
 		cmocka_unit_test(test_fs_write_all_and_atomic),

@@ -265,6 +265,27 @@ static void test_plan_overlaps(void **state)
 	assert_int_equal(fg_pull_plan(ext, 0, 0, order, spans), 0);
 }
 
+/* X-Linked-Etag values: a quoted (maybe weak) SHA-256 is an LFS oid, lower-cased; anything else is not. */
+static void test_lfs_oid(void **state)
+{
+	static const char hex[] = "A1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
+	char tag[80], out[65] = "untouched";
+
+	(void)state;
+	snprintf(tag, sizeof(tag), "\"%s\"", hex);
+	assert_int_equal(fg_pull_lfs_oid(tag, out), 1);
+	assert_string_equal(out, "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90");
+	snprintf(tag, sizeof(tag), "W/\"%s\"", hex);
+	assert_int_equal(fg_pull_lfs_oid(tag, out), 1);
+	assert_int_equal(fg_pull_lfs_oid(hex, out), 1);
+	memcpy(out, "untouched", 10);
+	assert_int_equal(fg_pull_lfs_oid("\"a1b2c3d4e5f6071829\"", out), 0); /* a git blob id is 40 */
+	snprintf(tag, sizeof(tag), "\"%.63sg\"", hex);
+	assert_int_equal(fg_pull_lfs_oid(tag, out), 0);
+	assert_int_equal(fg_pull_lfs_oid("", out), 0);
+	assert_string_equal(out, "untouched");
+}
+
 static void test_cache_key(void **state)
 {
 	char a[65], b[65];
@@ -1291,6 +1312,7 @@ int main(void)
 		cmocka_unit_test(test_plan_merges),
 		cmocka_unit_test(test_plan_overlaps),
 		cmocka_unit_test(test_cache_key),
+		cmocka_unit_test(test_lfs_oid),
 		cmocka_unit_test(test_evict_plan),
 		cmocka_unit_test(test_open_refusals),
 	};

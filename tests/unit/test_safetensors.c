@@ -1,6 +1,8 @@
 /*
  * test_safetensors.c: the strict reader against hand-written bytes, and the
- * writer's output against hand-written expected bytes.
+ * writer's output against hand-written expected bytes; the writer's spans
+ * (copied in the kernel from a file, or written from memory) and the hashes
+ * it feeds as it writes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
 
+#include "forge/core/sha256.h"
 #include "forge/format/safetensors.h"
 #include "tests/unit/support.h"
 
@@ -279,6 +283,184 @@ static void test_writer_streams(void **state)
 	fg_st_close(f);
 }
 
+/* Source bytes for spans: byte i = (i * 7) mod 253, in a file and in memory. */
+#define SRC_BYTES ((size_t)3 << 20)
+#define SRC_AT 100 /* the spans' bytes start here in the file */
+
+struct spans {
+	int fd;              /* -1: spans point into memory only */
+	const uint8_t *mem;  /* the file's bytes from SRC_AT */
+	size_t piece;        /* a span covers at most this much */
+	int calls;
+};
+
+static int span_src(void *ctx, uint64_t offset, size_t len, struct fg_st_span *out, struct fg_err *err)
+{
+	struct spans *sp = ctx;
+
+	(void)err;
+	sp->calls++;
+	out->len = len < sp->piece ? len : sp->piece;
+	out->data = sp->mem + offset;
+	out->fd = sp->fd;
+	out->fd_offset = SRC_AT + offset;
+	return 1;
+}
+
+static int span_empty(void *ctx, uint64_t offset, size_t len, struct fg_st_span *out, struct fg_err *err)
+{
+	(void)ctx; (void)offset; (void)len; (void)err;
+	out->len = 0;
+	out->data = NULL;
+	out->fd = -1;
+	return 1;
+}
+
+struct progress {
+	uint64_t done, total;
+};
+
+static int note_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+
+	assert_true(done >= p->done);
+	p->done = done;
+	p->total = total;
+	return 0;
+}
+
+/*
+ * fg_st_write_with: a tensor copied from a file by spans (copy_file_range, in
+ * pieces shorter than a chunk), the same bytes from memory, and an 18 MiB
+ * produced tensor (more chunks than the writer has buffers, so buffers are
+ * reused while the hash threads read them) land byte for byte; the two
+ * hashes fed while writing are the SHA-256 of the whole file read back; the
+ * progress reaches the tensors' bytes.  A span of no bytes is refused.
+ */
+static void test_writer_spans_and_hashes(void **state)
+{
+	uint8_t *mem = malloc(SRC_AT + SRC_BYTES);
+	struct spans from_file = { .piece = 1u << 20 }, from_mem = { .fd = -1, .piece = 3u << 20 };
+	struct ramp r = { 0 };
+	struct fg_sha256 *h[2] = { fg_sha256_new(), fg_sha256_new() };
+	struct progress pr = { 0 };
+	const struct fg_st_write_opts wo = { .hashes = h, .n_hashes = 2, .progress = note_progress,
+					     .progress_ctx = &pr };
+	struct fg_st_out t[3] = {
+		{ .name = "copied", .dtype = FG_DT_U8, .rank = 1, .shape = { SRC_BYTES }, .span = span_src,
+		  .produce = produce_ramp, .ctx = &from_file },
+		{ .name = "made", .dtype = FG_DT_U8, .rank = 1, .shape = { 18u << 20 }, .produce = produce_ramp,
+		  .ctx = &r },
+		{ .name = "viewed", .dtype = FG_DT_U8, .rank = 2, .shape = { 1000, 3 }, .span = span_src,
+		  .produce = produce_ramp, .ctx = &from_mem },
+	};
+	struct fg_st_out bad = { .name = "e", .dtype = FG_DT_U8, .rank = 1, .shape = { 8 }, .span = span_empty,
+				 .produce = produce_ramp };
+	struct fg_st_file *f = NULL;
+	struct fg_err err = { 0 };
+	char path[PATH_MAX + 32], src[PATH_MAX + 32], hex[2][FG_SHA256_HEX], file_hex[FG_SHA256_HEX];
+	const struct fg_tensor *got;
+	uint64_t wrong = 0;
+
+	(void)state;
+	assert_non_null(mem);
+	assert_non_null(h[0]);
+	assert_non_null(h[1]);
+	for (size_t i = 0; i < SRC_AT + SRC_BYTES; i++)
+		mem[i] = (uint8_t)((i * 7) % 253);
+	snprintf(src, sizeof(src), "%s/src.bin", tmpdir);
+	snprintf(path, sizeof(path), "%s/spans.safetensors", tmpdir);
+	from_file.fd = open(src, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(from_file.fd >= 0);
+	assert_int_equal(write(from_file.fd, mem, SRC_AT + SRC_BYTES), (ssize_t)(SRC_AT + SRC_BYTES));
+	from_file.mem = from_mem.mem = mem + SRC_AT;
+	assert_int_equal(fg_st_write_with(path, t, 3, NULL, 0, &wo, &err), 0);
+	assert_int_equal(from_file.calls, 3);   /* 3 MiB in 1 MiB spans */
+	assert_true(r.calls >= 5);              /* 18 MiB in 4 MiB chunks */
+	assert_int_equal(pr.done, SRC_BYTES + (18u << 20) + 3000);
+	assert_int_equal(pr.total, pr.done);
+	fg_sha256_final_hex(h[0], hex[0]);
+	fg_sha256_final_hex(h[1], hex[1]);
+	assert_int_equal(fg_sha256_file(path, file_hex, &err), 0);
+	assert_string_equal(hex[0], file_hex);
+	assert_string_equal(hex[1], file_hex);
+	assert_int_equal(fg_st_open(&f, path, &err), 0);
+	got = fg_st_find(f, "copied");
+	assert_non_null(got);
+	assert_int_equal(fg_tensor_bytes(got), SRC_BYTES);
+	assert_memory_equal(got->data, mem + SRC_AT, SRC_BYTES);
+	got = fg_st_find(f, "viewed");
+	assert_non_null(got);
+	assert_memory_equal(got->data, mem + SRC_AT, 3000);
+	got = fg_st_find(f, "made");
+	assert_non_null(got);
+	for (uint64_t i = 0; i < fg_tensor_bytes(got); i++)
+		wrong += got->data[i] != (uint8_t)(i % 251);
+	assert_int_equal(wrong, 0);
+	fg_st_close(f);
+	assert_int_equal(fg_st_write(path, &bad, 1, NULL, 0, &err), FG_EINTERNAL);
+	assert_non_null(strstr(err.msg, "tensor 'e'"));
+	close(from_file.fd);
+	unlink(src);
+	unlink(path);
+	fg_sha256_free(h[0]);
+	fg_sha256_free(h[1]);
+	free(mem);
+}
+
+/*
+ * A mapped source that shrinks while it is written from (an `rsync
+ * --inplace` re-upload): the writer's own reads, and its hash threads',
+ * raise SIGBUS, which the guards turn into FG_EINPUT "changed while it was
+ * read"; the process lives, no temporary file is left, nothing is at path.
+ * And a hash pipe started with the guard, fed a chunk past the new end,
+ * fails at finish instead of killing the process.
+ */
+static void test_shrunk_source_is_an_error(void **state)
+{
+	const size_t len = (size_t)8 << 20;
+	struct fg_sha256 *h = fg_sha256_new();
+	const struct fg_st_write_opts wo = { .hashes = &h, .n_hashes = 1 };
+	struct fg_st_out t = { .name = "v", .dtype = FG_DT_U8, .rank = 1, .shape = { len } };
+	struct fg_sha256_pipe *pipe;
+	struct fg_err err = { 0 };
+	char src[PATH_MAX + 32], path[PATH_MAX + 32];
+	uint8_t *buf = calloc(1, len), *map;
+	int fd, before = count_entries(tmpdir);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(h);
+	snprintf(src, sizeof(src), "%s/shrinks.bin", tmpdir);
+	snprintf(path, sizeof(path), "%s/from-shrunk.safetensors", tmpdir);
+	fd = open(src, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(ftruncate(fd, 4096), 0); /* every page past the first is gone */
+	t.data = map;
+	assert_int_equal(fg_st_write_with(path, &t, 1, NULL, 0, &wo, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "changed while it was read"));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(count_entries(tmpdir), before + 1); /* shrinks.bin only: no temporary left */
+
+	pipe = fg_sha256_pipe_start_guarded(&h, 1, fg_st_guard);
+	assert_non_null(pipe);
+	fg_sha256_pipe_push(pipe, map, 4096);          /* still there */
+	fg_sha256_pipe_push(pipe, map + 65536, 65536); /* gone */
+	assert_int_equal(fg_sha256_pipe_finish(pipe), FG_EINPUT);
+	pipe = fg_sha256_pipe_start_guarded(&h, 1, fg_st_guard);
+	fg_sha256_pipe_push(pipe, buf, 4096);
+	assert_int_equal(fg_sha256_pipe_finish(pipe), 0);
+	munmap(map, len);
+	close(fd);
+	unlink(src);
+	fg_sha256_free(h);
+	free(buf);
+}
+
 static void test_writer_failure_leaves_nothing(void **state)
 {
 	struct fg_st_out t = { .name = "x", .dtype = FG_DT_U8, .rank = 1, .shape = { 5u << 20 },
@@ -519,6 +701,8 @@ int main(void)
 		cmocka_unit_test(test_rejections_name_tensor),
 		cmocka_unit_test(test_writer_golden_bytes),
 		cmocka_unit_test(test_writer_streams),
+		cmocka_unit_test(test_writer_spans_and_hashes),
+		cmocka_unit_test(test_shrunk_source_is_an_error),
 		cmocka_unit_test(test_writer_failure_leaves_nothing),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_entry_spellings),

@@ -408,12 +408,12 @@ static void test_open_refuses_newer(void **state)
 	struct fg_err err = { 0 };
 	char want[32];
 
-	exec_sql(f->s, "PRAGMA user_version = 7");
+	exec_sql(f->s, "PRAGMA user_version = 8");
 	fg_store_close(f->s);
 	f->s = NULL;
 	assert_int_equal(fg_store_open(&other, f->path, &err), FG_ESTATE);
 	assert_ptr_equal(other, (struct fg_store *)0x1); /* untouched on failure */
-	assert_non_null(strstr(err.msg, "schema version 7"));
+	assert_non_null(strstr(err.msg, "schema version 8"));
 	snprintf(want, sizeof(want), "forged's %d", FG_STORE_SCHEMA_VERSION);
 	assert_non_null(strstr(err.msg, want));
 	assert_non_null(strstr(err.msg, f->path));
@@ -534,8 +534,9 @@ static void test_job_enqueue_get_json(void **state)
 	struct fg_err err = { 0 };
 	int replayed = -1;
 	cJSON *o;
-	const char *keys[] = { "id", "kind", "state", "stage", "progress", "error", "refusal", "artifact_id",
-			       "created_at", "updated_at", "verdicts", "artifact_url", "request" };
+	const char *keys[] = { "id", "kind", "state", "stage", "progress", "bytes_done", "bytes_total", "eta_s",
+			       "error", "refusal", "artifact_id", "created_at", "updated_at", "verdicts", "artifact_url",
+			       "request" };
 
 	assert_int_equal(fg_store_job_enqueue(f->s, "forge", "{\"source\":\"a\"}", NULL, NULL, NULL, 0, &j, &replayed, &err),
 			 0);
@@ -739,6 +740,40 @@ static void test_job_lifecycle(void **state)
 	assert_int_equal(fg_store_job_progress(f->s, 2, NULL, "x", 0.1, &err), FG_ECONFLICT);
 	assert_non_null(strstr(err.msg, "queued"));
 	assert_int_equal(fg_store_job_progress(f->s, 99, NULL, "x", 0.1, &err), FG_ENOTFOUND);
+	/* Bytes within the stage: shown while running, cleared by a report without them, checked. */
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, NULL, "sidecar", 0.5, 300, 1000, 2.5, &err), 0);
+	j = get_job(f->s, 1);
+	assert_true(j.has_bytes && j.bytes_done == 300 && j.bytes_total == 1000 && j.eta_s == 2.5);
+	{
+		cJSON *o = fg_job_json(&j);
+
+		assert_true(cJSON_GetObjectItem(o, "bytes_done")->valuedouble == 300);
+		assert_true(cJSON_GetObjectItem(o, "bytes_total")->valuedouble == 1000);
+		assert_true(cJSON_GetObjectItem(o, "eta_s")->valuedouble == 2.5);
+		cJSON_Delete(o);
+	}
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, NULL, "sidecar", 0.6, 400, 1000, -1, &err), 0);
+	j = get_job(f->s, 1);
+	assert_true(j.has_bytes && j.bytes_done == 400 && j.eta_s < 0);
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, NULL, "sidecar", 0.6, 1001, 1000, 1, &err), FG_EINPUT);
+	assert_non_null(strstr(err.msg, "1001 bytes done of 1000"));
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, NULL, "sidecar", 0.6, -1, 1000, 1, &err), FG_EINPUT);
+	j = get_job(f->s, 1);
+	assert_true(j.bytes_done == 400); /* a refused report changes nothing */
+	/* Another worker's report is refused: the job is not theirs. */
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, "other/9", "sidecar", 0.7, 500, 1000, 1, &err),
+			 FG_ECONFLICT);
+	assert_int_equal(fg_store_job_progress(f->s, 1, NULL, "check", 0.9, &err), 0);
+	j = get_job(f->s, 1);
+	assert_false(j.has_bytes);
+	{
+		cJSON *o = fg_job_json(&j);
+
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "bytes_done")));
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "bytes_total")));
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "eta_s")));
+		cJSON_Delete(o);
+	}
 
 	/* Finishing. */
 	assert_int_equal(fg_store_job_finish(f->s, 1, NULL, FG_JOB_QUEUED, NULL, 0, &err), FG_EINPUT);
@@ -1727,9 +1762,14 @@ static void test_verification_rows(void **state)
 	cJSON_Delete(doc);
 }
 
+/* What migration 7 added, dropped again: a database as version 6 left it. */
+#define V7_DOWN \
+	"ALTER TABLE jobs DROP COLUMN bytes_done; ALTER TABLE jobs DROP COLUMN bytes_total;" \
+	" ALTER TABLE jobs DROP COLUMN eta_s;"
+
 /* What migrations 6 and 5 added, dropped again: a database as version 4 left it. */
-#define V5_DOWN \
-	"DROP TABLE api_idempotency;" \
+#define V5_DOWN V7_DOWN \
+	" DROP TABLE api_idempotency;" \
 	" DROP INDEX artifacts_job; ALTER TABLE artifacts DROP COLUMN job_id; DROP INDEX jobs_lease;" \
 	" ALTER TABLE jobs DROP COLUMN lease_until; ALTER TABLE jobs DROP COLUMN owner;"
 
@@ -2056,6 +2096,40 @@ static void test_fleet_runtime_reported(void **state)
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fleet, 1), "runtime_reported")->valuestring, "mtplx-2.12");
 	cJSON_Delete(doc);
 	cJSON_Delete(observed);
+}
+
+/*
+ * A version 6 database migrates to 7: its jobs gain bytes_done, bytes_total
+ * and eta_s, null for the rows already there, and a running job's progress
+ * can carry them from then on.
+ */
+static void test_migrate_v6_to_v7(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	struct fg_job j;
+	cJSON *o;
+
+	enqueue(f->s, NULL, NULL);
+	exec_sql(f->s, V7_DOWN " PRAGMA user_version = 6");
+	fg_store_close(f->s);
+	f->s = NULL;
+	if (fg_store_open(&f->s, f->path, &err))
+		fail_msg("reopening: %s", err.msg);
+	assert_int_equal(fg_store_user_version(f->s), 7);
+	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
+	assert_false(j.has_bytes);
+	o = fg_job_json(&j);
+	fg_job_release(&j);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "bytes_done")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "eta_s")));
+	cJSON_Delete(o);
+	assert_int_equal(fg_store_job_claim(f->s, "inst/0", &j, &err), 1);
+	fg_job_release(&j);
+	assert_int_equal(fg_store_job_progress_bytes(f->s, 1, "inst/0", "sidecar", 0.5, 300, 1000, 2.5, &err), 0);
+	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
+	assert_true(j.has_bytes && j.bytes_done == 300 && j.bytes_total == 1000 && j.eta_s == 2.5);
+	fg_job_release(&j);
 }
 
 /* A version 3 database migrates to 4: its rows kept, the new columns empty. */
@@ -3128,6 +3202,7 @@ int main(void)
 		T(test_verification_restamps_runtime, setup, BOTH),
 		T(test_fleet_runtime_reported, setup, BOTH),
 		T(test_migrate_v3_to_v4, setup, SQLITE_ONLY),
+		T(test_migrate_v6_to_v7, setup, SQLITE_ONLY),
 		T(test_probe_buckets_match_fleet_ranges, setup, BOTH),
 		T(test_fleet_health_empty, setup, BOTH),
 		T(test_fleet_distributions, setup, BOTH),

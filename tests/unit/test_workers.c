@@ -99,11 +99,15 @@ static struct fg_job wait_done(int64_t id, int seconds)
  */
 static struct fg_workers *start(unsigned n, const char *state_dir)
 {
-	static char arts[PATH_MAX + 16];
-	struct fg_workers_config cfg = { .n = n, .store = db, .artifacts_dir = arts, .instance_id = "test" };
+	static char arts[PATH_MAX + 16], fixtures[PATH_MAX];
+	/* A job's paths are confined again when it runs: the roots serve would pass. */
+	static const char *roots[3] = { "/nonexistent", fixtures, tmp };
+	struct fg_workers_config cfg = { .n = n, .store = db, .artifacts_dir = arts, .instance_id = "test",
+					  .allow_roots = roots, .n_allow_roots = 3 };
 	struct fg_workers *w = NULL;
 	struct fg_err err = { 0 };
 
+	fixtures_root(fixtures, sizeof(fixtures));
 	path_join(arts, sizeof(arts), state_dir, "artifacts");
 	if (fg_workers_start(&w, &cfg, &err) != 0)
 		fail_msg("workers: %s", err.msg);
@@ -156,7 +160,9 @@ static void test_worker_finishes_jobs(void **state)
 	job = wait_done(bad, 30);
 	assert_int_equal(job.state, FG_JOB_FAILED);
 	assert_int_equal(job.attempts, 0); /* attempts count recoveries after a crash, not runs */
-	assert_non_null(strstr(job.error, "/nonexistent/forged-test-source: cannot open checkpoint"));
+	/* Named as the worker confines it again before opening it. */
+	if (!strstr(job.error, "/nonexistent/forged-test-source"))
+		fail_msg("the error does not name the source: %s", job.error);
 	assert_int_equal(job.artifact_id, 0);
 	fg_job_release(&job);
 	assert_true(fg_workers_alive(w));

@@ -10,10 +10,15 @@
  * caller's; all are joined before the call returns, and the first band in
  * row order that failed gives the error, so the error is the one a single
  * call on the whole tensor reports.  The kernel set is the process's
- * (kernels.c), the same for every band.
+ * (kernels.c), the same for every band.  The input may be a mapped file
+ * (a forge quantizes straight from the source): the bands on threads of
+ * their own run under the SIGBUS guard (safetensors.h), so a file that
+ * shrinks meanwhile fails the call instead of killing the process; band 0
+ * runs under whatever guard its caller holds.
  */
 #include "forge/format/quant/quant.h"
 #include "forge/format/quant/kernels.h"
+#include "forge/format/safetensors.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -102,9 +107,23 @@ static void run_band(struct band *b)
 	}
 }
 
+static int run_band_guarded(void *arg, struct fg_err *err)
+{
+	(void)err;
+	run_band(arg);
+	return 0;
+}
+
 static void *band_thread(void *arg)
 {
-	run_band(arg);
+	struct band *b = arg;
+	struct fg_err gerr = { 0 };
+	int rc = fg_st_guard(run_band_guarded, b, "the tensor being quantized", &gerr);
+
+	if (rc) {
+		b->rc = rc;
+		b->err = gerr;
+	}
 	return NULL;
 }
 
@@ -131,12 +150,13 @@ static int run_job(const struct job *j, size_t rows, size_t in_bytes, int thread
 	}
 	for (i = 1; i < n; i++)
 		started[i] = pthread_create(&tids[i], NULL, band_thread, &bands[i]) == 0;
-	run_band(&bands[0]);
+	/* Guarded here too: a SIGBUS must not leave this frame while the other bands still use it. */
+	band_thread(&bands[0]);
 	for (i = 1; i < n; i++) {
 		if (started[i])
 			pthread_join(tids[i], NULL);
 		else
-			run_band(&bands[i]);
+			band_thread(&bands[i]);
 	}
 	for (i = 0; i < n; i++) {
 		if (bands[i].rc) {

@@ -155,6 +155,8 @@ int fgp_record_load(struct fg_pull *p, struct pfile *f)
 		free(text);
 		return 0;
 	}
+	if (text_field(text, "lfs_sha256", f->lfs_oid, sizeof(f->lfs_oid)) != 0 || !fg_pull_lfs_oid(f->lfs_oid, f->lfs_oid))
+		f->lfs_oid[0] = '\0';
 	free(text);
 	if (commit[0] && p->rev) {
 		snprintf(f->commit, sizeof(f->commit), "%s", commit);
@@ -189,9 +191,10 @@ void fgp_record_store(struct fg_pull *p, const struct pfile *f, int absent)
 		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nabsent=1\nsize=-\nchecked=%lld\n", f->url,
 				   (long long)time(NULL));
 	else
-		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n%s%s%s",
+		text = fgp_str_fmt("forged-pull-file v1\nurl=%s\nvalidator=%s\nsize=%s\nchecked=%lld\n%s%s%s%s%s%s",
 				   f->url, f->validator, size, (long long)time(NULL),
-				   f->commit[0] ? "commit=" : "", f->commit, f->commit[0] ? "\n" : "");
+				   f->commit[0] ? "commit=" : "", f->commit, f->commit[0] ? "\n" : "",
+				   f->lfs_oid[0] ? "lfs_sha256=" : "", f->lfs_oid, f->lfs_oid[0] ? "\n" : "");
 	if (!text)
 		return;
 	write_file_atomic(p, path, text, strlen(text));

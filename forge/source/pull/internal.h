@@ -54,6 +54,7 @@ struct pfile {
 	uint64_t size;               /* FG_PULL_SIZE_UNKNOWN */
 	char commit[COMMIT_BUF];     /* the hf:// commit validator and size belong to, or "" */
 	int served;                  /* bytes under validator were handed out */
+	char lfs_oid[65];            /* the hub's SHA-256 of the file (X-Linked-Etag), or "" */
 	struct extent *ext;          /* ranges held in memory */
 	size_t n_ext, cap_ext;
 	struct fg_pull_extent *disk; /* cache entries listed in this call */
@@ -125,6 +126,7 @@ struct xfer {
 	int headers_done;
 	int complete;
 	struct resp r;
+	char lfs_oid[65];            /* X-Linked-Etag of any response of this attempt, when a SHA-256 */
 	char commit[COMMIT_BUF];     /* X-Repo-Commit of any response of this attempt */
 	CURL *easy;
 	char errbuf[CURL_ERROR_SIZE];

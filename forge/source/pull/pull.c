@@ -809,6 +809,15 @@ void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done,
 	p->progress_ctx = ctx;
 }
 
+const char *fg_pull_file_sha256(struct fg_pull *p, const char *file)
+{
+	struct pfile *f = NULL;
+
+	if (!p || !file || file_get(p, file, &f, NULL) != 0 || !f)
+		return NULL;
+	return f->lfs_oid[0] ? f->lfs_oid : NULL;
+}
+
 void fg_pull_close(struct fg_pull *p)
 {
 	if (!p)

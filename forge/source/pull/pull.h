@@ -173,6 +173,15 @@ void fg_pull_stats(const struct fg_pull *p, struct fg_pull_stats *out);
 void fg_pull_set_progress(struct fg_pull *p, int (*cb)(void *ctx, uint64_t done, uint64_t total),
 			  void *ctx);
 
+/*
+ * The SHA-256 of file as the server named it: the hub's X-Linked-Etag of an
+ * LFS file (its LFS oid, which is the file's SHA-256), learnt from a
+ * response or kept in the cache's record of that file version; NULL when
+ * the server gave none (or file is unknown to this pull).  Nothing is
+ * fetched.  Borrowed, valid until fg_pull_close.
+ */
+const char *fg_pull_file_sha256(struct fg_pull *p, const char *file);
+
 /* Release p, its connections and every range it handed out.  NULL allowed. */
 void fg_pull_close(struct fg_pull *p);
 
@@ -232,6 +241,13 @@ struct fg_pull_span {
  */
 size_t fg_pull_plan(const struct fg_pull_extent *ext, size_t n, uint64_t max_gap, size_t *order,
 		    struct fg_pull_span *spans);
+
+/*
+ * An X-Linked-Etag value ("HEX", W/"HEX" or HEX) that is a SHA-256 into out
+ * (64 lower-case hex digits and a NUL; out may be etag itself): 1, else 0
+ * and out untouched.
+ */
+int fg_pull_lfs_oid(const char *etag, char out[65]);
 
 /* The cache folder of one remote file version: SHA-256 of (url, validator, size). */
 void fg_pull_cache_key(const char *url, const char *validator, uint64_t size,

@@ -165,3 +165,32 @@ size_t fg_pull_evict_plan(struct fg_pull_cache_item *items, size_t n, uint64_t c
 		total -= items[k++].bytes;
 	return k;
 }
+
+int fg_pull_lfs_oid(const char *etag, char out[65])
+{
+	char hex[65];
+	const char *s = etag;
+	size_t n;
+
+	if (strncmp(s, "W/", 2) == 0)
+		s += 2;
+	n = strlen(s);
+	if (n == 66 && s[0] == '"' && s[65] == '"') {
+		s++;
+		n = 64;
+	}
+	if (n != 64)
+		return 0;
+	for (size_t i = 0; i < 64; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+		hex[i] = c;
+	}
+	hex[64] = '\0';
+	memcpy(out, hex, sizeof(hex));
+	return 1;
+}

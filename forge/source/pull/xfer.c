@@ -134,7 +134,7 @@ static int learn(struct xfer *x, uint64_t size)
 	struct fg_pull *p = x->p;
 	struct pfile *f = x->f;
 	char *v;
-	int same;
+	int same, new_oid = x->lfs_oid[0] && strcmp(x->lfs_oid, f->lfs_oid) != 0;
 
 	if (note_commit(x) != 0)
 		return x->rc;
@@ -147,8 +147,11 @@ static int learn(struct xfer *x, uint64_t size)
 		same = 0;
 	if (f->state == F_KNOWN && same) {
 		free(v);
-		if (f->size == FG_PULL_SIZE_UNKNOWN && size != FG_PULL_SIZE_UNKNOWN) {
-			f->size = size;
+		if (new_oid)
+			memcpy(f->lfs_oid, x->lfs_oid, sizeof(f->lfs_oid));
+		if ((f->size == FG_PULL_SIZE_UNKNOWN && size != FG_PULL_SIZE_UNKNOWN) || new_oid) {
+			if (size != FG_PULL_SIZE_UNKNOWN)
+				f->size = size;
 			fgp_record_store(p, f, 0);
 		}
 		return 0;
@@ -165,6 +168,7 @@ static int learn(struct xfer *x, uint64_t size)
 	f->validator = v;
 	f->size = size;
 	f->state = F_KNOWN;
+	memcpy(f->lfs_oid, x->lfs_oid, sizeof(f->lfs_oid)); /* another version: its own oid, or none */
 	f->disk_gen = 0;
 	fgp_record_store(p, f, 0);
 	return 0;
@@ -283,6 +287,12 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		vl--;
 	if (nl == 4 && strncasecmp(buf, "etag", 4) == 0) {
 		copy_value(x->r.etag, sizeof(x->r.etag), v, vl);
+	} else if (nl == 13 && strncasecmp(buf, "x-linked-etag", 13) == 0) {
+		char tag[80];
+
+		/* The hub's redirect of an LFS file names its SHA-256 (the LFS oid), quoted, maybe weak. */
+		copy_value(tag, sizeof(tag), v, vl);
+		fg_pull_lfs_oid(tag, x->lfs_oid);
 	} else if (nl == 13 && strncasecmp(buf, "last-modified", 13) == 0) {
 		copy_value(x->r.lastmod, sizeof(x->r.lastmod), v, vl);
 	} else if (nl == 13 && strncasecmp(buf, "x-repo-commit", 13) == 0) {
@@ -488,6 +498,7 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 		return fgp_oom(err);
 	x->easy = e;
 	memset(&x->r, 0, sizeof(x->r));
+	x->lfs_oid[0] = '\0';
 	x->commit[0] = '\0';
 	x->mode = BM_NONE;
 	x->headers_done = 0;
