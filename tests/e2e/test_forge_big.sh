@@ -96,6 +96,7 @@ check "rerun: exit 0 ($(head -c 300 "$TMP/again.err"))" [ "$(cat "$TMP/again.rc"
 check "rerun: rchar $again, the first's $first less every shard ($shards bytes, less 64 KiB of header and cache reads)" \
 	[ "$((first - ${again:-$first}))" -ge "$((shards - 65536))" ]
 check "rerun: rchar $again, below the sidecar's $side bytes" [ "${again:-$side}" -lt "$side" ]
+echo "rchar figures: first forge $first bytes read, rerun on the unchanged source $again (source shards $shards, sidecar $side)"
 check "rerun: the same fingerprint" [ "$(jq -r .fingerprint "$TMP/art1/forged.json")" = "$(jq -r .fingerprint "$TMP/art2/forged.json")" ]
 check "rerun: the file hashes are remembered in the cache" [ "$(ls "$FORGED_CACHE_DIR/v1/hashes" | wc -l)" -ge 2 ]
 check "the files hash as forged.json says" "$PYTHON" - "$TMP/art2" <<'PY'
