@@ -689,7 +689,8 @@ static void get_artifact(struct fg_req *req, struct fg_resp *resp)
 
 	if (!s)
 		return;
-	if (fg_store_artifact_get(s, req->id, &doc, &err) != 0)
+	/* The stored report and provenance go out as stored (UTF-8 checked when stored), not parsed again. */
+	if (fg_store_artifact_get_raw(s, req->id, &doc, &err) != 0)
 		fg_problem_from_err(resp, req, &err);
 	else
 		fg_json_reply(resp, 200, doc);

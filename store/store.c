@@ -610,7 +610,14 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
 {
 	if (!s || !out)
 		return fg_err_set(err, FG_EINPUT, "reading an artifact: no store or no output");
-	return s->ops->artifact_get(s, id, out, err);
+	return s->ops->artifact_get(s, id, 0, out, err);
+}
+
+int fg_store_artifact_get_raw(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+{
+	if (!s || !out)
+		return fg_err_set(err, FG_EINPUT, "reading an artifact: no store or no output");
+	return s->ops->artifact_get(s, id, 1, out, err);
 }
 
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)

@@ -306,6 +306,14 @@ int fg_store_artifact_put(struct fg_store *s, const struct fg_artifact_in *a, in
  */
 int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
 
+/*
+ * The same document for printing as it is: "report" and "provenance" are
+ * cJSON_Raw items holding the stored text (NULL in the database: JSON
+ * null), so a GET answers them without parsing and printing them again;
+ * a caller that reads inside them takes fg_store_artifact_get instead.
+ */
+int fg_store_artifact_get_raw(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
+
 /* The id of the artifact with this fingerprint (any framing, newest), FG_ENOTFOUND when none. */
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id,
 				     struct fg_err *err);

@@ -274,11 +274,19 @@ static int add_text(cJSON *o, const char *key, const PGresult *res, int r, int c
 				      : cJSON_AddStringToObject(o, key, fg_pg_text(res, r, c))) != NULL;
 }
 
-static int add_json(cJSON *o, const char *key, const PGresult *res, int r, int c, struct fg_err *err)
+/* The JSON text of column c under key: parsed, or (raw) as a cJSON_Raw item of the stored text. */
+static int add_json(cJSON *o, const char *key, const PGresult *res, int r, int c, int raw, struct fg_err *err)
 {
 	cJSON *j = NULL;
-	int rc = fg_pg_json(res, r, c, &j, err, key);
+	int rc = 0;
 
+	if (raw) {
+		j = fg_pg_null(res, r, c) ? cJSON_CreateNull() : cJSON_CreateRaw(fg_pg_text(res, r, c));
+		if (!j)
+			return fg_err_set(err, FG_ENOMEM, "%s: out of memory", key);
+	} else {
+		rc = fg_pg_json(res, r, c, &j, err, key);
+	}
 	if (rc)
 		return rc;
 	if (!cJSON_AddItemToObject(o, key, j)) {
@@ -304,7 +312,7 @@ static int add_rows_member(cJSON *o, const PGresult *res, int r, int c, struct f
 	return 0;
 }
 
-int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+int fg_pg_artifact_get(struct fg_store *s, int64_t id, int raw, cJSON **out, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -340,9 +348,9 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = add_json(doc, "report", res, 0, 7, err);
+	rc = add_json(doc, "report", res, 0, 7, raw, err);
 	if (!rc)
-		rc = add_json(doc, "provenance", res, 0, 8, err);
+		rc = add_json(doc, "provenance", res, 0, 8, raw, err);
 	/* mtplx_runtime goes last with fleet, after the documented v1 keys. */
 	if (!rc)
 		rc = fg_pg_json(res, 0, 11, &runtime_doc, err, "mtplx_runtime");
@@ -399,7 +407,7 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = add_json(item, "result", res, r, 2, err);
+		rc = add_json(item, "result", res, r, 2, 0, err);
 		if (rc)
 			goto out;
 		if (!add_text(item, "created_at", res, r, 3)) {
@@ -460,7 +468,7 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_er
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = add_json(item, "observed", res, r, 3, err);
+		rc = add_json(item, "observed", res, r, 3, 0, err);
 		if (rc)
 			goto out;
 		if (!add_text(item, "reported_at", res, r, 4)) {
@@ -618,7 +626,7 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			break;
 		}
-		rc = add_json(item, "verdicts", res, r, 6, err);
+		rc = add_json(item, "verdicts", res, r, 6, 0, err);
 		if (!rc && !add_text(item, "created_at", res, r, 5))
 			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 	}

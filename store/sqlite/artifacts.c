@@ -322,6 +322,22 @@ static int add_json(cJSON *o, const char *key, sqlite3_stmt *st, int col, struct
 	return 0;
 }
 
+/* Column col's stored JSON text under key as a cJSON_Raw item (NULL: JSON null), not parsed. */
+static int add_raw(cJSON *o, const char *key, sqlite3_stmt *st, int col, struct fg_err *err)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	cJSON *j;
+
+	if (!t && sqlite3_column_type(st, col) != SQLITE_NULL)
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", key);
+	j = t ? cJSON_CreateRaw(t) : cJSON_CreateNull();
+	if (!j || !cJSON_AddItemToObject(o, key, j)) {
+		cJSON_Delete(j);
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory", key);
+	}
+	return 0;
+}
+
 /* The rows of st (bound by the caller) as an array under key, each built by row(). */
 typedef int (*row_fn)(cJSON *item, sqlite3_stmt *st, struct fg_err *err);
 
@@ -385,7 +401,7 @@ static int fleet_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 	return add_text(item, "reported_at", st, 4) ? 0 : fg_err_set(err, FG_ENOMEM, "out of memory");
 }
 
-int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err)
+int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, int raw, cJSON **out, struct fg_err *err)
 {
 	static const struct {
 		const char *key;
@@ -429,9 +445,9 @@ int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct f
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = add_json(doc, "report", st, 7, err);
+	rc = (raw ? add_raw : add_json)(doc, "report", st, 7, err);
 	if (!rc)
-		rc = add_json(doc, "provenance", st, 8, err);
+		rc = (raw ? add_raw : add_json)(doc, "provenance", st, 8, err);
 	if (!rc)
 		rc = add_json(doc, "mtplx_runtime", st, 11, err);
 	if (rc)

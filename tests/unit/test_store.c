@@ -1117,6 +1117,43 @@ static void test_artifact_put_get(void **state)
 	want = cJSON_Parse("{\"config.json\":\"bb22\",\"mtp.safetensors\":\"aa11\"}");
 	assert_true(cJSON_Compare(cJSON_GetObjectItem(doc, "fingerprints"), want, 1));
 	cJSON_Delete(want);
+
+	/*
+	 * For a GET: the report and provenance as the stored text, not parsed and
+	 * printed again; the printed document is the parsed one.
+	 */
+	{
+		cJSON *raw = NULL, *back;
+		char stored[4096], *text;
+
+		assert_int_equal(fg_store_artifact_get_raw(f->s, id, &raw, &err), 0);
+		assert_true(cJSON_IsRaw(cJSON_GetObjectItem(raw, "report")));
+		assert_true(cJSON_IsRaw(cJSON_GetObjectItem(raw, "provenance")));
+		query_text(f->s, "SELECT report FROM artifact_docs WHERE artifact_id = 1", stored, sizeof(stored));
+		assert_string_equal(cJSON_GetObjectItem(raw, "report")->valuestring, stored);
+		text = cJSON_PrintUnformatted(raw);
+		back = cJSON_Parse(text);
+		assert_true(cJSON_Compare(back, doc, 1));
+		cJSON_free(text);
+		cJSON_Delete(back);
+		cJSON_Delete(raw);
+		raw = NULL;
+		/* Stored spacing survives: nothing reprinted it. */
+		exec_sql(f->s, "UPDATE artifact_docs SET report = '{\"ok\" :  false, \"verdicts\": [ ]}' WHERE artifact_id = 1");
+		assert_int_equal(fg_store_artifact_get_raw(f->s, id, &raw, &err), 0);
+		text = cJSON_PrintUnformatted(raw);
+		assert_non_null(strstr(text, "\"report\":{\"ok\" :  false, \"verdicts\": [ ]},\"provenance\":{"));
+		cJSON_free(text);
+		cJSON_Delete(raw);
+		raw = NULL;
+		assert_int_equal(fg_store_artifact_get_raw(f->s, 99, &raw, &err), FG_ENOTFOUND);
+		assert_null(raw);
+		/* Put the report back for what follows. */
+		text = cJSON_PrintUnformatted(report);
+		snprintf(stored, sizeof(stored), "UPDATE artifact_docs SET report = '%s' WHERE artifact_id = 1", text);
+		cJSON_free(text);
+		exec_sql(f->s, stored);
+	}
 	cJSON_Delete(doc);
 	doc = NULL;
 
@@ -1140,6 +1177,14 @@ static void test_artifact_put_get(void **state)
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "path")));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "fingerprint")));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "provenance")));
+	{
+		cJSON *raw = NULL;
+
+		assert_int_equal(fg_store_artifact_get_raw(f->s, id, &raw, &err), 0);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(raw, "provenance")));
+		assert_true(cJSON_IsRaw(cJSON_GetObjectItem(raw, "report")));
+		cJSON_Delete(raw);
+	}
 	assert_string_equal(cJSON_GetObjectItem(doc, "family")->valuestring, "unknown");
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "ok")));
 	cJSON_Delete(doc);
