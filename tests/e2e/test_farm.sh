@@ -147,13 +147,15 @@ half=$((JOBS / 2))
 exec 3>&2 2>/dev/null
 submit 1 "$half" $(seq 1 "$N")
 for k in $(seq 1 600); do kill -0 "${IPID[1]}" 2>/dev/null || break; sleep 0.02; done
-kill -0 "${IPID[1]}" 2>/dev/null && kill -KILL "${IPID[1]}"
+fired=1
+kill -0 "${IPID[1]}" 2>/dev/null && fired=0 && kill -KILL "${IPID[1]}"
 krc=0
 wait "${IPID[1]}" || krc=$?
 exec 2>&3 3>&-
 T_KILL=$(date +%s.%N)
 KILLS=1
 check "instance 1 died of SIGKILL mid-job (status $krc)" [ "$krc" = 137 ]
+check "the SIGKILL was the fault point's, not this script's" [ "$fired" = 1 ]
 HELD=$(q "SELECT count(*) FROM jobs WHERE state = 'running' AND owner = '$VICTIM'")
 check "the killed instance held running jobs ($HELD)" [ "$HELD" -gt 0 ]
 if [ "$STORE" = sqlite ]; then
@@ -169,8 +171,6 @@ for k in $(seq 1 400); do
 	sleep 0.02
 done
 check "the killed instance's $HELD running job(s) were taken over (after ${TAKEOVER:-never} s)" [ -n "$TAKEOVER" ]
-check "taken over within the lease ($LEASE s) and two reap ticks" \
-	awk -v t="${TAKEOVER:-99}" -v l="$LEASE" 'BEGIN { exit !(t <= l + 2.5) }'
 # The rest through the live instances; meanwhile another instance restarts gracefully.
 mapfile -t LIVE < <(live)
 RESTARTED=0
@@ -227,7 +227,8 @@ done
 check "every out is complete and names its job ($bad_out not)" [ "$bad_out" = 0 ]
 DIGESTS=$(cut -d' ' -f2 "$TMP/out_digests" | sort -u | grep -c '^sha256:')
 check "one artifact per distinct content ($DIGESTS digests among the $JOBS outs)" \
-	[ "$(q "SELECT count(*) FROM artifacts")" = "$DIGESTS" ] && [ "$DIGESTS" -gt 0 ]
+	[ "$(q "SELECT count(*) FROM artifacts")" = "$DIGESTS" ]
+check "the outs carry digests ($DIGESTS)" [ "$DIGESTS" -gt 0 ]
 check "no digest stored twice" [ "$(q "SELECT count(*) - count(DISTINCT digest) FROM artifacts")" = 0 ]
 check "each artifact names the job that stored it, each job at most once" \
 	[ "$(q "SELECT count(DISTINCT job_id) FROM artifacts WHERE job_id IS NOT NULL")" = "$DIGESTS" ]

@@ -77,6 +77,9 @@ p = [int(m.group(1)) for m in re.finditer(r"^forge: \w+ +(\d+)%", open(sys.argv[
 sys.exit(0 if p == sorted(p) and len(set(p)) >= 3 else 1)
 PY
 check "the first forge hashed the source once (rchar $first)" [ "${first:-0}" -gt 1000000000 ]
+shards_b=$(stat -c %s "$SRC"/model-*.safetensors | awk '{ s += $1 } END { print s }')
+check "the first forge read the source at most once over (rchar $first, shards $shards_b)" \
+	[ "${first:-0}" -lt $((2 * shards_b)) ]
 
 # ---- on a TTY: one live line, redrawn in place ----
 TERM=xterm script -qec "$FORGED forge $SRC --out $TMP/art_tty --quant keep" /dev/null >"$TMP/tty.out" 2>&1
@@ -170,7 +173,7 @@ check "serve: progress rose within a stage $rises times" [ "${rises:-0}" -ge 3 ]
 check "serve: it never went back" [ "$(jq '[. as $s | range(1; length) | select($s[.].progress < $s[. - 1].progress)] | length' \
 	"$TMP/samples.json" 2>/dev/null)" = 0 ]
 check "serve: running samples carry stage, bytes_done, bytes_total and eta_s" \
-	[ "$(jq '[.[] | select(.state == "running" and .bytes_total != null and .bytes_done <= .bytes_total
+	[ "$(jq '[.[] | select(.state == "running" and .bytes_total != null and .bytes_done != null and .bytes_done <= .bytes_total
 		and .eta_s != null and (.stage | length) > 0)] | length' "$TMP/samples.json" 2>/dev/null)" -ge 2 ]
 check "serve: bytes_done rose within a stage" [ "$(jq '[. as $s | range(1; length) | select($s[.].stage == $s[. - 1].stage
 	and $s[.].bytes_done != null and $s[. - 1].bytes_done != null and $s[.].bytes_done > $s[. - 1].bytes_done)] | length' \
