@@ -245,20 +245,21 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 }
 
 /*
- * The job's paths are confined again when it runs, not only when it was
- * queued: a folder swapped for a link to elsewhere while the job waited is
- * refused here (FG_EFORBIDDEN), and the output is created through its
- * parent opened link by link (out_nofollow), so a swap after this check
- * does not move it either.  Paths become the resolved ones.
+ * A job's source and backbone are confined again when it runs, not only
+ * when it was queued: a folder swapped for a link to elsewhere while the job
+ * waited is refused here (FG_EFORBIDDEN); a URL is left to allow_hosts.  The
+ * out is confined again by check_out and then created through its parent
+ * opened link by link (out_nofollow), so a swap after the check does not
+ * move it either.  Paths become the resolved ones.
  */
-static int confine_again(const struct fg_workers *p, const char *field, const char **path, int must_exist,
-			 char *resolved, struct fg_err *err)
+static int confine_again(const struct fg_workers *p, const char *field, const char **path, char *resolved,
+			 struct fg_err *err)
 {
 	const char *why = "";
 
-	if (!*path || (must_exist && fg_pull_is_url(*path)))
+	if (!*path || fg_pull_is_url(*path))
 		return 0;
-	switch (fg_path_confine(*path, p->cfg.allow_roots, p->cfg.n_allow_roots, must_exist, resolved, &why)) {
+	switch (fg_path_confine(*path, p->cfg.allow_roots, p->cfg.n_allow_roots, 1, resolved, &why)) {
 	case FG_CONFINE_OK:
 		*path = resolved;
 		return 0;
@@ -385,22 +386,32 @@ static int adopt(const char *out, const cJSON *stamp, const char *target, struct
 }
 
 /*
- * out must be writable by this instance: inside its allow_roots (a client's
- * out was confined by the instance that took the request, which may have
- * other roots) and with a writable parent, or nearest existing ancestor.
+ * out must be writable by this instance.  A client's out is confined again
+ * in this instance's allow_roots (the instance that took the request may
+ * have other roots, and a folder may have been swapped for a link since);
+ * *out then becomes the resolved path, kept in resolved.  Its parent, or
+ * nearest existing ancestor, must be writable.
  */
-static int check_out(struct fg_workers *p, const char *out, int own, struct fg_err *err)
+static int check_out(struct fg_workers *p, const char **out, int own, char *resolved, struct fg_err *err)
 {
-	char dir[PATH_MAX], resolved[PATH_MAX];
+	char dir[PATH_MAX];
 	const char *why = "";
 
-	if (!own && p->cfg.n_allow_roots &&
-	    fg_path_confine(out, p->cfg.allow_roots, p->cfg.n_allow_roots, 0, resolved, &why) != FG_CONFINE_OK)
-		return fg_err_set(err, FG_EFORBIDDEN,
-				  "instance %s cannot write out '%s': %s (out must be in every instance's allow_roots, "
-				  "on storage every instance sees)",
-				  p->cfg.instance_id, out, why);
-	snprintf(dir, sizeof(dir), "%s", out);
+	if (!own) {
+		switch (fg_path_confine(*out, p->cfg.allow_roots, p->cfg.n_allow_roots, 0, resolved, &why)) {
+		case FG_CONFINE_OK:
+			*out = resolved;
+			break;
+		case FG_CONFINE_FORBIDDEN:
+			return fg_err_set(err, FG_EFORBIDDEN,
+					  "instance %s cannot write out '%s': %s (checked again as the job started; out "
+					  "must be in every instance's allow_roots, on storage every instance sees)",
+					  p->cfg.instance_id, *out, why);
+		default:
+			return fg_err_set(err, FG_EINPUT, "out '%s': %s (checked again as the job started)", *out, why);
+		}
+	}
+	snprintf(dir, sizeof(dir), "%s", *out);
 	for (;;) {
 		char *slash = strrchr(dir, '/');
 		struct stat st;
@@ -420,7 +431,7 @@ static int check_out(struct fg_workers *p, const char *out, int own, struct fg_e
 		return fg_err_set(err, FG_EINPUT,
 				  "instance %s cannot write out '%s': %s: %s (out must be on storage every instance sees "
 				  "and can write)",
-				  p->cfg.instance_id, out, dir, strerror(errno));
+				  p->cfg.instance_id, *out, dir, strerror(errno));
 	return 0;
 }
 
@@ -479,17 +490,16 @@ static void run_job(struct worker *w, struct fg_job *job)
 		fg_err_prefix(&err, rc, "job parameters: ");
 	else
 		fg_forge_request_opts(&rq, &o);
-	/* A client's out: this instance's roots and a writable parent first (a farm's out is shared storage). */
-	if (!rc && !(rc = confine_again(p, "source", &o.source, 1, src, &err)) &&
-	    !(rc = confine_again(p, "backbone", &o.backbone, 1, bb, &err)) &&
-	    !(rc = o.out ? check_out(p, o.out, 0, &err) : 0) &&
-	    !(rc = confine_again(p, "out", &o.out, 0, client_out, &err)))
-		o.out_nofollow = o.out != NULL;
+	/* A client's out: confined again in this instance's roots, with a writable parent (a farm's out is shared). */
+	if (!rc && !(rc = confine_again(p, "source", &o.source, src, &err)) &&
+	    !(rc = confine_again(p, "backbone", &o.backbone, bb, &err)) && o.out &&
+	    !(rc = check_out(p, &o.out, 0, client_out, &err)))
+		o.out_nofollow = 1;
 	if (!o.out) {
 		snprintf(out, sizeof(out), "%s/%lld", p->cfg.artifacts_dir, (long long)job->id);
 		o.out = out;
 		if (!rc)
-			rc = check_out(p, o.out, 1, &err);
+			rc = check_out(p, &o.out, 1, NULL, &err);
 	}
 	if (!rc && !stamp)
 		rc = fg_err_set(&err, FG_ENOMEM, "out of memory");

@@ -230,7 +230,8 @@ out:
 /* ---- the worker's side ---- */
 
 static const char sql_job_claim[] =
-	"UPDATE jobs SET state = 'running', worker = $1, owner = $2, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
+	"UPDATE jobs SET state = 'running', worker = $1, owner = $2, stage = '', progress = 0,"
+	" bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" heartbeat_at = now(), lease_until = " LEASE_AT("$3") ", updated_at = now()"
 	" WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	" RETURNING " JOB_COLS;
@@ -273,11 +274,7 @@ int fg_pg_job_progress(struct fg_store *s, int64_t id, const char *worker, const
 	long n;
 	int rc;
 
-	if (!s)
-		return fg_err_set(err, FG_EINPUT, "reporting progress: no store");
-	if (!(progress >= 0.0 && progress <= 1.0))
-		return fg_err_set(err, FG_EINPUT, "reporting progress of job %lld: progress %g is outside 0..1",
-				  (long long)id, progress);
+	/* store.c checked the store, the progress and the byte counts. */
 	rc = fg_store_check_text(stage, FG_STORE_STAGE_MAX, 0, "job stage", err);
 	if (rc)
 		return rc;
@@ -436,7 +433,8 @@ int fg_pg_job_cancel(struct fg_store *s, int64_t id, struct fg_job *out, struct 
 
 static const char sql_job_requeue[] =
 	"UPDATE jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0, bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
+	" worker = NULL, owner = NULL, heartbeat_at = NULL, lease_until = NULL, stage = '', progress = 0,"
+	" bytes_done = NULL, bytes_total = NULL, eta_s = NULL,"
 	" updated_at = now() WHERE id = $1 AND state = 'running' AND ($2::text IS NULL OR worker = $2::text)";
 
 int fg_pg_job_requeue(struct fg_store *s, int64_t id, const char *worker, struct fg_err *err)
