@@ -657,9 +657,9 @@ int fg_store_warnings_section(cJSON *doc, const int64_t artifacts[2], const int6
 #define DIST_LO 0.0
 #define DIST_WIDTH 0.05
 #define DIST_BINS 80             /* [0, 4); below 0 goes to the first bin, 4 and above to the last */
-#define BAND_LO 1.74             /* the healthy band, as the probe buckets */
-#define BAND_HI 1.83
-#define DOUBLE_SHIFT_ABOVE 2.4
+#define BAND_LO FG_QK_BAND_MIN   /* the healthy band, as the probe buckets */
+#define BAND_HI FG_QK_BAND_MAX
+#define DOUBLE_SHIFT_ABOVE FG_QK_DOUBLE_ABOVE
 
 int fg_store_dist_section(cJSON *doc, cJSON **counted, cJSON **left, cJSON **by_family, struct fg_err *err)
 {

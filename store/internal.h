@@ -103,7 +103,6 @@ struct fg_store {
  */
 struct fg_store_ops {
 	const char *name;                /* "sqlite", "postgres" */
-	int shared;                      /* several hosts share the database (start-up recovery trusts leases only) */
 	/* target: a file path (sqlite) or a libpq URL (postgres) */
 	int (*open)(struct fg_store *s, const char *target, struct fg_err *err);
 	void (*close)(struct fg_store *s);

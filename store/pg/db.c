@@ -898,7 +898,6 @@ static int pg_counts(struct fg_store *s, struct fg_store_counts *out, cJSON **by
 
 const struct fg_store_ops fg_pg_ops = {
 	.name = "postgres",
-	.shared = 1,
 	.open = pg_open,
 	.close = pg_close,
 	.tx_begin = pg_tx_begin,

@@ -984,7 +984,6 @@ out:
 
 const struct fg_store_ops fg_sqlite_ops = {
 	.name = "sqlite",
-	.shared = 0,
 	.open = sqlite_open,
 	.close = sqlite_close,
 	.tx_begin = sqlite_tx_begin,
