@@ -90,9 +90,6 @@ int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc
 		    const char *shortopts, const struct option *longopts,
 		    int (*handle)(void *ctx, int val, const char *arg), void *ctx);
 
-/* 0 when id is a runtime of forge/model/runtimes.h, else fg_client_bad_value() listing them all. */
-#define fg_client_check_runtime fg_args_check_runtime
-
 /* Record the first bad option value (printf-style message) for fg_client_parse; returns -1. */
 #define fg_client_bad_value fg_args_bad
 

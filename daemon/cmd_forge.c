@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/validate.h"
+#include "daemon/client.h"
 #include "forge/artifact/forge.h"
 
 static int run_forge(int argc, char **argv);
@@ -65,18 +66,10 @@ const struct fg_cmd fg_cmd_forge = {
 struct cli_progress {
 	int tty;
 	double interval;        /* off a TTY: seconds between lines */
-	double t0, last;        /* when the forge began, when a line was last printed */
+	double last;            /* when a line was last printed */
 	char stage[16];         /* the stage of the last report */
 	int drawn;              /* a TTY line is on the screen */
 };
-
-static double mono_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* n bytes as "12.3 MB" (decimal units, as the rate is). */
 static void human(char *buf, size_t len, double n)
@@ -126,7 +119,7 @@ static void stage_hooks(const char *stage)
 static int on_progress(void *ctx, const struct fg_forge_progress *p)
 {
 	struct cli_progress *c = ctx;
-	double now = mono_s();
+	double now = fg_client_now();
 	char text[160];
 	int new_stage = strcmp(c->stage, p->stage) != 0;
 
@@ -158,7 +151,7 @@ static void progress_init(struct cli_progress *c)
 	memset(c, 0, sizeof(*c));
 	c->tty = isatty(STDERR_FILENO);
 	c->interval = end && !*end && s > 0.0 ? s : 5.0;
-	c->t0 = c->last = mono_s(); /* the first line off a TTY comes one interval in */
+	c->last = fg_client_now(); /* the first line off a TTY comes one interval in */
 }
 
 enum { OPT_OUT = 2000, OPT_BACKBONE, OPT_TARGET, OPT_QUANT, OPT_KEEP_ORIGINALS, OPT_JSON, OPT_FORCE, OPT_ALLOW_REQUANTIZE };

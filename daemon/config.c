@@ -15,6 +15,7 @@
 #include "api/validate.h"
 #include "daemon/args.h"
 #include "forge/core/json.h"
+#include "store/store.h"
 #include "forge/artifact/forge.h"
 #include "forge/artifact/layout.h"
 #include "forge/source/pull/pull.h"
@@ -75,7 +76,7 @@ static void defaults(struct fg_config *cfg)
 	cfg->queue_cap = 1000;
 	cfg->drain_seconds = 30;
 	cfg->max_attempts = 3;
-	cfg->lease_seconds = 60;
+	cfg->lease_seconds = FG_STORE_LEASE_DEFAULT;
 	cfg->http_threads = 16;
 	cfg->per_ip_connections = FG_API_PER_IP_LIMIT_DEFAULT;
 	cfg->collapse_threshold = FG_VERIFY_COLLAPSE_DEFAULT;

@@ -236,7 +236,7 @@ static int on_fetch(void *ctx, uint64_t done, uint64_t total)
 	_Static_assert(sizeof(stage) - 1 <= FG_JOB_STAGE_MAX, "the store keeps a whole fetch stage");
 	if (done > j->fetched)
 		j->fetched = done;
-	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < 0.25)
+	if (done < total && j->last_fetch.tv_sec && since(&j->last_fetch) < PROGRESS_EVERY_S)
 		return j->cancelled || j->aborted || j->lost;
 	clock_gettime(CLOCK_MONOTONIC, &j->last_fetch);
 	snprintf(stage, sizeof(stage), "fetch %llu/%llu", (unsigned long long)done, (unsigned long long)total);

@@ -38,7 +38,7 @@
 
 /* The longest target list text kept (17 ids and their commas fit). */
 #define FG_FORGE_TARGET_MAX 512
-#define FG_FORGE_MAX_TARGETS 32
+#define FG_FORGE_MAX_TARGETS FG_INSPECT_MAX_RUNTIMES /* = FG_LAYOUT_MAX_TARGETS: forge.c copies one into the other */
 
 /* What forged.json keeps of the source tensors whose values change (README, "Forging a sidecar"). */
 enum fg_forge_originals {

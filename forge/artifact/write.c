@@ -254,9 +254,13 @@ static int write_index(struct forge *f, struct fg_err *err)
 	cJSON_ArrayForEach(it, f->weight_map)
 		items[i++] = it;
 	qsort(items, n, sizeof(*items), cmp_json_keys);
-	for (i = 0; i < n; i++)
-		cJSON_AddStringToObject(wm, items[i]->string, items[i]->valuestring);
+	for (i = 0; i < n && cJSON_AddStringToObject(wm, items[i]->string, items[i]->valuestring); i++)
+		;
 	free(items);
+	if (i < n) {
+		cJSON_Delete(doc);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
 	rc = fg_fs_join(path, sizeof(path), f->tmp, "model.safetensors.index.json", err);
 	if (!rc)
 		rc = fg_art_write_json(path, doc, hex, err);
