@@ -399,7 +399,6 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 	if (!rc)
 		rc = fg_fs_write_atomic(path, text, strlen(text), err);
 	if (!rc) {
-		static const uint8_t nul = 0;
 		char hex[FG_SHA256_HEX];
 
 		/*
@@ -418,12 +417,9 @@ int fg_art_write_config(struct forge *f, struct fg_err *err)
 			if (!(f->framed = fg_sha256_new()) || (legacy && !(f->legacy = fg_sha256_new())))
 				rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 			if (!rc) {
-				fg_sha256_update(f->framed, "config.json", strlen("config.json"));
-				fg_sha256_update(f->framed, &nul, 1);
+				fg_mtplx_frame_open(f->framed);
 				fg_sha256_update(f->framed, text, strlen(text));
-				fg_sha256_update(f->framed, &nul, 1);
-				fg_sha256_update(f->framed, "mtp", strlen("mtp"));
-				fg_sha256_update(f->framed, &nul, 1);
+				fg_mtplx_frame_between(f->framed);
 				if (legacy)
 					fg_sha256_update(f->legacy, text, strlen(text));
 			}
@@ -560,11 +556,10 @@ int fg_art_write_sidecar(struct forge *f, struct fg_err *err)
 	if (!rc)
 		rc = fg_st_write_with(path, outs, n, md, n_md, &wo, err);
 	if (!rc) {
-		static const uint8_t nul = 0;
 		char framed[FG_SHA256_HEX];
 
 		if (f->framed) {
-			fg_sha256_update(f->framed, &nul, 1); /* the framing's last NUL */
+			fg_mtplx_frame_close(f->framed);
 			fg_sha256_final_hex(f->framed, framed);
 			snprintf(f->res->head_fingerprint, sizeof(f->res->head_fingerprint), "sha256:%s", framed);
 		}

@@ -95,9 +95,28 @@ static int hash_file(const char *dir, const char *name, struct fg_sha256 *const 
 	return rc;
 }
 
+static const uint8_t frame_nul = 0;
+
+void fg_mtplx_frame_open(struct fg_sha256 *h)
+{
+	fg_sha256_update(h, "config.json", strlen("config.json"));
+	fg_sha256_update(h, &frame_nul, 1);
+}
+
+void fg_mtplx_frame_between(struct fg_sha256 *h)
+{
+	fg_sha256_update(h, &frame_nul, 1);
+	fg_sha256_update(h, "mtp", strlen("mtp"));
+	fg_sha256_update(h, &frame_nul, 1);
+}
+
+void fg_mtplx_frame_close(struct fg_sha256 *h)
+{
+	fg_sha256_update(h, &frame_nul, 1);
+}
+
 int fg_mtplx_head_fingerprint(const char *dir, struct fg_head_fingerprints *out, struct fg_err *err)
 {
-	static const uint8_t nul = 0;
 	struct fg_sha256 *framed = fg_sha256_new(), *legacy = fg_sha256_new(), *side = fg_sha256_new();
 	uint8_t *buf = malloc(READ_CHUNK);
 	struct fg_head_fingerprints fp;
@@ -124,16 +143,13 @@ int fg_mtplx_head_fingerprint(const char *dir, struct fg_head_fingerprints *out,
 		struct fg_sha256 *cfg[2] = { framed, legacy };
 		struct fg_sha256 *head[3] = { framed, side, same ? legacy : NULL };
 
-		fg_sha256_update(framed, "config.json", strlen("config.json"));
-		fg_sha256_update(framed, &nul, 1);
+		fg_mtplx_frame_open(framed);
 		if ((rc = hash_file(dir, "config.json", cfg, 2, buf, err)))
 			goto out;
-		fg_sha256_update(framed, &nul, 1);
-		fg_sha256_update(framed, "mtp", strlen("mtp"));
-		fg_sha256_update(framed, &nul, 1);
+		fg_mtplx_frame_between(framed);
 		if ((rc = hash_file(dir, fp.mtp_file, head, 3, buf, err)))
 			goto out;
-		fg_sha256_update(framed, &nul, 1);
+		fg_mtplx_frame_close(framed);
 	}
 	if (!same && is_file(dir, "mtp.safetensors")) {
 		struct fg_sha256 *only[1] = { legacy };

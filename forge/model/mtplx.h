@@ -55,6 +55,16 @@ struct fg_head_fingerprints {
 };
 
 /*
+ * MTPLX's head-fingerprint framing, fed around the two files' bytes:
+ * open ("config.json" NUL), config.json's bytes, between (NUL "mtp" NUL),
+ * the mtp file's bytes, close (NUL).  fg_mtplx_head_fingerprint and the
+ * forge's writer both frame through these.
+ */
+void fg_mtplx_frame_open(struct fg_sha256 *h);
+void fg_mtplx_frame_between(struct fg_sha256 *h);
+void fg_mtplx_frame_close(struct fg_sha256 *h);
+
+/*
  * The head fingerprints of folder dir in one pass over config.json and the
  * mtp file (a multi-GB head is read once).  0, or FG_EINPUT (no config.json,
  * no mtp file, a read error: the artifact cannot be fingerprinted, as MTPLX
