@@ -733,31 +733,29 @@ static pthread_mutex_t runtime_file_lock = PTHREAD_MUTEX_INITIALIZER;
 static cJSON *rewrite_runtime_file(struct fg_store *s, int64_t id)
 {
 	struct fg_err err = { 0 };
-	char path[PATH_MAX];
-	cJSON *doc = NULL, *o = NULL;
-	const cJSON *runtime, *dir;
+	char dir[PATH_MAX], path[PATH_MAX];
+	cJSON *runtime = NULL, *o = NULL;
 	struct stat st;
 	char *text = NULL;
 	int rc;
 
+	/* Only the folder and the runtime document are read: most artifacts have none, and this runs per POST. */
 	pthread_mutex_lock(&runtime_file_lock);
-	rc = fg_store_artifact_get(s, id, &doc, &err);
-	runtime = cJSON_GetObjectItemCaseSensitive(doc, "mtplx_runtime");
-	dir = cJSON_GetObjectItemCaseSensitive(doc, "path");
-	if (rc || !cJSON_IsString(dir) || !cJSON_IsObject(runtime) ||
+	rc = fg_store_artifact_runtime(s, id, dir, sizeof(dir), &runtime, &err);
+	if (rc || !*dir || !cJSON_IsObject(runtime) ||
 	    !cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(runtime, "forge_provenance"),
 					      "forged_version") ||
-	    snprintf(path, sizeof(path), "%s/%s", dir->valuestring, FG_MTPLX_RUNTIME_FILE) >= (int)sizeof(path) ||
+	    snprintf(path, sizeof(path), "%s/%s", dir, FG_MTPLX_RUNTIME_FILE) >= (int)sizeof(path) ||
 	    lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
 		pthread_mutex_unlock(&runtime_file_lock);
-		cJSON_Delete(doc);
+		cJSON_Delete(runtime);
 		return cJSON_CreateNull();
 	}
 	text = cJSON_Print(runtime);
 	rc = text ? fg_fs_write_atomic(path, text, strlen(text), &err) : fg_err_set(&err, FG_ENOMEM, "out of memory");
 	pthread_mutex_unlock(&runtime_file_lock);
 	free(text);
-	cJSON_Delete(doc);
+	cJSON_Delete(runtime);
 	o = cJSON_CreateObject();
 	if (o) {
 		cJSON_AddStringToObject(o, "path", path);

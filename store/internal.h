@@ -150,6 +150,9 @@ struct fg_store_ops {
 			    struct fg_err *err);
 	/* raw: report and provenance as cJSON_Raw items of the stored text (fg_store_artifact_get_raw) */
 	int (*artifact_get)(struct fg_store *s, int64_t id, int raw, cJSON **out, struct fg_err *err);
+	/* path: the artifact's folder (cap bytes), runtime: its stored mtplx_runtime.json or NULL */
+	int (*artifact_runtime)(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+				struct fg_err *err);
 	int (*artifact_by_fingerprint)(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
 	int (*artifact_resolve)(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
 				enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err);
@@ -507,6 +510,8 @@ int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a
 int fg_sqlite_artifact_insert(struct fg_store *s, const struct fg_store_artifact *a, int64_t job, int64_t *id,
 			      int *existed, struct fg_err *err);
 int fg_sqlite_artifact_get(struct fg_store *s, int64_t id, int raw, cJSON **out, struct fg_err *err);
+int fg_sqlite_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+			       struct fg_err *err);
 int fg_sqlite_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err);
 int fg_sqlite_artifact_resolve(struct fg_store *s, const char *key, const char *digest, int64_t want_id, int64_t *id,
 			       enum fg_artifact_match *how, int *ambiguous, cJSON **candidates, struct fg_err *err);

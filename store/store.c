@@ -620,6 +620,16 @@ int fg_store_artifact_get_raw(struct fg_store *s, int64_t id, cJSON **out, struc
 	return s->ops->artifact_get(s, id, 1, out, err);
 }
 
+int fg_store_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+			      struct fg_err *err)
+{
+	if (!s || !path || !cap || !runtime)
+		return fg_err_set(err, FG_EINPUT, "reading an artifact's runtime document: no store or no output");
+	*path = '\0';
+	*runtime = NULL;
+	return s->ops->artifact_runtime(s, id, path, cap, runtime, err);
+}
+
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id, struct fg_err *err)
 {
 	if (!s || !id || !fingerprint || !*fingerprint)

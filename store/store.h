@@ -38,7 +38,7 @@
 #include "forge/model/verdicts.h"
 
 /* The SQLite schema version (PRAGMA user_version). */
-#define FG_STORE_SCHEMA_VERSION 7
+#define FG_STORE_SCHEMA_VERSION 8
 /* The PostgreSQL schema version (the highest row of schema_migrations). */
 #define FG_STORE_PG_SCHEMA_VERSION 4
 
@@ -313,6 +313,15 @@ int fg_store_artifact_get(struct fg_store *s, int64_t id, cJSON **out, struct fg
  * a caller that reads inside them takes fg_store_artifact_get instead.
  */
 int fg_store_artifact_get_raw(struct fg_store *s, int64_t id, cJSON **out, struct fg_err *err);
+
+/*
+ * What a verification rewrites on disk, and nothing else of the artifact:
+ * its folder (path, cap bytes; "" when the row has none) and its stored
+ * mtplx_runtime.json (*runtime, the caller's to free; NULL when it has
+ * none).  FG_ENOTFOUND for an unknown id.
+ */
+int fg_store_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+			      struct fg_err *err);
 
 /* The id of the artifact with this fingerprint (any framing, newest), FG_ENOTFOUND when none. */
 int fg_store_artifact_by_fingerprint(struct fg_store *s, const char *fingerprint, int64_t *id,

@@ -9,8 +9,8 @@ artifacts is made through the real API (inspections of healthy and broken
 fixtures, forge jobs with provenance and file fingerprints, verification
 rows), the server is stopped, and each of the N artifacts is a copy of a
 template's rows in every table keyed by artifact (artifacts, artifact_docs,
-verdicts, fingerprints, verifications, artifact_probes) with a new id, source and fingerprint
-(and no job_id: only the template is its job's artifact).
+artifact_runtime, verdicts, fingerprints, verifications, artifact_probes) with
+a new id, source, fingerprint and digest (and no job_id: only the template is its job's artifact).
 The column lists come from PRAGMA table_xinfo (generated columns skipped), so
 the copy follows store/db.c's schema as it is; the schema's triggers keep
 artifact_stats in step as for any insert.  One artifact in ten is a copy of
@@ -106,7 +106,7 @@ def seed(db, healthy, unhealthy, n, hosts, rng):
     tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     art_cols = copy_columns(db, "artifacts")
     child = []  # (table, columns, key column, own rowid column or None)
-    for t in ("artifact_docs", "verdicts", "fingerprints", "verifications", "artifact_probes"):
+    for t in ("artifact_docs", "artifact_runtime", "verdicts", "fingerprints", "verifications", "artifact_probes"):
         if t in tables:
             cols = copy_columns(db, t)
             own = "id" if "id" in cols else None
@@ -133,6 +133,9 @@ def seed(db, healthy, unhealthy, n, hosts, rng):
             a["job_id"] = None  # a copy is no job's own artifact (artifacts.job_id is unique)
         if a.get("fingerprint"):
             a["fingerprint"] = hashlib.sha256(b"bench-%d" % new_id).hexdigest()
+        if a.get("digest"):
+            # artifacts.digest is unique where set (one row per artifact's bytes)
+            a["digest"] = hashlib.sha256(b"bench-digest-%d" % new_id).hexdigest()
         if a.get("probe_mean") is not None:
             a["probe_mean"] = a["probe_mean"] + rng.uniform(-0.03, 0.03)
         batch_a.append([a[c] for c in art_cols])

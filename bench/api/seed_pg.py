@@ -8,10 +8,11 @@ schema is the one forged's own migrations make (store/pg/db.c).  Then the
 tables keyed by artifact (artifacts, artifact_docs, verdicts, fingerprints,
 verifications, artifact_probes) and fleet_reports are copied with psql's
 \\copy, over the columns both schemas have (PostgreSQL's generated columns
-left out), in one session with the triggers off (session_replication_role
-replica: the copy needs a superuser, as the throwaway cluster's is): the
-counters' triggers update one hot row per insert, which in one transaction of
-100,000 inserts took over 20 minutes.  Jobs are not copied (the artifacts'
+left out; SQLite's artifact_runtime goes into artifact_docs.mtplx_runtime),
+in one session with the triggers off (session_replication_role replica: the
+copy needs a superuser, as the throwaway cluster's is): the counters'
+triggers update one hot row per insert, which in one transaction of 100,000
+inserts took over 20 minutes.  Jobs are not copied (the artifacts'
 job_id is left NULL).  Then artifact_stats and verdict_stats are computed
 from the rows with the GROUP BYs they stand for (tests/unit/test_store.c
 checks the triggers against the same), the identity sequences are moved past
@@ -89,11 +90,17 @@ def write_table(db, url, table, tmp):
     """The CSV of table's rows over the columns both schemas have; (\\copy command, row count)."""
     have = set(pg_columns(url, table))
     cols = [r[1] for r in db.execute("PRAGMA table_xinfo(%s)" % table) if r[6] == 0 and r[1] in have]
+    select = "SELECT %s FROM %s" % (", ".join(cols), table)
+    # SQLite keeps the runtime document in its own table since its schema version 8; PostgreSQL in artifact_docs.
+    if table == "artifact_docs" and "mtplx_runtime" in have and "mtplx_runtime" not in cols:
+        select = ("SELECT %s, r.doc FROM artifact_docs d LEFT JOIN artifact_runtime r ON r.artifact_id = d.artifact_id"
+                  % ", ".join("d." + c for c in cols))
+        cols = cols + ["mtplx_runtime"]
     path = os.path.join(tmp, table + ".csv")
     n = 0
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        for row in db.execute("SELECT %s FROM %s" % (", ".join(cols), table)):
+        for row in db.execute(select):
             out = []
             for c, v in zip(cols, row):
                 if table == "artifacts" and c == "job_id":

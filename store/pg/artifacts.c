@@ -312,6 +312,33 @@ static int add_rows_member(cJSON *o, const PGresult *res, int r, int c, struct f
 	return 0;
 }
 
+int fg_pg_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+			   struct fg_err *err)
+{
+	struct fg_pg_args a = { 0 };
+	PGresult *res = NULL;
+	int rc;
+
+	fg_pg_arg_int(&a, id);
+	rc = fg_pg_query(s,
+			 "SELECT a.path, d.mtplx_runtime FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id"
+			 " WHERE a.id = $1",
+			 &a, &res, err, "reading an artifact's runtime document");
+	if (rc)
+		return rc;
+	if (PQntuples(res) == 0)
+		rc = fg_err_set(err, FG_ENOTFOUND, "artifact %lld: no such artifact", (long long)id);
+	else if (strlen(fg_pg_text(res, 0, 0)) >= cap)
+		rc = fg_err_set(err, FG_ESTATE, "artifact %lld: its stored path is longer than %zu bytes", (long long)id,
+				cap - 1);
+	else {
+		fg_pg_copy(res, 0, 0, path, cap);
+		rc = fg_pg_null(res, 0, 1) ? 0 : fg_pg_json(res, 0, 1, runtime, err, "the artifact's mtplx_runtime.json");
+	}
+	PQclear(res);
+	return rc;
+}
+
 int fg_pg_artifact_get(struct fg_store *s, int64_t id, int raw, cJSON **out, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };

@@ -922,6 +922,7 @@ const struct fg_store_ops fg_pg_ops = {
 	.jobs_expired = fg_pg_jobs_expired,
 	.artifact_put = fg_pg_artifact_put,
 	.artifact_get = fg_pg_artifact_get,
+	.artifact_runtime = fg_pg_artifact_runtime,
 	.artifact_by_fingerprint = fg_pg_artifact_by_fingerprint,
 	.artifact_resolve = fg_pg_artifact_resolve,
 	.artifact_list = fg_pg_artifact_list,

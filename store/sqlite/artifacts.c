@@ -126,7 +126,9 @@ static const char sql_artifact_insert[] =
 	" head_fingerprint, created_at, job_id)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " FG_SQL_NOW ", ?10)";
 static const char sql_doc_insert[] =
-	"INSERT INTO artifact_docs (artifact_id, report, provenance, mtplx_runtime) VALUES (?1, ?2, ?3, ?4)";
+	"INSERT INTO artifact_docs (artifact_id, report, provenance) VALUES (?1, ?2, ?3)";
+/* Its own table (migration 8), so that a verification's restamp rewrites one small row, not the report's pages. */
+static const char sql_runtime_insert[] = "INSERT INTO artifact_runtime (artifact_id, doc) VALUES (?1, ?2)";
 
 /* The rows of d (checked, report and provenance printed) inside the open transaction. */
 static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, int64_t job, int64_t *id,
@@ -167,8 +169,12 @@ static int insert_rows(struct fg_store *s, const struct fg_store_artifact *d, in
 	sqlite3_bind_int64(st, 1, new_id);
 	fg_sql_bind_text(st, 2, d->report);
 	fg_sql_bind_text(st, 3, d->provenance);
-	fg_sql_bind_text(st, 4, d->runtime);
 	rc = fg_sql_exec(s, st, err, "storing the report");
+	if (!rc && d->runtime && !(rc = fg_sql_get(s, sql_runtime_insert, &st, err))) {
+		sqlite3_bind_int64(st, 1, new_id);
+		fg_sql_bind_text(st, 2, d->runtime);
+		rc = fg_sql_exec(s, st, err, "storing the runtime document");
+	}
 	if (rc)
 		return rc;
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a->report, "verdicts")) {
@@ -200,7 +206,7 @@ static const char sql_by_digest[] = "SELECT id FROM artifacts WHERE digest = ?1"
 static const char sql_fill_head[] =
 	"UPDATE artifacts SET head_fingerprint = ?2 WHERE id = ?1 AND head_fingerprint IS NULL";
 static const char sql_fill_runtime[] =
-	"UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1 AND mtplx_runtime IS NULL";
+	"INSERT INTO artifact_runtime (artifact_id, doc) VALUES (?1, ?2) ON CONFLICT (artifact_id) DO NOTHING";
 
 /* 1 with *id when an artifact has d's digest (filled in as above), 0 when none, or FG_E*. */
 static int find_same(struct fg_store *s, const struct fg_store_artifact *d, int64_t *id, struct fg_err *err)
@@ -286,8 +292,9 @@ int fg_sqlite_artifact_put(struct fg_store *s, const struct fg_store_artifact *a
 
 static const char sql_artifact_doc[] =
 	"SELECT a.id, a.source, a.path, a.family, a.fingerprint, a.ok, a.created_at, d.report, d.provenance,"
-	" a.digest, a.head_fingerprint, d.mtplx_runtime"
-	" FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id WHERE a.id = ?1";
+	" a.digest, a.head_fingerprint, r.doc"
+	" FROM artifacts a JOIN artifact_docs d ON d.artifact_id = a.id"
+	" LEFT JOIN artifact_runtime r ON r.artifact_id = a.id WHERE a.id = ?1";
 /* What the fleet says of it: every standing report, with what the host observed. */
 static const char sql_artifact_fleet[] =
 	"SELECT host, runtime, runtime_reported, observed, reported_at FROM fleet_reports"
@@ -689,12 +696,40 @@ int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char 
 	return rc ? fg_err_prefix(err, rc, "listing artifacts: ") : 0;
 }
 
+static const char sql_artifact_runtime[] =
+	"SELECT a.path, r.doc FROM artifacts a LEFT JOIN artifact_runtime r ON r.artifact_id = a.id WHERE a.id = ?1";
+
+int fg_sqlite_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
+			       struct fg_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = fg_sql_get(s, sql_artifact_runtime, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && (size_t)sqlite3_column_bytes(st, 0) >= cap) {
+		rc = fg_err_set(err, FG_ESTATE, "artifact %lld: its stored path is longer than %zu bytes", (long long)id,
+				cap - 1);
+	} else if (rc == SQLITE_ROW) {
+		fg_sql_column_copy(st, 0, path, cap);
+		rc = sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
+			: fg_sql_column_json(st, 1, runtime, err, "the artifact's mtplx_runtime.json");
+	} else if (rc == SQLITE_DONE) {
+		rc = fg_err_set(err, FG_ENOTFOUND, "artifact %lld: no such artifact", (long long)id);
+	} else {
+		rc = fg_sql_fail(s, rc, err, "reading an artifact's runtime document");
+	}
+	fg_sql_put(st);
+	return rc;
+}
+
 /* ---- verifications ---- */
 
 static const char sql_runtime_doc[] =
-	"SELECT d.mtplx_runtime, v.created_at FROM artifact_docs d, verifications v"
-	" WHERE d.artifact_id = ?1 AND v.id = ?2";
-static const char sql_runtime_update[] = "UPDATE artifact_docs SET mtplx_runtime = ?2 WHERE artifact_id = ?1";
+	"SELECT r.doc, v.created_at FROM artifact_runtime r, verifications v WHERE r.artifact_id = ?1 AND v.id = ?2";
+static const char sql_runtime_update[] = "UPDATE artifact_runtime SET doc = ?2 WHERE artifact_id = ?1";
 
 /*
  * The runtime document forged wrote for an MTPLX target (its

@@ -344,6 +344,23 @@ static const char schema_v7[] =
 	"ALTER TABLE jobs ADD COLUMN bytes_total INTEGER;"
 	"ALTER TABLE jobs ADD COLUMN eta_s REAL;";
 
+/*
+ * Version 8: an artifact's mtplx_runtime.json in its own table,
+ * artifact_runtime, out of artifact_docs: a verification restamps it, and
+ * as the last column of a row holding kilobytes of report and provenance
+ * every read of it walked the row's overflow pages and every restamp
+ * rewrote them all (bench/api/run.sh's POST verifications).  Artifacts
+ * without one have no row.
+ */
+static const char schema_v8[] =
+	"CREATE TABLE artifact_runtime ("
+	" artifact_id INTEGER PRIMARY KEY REFERENCES artifacts(id) ON DELETE CASCADE,"
+	" doc TEXT NOT NULL"
+	");"
+	"INSERT INTO artifact_runtime (artifact_id, doc)"
+	" SELECT artifact_id, mtplx_runtime FROM artifact_docs WHERE mtplx_runtime IS NOT NULL;"
+	"ALTER TABLE artifact_docs DROP COLUMN mtplx_runtime;";
+
 static const char *const migrations[] = {
 	schema_v1,
 	schema_v2,
@@ -352,6 +369,7 @@ static const char *const migrations[] = {
 	schema_v5,
 	schema_v6,
 	schema_v7,
+	schema_v8,
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FG_STORE_SCHEMA_VERSION,
@@ -1010,6 +1028,7 @@ const struct fg_store_ops fg_sqlite_ops = {
 	.jobs_expired = fg_sqlite_jobs_expired,
 	.artifact_put = fg_sqlite_artifact_put,
 	.artifact_get = fg_sqlite_artifact_get,
+	.artifact_runtime = fg_sqlite_artifact_runtime,
 	.artifact_by_fingerprint = fg_sqlite_artifact_by_fingerprint,
 	.artifact_resolve = fg_sqlite_artifact_resolve,
 	.artifact_list = fg_sqlite_artifact_list,

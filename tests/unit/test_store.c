@@ -408,12 +408,12 @@ static void test_open_refuses_newer(void **state)
 	struct fg_err err = { 0 };
 	char want[32];
 
-	exec_sql(f->s, "PRAGMA user_version = 8");
+	exec_sql(f->s, "PRAGMA user_version = 9");
 	fg_store_close(f->s);
 	f->s = NULL;
 	assert_int_equal(fg_store_open(&other, f->path, &err), FG_ESTATE);
 	assert_ptr_equal(other, (struct fg_store *)0x1); /* untouched on failure */
-	assert_non_null(strstr(err.msg, "schema version 8"));
+	assert_non_null(strstr(err.msg, "schema version 9"));
 	snprintf(want, sizeof(want), "forged's %d", FG_STORE_SCHEMA_VERSION);
 	assert_non_null(strstr(err.msg, want));
 	assert_non_null(strstr(err.msg, f->path));
@@ -1807,9 +1807,16 @@ static void test_verification_rows(void **state)
 	cJSON_Delete(doc);
 }
 
+/* What migration 8 moved, put back: a database as version 7 left it. */
+#define V8_DOWN \
+	"ALTER TABLE artifact_docs ADD COLUMN mtplx_runtime TEXT;" \
+	" UPDATE artifact_docs SET mtplx_runtime = (SELECT doc FROM artifact_runtime r" \
+	" WHERE r.artifact_id = artifact_docs.artifact_id);" \
+	" DROP TABLE artifact_runtime;"
+
 /* What migration 7 added, dropped again: a database as version 6 left it. */
-#define V7_DOWN \
-	"ALTER TABLE jobs DROP COLUMN bytes_done; ALTER TABLE jobs DROP COLUMN bytes_total;" \
+#define V7_DOWN V8_DOWN \
+	" ALTER TABLE jobs DROP COLUMN bytes_done; ALTER TABLE jobs DROP COLUMN bytes_total;" \
 	" ALTER TABLE jobs DROP COLUMN eta_s;"
 
 /* What migrations 6 and 5 added, dropped again: a database as version 4 left it. */
@@ -2161,7 +2168,7 @@ static void test_migrate_v6_to_v7(void **state)
 	f->s = NULL;
 	if (fg_store_open(&f->s, f->path, &err))
 		fail_msg("reopening: %s", err.msg);
-	assert_int_equal(fg_store_user_version(f->s), 7);
+	assert_int_equal(fg_store_user_version(f->s), FG_STORE_SCHEMA_VERSION);
 	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
 	assert_false(j.has_bytes);
 	o = fg_job_json(&j);
@@ -2175,6 +2182,89 @@ static void test_migrate_v6_to_v7(void **state)
 	assert_int_equal(fg_store_job_get(f->s, 1, &j, &err), 0);
 	assert_true(j.has_bytes && j.bytes_done == 300 && j.bytes_total == 1000 && j.eta_s == 2.5);
 	fg_job_release(&j);
+}
+
+/*
+ * A version 7 database migrates to 8: each stored mtplx_runtime.json moves
+ * to artifact_runtime (an artifact without one gets no row), the artifact
+ * document still shows it, and a verification restamps it there.
+ */
+static void test_migrate_v7_to_v8(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":"
+				    "{\"depth\":2,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
+				    "{\"depth\":2}],\"failure_reasons\":[]}}");
+	cJSON *doc = NULL;
+	int64_t with, without, id;
+
+	with = put_forged(f->s, "with", D1, HEAD, LEGACY,
+			  "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":1,\"forge_provenance\":{\"forged_version\":\"0.1.0\"}}",
+			  NULL);
+	without = put_forged(f->s, "without", D2, NULL, NULL, NULL, NULL);
+	exec_sql(f->s, V8_DOWN " PRAGMA user_version = 7");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifact_docs WHERE mtplx_runtime IS NOT NULL"), 1);
+	fg_store_close(f->s);
+	f->s = NULL;
+	if (fg_store_open(&f->s, f->path, &err))
+		fail_msg("reopening: %s", err.msg);
+	assert_int_equal(fg_store_user_version(f->s), 8);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM artifact_runtime"), 1);
+	assert_int_equal(query_int(f->s, "SELECT artifact_id FROM artifact_runtime"), (int)with);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM pragma_table_info('artifact_docs')"
+				   " WHERE name = 'mtplx_runtime'"), 0);
+	assert_int_equal(fg_store_artifact_get(f->s, with, &doc, &err), 0);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "mtplx_runtime"), "mtp_depth_max")->valueint, 1);
+	cJSON_Delete(doc);
+	assert_int_equal(fg_store_artifact_get(f->s, without, &doc, &err), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "mtplx_runtime")));
+	cJSON_Delete(doc);
+	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, &err), 0);
+	assert_int_equal(query_int(f->s, "SELECT json_extract(doc, '$.mtp_depth_max') FROM artifact_runtime"), 2);
+	cJSON_Delete(result);
+}
+
+/*
+ * fg_store_artifact_runtime: the folder and the stored runtime document
+ * only, the restamped one after a verification; none for an artifact
+ * without one, FG_ENOTFOUND for an unknown id.
+ */
+static void test_artifact_runtime(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":"
+				    "{\"depth\":3,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
+				    "{\"depth\":3}],\"failure_reasons\":[]}}");
+	cJSON *rt = (cJSON *)0x1;
+	char path[64], tiny[4];
+	int64_t with, without, id;
+
+	with = put_forged(f->s, "with", D1, HEAD, LEGACY,
+			  "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":1,\"forge_provenance\":{\"forged_version\":\"0.1.0\"}}",
+			  NULL);
+	without = put_forged(f->s, "without", D2, NULL, NULL, NULL, NULL);
+	assert_int_equal(fg_store_artifact_runtime(f->s, with, path, sizeof(path), &rt, &err), 0);
+	assert_string_equal(path, "/artifacts/x");
+	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 1);
+	cJSON_Delete(rt);
+	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, &err), 0);
+	assert_int_equal(fg_store_artifact_runtime(f->s, with, path, sizeof(path), &rt, &err), 0);
+	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 3);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "verified_on"), "hardware")->valuestring, "M4 Max");
+	cJSON_Delete(rt);
+	rt = (cJSON *)0x1;
+	assert_int_equal(fg_store_artifact_runtime(f->s, without, path, sizeof(path), &rt, &err), 0);
+	assert_null(rt);
+	assert_string_equal(path, "/artifacts/x");
+	assert_int_equal(fg_store_artifact_runtime(f->s, 999, path, sizeof(path), &rt, &err), FG_ENOTFOUND);
+	assert_null(rt);
+	/* A folder that does not fit is refused, never cut short into another path. */
+	assert_int_equal(fg_store_artifact_runtime(f->s, with, tiny, sizeof(tiny), &rt, &err), FG_ESTATE);
+	assert_null(rt);
+	assert_non_null(strstr(err.msg, "longer than 3 bytes"));
+	cJSON_Delete(result);
 }
 
 /* A version 3 database migrates to 4: its rows kept, the new columns empty. */
@@ -3245,9 +3335,11 @@ int main(void)
 		T(test_artifact_resolve, setup, BOTH),
 		T(test_job_request_echo, setup, BOTH),
 		T(test_verification_restamps_runtime, setup, BOTH),
+		T(test_artifact_runtime, setup, BOTH),
 		T(test_fleet_runtime_reported, setup, BOTH),
 		T(test_migrate_v3_to_v4, setup, SQLITE_ONLY),
 		T(test_migrate_v6_to_v7, setup, SQLITE_ONLY),
+		T(test_migrate_v7_to_v8, setup, SQLITE_ONLY),
 		T(test_probe_buckets_match_fleet_ranges, setup, BOTH),
 		T(test_fleet_health_empty, setup, BOTH),
 		T(test_fleet_distributions, setup, BOTH),
