@@ -258,12 +258,6 @@ int fg_qmods_scan(const struct fg_tset *set, const struct fg_qconfig *cfg, const
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	while (n_slots < 2 * set->n_tensors + 2)
-		n_slots <<= 1;
-	tb.mask = n_slots - 1;
-	tb.slot = calloc(n_slots, sizeof(*tb.slot));
-	if (!tb.slot)
-		return fg_err_set(err, FG_ENOMEM, "out of memory grouping the modules of set '%s'", set->name);
 	/* Pass 1: the candidate prefixes, in the order their first candidate tensor appears. */
 	for (size_t i = 0; i < set->n_tensors; i++) {
 		const struct fg_tensor *t = set->tensors[i];
@@ -272,6 +266,15 @@ int fg_qmods_scan(const struct fg_tset *set, const struct fg_qconfig *cfg, const
 
 		if (!split_role(t->name, &role, &plen) || !candidate(t, role))
 			continue;
+		/* The table is made at the first candidate: a set of float weights (most) needs none. */
+		if (!tb.slot) {
+			while (n_slots < 2 * set->n_tensors + 2)
+				n_slots <<= 1;
+			tb.mask = n_slots - 1;
+			if (!(tb.slot = calloc(n_slots, sizeof(*tb.slot))))
+				return fg_err_set(err, FG_ENOMEM, "out of memory grouping the modules of set '%s'",
+						  set->name);
+		}
 		s = lookup(&tb, out, t->name, plen);
 		if (*s)
 			continue;
@@ -286,8 +289,8 @@ int fg_qmods_scan(const struct fg_tset *set, const struct fg_qconfig *cfg, const
 		}
 		*s = ++out->n;
 	}
-	/* Pass 2: every tensor of a candidate under its role (a name held twice keeps its first copy). */
-	for (size_t i = 0; !rc && i < set->n_tensors; i++) {
+	/* Pass 2: every tensor of a candidate under its role (a name held twice keeps its first copy); none, none. */
+	for (size_t i = 0; !rc && out->n && i < set->n_tensors; i++) {
 		const struct fg_tensor *t = set->tensors[i];
 		enum fg_qrole role;
 		size_t plen, *s;
