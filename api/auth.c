@@ -54,7 +54,7 @@ int fg_tokens_load(struct fg_tokens *out, const char *path, struct fg_err *err)
 	int lineno = 0, rc = 0;
 
 	if (!fp)
-		return fg_err_set(err, FG_EIO, "%s: cannot open the tokens file", path);
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open the tokens file", path);
 	t.t = calloc(FG_TOKENS_MAX, sizeof(*t.t));
 	if (!t.t) {
 		fclose(fp);
@@ -92,7 +92,7 @@ int fg_tokens_load(struct fg_tokens *out, const char *path, struct fg_err *err)
 		t.n++;
 	}
 	if (!rc && ferror(fp))
-		rc = fg_err_set(err, FG_EIO, "%s: cannot read the tokens file", path);
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot read the tokens file", path);
 	fclose(fp);
 	free(line);
 	if (rc) {

@@ -1288,7 +1288,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 				    MHD_OPTION_NOTIFY_CONNECTION, fg_conns_notify, &api->conns,
 				    MHD_OPTION_END);
 	if (!api->mhd) {
-		rc = fg_err_set(err, FG_EIO, "cannot listen on %s:%u (in use, or not allowed)", api->cfg.listen_addr,
+		rc = fg_err_set(err, FG_EINPUT, "cannot listen on %s:%u (in use, or not allowed)", api->cfg.listen_addr,
 				cfg->port);
 		goto fail;
 	}

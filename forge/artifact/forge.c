@@ -462,12 +462,14 @@ static int put_in_place(struct forge *f, const struct place *pl, struct fg_err *
 		if (errno == EEXIST || errno == ENOTEMPTY)
 			return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", f->o->out);
 		if (errno != EINVAL && errno != ENOSYS)
-			return fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+			return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
+					  f->o->out, strerror(errno));
 		/* No RENAME_NOREPLACE here: a plain rename still refuses a folder that is not empty. */
 		if (fstatat(pl->dirfd, pl->base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !f->o->force)
 			return fg_err_set(err, FG_EUSAGE, "%s already exists (use --force to replace it)", f->o->out);
 		if (renameat(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base) != 0)
-			return fg_err_set(err, errno == EEXIST || errno == ENOTEMPTY ? FG_EUSAGE : FG_EIO,
+			return fg_err_set(err,
+					  errno == EEXIST || errno == ENOTEMPTY ? FG_EUSAGE : fg_fs_write_errcode(errno),
 					  "%s: cannot rename into place: %s", f->o->out, strerror(errno));
 		return 0;
 	}
@@ -476,14 +478,17 @@ static int put_in_place(struct forge *f, const struct place *pl, struct fg_err *
 		return 0;
 	}
 	if (errno != EINVAL && errno != ENOSYS)
-		return fg_err_set(err, FG_EIO, "%s: cannot swap in the new artifact: %s", f->o->out, strerror(errno));
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot swap in the new artifact: %s",
+				  f->o->out, strerror(errno));
 	/* Without RENAME_EXCHANGE: the old one aside, the new one in, the old one gone. */
 	if (snprintf(old, sizeof(old), "%s-old", pl->tmp_name) >= (int)sizeof(old))
 		return fg_err_set(err, FG_EUSAGE, "%s: path too long", f->o->out);
 	if (renameat(pl->dirfd, pl->base, pl->dirfd, old) != 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot move the old artifact aside: %s", f->o->out, strerror(errno));
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot move the old artifact aside: %s",
+				  f->o->out, strerror(errno));
 	if (renameat(pl->dirfd, pl->tmp_name, pl->dirfd, pl->base) != 0) {
-		int rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", f->o->out, strerror(errno));
+		int rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
+				    f->o->out, strerror(errno));
 
 		renameat(pl->dirfd, old, pl->dirfd, pl->base);
 		return rc;
@@ -539,7 +544,7 @@ static int finish(struct forge *f, const struct place *pl, struct fg_err *err)
 	if ((rc = check_targets(f, err)) != 0)
 		return rc;
 	if ((rc = fg_fs_fsync_dir(f->tmp)) != 0)
-		return fg_err_set(err, FG_EIO, "%s: fsync: %s", f->tmp, strerror(-rc));
+		return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync: %s", f->tmp, strerror(-rc));
 	if ((rc = put_in_place(f, pl, err)) != 0)
 		return rc;
 	f->tmp[0] = '\0'; /* renamed: nothing of ours is left to remove */
@@ -690,7 +695,7 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	fg_fs_rm_rf(f.tmp);
 	if (mkdirat(pl.dirfd, pl.tmp_name, 0755) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", f.tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create: %s", f.tmp, strerror(errno));
 		f.tmp[0] = '\0';
 		goto out;
 	}
@@ -717,6 +722,16 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	rc = finish(&f, &pl, err);
 out:
+	if (rc && err && strncmp(pl.dir, "/proc/self/fd/", 14) == 0) {
+		/* Files were reached through the opened folder's magic link: name the folder. */
+		char shown[PATH_MAX];
+		ssize_t n = readlink(pl.dir, shown, sizeof(shown) - 1);
+
+		if (n > 0) {
+			shown[n] = '\0';
+			fg_err_respell(err, pl.dir, strcmp(shown, "/") == 0 ? "" : shown);
+		}
+	}
 	if (rc == FG_EVERDICT && err)
 		res->refusal = *err;
 	if (f.tmp[0])

@@ -101,7 +101,8 @@ static int compress_original(ZSTD_CCtx *cctx, uint8_t *slice_buf, struct zsink *
 			if (zout.pos) {
 				rc = fg_fs_write_all(z->fd, z->buf[k], zout.pos);
 				if (rc) {
-					rc = fg_err_set(err, FG_EIO, "%s: cannot write: %s", z->path, strerror(-rc));
+					rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: cannot write: %s",
+							z->path, strerror(-rc));
 					goto out;
 				}
 				z->ticket[k] = fg_sha256_pipe_push(z->pipe, z->buf[k], zout.pos);
@@ -217,7 +218,7 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 	}
 	z.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (z.fd < 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", path, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create: %s", path, strerror(errno));
 		goto out;
 	}
 	{
@@ -237,13 +238,13 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 	if (rc)
 		goto out;
 	if (fsync(z.fd) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", path, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", path, strerror(errno));
 		goto out;
 	}
 	rc = close(z.fd);
 	z.fd = -1;
 	if (rc != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: close: %s", path, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", path, strerror(errno));
 		goto out;
 	}
 	fg_sha256_pipe_finish(z.pipe);

@@ -46,7 +46,7 @@ int fg_art_make_parents(const char *root, const char *name, struct fg_err *err)
 	*strrchr(path, '/') = '\0'; /* fg_fs_join wrote one */
 	rc = fg_fs_mkdir_p(path, 0755);
 	if (rc)
-		return fg_err_set(err, FG_EIO, "%s: cannot create folder: %s", path, strerror(-rc));
+		return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: cannot create folder: %s", path, strerror(-rc));
 	return 0;
 }
 
@@ -289,7 +289,7 @@ static int link_extras(struct forge *f, uint64_t *base, struct fg_err *err)
 		return 0;
 	d = opendir(dir);
 	if (!d)
-		return fg_err_set(err, FG_EIO, "%s: cannot list: %s", dir, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot list: %s", dir, strerror(errno));
 	while (!rc && (de = readdir(d))) {
 		char src[PATH_MAX], dst[PATH_MAX];
 		int fd;

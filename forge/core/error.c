@@ -67,6 +67,36 @@ int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
 	return err->code;
 }
 
+void fg_err_respell(struct fg_err *err, const char *from, const char *to)
+{
+	char out[FG_ERR_MSG_MAX];
+	size_t flen = from ? strlen(from) : 0, tlen = to ? strlen(to) : 0, n = 0;
+	const char *p, *hit;
+
+	if (!err || !flen)
+		return;
+	for (p = err->msg; (hit = strstr(p, from)) != NULL && n < sizeof(out) - 1; p = hit + flen) {
+		size_t k = (size_t)(hit - p);
+
+		k = k < sizeof(out) - 1 - n ? k : sizeof(out) - 1 - n;
+		memcpy(out + n, p, k);
+		n += k;
+		k = tlen < sizeof(out) - 1 - n ? tlen : sizeof(out) - 1 - n;
+		memcpy(out + n, to, k);
+		n += k;
+	}
+	if (p == err->msg)
+		return; /* nothing to respell */
+	if (n < sizeof(out) - 1) {
+		size_t k = strnlen(p, sizeof(out) - 1 - n);
+
+		memcpy(out + n, p, k);
+		n += k;
+	}
+	out[n] = '\0';
+	memcpy(err->msg, out, n + 1);
+}
+
 int fg_err_exit_code(int code)
 {
 	switch (code) {

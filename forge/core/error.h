@@ -22,12 +22,7 @@ enum fg_errcode {
 	FG_OK = 0,
 	FG_EUSAGE = -1,    /* bad arguments from the caller (exit 2) */
 	FG_EINPUT = -2,    /* malformed, hostile or unreadable input; an unwritable output (exit 2) */
-	/*
-	 * The old spelling of an unreadable source: the same code as FG_EINPUT
-	 * (kept so code on other branches still builds; write FG_EINPUT).
-	 * -3 is retired: it meant both the user's file and our own database.
-	 */
-	FG_EIO = FG_EINPUT,
+	/* -3 is retired: it meant both the user's file and our own database. */
 	FG_ENOMEM = -4,    /* out of memory (exit 3) */
 	FG_EINTERNAL = -5, /* a bug or an impossible state (exit 3) */
 	FG_EVERDICT = -6,  /* input is well-formed but an error verdict refuses it (exit 1) */
@@ -85,6 +80,13 @@ int fg_err_refusal(const struct fg_err *err);
  */
 int fg_err_prefix(struct fg_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Spell every "from" in err's message as "to" (a path the message names by
+ * a way a person cannot follow, such as /proc/self/fd/N, by its name),
+ * cutting the message at FG_ERR_MSG_MAX.  The code and verdict are kept.
+ */
+void fg_err_respell(struct fg_err *err, const char *from, const char *to);
 
 /* The process exit code docs/interfaces.md section 2 gives for an error code. */
 int fg_err_exit_code(int code);

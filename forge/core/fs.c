@@ -27,6 +27,13 @@
 /* Makes temporary names unique between threads of one process. */
 static unsigned long tmp_seq;
 
+int fg_fs_write_errcode(int e)
+{
+	if (e == ENOSPC || e == EDQUOT)
+		return FG_ENOSPC;
+	return e == ENOMEM ? FG_ENOMEM : FG_EINPUT;
+}
+
 int fg_fs_write_all(int fd, const void *data, size_t len)
 {
 	const unsigned char *p = data;
@@ -205,22 +212,22 @@ static int copy_file(const char *src, const char *dst, struct fg_err *err)
 	struct stat st;
 
 	if (in < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", src, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", src, strerror(errno));
 	if (fstat(in, &st) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot stat: %s", src, strerror(errno));
+		rc = fg_err_set(err, FG_EINPUT, "%s: cannot stat: %s", src, strerror(errno));
 		goto out;
 	}
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (out < 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create: %s", dst, strerror(errno));
 		goto out;
 	}
 	rc = copy_fd(in, out, st.st_size > 0 ? (uint64_t)st.st_size : 0);
 	if (rc)
-		rc = fg_err_set(err, rc == -ENOMEM ? FG_ENOMEM : FG_EIO, "%s: cannot copy from %s: %s", dst, src,
+		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: cannot copy from %s: %s", dst, src,
 				strerror(-rc));
 	else if (fsync(out) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", dst, strerror(errno));
 out:
 	if (out >= 0) {
 		close(out);
@@ -247,7 +254,8 @@ int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err)
 			return 0;
 		unlink(dst);
 	} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
-		return fg_err_set(err, FG_EIO, "%s: cannot link from %s: %s", dst, src, strerror(errno));
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot link from %s: %s",
+				  dst, src, strerror(errno));
 	}
 	return copy_file(src, dst, err);
 }
@@ -259,7 +267,7 @@ int fg_fs_link_or_copy_fd(int in, const char *label, const char *dst, struct fg_
 	int out, rc;
 
 	if (fstat(in, &st) != 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot stat: %s", label, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot stat: %s", label, strerror(errno));
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", in);
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0) {
 		/* Read-only like fg_fs_link_or_copy's links; a copy when the inode is not ours. */
@@ -269,17 +277,17 @@ int fg_fs_link_or_copy_fd(int in, const char *label, const char *dst, struct fg_
 	}
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (out < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot create: %s", dst, strerror(errno));
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create: %s", dst, strerror(errno));
 	if (lseek(in, 0, SEEK_SET) < 0) {
 		rc = -errno;
 	} else {
 		rc = copy_fd(in, out, st.st_size > 0 ? (uint64_t)st.st_size : 0);
 	}
 	if (rc)
-		rc = fg_err_set(err, rc == -ENOMEM ? FG_ENOMEM : FG_EIO, "%s: cannot copy from %s: %s", dst, label,
+		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: cannot copy from %s: %s", dst, label,
 				strerror(-rc));
 	else if (fsync(out) != 0)
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", dst, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", dst, strerror(errno));
 	close(out);
 	if (rc)
 		unlink(dst);
@@ -299,29 +307,31 @@ int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg
 		return fg_err_set(err, FG_EUSAGE, "%s: path too long", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot create temporary file: %s", tmp, strerror(errno));
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create temporary file: %s",
+				  tmp, strerror(errno));
 	rc = fg_fs_write_all(fd, data, len);
 	if (rc) {
-		rc = fg_err_set(err, FG_EIO, "%s: write: %s", tmp, strerror(-rc));
+		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: write: %s", tmp, strerror(-rc));
 		goto fail;
 	}
 	if (fsync(fd) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: fsync: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	rc = close(fd);
 	fd = -1;
 	if (rc != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: close: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	if (rename(tmp, path) != 0) {
-		rc = fg_err_set(err, FG_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
+				path, strerror(errno));
 		goto fail;
 	}
 	rc = fg_fs_fsync_parent(path);
 	if (rc)
-		return fg_err_set(err, FG_EIO, "%s: fsync of the folder: %s", path, strerror(-rc));
+		return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync of the folder: %s", path, strerror(-rc));
 	return 0;
 fail:
 	if (fd >= 0)

@@ -7,7 +7,7 @@
  * mkdir_p, rm_rf) return 0 or -errno, so the caller words the message about
  * its own subject ("writing tensor 'x': No space left on device").  The
  * steps that own a whole operation (join, link_or_copy, write_atomic) fill
- * struct fg_err with a message naming the path and return FG_EIO,
+ * struct fg_err with a message naming the path and return FG_EINPUT,
  * FG_EUSAGE (a path too long) or FG_ENOMEM.
  */
 #ifndef FG_FS_H
@@ -27,6 +27,17 @@
  * failing write set it; a write that makes no progress is -EIO).
  */
 int fg_fs_write_all(int fd, const void *data, size_t len);
+
+/*
+ * The code of a failure (errno value e) creating, writing, syncing or
+ * renaming what forged writes (an artifact, its originals, a state file):
+ * a full disk or an exhausted quota (ENOSPC, EDQUOT) is FG_ENOSPC, forged's
+ * own trouble (exit 3, HTTP 507, the job's request not to blame); ENOMEM
+ * is FG_ENOMEM; anything else (no permission, a read-only file system, a
+ * folder gone) is FG_EINPUT: the output the caller named cannot be written
+ * (exit 2).
+ */
+int fg_fs_write_errcode(int e);
 
 /* fsync the folder path.  0 or -errno. */
 int fg_fs_fsync_dir(const char *path);
@@ -57,14 +68,14 @@ int fg_fs_rm_rf(const char *path);
  * loop, for file systems and files it does not serve), fsynced, created
  * read-only; a link is made read-only too (the source name shares its inode
  * and loses its write bits).  A failed
- * copy removes its partial dst.  0 or FG_EIO/FG_ENOMEM.
+ * copy removes its partial dst.  0 or FG_EINPUT/FG_ENOMEM.
  */
 int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
 
 /*
  * The same for the file open on fd (a regular file the caller opened and
  * checked; label names it): a hard link to that very inode when it shares
- * dst's file system, else a copy read from fd.  0 or FG_EIO/FG_ENOMEM.
+ * dst's file system, else a copy read from fd.  0 or FG_EINPUT/FG_ENOMEM.
  */
 int fg_fs_link_or_copy_fd(int fd, const char *label, const char *dst, struct fg_err *err);
 
@@ -73,7 +84,7 @@ int fg_fs_link_or_copy_fd(int fd, const char *label, const char *dst, struct fg_
  * file in path's folder (O_EXCL, so concurrent writers never share one),
  * fsynced, renamed over path, and the folder fsynced, so a reader or a crash
  * sees the old file or the whole new one.  The temporary file never outlives
- * a failure.  0 or FG_EIO/FG_EUSAGE.
+ * a failure.  0 or FG_EINPUT/FG_EUSAGE.
  */
 int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err);
 

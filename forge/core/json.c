@@ -43,7 +43,7 @@ int fg_json_load_fd(cJSON **out, int fd, const char *label, size_t cap, size_t m
 	int rc = 0;
 
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		return fg_err_set(err, FG_EIO, "%s: not a readable regular file", label);
+		return fg_err_set(err, FG_EINPUT, "%s: not a readable regular file", label);
 	if ((uint64_t)st.st_size > cap)
 		return fg_err_set(err, FG_EINPUT, "%s: %lld bytes exceed the cap of %zu", label, (long long)st.st_size, cap);
 	text = malloc((size_t)st.st_size + 1);
@@ -55,7 +55,7 @@ int fg_json_load_fd(cJSON **out, int fd, const char *label, size_t cap, size_t m
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = fg_err_set(err, FG_EIO, "%s: read failed: %s", label, r < 0 ? strerror(errno) : "file shrank");
+			rc = fg_err_set(err, FG_EINPUT, "%s: read failed: %s", label, r < 0 ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		got += (size_t)r;
@@ -78,7 +78,7 @@ int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc;
 
 	if (fd < 0)
-		return fg_err_set(err, FG_EIO, "%s: cannot open: %s", path, strerror(errno));
+		return fg_err_set(err, FG_EINPUT, "%s: cannot open: %s", path, strerror(errno));
 	rc = fg_json_load_fd(out, fd, path, cap, 0, err);
 	close(fd);
 	return rc;

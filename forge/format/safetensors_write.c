@@ -119,7 +119,7 @@ static int write_failed(const struct writer *w, const char *name, int rc, struct
 	if (rc == -EFAULT)
 		return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': its source changed while it was read "
 				  "(the mapped file shrank)", w->path, name);
-	return fg_err_set(err, FG_EINPUT, "%s: writing tensor '%s': %s", w->path, name, strerror(-rc));
+	return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: writing tensor '%s': %s", w->path, name, strerror(-rc));
 }
 
 /* Give the hash threads len bytes at data; the push's ticket, 0 when nothing hashes. */
@@ -185,7 +185,8 @@ static int put_span(struct writer *w, const struct fg_st_span *sp, const char *n
 			continue;
 		if (n < 0 && errno != ENOSYS && errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP &&
 		    errno != EPERM)
-			return fg_err_set(err, FG_EINPUT, "%s: copying tensor '%s': %s", w->path, name, strerror(errno));
+			return fg_err_set(err, fg_fs_write_errcode(errno), "%s: copying tensor '%s': %s",
+					  w->path, name, strerror(errno));
 		w->copy_ok = 0; /* this pair of files (or the kernel) will not: write from memory */
 	}
 	if (done < sp->len) {
@@ -301,7 +302,8 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 	}
 	w.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w.fd < 0) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: cannot create temporary file: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create temporary file: %s",
+				tmp, strerror(errno));
 		goto out;
 	}
 	created = 1;
@@ -335,22 +337,23 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		goto out;
 	}
 	if (fsync(w.fd) != 0) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: fsync: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(w.fd) != 0) {
 		w.fd = -1;
-		rc = fg_err_set(err, FG_EINPUT, "%s: close: %s", tmp, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", tmp, strerror(errno));
 		goto out;
 	}
 	w.fd = -1;
 	if (rename(tmp, path) != 0) {
-		rc = fg_err_set(err, FG_EINPUT, "%s: cannot rename into place: %s", path, strerror(errno));
+		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
+				path, strerror(errno));
 		goto out;
 	}
 	rc = fg_fs_fsync_parent(path);
 	if (rc)
-		rc = fg_err_set(err, FG_EINPUT, "%s: fsync of the folder: %s", path, strerror(-rc));
+		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync of the folder: %s", path, strerror(-rc));
 out:
 	fg_sha256_pipe_finish(w.pipe); /* before the buffers go: the threads may still read them */
 	if (w.fd >= 0)

@@ -171,7 +171,7 @@ static void test_limits_and_missing(void **state)
 	assert_int_equal(t.n, 0);
 	free(text);
 
-	assert_int_equal(fg_tokens_load(&t, "/nonexistent/forged/tokens", &err), FG_EIO);
+	assert_int_equal(fg_tokens_load(&t, "/nonexistent/forged/tokens", &err), FG_EINPUT);
 	assert_string_equal(err.msg, "/nonexistent/forged/tokens: cannot open the tokens file");
 	assert_null(t.t);
 }

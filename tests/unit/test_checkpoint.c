@@ -247,7 +247,7 @@ static void test_broken_folders(void **state)
 	fclose(fp);
 	expect_open_error(dir, FG_EINPUT, "model-2.safetensors: header length runs past the end");
 
-	expect_open_error("/nonexistent/ckpt", FG_EIO, "/nonexistent/ckpt: cannot open checkpoint");
+	expect_open_error("/nonexistent/ckpt", FG_EINPUT, "/nonexistent/ckpt: cannot open checkpoint");
 }
 
 static void test_single_file(void **state)

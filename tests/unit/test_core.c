@@ -438,9 +438,9 @@ static void test_json_load(void **state)
 	assert_non_null(strstr(err.msg, "exceed the cap of 8"));
 	assert_null(doc);
 	/* A folder is not a readable regular file; a missing file cannot be opened. */
-	assert_int_equal(fg_json_load(&doc, dir, 64, &err), FG_EIO);
+	assert_int_equal(fg_json_load(&doc, dir, 64, &err), FG_EINPUT);
 	unlink(path);
-	assert_int_equal(fg_json_load(&doc, path, 64, &err), FG_EIO);
+	assert_int_equal(fg_json_load(&doc, path, 64, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "cannot open"));
 	assert_null(doc);
 	rmdir(dir);
@@ -515,7 +515,7 @@ static void test_fs_write_all_and_atomic(void **state)
 	assert_int_equal(count_entries(dir), 1);
 	/* A folder that does not exist: refused, named, nothing created. */
 	assert_int_equal(fg_fs_join(path, sizeof(path), dir, "no/such/x.json", &err), 0);
-	assert_int_equal(fg_fs_write_atomic(path, "{}", 2, &err), FG_EIO);
+	assert_int_equal(fg_fs_write_atomic(path, "{}", 2, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "cannot create temporary file"));
 	assert_int_equal(count_entries(dir), 1);
 	assert_int_equal(fg_fs_rm_rf(dir), 0);
@@ -589,7 +589,7 @@ static void test_fs_link_or_copy(void **state)
 	assert_int_equal(stat(dst, &s2), 0);
 	assert_int_equal(s1.st_ino, s2.st_ino);
 	/* dst exists: refused, named. */
-	assert_int_equal(fg_fs_link_or_copy(src, dst, &err), FG_EIO);
+	assert_int_equal(fg_fs_link_or_copy(src, dst, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "cannot link from"));
 
 	/* Another file system (tmpfs): a copy, byte for byte. */
@@ -618,7 +618,7 @@ static void test_fs_link_or_copy(void **state)
 	free(b);
 	/* A missing source: named, no dst left behind. */
 	assert_int_equal(fg_fs_join(dst, sizeof(dst), dir, "none.bin", &err), 0);
-	assert_int_equal(fg_fs_link_or_copy("/no/such/file", dst, &err), FG_EIO);
+	assert_int_equal(fg_fs_link_or_copy("/no/such/file", dst, &err), FG_EINPUT);
 	assert_int_equal(lstat(dst, &s2), -1);
 	assert_int_equal(fg_fs_rm_rf(dir), 0);
 }

@@ -3,7 +3,8 @@
  * verdict code as data (fg_err_verdict, fg_err_refusal), every other error
  * names none, the prefix keeps it; the exit codes and kind words of the
  * codes, the ones for forged's own state (FG_ESTATE, FG_ENOSPC: exit 3)
- * apart from the client's input (FG_EINPUT, which FG_EIO now spells: exit 2).
+ * apart from the client's input (FG_EINPUT: exit 2); fg_err_respell; the
+ * code of a failed write (fg_fs_write_errcode: a full disk is forged's own).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,10 @@
 
 #include <string.h>
 
+#include <errno.h>
+
 #include "forge/core/error.h"
+#include "forge/core/fs.h"
 #include "forge/model/verdicts.h"
 
 static void test_verdict_helper(void **state)
@@ -72,8 +76,7 @@ static void test_exit_codes(void **state)
 	assert_int_equal(fg_err_exit_code(FG_ENOMEM), 3);
 	assert_int_equal(fg_err_exit_code(FG_EINTERNAL), 3);
 	/* An unreadable source is an input error; -3 is no longer a code. */
-	assert_int_equal(FG_EIO, FG_EINPUT);
-	assert_string_equal(fg_err_kind(FG_EIO), "input");
+	assert_string_equal(fg_err_kind(FG_EINPUT), "input");
 	assert_string_equal(fg_err_kind(FG_ESTATE), "state");
 	assert_string_equal(fg_err_kind(FG_ENOSPC), "disk full");
 	assert_string_equal(fg_err_kind(FG_EFORBIDDEN), "forbidden");
@@ -90,11 +93,54 @@ static void test_exit_codes(void **state)
 	}
 }
 
+/* A message naming a folder by /proc/self/fd/N names it by its path instead, every time, capped. */
+static void test_respell(void **state)
+{
+	struct fg_err err = { 0 };
+	char long_to[600];
+
+	(void)state;
+	fg_err_set(&err, FG_ENOSPC, "/proc/self/fd/3/.a.tmp/x: write: No space left (in /proc/self/fd/3/.a.tmp)");
+	fg_err_respell(&err, "/proc/self/fd/3", "/srv/out");
+	assert_string_equal(err.msg, "/srv/out/.a.tmp/x: write: No space left (in /srv/out/.a.tmp)");
+	assert_int_equal(err.code, FG_ENOSPC);
+	/* Nothing to respell: the message is left as it is. */
+	fg_err_respell(&err, "/proc/self/fd/9", "/elsewhere");
+	assert_string_equal(err.msg, "/srv/out/.a.tmp/x: write: No space left (in /srv/out/.a.tmp)");
+	/* The root folder: its path is "" before the "/". */
+	fg_err_set(&err, FG_EINPUT, "/proc/self/fd/4/.b: cannot create");
+	fg_err_respell(&err, "/proc/self/fd/4", "");
+	assert_string_equal(err.msg, "/.b: cannot create");
+	/* Longer than a message holds: cut at FG_ERR_MSG_MAX - 1 bytes, still a string. */
+	memset(long_to, 'p', sizeof(long_to) - 1);
+	long_to[sizeof(long_to) - 1] = '\0';
+	fg_err_set(&err, FG_EINPUT, "/proc/self/fd/5/f: x");
+	fg_err_respell(&err, "/proc/self/fd/5", long_to);
+	assert_int_equal(strlen(err.msg), FG_ERR_MSG_MAX - 1);
+	assert_int_equal(err.msg[FG_ERR_MSG_MAX - 2], 'p');
+	fg_err_respell(NULL, "a", "b");
+}
+
+/* A full disk or quota is FG_ENOSPC (exit 3), the rest of a failed write the output's (exit 2). */
+static void test_write_errcode(void **state)
+{
+	(void)state;
+	assert_int_equal(fg_fs_write_errcode(ENOSPC), FG_ENOSPC);
+	assert_int_equal(fg_fs_write_errcode(EDQUOT), FG_ENOSPC);
+	assert_int_equal(fg_err_exit_code(fg_fs_write_errcode(ENOSPC)), 3);
+	assert_int_equal(fg_fs_write_errcode(ENOMEM), FG_ENOMEM);
+	assert_int_equal(fg_fs_write_errcode(EACCES), FG_EINPUT);
+	assert_int_equal(fg_fs_write_errcode(EROFS), FG_EINPUT);
+	assert_int_equal(fg_err_exit_code(fg_fs_write_errcode(EROFS)), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verdict_helper),
 		cmocka_unit_test(test_exit_codes),
+		cmocka_unit_test(test_respell),
+		cmocka_unit_test(test_write_errcode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -808,7 +808,7 @@ static void test_http_errors(void **state)
 	o.retries = 2;
 	p = open_ok("hf://fx/qwen35_hf", &o);
 	before = log_lines();
-	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "503 Service"));
 	assert_non_null(strstr(err.msg, "after 3 attempts"));
 	fg_pull_stats(p, &s);
@@ -821,7 +821,7 @@ static void test_http_errors(void **state)
 	opts_for_test(&o, ep);
 	o.retries = 3;
 	p = open_ok("hf://fx/qwen35_hf", &o);
-	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "401 Unauthorized"));
 	assert_non_null(strstr(err.msg, "HF_TOKEN"));
 	assert_non_null(strstr(err.msg, "/private/fx/qwen35_hf/resolve/main/config.json"));
@@ -839,7 +839,7 @@ static void test_http_errors(void **state)
 	opts_for_test(&o, "http://127.0.0.1:9");
 	o.retries = 1;
 	p = open_ok("hf://fx/qwen35_hf", &o);
-	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_int_equal(fg_pull_get(p, "config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "http://127.0.0.1:9/fx/qwen35_hf/resolve/main/config.json"));
 	assert_non_null(strstr(err.msg, "after 2 attempts"));
 	fg_pull_close(p);
@@ -1063,12 +1063,12 @@ static void test_http_offline_and_commit(void **state)
 	fg_pull_stats(p, &s);
 	assert_int_equal(s.requests, 0);
 	assert_int_equal(s.bytes_fetched, 0);
-	/* what the cache lacks: FG_EIO naming the URL, still no request */
-	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	/* what the cache lacks: FG_EINPUT naming the URL, still no request */
+	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "/fx/qwen35_hf/resolve/main/generation_config.json"));
 	assert_non_null(strstr(err.msg, "HF_HUB_OFFLINE"));
 	struct fg_pull_range r = { "other.safetensors", 1000, 10, NULL };
-	assert_int_equal(fg_pull_ranges(p, &r, 1, &err), FG_EIO);
+	assert_int_equal(fg_pull_ranges(p, &r, 1, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "(bytes 1000-1009)"));
 	fg_pull_stats(p, &s);
 	assert_int_equal(s.requests, 0);
@@ -1077,12 +1077,12 @@ static void test_http_offline_and_commit(void **state)
 	/* "0", and any other value than 1/true/yes/on, is online; http(s):// is never offline */
 	o.hf_offline = "TRUE";
 	p = open_ok("hf://fx/qwen35_hf", &o);
-	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_int_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	fg_pull_close(p);
 	o.hf_offline = "0";
 	p = open_ok("hf://fx/qwen35_hf", &o);
 	data = NULL;
-	assert_int_not_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EIO);
+	assert_int_not_equal(fg_pull_get(p, "generation_config.json", &data, &len, 1 << 20, &err), FG_EINPUT);
 	free(data);
 	fg_pull_close(p);
 	o.hf_offline = "1";
@@ -1183,7 +1183,7 @@ static void test_http_disconnect(void **state)
 	o.retries = 0;
 	p = open_ok("hf://big/data", &o);
 	fg_pull_set_progress(p, kill_midway, &k);
-	assert_int_equal(fg_pull_ranges(p, &r, 1, &err), FG_EIO);
+	assert_int_equal(fg_pull_ranges(p, &r, 1, &err), FG_EINPUT);
 	assert_true(k.fired);
 	assert_null(r.data);
 	assert_non_null(strstr(err.msg, "/slow/big/data/resolve/main/blob.bin (bytes 4096-"));

@@ -483,7 +483,7 @@ static void test_writer_failure_leaves_nothing(void **state)
 	assert_int_equal(fg_st_write(path, dup, 2, NULL, 0, &err), FG_EUSAGE);
 	assert_non_null(strstr(err.msg, "duplicate"));
 	assert_int_equal(count_entries(tmpdir), before);
-	assert_int_equal(fg_st_write("/nonexistent-dir/x.safetensors", dup, 1, NULL, 0, &err), FG_EIO);
+	assert_int_equal(fg_st_write("/nonexistent-dir/x.safetensors", dup, 1, NULL, 0, &err), FG_EINPUT);
 }
 
 static void test_open_errors(void **state)
@@ -492,9 +492,9 @@ static void test_open_errors(void **state)
 	struct fg_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(fg_st_open(&f, "/nonexistent/file.safetensors", &err), FG_EIO);
+	assert_int_equal(fg_st_open(&f, "/nonexistent/file.safetensors", &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "/nonexistent/file.safetensors: cannot open"));
-	assert_int_equal(fg_st_open(&f, tmpdir, &err), FG_EIO);
+	assert_int_equal(fg_st_open(&f, tmpdir, &err), FG_EINPUT);
 	assert_non_null(strstr(err.msg, "not a regular file"));
 	assert_null(f);
 }

@@ -556,7 +556,7 @@ int fg_pull_size(struct fg_pull *p, const char *file, uint64_t *size, struct fg_
 		if (rc)
 			return rc;
 		if (f->size == FG_PULL_SIZE_UNKNOWN)
-			return fg_err_set(err, FG_EIO, "GET %s: the server did not tell the file's size",
+			return fg_err_set(err, FG_EINPUT, "GET %s: the server did not tell the file's size",
 					  f->url);
 	}
 	*size = f->size;

@@ -55,7 +55,7 @@ struct fg_pull_opts {
 	const char *hf_offline;       /* NULL: $HF_HUB_OFFLINE.  "1", "true", "yes" or "on"
 				       * (any case): an hf:// pull makes no request; it serves
 				       * what the cache holds, expired records included, and
-				       * anything else fails (FG_EIO naming the URL) */
+				       * anything else fails (FG_EINPUT naming the URL) */
 	const char *user_agent;       /* NULL: "forged" */
 	const char *const *allow_hosts; /* when n_allow_hosts > 0, the source's host and every */
 	size_t n_allow_hosts;           /* redirect target must be listed ("host" or "host:port") */
@@ -108,7 +108,7 @@ const char *fg_pull_revision(const struct fg_pull *p);
  * redirect included), and cache records keep it, so a pull served from the
  * cache knows it too.  All files of a pull come from one commit: a response
  * naming another one (the branch moved while being read) fails the call
- * with FG_EIO and drops the records of the pull's files, so a rerun reads
+ * with FG_EINPUT and drops the records of the pull's files, so a rerun reads
  * the new commit whole.
  */
 const char *fg_pull_resolved_commit(const struct fg_pull *p);
@@ -117,7 +117,7 @@ const char *fg_pull_resolved_commit(const struct fg_pull *p);
  * Fetch the whole of file (a path relative to the folder: no "..", no
  * leading '/', no query) into *data (malloc'd, NUL-terminated past *len; the
  * caller frees it).  404 -> FG_ENOTFOUND (callers treat optional files that
- * way); 401/403 and other failures -> FG_EIO (an input error) naming URL
+ * way); 401/403 and other failures -> FG_EINPUT (an input error) naming URL
  * and status; a redirect to a host not in allow_hosts -> FG_EFORBIDDEN; a
  * cache that cannot be read or written -> FG_ESTATE or FG_ENOSPC; a body
  * over cap bytes -> FG_EINPUT (the transfer stops at cap).  Served from the
@@ -143,7 +143,7 @@ struct fg_pull_range {
  * Each file's total size is recorded (see fg_pull_size).  On success every
  * r[i].data is set; on failure none is and err names the URL, the byte range
  * and the status or network error: FG_ENOTFOUND for 404, FG_EINPUT for a
- * range past the end of the file (416), FG_EIO otherwise, FG_ECANCELLED when
+ * range past the end of the file (416), FG_EINPUT otherwise, FG_ECANCELLED when
  * the progress callback asked to stop.  A failed transfer leaves no cache
  * entry.
  */

@@ -116,7 +116,7 @@ static int note_commit(struct xfer *x)
 	if (p->commit[0] && strcmp(p->commit, x->commit) != 0) {
 		for (size_t i = 0; i < p->n_files; i++)
 			fgp_record_drop(p, p->files[i]);
-		return xfer_fail(x, FG_EIO, "revision '%s' moved while being read (commit %s, now %s); run again",
+		return xfer_fail(x, FG_EINPUT, "revision '%s' moved while being read (commit %s, now %s); run again",
 				 p->rev, p->commit, x->commit);
 	}
 	memcpy(p->commit, x->commit, sizeof(p->commit));
@@ -159,7 +159,7 @@ static int learn(struct xfer *x, uint64_t size)
 	if (f->state == F_KNOWN && f->served) {
 		fgp_record_drop(p, f);
 		free(v);
-		return xfer_fail(x, FG_EIO,
+		return xfer_fail(x, FG_EINPUT,
 				 "the file changed on the server while being read (was %s, %" PRIu64
 				 " bytes); run again", f->validator ? f->validator : "unversioned",
 				 f->size);
@@ -194,18 +194,18 @@ static void on_headers(struct xfer *x)
 				x->p->st.bytes_to_fetch += r->clen;
 			learn(x, r->have_clen ? r->clen : FG_PULL_SIZE_UNKNOWN);
 		} else if (r->status >= 200 && r->status < 300) {
-			xfer_fail(x, FG_EIO, "unexpected %ld %s", r->status, resp_reason(r));
+			xfer_fail(x, FG_EINPUT, "unexpected %ld %s", r->status, resp_reason(r));
 		}
 		return;
 	}
 	if (r->status == 206) {
 		if (!r->crange[0] || fg_pull_parse_content_range(r->crange, &a, &b, &t) != 0 ||
 		    a == FG_PULL_SIZE_UNKNOWN) {
-			xfer_fail(x, FG_EIO, "206 with a malformed Content-Range '%.100s'", r->crange);
+			xfer_fail(x, FG_EINPUT, "206 with a malformed Content-Range '%.100s'", r->crange);
 			return;
 		}
 		if (a != want || b > end) {
-			xfer_fail(x, FG_EIO, "asked for bytes %" PRIu64 "-%" PRIu64
+			xfer_fail(x, FG_EINPUT, "asked for bytes %" PRIu64 "-%" PRIu64
 				  ", the server sent %" PRIu64 "-%" PRIu64, want, end, a, b);
 			return;
 		}
@@ -226,7 +226,7 @@ static void on_headers(struct xfer *x)
 		    t != FG_PULL_SIZE_UNKNOWN)
 			learn(x, t);
 	} else if (r->status >= 200 && r->status < 300) {
-		xfer_fail(x, FG_EIO, "unexpected %ld %s", r->status, resp_reason(r));
+		xfer_fail(x, FG_EINPUT, "unexpected %ld %s", r->status, resp_reason(r));
 	}
 }
 
@@ -390,7 +390,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 		if (x->kind == XK_GET)
 			return get_append(x, ptr, n) ? 0 : n;
 		if (n > x->len - x->got) {
-			xfer_fail(x, FG_EIO, "the server sent more bytes than asked");
+			xfer_fail(x, FG_EINPUT, "the server sent more bytes than asked");
 			return 0;
 		}
 		if (sink(x, ptr, n))
@@ -487,7 +487,7 @@ static int xfer_start(struct fg_pull *p, struct xfer *x, struct fg_err *err)
 		char label[FG_ERR_MSG_MAX];
 
 		xfer_label(x, label, sizeof(label));
-		return fg_err_set(err, FG_EIO, "%s: not in the cache, and HF_HUB_OFFLINE is set: no request is made",
+		return fg_err_set(err, FG_EINPUT, "%s: not in the cache, and HF_HUB_OFFLINE is set: no request is made",
 				  label);
 	}
 	/* Sinks open at the first attempt, so at most maxconn tmp files are open. */
@@ -649,7 +649,7 @@ static void xfer_finish(struct fg_pull *p, struct xfer *x, CURLcode res)
 {
 	char label[FG_ERR_MSG_MAX], why[FG_ERR_MSG_MAX];
 	long s = x->r.status;
-	int retry = 0, code = FG_EIO;
+	int retry = 0, code = FG_EINPUT;
 
 	x->state = XS_DONE;
 	if (x->fatal)
