@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,21 @@ static void test_result_carries_provenance(void **state)
 	assert_int_equal(rm_tree(tmp), 0);
 }
 
+/* The entries of folder dir, "." and ".." aside; -1 when it cannot be read. */
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	const struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
 /* out_nofollow: a link anywhere in out's parent path is refused before anything is read or written. */
 static void test_out_nofollow(void **state)
 {
@@ -154,6 +170,9 @@ static void test_out_nofollow(void **state)
 	assert_int_equal(fg_forge_run(&o, &res, &err), FG_EFORBIDDEN);
 	assert_non_null(strstr(err.msg, "symbolic link"));
 	fg_forge_result_release(&res);
+	/* Nothing was made behind the link (no artifact, no temporary folder), nor beside it. */
+	assert_int_equal(entries(real), 0);
+	assert_int_equal(entries(tmp), 2);
 	o.out_nofollow = 0; /* as spelled: the link is followed */
 	assert_int_equal(fg_forge_run(&o, &res, &err), 0);
 	assert_true(res.ok);

@@ -410,6 +410,71 @@ static void test_writer_spans_and_hashes(void **state)
 }
 
 /*
+ * Which path a span took: its file holds other bytes than its memory (a
+ * test's setup; in a forge both are the same bytes), so the output shows
+ * whether the kernel copied from the file or the writer wrote from memory.
+ * Where copy_file_range copies between these two files (probed first), the
+ * file's bytes are in the output and the hash, fed from memory, is not the
+ * output's; where it cannot, the test is skipped.
+ */
+static void test_writer_copies_in_kernel(void **state)
+{
+	enum { N = 1 << 20 };
+	uint8_t *file_bytes = malloc(N), *mem_bytes = malloc(N);
+	struct spans from_file = { .piece = N };
+	struct fg_sha256 *h[1] = { fg_sha256_new() };
+	const struct fg_st_write_opts wo = { .hashes = h, .n_hashes = 1 };
+	struct fg_st_out t = { .name = "copied", .dtype = FG_DT_U8, .rank = 1, .shape = { N }, .span = span_src,
+			       .produce = produce_ramp, .ctx = &from_file };
+	struct fg_st_file *f = NULL;
+	struct fg_err err = { 0 };
+	char path[PATH_MAX + 32], src[PATH_MAX + 32], probe[PATH_MAX + 32], hex[FG_SHA256_HEX], file_hex[FG_SHA256_HEX];
+	loff_t in = SRC_AT;
+	ssize_t copied;
+	int pfd;
+
+	(void)state;
+	assert_non_null(file_bytes);
+	assert_non_null(mem_bytes);
+	assert_non_null(h[0]);
+	memset(file_bytes, 0xAB, N);
+	memset(mem_bytes, 0x11, N);
+	snprintf(src, sizeof(src), "%s/kernel_src.bin", tmpdir);
+	snprintf(probe, sizeof(probe), "%s/kernel_probe.bin", tmpdir);
+	snprintf(path, sizeof(path), "%s/kernel.safetensors", tmpdir);
+	from_file.fd = open(src, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(from_file.fd >= 0);
+	assert_int_equal(pwrite(from_file.fd, file_bytes, N, SRC_AT), (ssize_t)N);
+	from_file.mem = mem_bytes;
+	pfd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(pfd >= 0);
+	copied = copy_file_range(from_file.fd, &in, pfd, NULL, 4096, 0);
+	close(pfd);
+	unlink(probe);
+	if (copied != 4096) {
+		close(from_file.fd);
+		unlink(src);
+		fg_sha256_free(h[0]);
+		free(file_bytes);
+		free(mem_bytes);
+		skip();
+	}
+	assert_int_equal(fg_st_write_with(path, &t, 1, NULL, 0, &wo, &err), 0);
+	assert_int_equal(fg_st_open(&f, path, &err), 0);
+	assert_memory_equal(fg_st_find(f, "copied")->data, file_bytes, N); /* the file's bytes: the kernel copied */
+	fg_st_close(f);
+	fg_sha256_final_hex(h[0], hex);
+	assert_int_equal(fg_sha256_file(path, file_hex, &err), 0);
+	assert_string_not_equal(hex, file_hex); /* fed from memory, which the copy did not read */
+	close(from_file.fd);
+	unlink(src);
+	unlink(path);
+	fg_sha256_free(h[0]);
+	free(file_bytes);
+	free(mem_bytes);
+}
+
+/*
  * A mapped source that shrinks while it is written from (an `rsync
  * --inplace` re-upload): the writer's own reads, and its hash threads',
  * raise SIGBUS, which the guards turn into FG_EINPUT "changed while it was
@@ -702,6 +767,7 @@ int main(void)
 		cmocka_unit_test(test_writer_golden_bytes),
 		cmocka_unit_test(test_writer_streams),
 		cmocka_unit_test(test_writer_spans_and_hashes),
+		cmocka_unit_test(test_writer_copies_in_kernel),
 		cmocka_unit_test(test_shrunk_source_is_an_error),
 		cmocka_unit_test(test_writer_failure_leaves_nothing),
 		cmocka_unit_test(test_open_errors),
