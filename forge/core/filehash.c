@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "forge/core/fs.h"
+#include "forge/core/str.h"
 
 #define CHUNK ((size_t)4 << 20)
 #define N_BUFS 4
@@ -36,14 +37,6 @@ static int entry_path(const char *cache_dir, const char *key, char *path, size_t
 	fg_sha256_buf(key, strlen(key), name);
 	n = snprintf(path, len, "%s/v1/hashes/%s", cache_dir, name);
 	return n > 0 && (size_t)n < len;
-}
-
-static int is_hex64(const char *s)
-{
-	for (int i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
 }
 
 /* 1 with hex filled when the entry of st is there and whole. */
@@ -71,7 +64,7 @@ static int lookup(const char *cache_dir, const struct stat *st, char hex[FG_SHA2
 	if (strncmp(text, key, strlen(key)) != 0 || text[strlen(key)] != '\n')
 		return 0;
 	v = text + strlen(key) + 1;
-	if (strncmp(v, "sha256=", 7) != 0 || strlen(v) < 7 + 64 || !is_hex64(v + 7))
+	if (strncmp(v, "sha256=", 7) != 0 || strlen(v) < 7 + 64 || fg_lower_hex_span(v + 7) < 64)
 		return 0;
 	memcpy(hex, v + 7, 64);
 	hex[64] = '\0';

@@ -85,6 +85,12 @@ static inline uint32_t fg_hash_bytes(const char *s, size_t n)
 	return (uint32_t)(a ^ (a >> 32));
 }
 
+/* How many lowercase hex digits (0-9, a-f: a SHA-256 or git id as forged spells them) s starts with. */
+static inline size_t fg_lower_hex_span(const char *s)
+{
+	return strspn(s, "0123456789abcdef");
+}
+
 /* What fg_hex_nibble returns for a character that is no hex digit. */
 #define FG_HEX_NONE 16
 

@@ -24,6 +24,7 @@
 
 #include "forge/core/fs.h"
 #include "forge/core/json.h"
+#include "forge/core/str.h"
 #include "forge/source/checkpoint.h"
 
 #define READ_CHUNK (4u << 20)
@@ -182,12 +183,7 @@ static int cmp_names(const void *a, const void *b)
 
 static int is_hex64(const char *s)
 {
-	size_t n = 0;
-
-	for (; s && *s; s++, n++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return 0;
-	return n == 64;
+	return s && fg_lower_hex_span(s) == 64 && s[64] == '\0';
 }
 
 int fg_artifact_digest(const cJSON *files, char out[FG_DIGEST_MAX], struct fg_err *err)

@@ -65,8 +65,8 @@
 
 #include "forge/core/fs.h"
 #include "forge/core/grow.h"
+#include "forge/core/str.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -111,12 +111,9 @@ int fgp_oom(struct fg_err *err)
 /* A full git commit id in lowercase hex: 40 digits (SHA-1) or 64 (SHA-256). */
 int fgp_commit_ok(const char *s)
 {
-	size_t i;
+	size_t i = fg_lower_hex_span(s);
 
-	for (i = 0; s[i]; i++)
-		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
-			return 0;
-	return i == 40 || i == 64;
+	return !s[i] && (i == 40 || i == 64);
 }
 
 static int truthy(const char *v)
