@@ -79,7 +79,7 @@ struct fg_client_args {
  * Parse argv (argv[0] is the group's name) with fg_args_parse (args.h): the
  * grammar of every command.  The first positional argument is the
  * subcommand.  handle(ctx, val, optarg) receives each option that is not a
- * common or global one; for a bad value it returns fg_client_bad_value(...).
+ * common or global one; for a bad value it returns fg_args_bad(...).
  * Errors are printed once the subcommand is known, prefixed "forged CMD
  * SUB:", with its synopsis.  An option the subcommand's synopsis (or the
  * group's common one) does not name is an error.  Returns 0 with *a filled
@@ -89,9 +89,6 @@ struct fg_client_args {
 int fg_client_parse(struct fg_client_args *a, const struct fg_cmd *cmd, int argc, char **argv,
 		    const char *shortopts, const struct option *longopts,
 		    int (*handle)(void *ctx, int val, const char *arg), void *ctx);
-
-/* Record the first bad option value (printf-style message) for fg_client_parse; returns -1. */
-#define fg_client_bad_value fg_args_bad
 
 /* Print "forged LABEL: MSG", the synopsis line, return FG_EXIT_USAGE. */
 int fg_client_usage(const struct fg_client_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -130,25 +130,25 @@ static int artifacts_option(void *ctx, int val, const char *arg)
 		if (fg_verdict_code_find(arg))
 			return 0;
 		verdict_codes(list, sizeof(list));
-		return fg_client_bad_value("--verdict '%s' is not a verdict code: one of %s", arg, list);
+		return fg_args_bad("--verdict '%s' is not a verdict code: one of %s", arg, list);
 	case OPT_FAMILY:
 		o->family = arg;
 		if (is_family(arg))
 			return 0;
 		family_ids(list, sizeof(list));
-		return fg_client_bad_value("--family '%s' is not a family: one of %s", arg, list);
+		return fg_args_bad("--family '%s' is not a family: one of %s", arg, list);
 	case OPT_LIMIT:
 		o->limit = strtoll(arg, &end, 10);
 		if (!*arg || *end || o->limit < 1 || o->limit > 500)
-			return fg_client_bad_value("--limit '%s' is not a number in 1..500", arg);
+			return fg_args_bad("--limit '%s' is not a number in 1..500", arg);
 		return 0;
 	case OPT_CURSOR:
 		o->cursor = strtoll(arg, &end, 10);
 		if (!*arg || *end || o->cursor < 0)
-			return fg_client_bad_value("--cursor '%s' is not an artifact id (0 or more)", arg);
+			return fg_args_bad("--cursor '%s' is not an artifact id (0 or more)", arg);
 		return 0;
 	default:
-		return fg_client_bad_value("unknown option");
+		return fg_args_bad("unknown option");
 	}
 }
 

@@ -80,12 +80,12 @@ static int fleet_option(void *ctx, int val, const char *arg)
 	case OPT_HOST:
 		o->host = arg;
 		if (!*arg || strlen(arg) > 255)
-			return fg_client_bad_value("--host must be 1-255 bytes");
+			return fg_args_bad("--host must be 1-255 bytes");
 		return 0;
 	case OPT_ARTIFACT:
 		o->artifact = arg;
 		if (!*arg)
-			return fg_client_bad_value("--artifact needs an artifact id or a fingerprint");
+			return fg_args_bad("--artifact needs an artifact id or a fingerprint");
 		return 0;
 	case OPT_RUNTIME:
 		o->runtime = arg;
@@ -93,14 +93,14 @@ static int fleet_option(void *ctx, int val, const char *arg)
 	case OPT_DIGEST:
 		o->digest = arg;
 		if (!*arg || strlen(arg) > 128)
-			return fg_client_bad_value("--digest must be 1-128 bytes");
+			return fg_args_bad("--digest must be 1-128 bytes");
 		return 0;
 	case OPT_ARTIFACT_ID: {
 		char *end;
 
 		o->artifact_id = strtoll(arg, &end, 10);
 		if (*end || o->artifact_id < 1 || arg[0] == '+' || arg[0] == '-')
-			return fg_client_bad_value("--artifact-id '%s' is not a positive integer", arg);
+			return fg_args_bad("--artifact-id '%s' is not a positive integer", arg);
 		return 0;
 	}
 	case OPT_OBSERVED:
@@ -108,12 +108,12 @@ static int fleet_option(void *ctx, int val, const char *arg)
 		doc = cJSON_Parse(arg);
 		if (!cJSON_IsObject(doc)) {
 			cJSON_Delete(doc);
-			return fg_client_bad_value("--observed '%s' is not a JSON object", arg);
+			return fg_args_bad("--observed '%s' is not a JSON object", arg);
 		}
 		cJSON_Delete(doc);
 		return 0;
 	default:
-		return fg_client_bad_value("unknown option");
+		return fg_args_bad("unknown option");
 	}
 }
 

@@ -6,7 +6,6 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "api/validate.h"
 #include "daemon/client.h"
+#include "daemon/fault.h"
 #include "forge/artifact/forge.h"
 
 static int run_forge(int argc, char **argv);
@@ -57,8 +57,8 @@ const struct fg_cmd fg_cmd_forge = {
  * Progress people can watch: on a TTY one live line (redrawn at most ten
  * times a second), off one (a CI log) a line every FORGED_PROGRESS_SECONDS
  * (default 5; none for a forge that ends sooner), each with the stage, its
- * bytes done of total, the rate and the ETA.  FORGED_FAULT_STAGE=STAGE kills
- * the process with SIGKILL when STAGE begins: the crash tests use it to
+ * bytes done of total, the rate and the ETA.  Each stage is a kill point
+ * (fault.h: FORGED_FAULT, FORGED_FAULT_STAGE): the crash tests use them to
  * prove that an interrupted forge leaves nothing at the destination.
  * FORGED_TEST_STAGE_DELAY=STAGE:MS sleeps MS milliseconds when STAGE begins
  * (tests only: two forges racing for one destination).
@@ -103,11 +103,10 @@ static void progress_text(char *buf, size_t len, const struct fg_forge_progress 
 
 static void stage_hooks(const char *stage)
 {
-	const char *fault = getenv("FORGED_FAULT_STAGE"), *delay = getenv("FORGED_TEST_STAGE_DELAY");
+	const char *delay = getenv("FORGED_TEST_STAGE_DELAY");
 	size_t n = strlen(stage);
 
-	if (fault && strcmp(fault, stage) == 0)
-		raise(SIGKILL);
+	fg_fault_point(stage);
 	if (delay && strncmp(delay, stage, n) == 0 && delay[n] == ':') {
 		long ms = strtol(delay + n + 1, NULL, 10);
 

@@ -135,21 +135,21 @@ static int jobs_option(void *ctx, int val, const char *arg)
 	case OPT_TIMEOUT:
 		o->timeout = strtod(arg, &end);
 		if (!*arg || *end || !isfinite(o->timeout) || o->timeout <= 0)
-			return fg_client_bad_value("--timeout '%s' is not a number of seconds above 0", arg);
+			return fg_args_bad("--timeout '%s' is not a number of seconds above 0", arg);
 		return 0;
 	case OPT_STATE:
 		o->state = arg;
 		return fg_args_pick("--state", arg, job_states) < 0 ? -1 : 0;
 	case OPT_LIMIT:
 		if (parse_count(arg, 1, 500, &o->limit))
-			return fg_client_bad_value("--limit '%s' is not a number in 1..500", arg);
+			return fg_args_bad("--limit '%s' is not a number in 1..500", arg);
 		return 0;
 	case OPT_CURSOR:
 		if (parse_count(arg, 0, (long long)1 << 62, &o->cursor))
-			return fg_client_bad_value("--cursor '%s' is not a job id (0 or more)", arg);
+			return fg_args_bad("--cursor '%s' is not a job id (0 or more)", arg);
 		return 0;
 	default:
-		return fg_client_bad_value("unknown option");
+		return fg_args_bad("unknown option");
 	}
 }
 

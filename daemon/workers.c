@@ -24,12 +24,10 @@
  * every instance sees, and an instance that cannot write there fails the
  * job saying so rather than half-writing it.
  *
- * FORGED_FAULT=POINT[:N] (tests only): the process kills itself with
- * SIGKILL, like a power cut, the N-th time (default 1) a job reaches POINT:
- * a forge stage (inspect, fetch, backbone, sidecar, provenance, check, done:
- * after the rename), "forged" (the forge returned, nothing stored) or
- * "stored" (the artifact and the job's success committed).
- * FORGED_FAULT_STAGE=STAGE is the older spelling of POINT:1.
+ * Kill points (tests only, fault.h): each forge stage (inspect, fetch,
+ * backbone, sidecar, provenance, check, done: after the rename), "forged"
+ * (the forge returned, nothing stored) and "stored" (the artifact and the
+ * job's success committed).
  */
 #include "daemon/workers.h"
 
@@ -38,7 +36,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +46,7 @@
 #include "api/paths.h"
 #include "api/validate.h"
 #include "daemon/cli.h"
+#include "daemon/fault.h"
 #include "daemon/log.h"
 #include "forge/artifact/forge.h"
 #include "forge/artifact/request.h"
@@ -92,31 +90,6 @@ static double since(const struct timespec *t)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
-/* ---- FORGED_FAULT (tests only) ---- */
-
-static atomic_int fault_hits;
-
-/* SIGKILL the process when point is FORGED_FAULT's POINT and this is its N-th time. */
-static void fault_point(const char *point)
-{
-	const char *old = getenv("FORGED_FAULT_STAGE");
-	const char *spec = getenv("FORGED_FAULT");
-	char name[32];
-	long n = 1;
-
-	if (old && strcmp(old, point) == 0)
-		raise(SIGKILL);
-	if (!spec || !*spec)
-		return;
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
-	if (strcmp(name, point) != 0)
-		return;
-	if (spec[strlen(name)] == ':')
-		n = strtol(spec + strlen(name) + 1, NULL, 10);
-	if (atomic_fetch_add(&fault_hits, 1) + 1 >= n)
-		raise(SIGKILL); /* crash tests: die mid-job, like a power cut */
 }
 
 /* ---- watchdog ---- */
@@ -186,7 +159,7 @@ static int record_progress(struct job_ctx *j, const char *stage, double fraction
 	struct fg_job job;
 	int rc;
 
-	fault_point(stage);
+	fg_fault_point(stage);
 	clock_gettime(CLOCK_MONOTONIC, &j->last_store);
 	touch(j->w);
 	if (b && b->bytes_total)
@@ -520,7 +493,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 	if (!rc && !adopted)
 		rc = fg_forge_run(&o, &res, &err);
 	if (!rc)
-		fault_point("forged");
+		fg_fault_point("forged");
 	if (ctx.lost) {
 		/* Another instance took the job over when our lease ran out: it is theirs now. */
 		fg_log(FG_LOG_NOTICE, "job %lld: taken over by another worker, this run is dropped", (long long)job->id);
@@ -549,7 +522,7 @@ static void run_job(struct worker *w, struct fg_job *job)
 
 		rc = store_artifact(w, job->id, o.source, &res, &aid, &existed, &err);
 		if (!rc) {
-			fault_point("stored");
+			fg_fault_point("stored");
 			/* An adopted folder was written by an earlier run: nothing new written now. */
 			tell_api(p, 1, adopted ? 0 : bytes_written(res.artifact, 0), -1.0, 0);
 			fg_log(FG_LOG_INFO, "job %lld: succeeded, artifact %lld%s digest %s head fingerprint %s",
