@@ -190,6 +190,46 @@ int fg_client_id(const struct fg_client_args *a, const char *text, const char *w
 
 /* ---- connection ---- */
 
+/* n bytes as "12.3 MB" (decimal units, as the rate is). */
+static void human(char *buf, size_t len, double n)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+	int u = 0;
+
+	while (n >= 1000.0 && u < 4) {
+		n /= 1000.0;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+}
+
+void fg_client_progress_text(char *buf, size_t len, const char *stage, double fraction, double done, double total,
+			     double rate, double eta_s)
+{
+	char a[24], b[24], r[24];
+	int n = snprintf(buf, len, "%-10s %3d%%", stage, (int)(fraction * 100.0));
+	size_t at;
+
+	if (n < 0 || (size_t)n >= len || !(total > 0) || done < 0)
+		return;
+	at = (size_t)n;
+	human(a, sizeof(a), done);
+	human(b, sizeof(b), total);
+	n = snprintf(buf + at, len - at, "  %s/%s", a, b);
+	if (n < 0 || (size_t)n >= len - at)
+		return;
+	at += (size_t)n;
+	if (rate >= 0) {
+		human(r, sizeof(r), rate);
+		n = snprintf(buf + at, len - at, "  %s/s", r);
+		if (n < 0 || (size_t)n >= len - at)
+			return;
+		at += (size_t)n;
+	}
+	if (eta_s >= 0)
+		snprintf(buf + at, len - at, "  eta %.0f s", eta_s);
+}
+
 double fg_client_now(void)
 {
 	struct timespec ts;

@@ -71,34 +71,10 @@ struct cli_progress {
 	int drawn;              /* a TTY line is on the screen */
 };
 
-/* n bytes as "12.3 MB" (decimal units, as the rate is). */
-static void human(char *buf, size_t len, double n)
-{
-	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
-	int u = 0;
-
-	while (n >= 1000.0 && u < 4) {
-		n /= 1000.0;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
-}
-
-/* "sidecar  45%  740.0 MB/1.6 GB  410.0 MB/s  eta 2 s" into buf. */
 static void progress_text(char *buf, size_t len, const struct fg_forge_progress *p)
 {
-	char done[24], total[24], rate[24];
-	int n = snprintf(buf, len, "%-10s %3d%%", p->stage, (int)(p->fraction * 100.0));
-
-	if (n < 0 || (size_t)n >= len || !p->bytes_total)
-		return;
-	human(done, sizeof(done), (double)p->bytes_done);
-	human(total, sizeof(total), (double)p->bytes_total);
-	human(rate, sizeof(rate), p->rate);
-	if (p->eta_s >= 0)
-		snprintf(buf + n, len - (size_t)n, "  %s/%s  %s/s  eta %.0f s", done, total, rate, p->eta_s);
-	else
-		snprintf(buf + n, len - (size_t)n, "  %s/%s", done, total);
+	fg_client_progress_text(buf, len, p->stage, p->fraction, (double)p->bytes_done, (double)p->bytes_total,
+				p->rate, p->eta_s);
 }
 
 static void stage_hooks(const char *stage)

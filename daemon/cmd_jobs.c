@@ -327,17 +327,13 @@ static int wait_job(struct fg_client *c, long long id, double timeout)
 			break;
 		}
 		if (tty && !terminal_state(state)) {
-			double done = fg_json_get_num(job, "bytes_done", -1), total = fg_json_get_num(job, "bytes_total", -1);
-			double eta = fg_json_get_num(job, "eta_s", -1);
+			char text[160];
 
-			fprintf(stderr, "\rjob %lld: %-9s %-10s %3.0f%%", id, state, str_or_dash(job, "stage"),
-				fg_json_get_num(job, "progress", 0) * 100.0);
-			/* The stage's bytes and ETA, when the server reports them. */
-			if (total > 0 && done >= 0)
-				fprintf(stderr, "  %.1f/%.1f MB", done / 1e6, total / 1e6);
-			if (eta >= 0)
-				fprintf(stderr, "  eta %.0f s", eta);
-			fputs("\033[K", stderr);
+			/* The stage's bytes and ETA, when the server reports them (no rate: it does not). */
+			fg_client_progress_text(text, sizeof(text), str_or_dash(job, "stage"),
+						fg_json_get_num(job, "progress", 0), fg_json_get_num(job, "bytes_done", -1),
+						fg_json_get_num(job, "bytes_total", -1), -1, fg_json_get_num(job, "eta_s", -1));
+			fprintf(stderr, "\rjob %lld: %-9s %s\033[K", id, state, text);
 			shown = 1;
 		}
 		if (terminal_state(state)) {
