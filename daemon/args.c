@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "forge/artifact/policy.h"
+#include "forge/core/str.h"
 #include "forge/model/runtimes.h"
 
 enum fg_color_mode fg_cli_color_mode = FG_COLOR_AUTO;
@@ -115,27 +116,19 @@ int fg_args_check_targets(const char *option, const char *list)
 {
 	const char *p = list;
 
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
+	while (p) {
+		const char *e;
+		size_t len = fg_list_next(&p, &e);
 		char id[96];
 		int rc;
 
-		while (len && (*p == ' ' || *p == '\t')) {
-			p++;
-			len--;
-		}
-		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
 		if (!len || len >= sizeof(id))
 			return fg_args_bad("%s '%s': every entry of the list must be a runtime id", option, list);
-		snprintf(id, sizeof(id), "%.*s", (int)len, p);
+		snprintf(id, sizeof(id), "%.*s", (int)len, e);
 		if ((rc = fg_args_check_runtime(option, id)) != 0)
 			return rc;
-		if (!end)
-			return 0;
-		p = end + 1;
 	}
+	return 0;
 }
 
 int fg_args_add_target(char *buf, size_t len, const char *value)

@@ -37,24 +37,18 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
 	const char *p = text && *text ? text : FG_FORGE_DEFAULT_TARGET;
 
 	*n = 0;
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
+	while (p) {
+		const char *e;
+		size_t len = fg_list_next(&p, &e);
 		char id[96];
 		const struct fg_runtime *rt;
 		int seen = 0;
 
-		while (len && (*p == ' ' || *p == '\t')) {
-			p++;
-			len--;
-		}
-		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
 		if (!len)
 			return fg_err_set(err, FG_EUSAGE, "target list '%s' has an empty entry", text);
 		if (len >= sizeof(id))
-			return fg_err_set(err, FG_EUSAGE, "target '%.40s...' is too long", p);
-		memcpy(id, p, len);
+			return fg_err_set(err, FG_EUSAGE, "target '%.40s...' is too long", e);
+		memcpy(id, e, len);
 		id[len] = '\0';
 		rt = fg_runtime_find(id);
 		if (!rt)
@@ -66,10 +60,8 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
 				return fg_err_set(err, FG_EUSAGE, "more than %d targets", FG_LAYOUT_MAX_TARGETS);
 			rows[(*n)++] = rt;
 		}
-		if (!end)
-			return 0;
-		p = end + 1;
 	}
+	return 0;
 }
 
 /* ---- names ---- */

@@ -85,6 +85,27 @@ static inline uint32_t fg_hash_bytes(const char *s, size_t n)
 	return (uint32_t)(a ^ (a >> 32));
 }
 
+/*
+ * The next entry of the comma-separated list at *p, its blanks (spaces,
+ * tabs) trimmed: *entry is its first byte and its length is returned (0
+ * for an empty entry); *p moves past its comma, or to NULL after the last.
+ */
+static inline size_t fg_list_next(const char **p, const char **entry)
+{
+	const char *s = *p, *end = strchr(s, ',');
+	size_t len = end ? (size_t)(end - s) : strlen(s);
+
+	while (len && (*s == ' ' || *s == '\t')) {
+		s++;
+		len--;
+	}
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	*entry = s;
+	*p = end ? end + 1 : NULL;
+	return len;
+}
+
 /* How many lowercase hex digits (0-9, a-f: a SHA-256 or git id as forged spells them) s starts with. */
 static inline size_t fg_lower_hex_span(const char *s)
 {
