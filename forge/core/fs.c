@@ -294,49 +294,68 @@ int fg_fs_link_or_copy_fd(int in, const char *label, const char *dst, struct fg_
 	return rc;
 }
 
+int fg_fs_atomic_open(struct fg_fs_atomic *a, const char *path, struct fg_err *err)
+{
+	const char *base = strrchr(path, '/');
+	int n;
+
+	a->fd = -1;
+	a->created = 0;
+	a->path = path;
+	base = base ? base + 1 : path;
+	n = snprintf(a->tmp, sizeof(a->tmp), "%.*s.%s.tmp-%ld-%lu", (int)(base - path), path, base, (long)getpid(),
+		     __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
+	if (n < 0 || (size_t)n >= sizeof(a->tmp))
+		return fg_err_set(err, FG_EUSAGE, "%s: path too long", path);
+	a->fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (a->fd < 0)
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create temporary file: %s", a->tmp,
+				  strerror(errno));
+	a->created = 1;
+	return 0;
+}
+
+int fg_fs_atomic_commit(struct fg_fs_atomic *a, struct fg_err *err)
+{
+	int rc;
+
+	if (fsync(a->fd) != 0)
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", a->tmp, strerror(errno));
+	rc = close(a->fd);
+	a->fd = -1;
+	if (rc != 0)
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", a->tmp, strerror(errno));
+	if (rename(a->tmp, a->path) != 0)
+		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s", a->path,
+				  strerror(errno));
+	a->created = 0; /* it is path now */
+	rc = fg_fs_fsync_parent(a->path);
+	if (rc)
+		return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync of the folder: %s", a->path,
+				  strerror(-rc));
+	return 0;
+}
+
+void fg_fs_atomic_abort(struct fg_fs_atomic *a)
+{
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
+	if (a->created)
+		unlink(a->tmp);
+	a->created = 0;
+}
+
 int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err)
 {
-	char tmp[PATH_MAX];
-	const char *base = strrchr(path, '/');
-	int fd, rc, n;
+	struct fg_fs_atomic a;
+	int rc = fg_fs_atomic_open(&a, path, err);
 
-	base = base ? base + 1 : path;
-	n = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp-%ld-%lu", (int)(base - path), path, base, (long)getpid(),
-		     __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return fg_err_set(err, FG_EUSAGE, "%s: path too long", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create temporary file: %s",
-				  tmp, strerror(errno));
-	rc = fg_fs_write_all(fd, data, len);
-	if (rc) {
-		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: write: %s", tmp, strerror(-rc));
-		goto fail;
-	}
-	if (fsync(fd) != 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	rc = close(fd);
-	fd = -1;
-	if (rc != 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	if (rename(tmp, path) != 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
-				path, strerror(errno));
-		goto fail;
-	}
-	rc = fg_fs_fsync_parent(path);
-	if (rc)
-		return fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync of the folder: %s", path, strerror(-rc));
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+	if (!rc && (rc = fg_fs_write_all(a.fd, data, len)) != 0)
+		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: write: %s", a.tmp, strerror(-rc));
+	if (!rc)
+		rc = fg_fs_atomic_commit(&a, err);
+	fg_fs_atomic_abort(&a);
 	return rc;
 }
 

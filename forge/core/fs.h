@@ -13,6 +13,7 @@
 #ifndef FG_FS_H
 #define FG_FS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -80,11 +81,30 @@ int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
 int fg_fs_link_or_copy_fd(int fd, const char *label, const char *dst, struct fg_err *err);
 
 /*
- * Replace path with len bytes of data atomically: written to a temporary
- * file in path's folder (O_EXCL, so concurrent writers never share one),
- * fsynced, renamed over path, and the folder fsynced, so a reader or a crash
- * sees the old file or the whole new one.  The temporary file never outlives
- * a failure.  0 or FG_EINPUT/FG_EUSAGE.
+ * A file replaced atomically, for a writer that writes it in pieces:
+ * fg_fs_atomic_open creates a temporary file in path's folder (O_EXCL, so
+ * concurrent writers never share one) and leaves its descriptor in a->fd;
+ * the caller writes a->fd (messages may name a->tmp); fg_fs_atomic_commit
+ * fsyncs it, closes it, renames it over path and fsyncs the folder, so a
+ * reader or a crash sees the old file or the whole new one.
+ * fg_fs_atomic_abort closes and removes a temporary file that was not
+ * committed (after a failed commit too), and does nothing otherwise.
+ * Failures: fg_fs_write_errcode's codes, FG_EUSAGE for a path too long.
+ */
+struct fg_fs_atomic {
+	int fd;                /* -1 once closed */
+	int created;           /* tmp exists and is ours to remove */
+	const char *path;
+	char tmp[PATH_MAX];
+};
+
+int fg_fs_atomic_open(struct fg_fs_atomic *a, const char *path, struct fg_err *err);
+int fg_fs_atomic_commit(struct fg_fs_atomic *a, struct fg_err *err);
+void fg_fs_atomic_abort(struct fg_fs_atomic *a);
+
+/*
+ * Replace path with len bytes of data atomically (fg_fs_atomic_open, one
+ * write, fg_fs_atomic_commit).  The temporary file never outlives a failure.
  */
 int fg_fs_write_atomic(const char *path, const void *data, size_t len, struct fg_err *err);
 

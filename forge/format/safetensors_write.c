@@ -28,7 +28,6 @@
 #define WRITEBACK_STEP ((uint64_t)64 << 20) /* start writeback every this many bytes */
 
 /* Makes temporary names unique between threads of one process. */
-static unsigned long tmp_seq;
 
 /* Build the header text for tensors and metadata; caller frees. */
 static char *build_header(const struct fg_st_out *tensors, size_t n,
@@ -270,13 +269,12 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		     struct fg_err *err)
 {
 	static const char spaces[8] = "        ";
-	char tmp[PATH_MAX];
-	const char *base = strrchr(path, '/');
+	struct fg_fs_atomic file = { .fd = -1 };
 	uint8_t lenbuf[8];
 	uint64_t hlen, padded;
 	struct writer w = { .fd = -1, .o = o, .copy_ok = 1 };
 	char *header;
-	int rc, created = 0;
+	int rc;
 
 	header = build_header(tensors, n, meta, n_meta, path, err);
 	if (!header)
@@ -287,26 +285,15 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		fg_shape_nelem(tensors[i].shape, tensors[i].rank, &nelem);
 		w.data_total += nelem * fg_dtype_size(tensors[i].dtype);
 	}
-	base = base ? base + 1 : path;
-	rc = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp-%ld-%lu", (int)(base - path), path, base,
-		      (long)getpid(), __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
-	if (rc < 0 || (size_t)rc >= sizeof(tmp)) {
-		rc = fg_err_set(err, FG_EUSAGE, "%s: path too long", path);
+	if ((rc = fg_fs_atomic_open(&file, path, err)) != 0)
 		goto out;
-	}
-	w.path = tmp;
+	w.path = file.tmp;
+	w.fd = file.fd;
 	/* Views and spans may be mapped source bytes: the hash threads read them under the SIGBUS guard. */
 	if (o && o->n_hashes && !(w.pipe = fg_sha256_pipe_start_guarded(o->hashes, o->n_hashes, fg_st_guard))) {
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for the hash threads", path);
 		goto out;
 	}
-	w.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (w.fd < 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot create temporary file: %s",
-				tmp, strerror(errno));
-		goto out;
-	}
-	created = 1;
 	hlen = strlen(header);
 	padded = (hlen + 7) & ~7ull;
 	for (int i = 0; i < 8; i++)
@@ -336,30 +323,10 @@ int fg_st_write_with(const char *path, const struct fg_st_out *tensors, size_t n
 		rc = fg_err_set(err, FG_EINPUT, "%s: a source changed while it was read (hashing it raised SIGBUS)", path);
 		goto out;
 	}
-	if (fsync(w.fd) != 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: fsync: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(w.fd) != 0) {
-		w.fd = -1;
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: close: %s", tmp, strerror(errno));
-		goto out;
-	}
-	w.fd = -1;
-	if (rename(tmp, path) != 0) {
-		rc = fg_err_set(err, fg_fs_write_errcode(errno), "%s: cannot rename into place: %s",
-				path, strerror(errno));
-		goto out;
-	}
-	rc = fg_fs_fsync_parent(path);
-	if (rc)
-		rc = fg_err_set(err, fg_fs_write_errcode(-rc), "%s: fsync of the folder: %s", path, strerror(-rc));
+	rc = fg_fs_atomic_commit(&file, err);
 out:
 	fg_sha256_pipe_finish(w.pipe); /* before the buffers go: the threads may still read them */
-	if (w.fd >= 0)
-		close(w.fd);
-	if (rc && created)
-		unlink(tmp);
+	fg_fs_atomic_abort(&file);
 	for (int i = 0; i < N_BUFS; i++)
 		free(w.buf[i]);
 	free(header);
