@@ -375,42 +375,37 @@ static int write_provenance(struct forge *f, struct fg_err *err)
  * The head tensors are made readable before writing: a remote source's are
  * fetched (by ranges, cached), a local one's files are mapped for streaming.
  */
+/* The tensors the plan reads, gathered (fg_plan_entry_inputs' ctx). */
+struct wanted {
+	const struct fg_tensor **t;
+	size_t n;
+};
+
+static int want_input(void *ctx, const struct fg_tensor *t)
+{
+	struct wanted *w = ctx;
+
+	w->t[w->n++] = t;
+	return 0;
+}
+
 static int fetch_head(struct forge *f, struct fg_err *err)
 {
-	const struct fg_tensor **want;
-	size_t n = 0, cap = 0;
+	struct wanted w = { NULL, 0 };
+	size_t cap = 0;
 	int rc;
 
 	for (size_t i = 0; i < f->plan.n; i++)
-		cap += 2 + 2 * f->plan.t[i].n_srcs + FG_QR_COUNT * (1 + f->plan.t[i].n_srcs);
-	want = calloc(cap ? cap : 1, sizeof(*want));
-	if (!want)
+		cap += fg_plan_entry_max_inputs(&f->plan.t[i]);
+	w.t = calloc(cap ? cap : 1, sizeof(*w.t));
+	if (!w.t)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	for (size_t i = 0; i < f->plan.n; i++) {
-		const struct fg_plan_entry *e = &f->plan.t[i];
-
-		if (e->src)
-			want[n++] = e->src;
-		if (e->scale_inv)
-			want[n++] = e->scale_inv;
-		for (size_t k = 0; k < e->n_srcs; k++) {
-			want[n++] = e->srcs[k];
-			if (e->scale_invs && e->scale_invs[k])
-				want[n++] = e->scale_invs[k];
-		}
-		/* a dequantized module reads every tensor of its format (scales, zero points, g_idx, ...) */
-		for (size_t k = 0; k <= e->n_srcs; k++) {
-			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
-
-			for (int r = 0; q && r < FG_QR_COUNT; r++)
-				if (q->m.t[r])
-					want[n++] = q->m.t[r];
-		}
-	}
+	for (size_t i = 0; i < f->plan.n; i++)
+		fg_plan_entry_inputs(&f->plan.t[i], want_input, &w);
 	if (f->src->ckpt->pull)
 		fg_art_progress(f, FG_ART_FETCH);
-	rc = fg_ckpt_map(f->src->ckpt, want, n, err);
-	free(want);
+	rc = fg_ckpt_map(f->src->ckpt, w.t, w.n, err);
+	free(w.t);
 	return rc;
 }
 

@@ -330,54 +330,59 @@ static int note_relayout(struct forge *f, const struct fg_plan_entry *e, struct 
 }
 
 /* Bytes the provenance stage moves: copies compressed, or source files hashed (not remembered). */
+struct count_ctx {
+	struct forge *f;
+	cJSON *seen;     /* source files counted */
+	uint64_t total;
+};
+
 /* Count t's bytes once: a copy's, or its source file's when its hash is not remembered. */
-static void count_original(struct forge *f, const struct fg_tensor *t, cJSON *seen, uint64_t *total)
+static int count_original(void *ctx, const struct fg_tensor *t)
 {
-	const struct fg_ckpt_file *cf = t ? fg_art_file_of(f->src, t) : NULL;
+	struct count_ctx *c = ctx;
+	const struct fg_ckpt_file *cf = fg_art_file_of(c->f->src, t);
 	char hex[FG_SHA256_HEX];
 	uint64_t size;
 
-	if (!t)
-		return;
-	if (copy_originals(f)) {
-		*total += fg_tensor_bytes(t);
-	} else if (cf && !cJSON_GetObjectItemCaseSensitive(seen, cf->path)) {
-		cJSON_AddTrueToObject(seen, cf->path);
-		if (!fg_filehash_cached(f->cache_dir, cf->path, hex, &size))
-			*total += size;
+	if (copy_originals(c->f)) {
+		c->total += fg_tensor_bytes(t);
+	} else if (cf && !cJSON_GetObjectItemCaseSensitive(c->seen, cf->path)) {
+		cJSON_AddTrueToObject(c->seen, cf->path);
+		if (!fg_filehash_cached(c->f->cache_dir, cf->path, hex, &size))
+			c->total += size;
 	}
+	return 0;
 }
 
 static uint64_t originals_bytes(struct forge *f)
 {
-	cJSON *seen = cJSON_CreateObject();
-	uint64_t total = 0;
+	struct count_ctx c = { f, cJSON_CreateObject(), 0 };
 
-	for (size_t i = 0; seen && i < f->plan.n; i++) {
-		const struct fg_plan_entry *e = &f->plan.t[i];
+	for (size_t i = 0; c.seen && i < f->plan.n; i++)
+		if (f->plan.t[i].changed)
+			fg_plan_entry_inputs(&f->plan.t[i], count_original, &c);
+	cJSON_Delete(c.seen);
+	return c.total;
+}
 
-		if (!e->changed)
-			continue;
-		count_original(f, e->src, seen, &total);
-		count_original(f, e->scale_inv, seen, &total);
-		for (size_t k = 0; k < e->n_srcs; k++) {
-			count_original(f, e->srcs[k], seen, &total);
-			count_original(f, e->scale_invs ? e->scale_invs[k] : NULL, seen, &total);
-		}
-		for (size_t k = 0; k <= e->n_srcs; k++) {
-			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+/* keep_original for fg_plan_entry_inputs: its failure stays in err. */
+struct keep_ctx {
+	struct forge *f;
+	uint64_t *done;
+	struct fg_err *err;
+};
 
-			for (int r = 0; q && r < FG_QR_COUNT; r++)
-				count_original(f, q->m.t[r], seen, &total);
-		}
-	}
-	cJSON_Delete(seen);
-	return total;
+static int keep_input(void *ctx, const struct fg_tensor *t)
+{
+	struct keep_ctx *k = ctx;
+
+	return keep_original(k->f, t, k->done, k->err);
 }
 
 int fg_art_write_originals(struct forge *f, struct fg_err *err)
 {
 	uint64_t done = 0;
+	struct keep_ctx k = { f, &done, err };
 	int rc = 0;
 
 	fg_art_stage_total(f, originals_bytes(f));
@@ -391,23 +396,8 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 		if (e->op == FG_OP_SHIFT &&
 		    fg_art_note_name(&f->res->shifted, &f->res->n_shifted, &f->res->cap_shifted, e->name))
 			return fg_err_set(err, FG_ENOMEM, "out of memory");
-		if (e->src)
-			rc = keep_original(f, e->src, &done, err);
-		if (!rc && e->scale_inv)
-			rc = keep_original(f, e->scale_inv, &done, err);
-		for (size_t k = 0; !rc && k < e->n_srcs; k++) {
-			rc = keep_original(f, e->srcs[k], &done, err);
-			if (!rc && e->scale_invs && e->scale_invs[k])
-				rc = keep_original(f, e->scale_invs[k], &done, err);
-		}
-		/* a dequantized module's other tensors (scales, zero points, g_idx, ...) are its originals too */
-		for (size_t k = 0; !rc && k <= e->n_srcs; k++) {
-			const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
-
-			for (int r = 0; !rc && q && r < FG_QR_COUNT; r++)
-				if (q->m.t[r])
-					rc = keep_original(f, q->m.t[r], &done, err);
-		}
+		/* every input, a dequantized module's other tensors (scales, zero points, g_idx, ...) too */
+		rc = fg_plan_entry_inputs(e, keep_input, &k);
 	}
 	fg_art_stage_done(f, done);
 	return rc;

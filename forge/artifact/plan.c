@@ -93,6 +93,35 @@ static void qcache_free(struct fg_plan_qcache *c)
 	free(c);
 }
 
+int fg_plan_entry_inputs(const struct fg_plan_entry *e, int (*fn)(void *ctx, const struct fg_tensor *t), void *ctx)
+{
+	int rc = 0;
+
+	if (e->src)
+		rc = fn(ctx, e->src);
+	if (!rc && e->scale_inv)
+		rc = fn(ctx, e->scale_inv);
+	for (size_t k = 0; !rc && k < e->n_srcs; k++) {
+		if (e->srcs[k])
+			rc = fn(ctx, e->srcs[k]);
+		if (!rc && e->scale_invs && e->scale_invs[k])
+			rc = fn(ctx, e->scale_invs[k]);
+	}
+	for (size_t k = 0; !rc && k <= e->n_srcs; k++) {
+		const struct fg_qmod *q = k < e->n_srcs ? (e->qsrcs ? e->qsrcs[k] : NULL) : e->qsrc;
+
+		for (int r = 0; !rc && q && r < FG_QR_COUNT; r++)
+			if (q->m.t[r])
+				rc = fn(ctx, q->m.t[r]);
+	}
+	return rc;
+}
+
+size_t fg_plan_entry_max_inputs(const struct fg_plan_entry *e)
+{
+	return 2 + 2 * e->n_srcs + FG_QR_COUNT * (1 + e->n_srcs);
+}
+
 void fg_plan_release(struct fg_plan *plan)
 {
 	for (size_t i = 0; plan && i < plan->n; i++) {

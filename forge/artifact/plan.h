@@ -180,6 +180,17 @@ int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *sp
 
 void fg_plan_release(struct fg_plan *plan);
 
+/*
+ * The source tensors entry e reads, each handed to fn(ctx, t): its src and
+ * FP8 scales, each stacked expert and its scales, then every tensor of a
+ * dequantized module's format (scales, zero points, g_idx, ...).  A tensor
+ * may come twice; NULL slots are skipped.  Stops at fn's first non-zero
+ * return, which it returns; else 0.  fg_plan_entry_max_inputs: the most
+ * calls it can make for e.
+ */
+int fg_plan_entry_inputs(const struct fg_plan_entry *e, int (*fn)(void *ctx, const struct fg_tensor *t), void *ctx);
+size_t fg_plan_entry_max_inputs(const struct fg_plan_entry *e);
+
 /* Append an entry named name (copied whole; zeroed otherwise); NULL (FG_ENOMEM in err) on failure. */
 struct fg_plan_entry *fg_plan_add(struct fg_plan *plan, const char *name, struct fg_err *err);
 
