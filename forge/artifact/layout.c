@@ -262,14 +262,11 @@ struct base {
 	cJSON *index_doc;               /* a stand-in: the simulation asks only whether there is one */
 };
 
-/* A shard the writer carries (write.c: fg_art_write_backbone, write_shard). */
-static int carried(const struct fg_inspect *bb, size_t i)
+int fg_layout_carried(const struct fg_inspect *bb, size_t i)
 {
 	const struct fg_ckpt_file *cf = &bb->ckpt->files[i];
 
 	if (!(cf->globbed || cf->in_index || !cf->sidecar))
-		return 0;
-	if (cf->sidecar && !cf->in_index && bb->facts[i].head_tensors == cf->st->n_tensors)
 		return 0;
 	return bb->facts[i].head_tensors < cf->st->n_tensors; /* one of head tensors only is not carried */
 }
@@ -290,7 +287,7 @@ static int base_build(struct base *b, const struct fg_inspect *bb, const struct 
 		struct fg_ckpt_file *f;
 		struct fg_file_facts *ff;
 
-		if (!carried(bb, i))
+		if (!fg_layout_carried(bb, i))
 			continue;
 		f = &b->files[b->n_carried];
 		ff = &b->facts[b->n_carried];

@@ -93,18 +93,17 @@ static int add_linked_hash(struct forge *f, const char *name, const char *path, 
 	return rc ? rc : add_hash(f, name, hex, err);
 }
 
+
+/* A file the loaders read as the backbone's (carried or not). */
 static int is_backbone_shard(const struct fg_ckpt_file *cf)
 {
 	return cf->globbed || cf->in_index || !cf->sidecar;
 }
 
-/* A backbone file the artifact carries (a sidecar holding only head tensors is not). */
+/* A backbone file the artifact carries (layout.h: the layout simulated the same files). */
 static int carried(const struct forge *f, size_t i)
 {
-	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[i];
-
-	return is_backbone_shard(cf) &&
-	       !(cf->sidecar && !cf->in_index && f->bb->facts[i].head_tensors == cf->st->n_tensors);
+	return fg_layout_carried(f->bb, i);
 }
 
 /* A kept tensor of a rewritten shard: its bytes come from the source file, copied in the kernel. */
