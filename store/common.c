@@ -612,10 +612,6 @@ int fg_store_stats_row(struct fg_sql_stats *c, cJSON *by_verdict, cJSON *by_fami
 		c->artifacts = n;
 	} else if (strcmp(dim, "unhealthy") == 0) {
 		c->unhealthy = n;
-	} else if (strcmp(dim, "probe") == 0) {
-		for (int i = 0; i < FG_SQL_PROBE_BUCKETS; i++)
-			if (strcmp(key, fg_sql_probe_buckets[i]) == 0)
-				c->probe[i] = n;
 	} else if (strcmp(dim, "verdict") == 0) {
 		obj = by_verdict;
 	} else if (strcmp(dim, "family") == 0) {

@@ -455,10 +455,13 @@ extern const struct fg_sql_probe_range fg_sql_probe_ranges[FG_SQL_PROBE_BUCKETS]
 struct fg_sql_stats {
 	int64_t artifacts;
 	int64_t unhealthy;
-	int64_t probe[FG_SQL_PROBE_BUCKETS];
 };
 
-/* Fold one artifact_stats row (dim, key, n) into out / by_verdict / by_family; FG_ENOMEM. */
+/*
+ * Fold one artifact_stats row (dim, key, n) into out / by_verdict / by_family;
+ * FG_ENOMEM.  The "probe" rows are skipped: fleet health bins the after-load
+ * probes of artifact_probes itself (fleet_v2.c), and nothing reads them.
+ */
 int fg_store_stats_row(struct fg_sql_stats *out, cJSON *by_verdict, cJSON *by_family, const char *dim,
 		       const char *key, int64_t n, struct fg_err *err);
 
