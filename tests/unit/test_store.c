@@ -2184,6 +2184,18 @@ static void test_migrate_v6_to_v7(void **state)
 	fg_job_release(&j);
 }
 
+/* A verification's result as fg_verify_decide gives it: depth d wins on an M4 Max (rows at depth 0 and d). */
+static cJSON *depth_wins(int d)
+{
+	char text[320];
+
+	snprintf(text, sizeof(text),
+		 "{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":{\"depth\":%d,"
+		 "\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},{\"depth\":%d}],"
+		 "\"failure_reasons\":[]}}", d, d);
+	return cJSON_Parse(text);
+}
+
 /*
  * A version 7 database migrates to 8: each stored mtplx_runtime.json moves
  * to artifact_runtime (an artifact without one gets no row), the artifact
@@ -2193,9 +2205,7 @@ static void test_migrate_v7_to_v8(void **state)
 {
 	struct fixture *f = *state;
 	struct fg_err err = { 0 };
-	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":"
-				    "{\"depth\":2,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
-				    "{\"depth\":2}],\"failure_reasons\":[]}}");
+	cJSON *result = depth_wins(2);
 	cJSON *doc = NULL;
 	int64_t with, without, id;
 
@@ -2234,9 +2244,7 @@ static void test_artifact_runtime(void **state)
 {
 	struct fixture *f = *state;
 	struct fg_err err = { 0 };
-	cJSON *result = cJSON_Parse("{\"verdict\":\"mtp_depth_wins\",\"hardware\":\"M4 Max\",\"speed_evidence\":"
-				    "{\"depth\":3,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
-				    "{\"depth\":3}],\"failure_reasons\":[]}}");
+	cJSON *result = depth_wins(3);
 	cJSON *rt = (cJSON *)0x1;
 	char path[64], tiny[4];
 	int64_t with, without, id;
