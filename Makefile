@@ -172,7 +172,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_SUPPORT) $(filter $(BUILD)/daemon/%.o,$^) $(LIBS) -lcmocka $(LDLIBS)
 $(BUILD)/tests/test_config: $(BUILD)/daemon/config.o $(BUILD)/daemon/args.o
-$(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o
+$(BUILD)/tests/test_workers: $(BUILD)/daemon/workers.o $(BUILD)/daemon/log.o $(BUILD)/daemon/notify.o \
+	$(BUILD)/daemon/fault.o
 
 # Installs only when something is missing, so `make test` stays fast and offline
 # on a machine that has everything.

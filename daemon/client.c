@@ -219,6 +219,8 @@ void fg_client_progress_text(char *buf, size_t len, const char *stage, double fr
 	if (n < 0 || (size_t)n >= len - at)
 		return;
 	at += (size_t)n;
+	if (eta_s < 0)
+		return; /* no ETA: the rate is not known either (forge passes 0 then) */
 	if (rate >= 0) {
 		human(r, sizeof(r), rate);
 		n = snprintf(buf + at, len - at, "  %s/s", r);
@@ -226,8 +228,7 @@ void fg_client_progress_text(char *buf, size_t len, const char *stage, double fr
 			return;
 		at += (size_t)n;
 	}
-	if (eta_s >= 0)
-		snprintf(buf + at, len - at, "  eta %.0f s", eta_s);
+	snprintf(buf + at, len - at, "  eta %.0f s", eta_s);
 }
 
 double fg_client_now(void)

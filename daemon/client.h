@@ -124,10 +124,11 @@ void fg_client_close(struct fg_client *c);
 double fg_client_now(void);
 
 /*
- * A stage's progress as people read it, into buf: "sidecar     45%", then,
- * when its bytes are known (total > 0, done >= 0), "  740.0 MB/1.6 GB",
- * the rate when known (rate >= 0: "  410.0 MB/s") and the ETA (eta_s >= 0:
- * "  eta 2 s").  Sizes in decimal units.  forge's own progress and
+ * A stage's progress as people read it, into buf: "sidecar     45%" (the
+ * percent cut down, so 100% means done), then, when its bytes are known
+ * (total > 0, done >= 0), "  740.0 MB/1.6 GB", and when the ETA is known
+ * (eta_s >= 0) the rate (unless rate < 0: "  410.0 MB/s") and the ETA
+ * ("  eta 2 s").  Sizes in decimal units.  forge's own progress and
  * `jobs wait` on a TTY print the same line.
  */
 void fg_client_progress_text(char *buf, size_t len, const char *stage, double fraction, double done, double total,

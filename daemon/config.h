@@ -63,7 +63,7 @@ struct fg_config {
 
 /*
  * Fill cfg from defaults, the file named by --config (if any) and the flags in
- * argv[1..argc).  FG_EUSAGE names a bad flag or key; FG_EINPUT/FG_EINPUT a bad file.
+ * argv[1..argc).  FG_EUSAGE names a bad flag or key; FG_EINPUT a bad file.
  */
 int fg_config_load(struct fg_config *cfg, int argc, char **argv, struct fg_err *err);
 

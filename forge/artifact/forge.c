@@ -371,10 +371,6 @@ static int write_provenance(struct forge *f, struct fg_err *err)
 	return 0;
 }
 
-/*
- * The head tensors are made readable before writing: a remote source's are
- * fetched (by ranges, cached), a local one's files are mapped for streaming.
- */
 /* The tensors the plan reads, gathered (fg_plan_entry_inputs' ctx). */
 struct wanted {
 	const struct fg_tensor **t;
@@ -389,6 +385,10 @@ static int want_input(void *ctx, const struct fg_tensor *t)
 	return 0;
 }
 
+/*
+ * The head tensors are made readable before writing: a remote source's are
+ * fetched (by ranges, cached), a local one's files are mapped for streaming.
+ */
 static int fetch_head(struct forge *f, struct fg_err *err)
 {
 	struct wanted w = { NULL, 0 };

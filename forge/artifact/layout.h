@@ -89,6 +89,14 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
 		      struct fg_err *err);
 
 /*
+ * 1 when the artifact carries backbone file i (bb->ckpt->files[i]) as a
+ * shard of its own: a file the loaders read as the backbone's (globbed,
+ * listed by the index, or not a sidecar) that holds a tensor other than
+ * the head's.  The writer writes exactly these; the layout simulates them.
+ */
+int fg_layout_carried(const struct fg_inspect *bb, size_t i);
+
+/*
  * Decide the layout of src's primary head on bb's trunk for the n targets,
  * and plan the head for it with opts (fg_plan_build_spec; may be NULL; an
  * MLX-quantized module stays quantized only when every target reads its
@@ -98,14 +106,6 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
  * layout serves, or two targets no one layout serves together, and err the
  * reason in the simulation's words); FG_ENOMEM.
  */
-/*
- * 1 when the artifact carries backbone file i (bb->ckpt->files[i]) as a
- * shard of its own: a file the loaders read as the backbone's (globbed,
- * listed by the index, or not a sidecar) that holds a tensor other than
- * the head's.  The writer writes exactly these; the layout simulates them.
- */
-int fg_layout_carried(const struct fg_inspect *bb, size_t i);
-
 int fg_layout_decide(const struct fg_inspect *src, const struct fg_inspect *bb,
 		     const struct fg_runtime *const *targets, size_t n, const struct fg_plan_opts *opts,
 		     struct fg_layout *out, struct fg_plan *plan, struct fg_err *err);

@@ -100,10 +100,17 @@ static int is_backbone_shard(const struct fg_ckpt_file *cf)
 	return cf->globbed || cf->in_index || !cf->sidecar;
 }
 
-/* A backbone file the artifact carries (layout.h: the layout simulated the same files). */
+/*
+ * A backbone file the writer goes through: every one the artifact carries
+ * (fg_layout_carried, which the layout simulated), and a shard the loaders
+ * read as the backbone's that holds head tensors only, whose tensors it
+ * records as removed from the backbone (write_shard) without writing it.
+ */
 static int carried(const struct forge *f, size_t i)
 {
-	return fg_layout_carried(f->bb, i);
+	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[i];
+
+	return fg_layout_carried(f->bb, i) || (is_backbone_shard(cf) && !(cf->sidecar && !cf->in_index));
 }
 
 /* A kept tensor of a rewritten shard: its bytes come from the source file, copied in the kernel. */

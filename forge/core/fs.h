@@ -8,7 +8,8 @@
  * its own subject ("writing tensor 'x': No space left on device").  The
  * steps that own a whole operation (join, link_or_copy, write_atomic) fill
  * struct fg_err with a message naming the path and return FG_EINPUT,
- * FG_EUSAGE (a path too long) or FG_ENOMEM.
+ * FG_EUSAGE (a path too long), FG_ENOMEM, or FG_ENOSPC when what they
+ * write meets a full disk or quota (fg_fs_write_errcode).
  */
 #ifndef FG_FS_H
 #define FG_FS_H
@@ -69,14 +70,14 @@ int fg_fs_rm_rf(const char *path);
  * loop, for file systems and files it does not serve), fsynced, created
  * read-only; a link is made read-only too (the source name shares its inode
  * and loses its write bits).  A failed
- * copy removes its partial dst.  0 or FG_EINPUT/FG_ENOMEM.
+ * copy removes its partial dst.  0 or FG_EINPUT/FG_ENOMEM/FG_ENOSPC.
  */
 int fg_fs_link_or_copy(const char *src, const char *dst, struct fg_err *err);
 
 /*
  * The same for the file open on fd (a regular file the caller opened and
  * checked; label names it): a hard link to that very inode when it shares
- * dst's file system, else a copy read from fd.  0 or FG_EINPUT/FG_ENOMEM.
+ * dst's file system, else a copy read from fd.  0 or FG_EINPUT/FG_ENOMEM/FG_ENOSPC.
  */
 int fg_fs_link_or_copy_fd(int fd, const char *label, const char *dst, struct fg_err *err);
 

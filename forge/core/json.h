@@ -15,8 +15,8 @@
 /*
  * Read the whole regular file path (at most cap bytes) and parse it.
  * Returns 0 with *out set (the caller frees it with cJSON_Delete), FG_EINPUT
- * (cannot open or read, not a regular file), FG_EINPUT (over cap, not JSON)
- * or FG_ENOMEM; *out is untouched on failure.
+ * (cannot open or read, not a regular file, over cap, not JSON) or
+ * FG_ENOMEM; *out is untouched on failure.
  */
 int fg_json_load(cJSON **out, const char *path, size_t cap, struct fg_err *err);
 

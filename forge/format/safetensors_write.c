@@ -27,8 +27,6 @@
 #define N_BUFS 4                        /* produce() buffers in turn: the hash threads read the others */
 #define WRITEBACK_STEP ((uint64_t)64 << 20) /* start writeback every this many bytes */
 
-/* Makes temporary names unique between threads of one process. */
-
 /* Build the header text for tensors and metadata; caller frees. */
 static char *build_header(const struct fg_st_out *tensors, size_t n,
 			  const struct fg_st_meta *meta, size_t n_meta,

@@ -103,6 +103,17 @@ inspect_clean "306 artifact" "$TMP/embedded" mlx-lm-0.31
 inspect_clean "306 artifact" "$TMP/embedded" mtplx-2.12
 forge qwen35_mlx_stray_shard stray
 check "stray shard: exit 0" [ "$RC" -eq 0 ]
+# The stray shard holds head keys only: not carried, and every one of its keys (read from its own
+# header here) is reported as taken out of the backbone, in forge --json and in the provenance.
+stray_keys=$("$PYTHON" -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+print(json.dumps(sorted(k for k in json.loads(f.read(n)) if k != "__metadata__"), separators=(",", ":")))' \
+	"$FIXTURES/qwen35_mlx_stray_shard/model-extra.safetensors")
+check "stray shard: its $(echo "$stray_keys" | jq length) keys are removed_from_backbone" \
+	[ "$(jq -c '.removed_from_backbone | sort' "$TMP/stray.json")" = "$stray_keys" ]
+check "stray shard: the provenance lists them too" \
+	[ "$(jq '.removed_from_backbone | length' "$TMP/stray/forged.json")" = "$(jq '.removed_from_backbone | length' "$TMP/stray.json")" ]
+check "stray shard: the shard is not carried" [ ! -e "$TMP/stray/model-extra.safetensors" ]
 inspect_clean "stray shard" "$TMP/stray" mlx-lm-0.31
 
 # An absolute source is never shifted again.

@@ -74,7 +74,6 @@ static void test_status_by_code(void **state)
 		{ FG_ESTATE, 503, FG_API_RETRY_AFTER_S, "urn:forged:problem:store-unavailable" },
 		{ FG_ENOSPC, 507, 0, "urn:forged:problem:insufficient-storage" },
 		{ FG_EINPUT, 422, 0, "urn:forged:problem:unprocessable" },
-		{ FG_EINPUT, 422, 0, "urn:forged:problem:unprocessable" },
 		{ FG_EUSAGE, 422, 0, "urn:forged:problem:unprocessable" },
 		{ FG_EFORBIDDEN, 403, 0, "urn:forged:problem:forbidden" },
 		{ FG_ENOTFOUND, 404, 0, "urn:forged:problem:not-found" },
