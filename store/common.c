@@ -622,6 +622,21 @@ int fg_store_stats_row(struct fg_sql_stats *c, cJSON *by_verdict, cJSON *by_fami
 	return 0;
 }
 
+int fg_store_add_rows_member(cJSON *o, const char *text, size_t len, struct fg_err *err)
+{
+	cJSON *body = text ? cJSON_ParseWithLength(text, len) : NULL;
+	cJSON *rows = cJSON_IsObject(body) ? cJSON_DetachItemFromObjectCaseSensitive(body, "rows") : NULL;
+
+	cJSON_Delete(body);
+	if (!rows)
+		rows = cJSON_CreateNull();
+	if (!rows || !cJSON_AddItemToObject(o, "rows", rows)) {
+		cJSON_Delete(rows);
+		return fg_err_set(err, FG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int fg_store_warnings_section(cJSON *doc, const int64_t artifacts[2], const int64_t reports[2],
 			      struct fg_err *err)
 {

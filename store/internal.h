@@ -302,6 +302,15 @@ int fg_store_check_finish(int64_t id, enum fg_job_state state, int64_t artifact_
 /* The instance part of a worker name "INSTANCE/N" (the whole name when it has no '/'), into buf. */
 void fg_store_worker_instance(const char *worker, char *buf, size_t cap);
 
+/*
+ * The "rows" member of a stored verification body (text, len bytes) added
+ * to o as "rows", JSON null when the body has none or does not parse (a
+ * body stored before forged stored them canonical: one cJSON read, which
+ * SQLite's stricter json_extract refused, failing the whole artifact);
+ * FG_ENOMEM.
+ */
+int fg_store_add_rows_member(cJSON *o, const char *text, size_t len, struct fg_err *err);
+
 /* Health document parts both backends build alike (common.c). */
 /* mixed_head_conventions_in_fleet from the served counts [delta, absolute]. */
 int fg_store_warnings_section(cJSON *doc, const int64_t artifacts[2], const int64_t reports[2],

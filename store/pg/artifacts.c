@@ -296,20 +296,10 @@ static int add_json(cJSON *o, const char *key, const PGresult *res, int r, int c
 	return 0;
 }
 
-/* The "rows" member of the posted body (SQLite: json_extract(rows, '$.rows')), or JSON null. */
+/* The "rows" member of the posted body, or JSON null (common.c). */
 static int add_rows_member(cJSON *o, const PGresult *res, int r, int c, struct fg_err *err)
 {
-	cJSON *body = cJSON_ParseWithLength(fg_pg_text(res, r, c), (size_t)PQgetlength(res, r, c));
-	cJSON *rows = cJSON_IsObject(body) ? cJSON_DetachItemFromObjectCaseSensitive(body, "rows") : NULL;
-
-	cJSON_Delete(body);
-	if (!rows)
-		rows = cJSON_CreateNull();
-	if (!rows || !cJSON_AddItemToObject(o, "rows", rows)) {
-		cJSON_Delete(rows);
-		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	}
-	return 0;
+	return fg_store_add_rows_member(o, fg_pg_text(res, r, c), (size_t)PQgetlength(res, r, c), err);
 }
 
 int fg_pg_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,

@@ -302,7 +302,7 @@ static const char sql_artifact_fleet[] =
 static const char sql_artifact_verdicts[] =
 	"SELECT code, severity, origin FROM verdicts WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_verifications[] =
-	"SELECT id, verdict, result, created_at, json_extract(rows, '$.rows') FROM verifications"
+	"SELECT id, verdict, result, created_at, rows FROM verifications"
 	" WHERE artifact_id = ?1 ORDER BY id";
 static const char sql_artifact_fingerprints[] =
 	"SELECT file, sha256 FROM fingerprints WHERE artifact_id = ?1 ORDER BY file";
@@ -391,8 +391,9 @@ static int verification_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)
 		return rc;
 	if (!add_text(item, "created_at", st, 3))
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
-	/* The rows as posted, for charts (json_extract gives an array back as JSON text). */
-	return add_json(item, "rows", st, 4, err);
+	/* The rows as posted, for charts. */
+	return fg_store_add_rows_member(item, (const char *)sqlite3_column_text(st, 4),
+					(size_t)sqlite3_column_bytes(st, 4), err);
 }
 
 static int fleet_row(cJSON *item, sqlite3_stmt *st, struct fg_err *err)

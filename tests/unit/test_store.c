@@ -2236,6 +2236,29 @@ static void test_migrate_v7_to_v8(void **state)
 }
 
 /*
+ * A verification body stored as a client spelled it before the API stored
+ * it canonical, with numbers cJSON reads and strict JSON does not ("1.",
+ * "01"): the artifact reads back, its rows parsed (SQLite's json_extract
+ * refused them and failed the whole read: fuzz_api's finding).
+ */
+static void test_lax_verification_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_err err = { 0 };
+	cJSON *result = depth_wins(1), *doc = NULL, *rows;
+	int64_t art = put_forged(f->s, "lax", D1, NULL, NULL, NULL, NULL), id;
+
+	assert_int_equal(fg_store_verification_put(f->s, art, "{\"rows\":[{\"depth\":01,\"tok_s\":15.}]}", result, &id,
+						   &err), 0);
+	assert_int_equal(fg_store_artifact_get(f->s, art, &doc, &err), 0);
+	rows = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "verifications"), 0), "rows");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "depth")->valueint, 1);
+	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "tok_s")->valuedouble == 15.0);
+	cJSON_Delete(doc);
+	cJSON_Delete(result);
+}
+
+/*
  * fg_store_artifact_runtime: the folder and the stored runtime document
  * only, the restamped one after a verification; none for an artifact
  * without one, FG_ENOTFOUND for an unknown id.
@@ -3344,6 +3367,7 @@ int main(void)
 		T(test_job_request_echo, setup, BOTH),
 		T(test_verification_restamps_runtime, setup, BOTH),
 		T(test_artifact_runtime, setup, BOTH),
+		T(test_lax_verification_rows, setup, BOTH),
 		T(test_fleet_runtime_reported, setup, BOTH),
 		T(test_migrate_v3_to_v4, setup, SQLITE_ONLY),
 		T(test_migrate_v6_to_v7, setup, SQLITE_ONLY),
