@@ -9,42 +9,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 FIXTURES=$(cd "$FIXTURES" && pwd)
 
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 WTOK=e2e-confine-write-3b1d
 printf 'write ci-writer %s\n' "$(printf %s "$WTOK" | sha256sum | cut -d' ' -f1)" >"$TMP/tokens"
 
-# start_server NAME ARGS...: SPID and BASE once /readyz answers 200.
-start_server() {
-	local name=$1 i port=""
-	shift
-	"$FORGED" serve --listen 127.0.0.1:0 --tokens-file "$TMP/tokens" "$@" >"$TMP/$name.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	for i in $(seq 1 300); do
-		port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	BASE=http://127.0.0.1:$port
-	for i in $(seq 1 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE/readyz")" = 200 ] && return 0
-		sleep 0.1
-	done
-	bad "$name: the server did not become ready: $(tail -n 3 "$TMP/$name.log")"
-	return 1
-}
-stop_server() {
-	kill -TERM "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
 # submit BODY: the new job's id on stdout.
 submit() {
 	curl -sS --max-time 30 -H "Authorization: Bearer $WTOK" -H "Content-Type: application/json" \
@@ -70,12 +38,12 @@ cp -r "$FIXTURES/qwen35_mlx_sidecar" "$OUT/model" # what a swapped source would 
 STATE=$TMP/state
 
 # Queued while everything is inside the roots: the API confines and accepts.
-start_server queue --state-dir "$STATE" --allow-roots "$ROOT" --workers 0 || { finish; exit 1; }
+start_server queue --tokens-file "$TMP/tokens" --state-dir "$STATE" --allow-roots "$ROOT" --workers 0 || { finish; exit 1; }
 J1=$(submit '{"kind": "forge", "source": "model", "out": "outs/a"}')
 J2=$(submit '{"kind": "forge", "source": "model2", "out": "outs2/b"}')
 J3=$(submit '{"kind": "forge", "source": "model2", "out": "outs/c"}')
 for j in "$J1" "$J2" "$J3"; do check "job queued ($j)" [ "${j:-null}" != null ]; done
-stop_server "$SPID"
+stop_server "$SPID" 60
 
 # While they wait: the first job's source and the second's output folder become links out of the roots.
 mv "$ROOT/model" "$ROOT/model.real"
@@ -83,7 +51,7 @@ ln -s "$OUT/model" "$ROOT/model"
 rmdir "$ROOT/outs2"
 ln -s "$OUT/outs2" "$ROOT/outs2"
 
-start_server run --state-dir "$STATE" --allow-roots "$ROOT" --workers 1 || { finish; exit 1; }
+start_server run --tokens-file "$TMP/tokens" --state-dir "$STATE" --allow-roots "$ROOT" --workers 1 || { finish; exit 1; }
 job_end "$J1" || bad "job $J1 did not end"
 check "swapped source: the job failed ($(jq -r .state "$TMP/job.json"))" [ "$(jq -r .state "$TMP/job.json")" = failed ]
 check "swapped source: the error says it is outside the roots" grep -q "outside the allowed roots" <<<"$(jq -r .error "$TMP/job.json")"
@@ -96,7 +64,7 @@ job_end "$J3" || bad "job $J3 did not end"
 check "an untouched job still succeeds ($(jq -r '.state + " " + (.error // "")' "$TMP/job.json"))" \
 	[ "$(jq -r .state "$TMP/job.json")" = succeeded ]
 check "its artifact is where it was asked" [ -f "$ROOT/outs/c/forged.json" ]
-stop_server "$SPID"
+stop_server "$SPID" 60
 
 # Two forges to one destination without --force: the second to finish must not replace the first.
 rc1=0 rc2=0

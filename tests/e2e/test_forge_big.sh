@@ -30,14 +30,6 @@ if [ "${free_kb:-0}" -lt $((5 * 1024 * 1024)) ]; then
 	finish
 	exit
 fi
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 SRC=$TMP/root/big
 mkdir -p "$TMP/root"
@@ -135,7 +127,7 @@ printf 'write ci-writer %s\n' "$(printf %s "$WTOK" | sha256sum | cut -d' ' -f1)"
 "$FORGED" serve --listen 127.0.0.1:0 --state-dir "$TMP/state" --allow-roots "$TMP/root" --tokens-file "$TMP/tokens" \
 	--workers 1 >"$TMP/serve.log" 2>&1 &
 SPID=$!
-PIDS="$PIDS $SPID"
+kill_on_exit "$SPID"
 port=""
 for i in $(seq 1 300); do
 	port=$(sed -n 's/.* listening on [^ ]* port \([0-9][0-9]*\),.*/\1/p' "$TMP/serve.log")
