@@ -147,6 +147,7 @@ struct job_ctx {
 	struct timespec last_fetch;    /* byte progress is recorded at most 4 times a second */
 	struct timespec last_store;    /* so is forge progress within a stage */
 	char stage[16];                /* the stage last recorded */
+	char began[16];                /* the stage last begun (a kill point, fault.h) */
 	uint64_t fetched;              /* bytes the remote read fetched so far (for /metrics) */
 };
 
@@ -159,7 +160,6 @@ static int record_progress(struct job_ctx *j, const char *stage, double fraction
 	struct fg_job job;
 	int rc;
 
-	fg_fault_point(stage);
 	clock_gettime(CLOCK_MONOTONIC, &j->last_store);
 	touch(j->w);
 	if (b && b->bytes_total)
@@ -192,6 +192,11 @@ static int on_progress(void *ctx, const struct fg_forge_progress *p)
 	struct job_ctx *j = ctx;
 	int new_stage = strcmp(j->stage, p->stage) != 0;
 
+	/* Once per stage, as the CLI's forge does: not at each of its records. */
+	if (strcmp(j->began, p->stage) != 0) {
+		snprintf(j->began, sizeof(j->began), "%s", p->stage);
+		fg_fault_point(p->stage);
+	}
 	if (!new_stage && !(p->bytes_total && p->bytes_done >= p->bytes_total) &&
 	    since(&j->last_store) < PROGRESS_EVERY_S)
 		return j->cancelled || j->aborted || j->lost;
