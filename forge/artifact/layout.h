@@ -92,7 +92,9 @@ int fg_layout_targets(const char *text, const struct fg_runtime *rows[FG_LAYOUT_
  * 1 when the artifact carries backbone file i (bb->ckpt->files[i]) as a
  * shard of its own: a file the loaders read as the backbone's (globbed,
  * listed by the index, or not a sidecar) that holds a tensor other than
- * the head's.  The writer writes exactly these; the layout simulates them.
+ * the head's.  The writer writes exactly these (it also reads a backbone
+ * shard of head tensors only, to report them removed); the layout
+ * simulates them.
  */
 int fg_layout_carried(const struct fg_inspect *bb, size_t i);
 

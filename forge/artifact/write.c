@@ -102,15 +102,15 @@ static int is_backbone_shard(const struct fg_ckpt_file *cf)
 
 /*
  * A backbone file the writer goes through: every one the artifact carries
- * (fg_layout_carried, which the layout simulated), and a shard the loaders
- * read as the backbone's that holds head tensors only, whose tensors it
- * records as removed from the backbone (write_shard) without writing it.
+ * (fg_layout_carried, which the layout simulated), and an indexed or
+ * non-sidecar shard of head tensors only, whose tensors it records as
+ * removed from the backbone (write_shard) without writing the shard.
  */
-static int carried(const struct forge *f, size_t i)
+static int visited(const struct forge *f, size_t i)
 {
 	const struct fg_ckpt_file *cf = &f->bb->ckpt->files[i];
 
-	return fg_layout_carried(f->bb, i) || (is_backbone_shard(cf) && !(cf->sidecar && !cf->in_index));
+	return fg_layout_carried(f->bb, i) || cf->in_index || !cf->sidecar;
 }
 
 /* A kept tensor of a rewritten shard: its bytes come from the source file, copied in the kernel. */
@@ -328,7 +328,7 @@ static uint64_t backbone_bytes(struct forge *f)
 		const struct fg_ckpt_file *cf = &c->files[i];
 		uint64_t head = 0, kept = 0;
 
-		if (!carried(f, i))
+		if (!visited(f, i))
 			continue;
 		for (size_t k = 0; k < cf->st->n_tensors; k++) {
 			if (fg_inspect_is_head(f->bb, cf, cf->st->tensors[k].name))
@@ -364,7 +364,7 @@ int fg_art_write_backbone(struct forge *f, struct fg_err *err)
 
 	fg_art_stage_total(f, backbone_bytes(f));
 	for (size_t i = 0; !rc && i < c->n_files; i++) {
-		if (!carried(f, i))
+		if (!visited(f, i))
 			continue;
 		rc = write_shard(f, i, &done, err);
 		fg_art_stage_done(f, done);
