@@ -425,17 +425,29 @@ static int check_backbone(const struct fg_inspect *src, const struct fg_inspect 
 	return 0;
 }
 
+/*
+ * The opened folder's absolute path as people read it ("" for the root, so
+ * that "DIR/NAME" joins), when pl->dir is its /proc/self/fd link; NULL
+ * otherwise (pl->dir is the folder's own name then).
+ */
+static const char *place_shown(const struct place *pl, char *buf, size_t len)
+{
+	ssize_t n = strncmp(pl->dir, "/proc/self/fd/", 14) == 0 ? readlink(pl->dir, buf, len - 1) : -1;
+
+	if (n <= 0 || buf[0] != '/')
+		return NULL;
+	buf[n] = '\0';
+	return strcmp(buf, "/") == 0 ? "" : buf;
+}
+
 /* The artifact's absolute path: the opened folder's, then out's name. */
 static void artifact_path(const struct place *pl, const char *out, char *buf, size_t len)
 {
 	char dir[PATH_MAX];
-	ssize_t n = strncmp(pl->dir, "/proc/self/fd/", 14) == 0 ? readlink(pl->dir, dir, sizeof(dir) - 1) : -1;
+	const char *shown = place_shown(pl, dir, sizeof(dir));
 
-	if (n > 0 && dir[0] == '/') {
-		dir[n] = '\0';
-		if (snprintf(buf, len, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, pl->base) < (int)len)
-			return;
-	}
+	if (shown && snprintf(buf, len, "%s/%s", shown, pl->base) < (int)len)
+		return;
 	if (!realpath(out, buf))
 		snprintf(buf, len, "%s", out);
 }
@@ -717,15 +729,13 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 	}
 	rc = finish(&f, &pl, err);
 out:
-	if (rc && err && strncmp(pl.dir, "/proc/self/fd/", 14) == 0) {
+	if (rc && err) {
 		/* Files were reached through the opened folder's magic link: name the folder. */
-		char shown[PATH_MAX];
-		ssize_t n = readlink(pl.dir, shown, sizeof(shown) - 1);
+		char dir[PATH_MAX];
+		const char *shown = place_shown(&pl, dir, sizeof(dir));
 
-		if (n > 0) {
-			shown[n] = '\0';
-			fg_err_respell(err, pl.dir, strcmp(shown, "/") == 0 ? "" : shown);
-		}
+		if (shown)
+			fg_err_respell(err, pl.dir, shown);
 	}
 	if (rc == FG_EVERDICT && err)
 		res->refusal = *err;
