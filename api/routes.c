@@ -775,7 +775,6 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	struct fg_err err = { 0 };
 	struct fg_store *s;
 	cJSON *body = fg_req_json(req, resp), *result = NULL, *doc;
-	char *rows = NULL;
 	int64_t id;
 
 	memset(&in, 0, sizeof(in));
@@ -795,16 +794,8 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		goto out;
 	}
-	/*
-	 * The body is stored as cJSON prints it, not as sent: cJSON reads
-	 * numbers like "1." and "01" that other JSON readers (SQLite's, a
-	 * client's) refuse, and the stored rows are served back as JSON.
-	 */
-	if (!(rows = cJSON_PrintUnformatted(body))) {
-		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
-		goto out;
-	}
-	if (fg_store_verification_put(s, req->id, rows, result, &id, &err) != 0) {
+	/* The store keeps the body as cJSON prints it (fg_store_verification_put). */
+	if (fg_store_verification_put(s, req->id, req->body, result, &id, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
@@ -819,7 +810,6 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
 	fg_json_reply(resp, 201, doc);
 out:
-	cJSON_free(rows);
 	cJSON_Delete(result);
 	fg_verify_release(&in);
 	cJSON_Delete(body);

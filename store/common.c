@@ -514,21 +514,25 @@ int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, cha
 }
 
 int fg_store_prepare_verification(int64_t artifact_id, const char *rows_json, const cJSON *result,
-				  const struct fg_verdict_row **out_row, char **result_text, struct fg_err *err)
+				  const struct fg_verdict_row **out_row, char **result_text, char **rows_text,
+				  struct fg_err *err)
 {
 	const struct fg_verdict_row *row;
 	enum fg_severity parsed;
 	const char *sev;
 	cJSON *rows;
 
-	*result_text = NULL;
+	*result_text = *rows_text = NULL;
 	if (!rows_json || !result)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
 	rows = cJSON_Parse(rows_json);
 	if (!rows)
 		return fg_err_set(err, FG_EINPUT, "storing a verification of artifact %lld: the rows are not JSON",
 				  (long long)artifact_id);
+	*rows_text = cJSON_PrintUnformatted(rows);
 	cJSON_Delete(rows);
+	if (!*rows_text)
+		return fg_err_set(err, FG_ENOMEM, "storing a verification: out of memory");
 	row = fg_verdict_code_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "verdict")));
 	if (!row || row->kind != FG_VK_VERIFICATION)
 		return fg_err_set(err, FG_EINPUT,

@@ -256,9 +256,15 @@ int fg_store_each_file(const cJSON *provenance, fg_store_file_fn add, void *ctx,
 int fg_store_prepare_artifact(const struct fg_artifact_in *a, char **report, char **provenance, char **runtime,
 			      struct fg_err *err);
 
-/* The checks of fg_store_verification_put: the verdict row of result, its printed text (cJSON_free). */
+/*
+ * The checks of fg_store_verification_put: the verdict row of result, its
+ * printed text, and the rows as cJSON prints them (cJSON_free both): cJSON
+ * reads numbers like "1." and "01" that stricter readers (SQLite's
+ * json_extract, a client's) refuse, and the stored rows are served back.
+ */
 int fg_store_prepare_verification(int64_t artifact_id, const char *rows_json, const cJSON *result,
-				  const struct fg_verdict_row **row, char **result_text, struct fg_err *err);
+				  const struct fg_verdict_row **row, char **result_text, char **rows_text,
+				  struct fg_err *err);
 
 /* The checks of fg_store_fleet_report; observed printed into *text (NULL: "{}"; cJSON_free). */
 int fg_store_prepare_report(const char *host, const char *runtime, const char *runtime_reported,

@@ -680,19 +680,21 @@ static int verification_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, struct fg_err *err)
 {
-	struct verification_args a = { artifact_id, rows_json, NULL, result, NULL, 0 };
-	char *text = NULL;
+	struct verification_args a = { artifact_id, NULL, NULL, result, NULL, 0 };
+	char *text = NULL, *rows = NULL;
 	int rc;
 
 	if (!s || !rows_json || !result)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, err);
+	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, &rows, err);
 	a.text = text;
+	a.rows = rows;
 	if (!rc)
 		rc = fg_store_write(s, verification_fn, &a, err);
 	if (!rc && id)
 		*id = a.id;
 	cJSON_free(text);
+	cJSON_free(rows);
 	return rc;
 }
 

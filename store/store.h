@@ -364,8 +364,9 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 			   int limit, cJSON **out, int64_t *next, struct fg_err *err);
 
 /*
- * Store verification rows (JSON text) and their result (cJSON, with
- * "verdict").  The artifact's stored mtplx_runtime.json, when it is one
+ * Store verification rows (JSON text, kept as cJSON prints it, so that
+ * every reader reads it back) and their result (cJSON, with "verdict").
+ * The artifact's stored mtplx_runtime.json, when it is one
  * forged wrote, is restamped with the result in the same transaction
  * (fg_mtplx_runtime_stamp).
  */

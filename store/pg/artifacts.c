@@ -296,12 +296,6 @@ static int add_json(cJSON *o, const char *key, const PGresult *res, int r, int c
 	return 0;
 }
 
-/* The "rows" member of the posted body, or JSON null (common.c). */
-static int add_rows_member(cJSON *o, const PGresult *res, int r, int c, struct fg_err *err)
-{
-	return fg_store_add_rows_member(o, fg_pg_text(res, r, c), (size_t)PQgetlength(res, r, c), err);
-}
-
 int fg_pg_artifact_runtime(struct fg_store *s, int64_t id, char *path, size_t cap, cJSON **runtime,
 			   struct fg_err *err)
 {
@@ -432,7 +426,7 @@ int fg_pg_artifact_get(struct fg_store *s, int64_t id, int raw, cJSON **out, str
 			goto out;
 		}
 		/* The rows as posted, for charts. */
-		rc = add_rows_member(item, res, r, 4, err);
+		rc = fg_store_add_rows_member(item, fg_pg_text(res, r, 4), (size_t)PQgetlength(res, r, 4), err);
 		if (rc)
 			goto out;
 	}

@@ -2236,10 +2236,10 @@ static void test_migrate_v7_to_v8(void **state)
 }
 
 /*
- * A verification body stored as a client spelled it before the API stored
- * it canonical, with numbers cJSON reads and strict JSON does not ("1.",
- * "01"): the artifact reads back, its rows parsed (SQLite's json_extract
- * refused them and failed the whole read: fuzz_api's finding).
+ * Verification rows with numbers cJSON reads and strict JSON does not
+ * ("15.", "01") are stored as cJSON prints them; a row stored as sent (by
+ * a forged before that) still reads back, its rows parsed (SQLite's
+ * json_extract refused them and failed the whole read: fuzz_api's finding).
  */
 static void test_lax_verification_rows(void **state)
 {
@@ -2248,8 +2248,15 @@ static void test_lax_verification_rows(void **state)
 	cJSON *result = depth_wins(1), *doc = NULL, *rows;
 	int64_t art = put_forged(f->s, "lax", D1, NULL, NULL, NULL, NULL), id;
 
+	char stored[256];
+
 	assert_int_equal(fg_store_verification_put(f->s, art, "{\"rows\":[{\"depth\":01,\"tok_s\":15.}]}", result, &id,
 						   &err), 0);
+	/* Stored as cJSON prints it (hand-written expectation)... */
+	query_text(f->s, "SELECT rows FROM verifications", stored, sizeof(stored));
+	assert_string_equal(stored, "{\"rows\":[{\"depth\":1,\"tok_s\":15}]}");
+	/* ...and a row an older forged stored as sent still reads back. */
+	exec_sql(f->s, "UPDATE verifications SET rows = '{\"rows\":[{\"depth\":01,\"tok_s\":15.}]}'");
 	assert_int_equal(fg_store_artifact_get(f->s, art, &doc, &err), 0);
 	rows = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "verifications"), 0), "rows");
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "depth")->valueint, 1);
