@@ -285,7 +285,9 @@ expect_rc "fake: an answer that is not JSON" 3
 TERM=xterm script -qec "$FORGED jobs wait 10 --server $FAKE -o json" /dev/null >"$TMP/ttywait.out" 2>&1
 check "jobs wait on a terminal: the live line has the stage's bytes and ETA ($(tr '\r' '|' <"$TMP/ttywait.out" | head -c 300))" \
 	grep -q $'\rjob 10: running   sidecar     50%  740.0 MB/1.6 GB  eta 2 s' "$TMP/ttywait.out"
-check "jobs wait on a terminal: the line is ended once the job is" grep -q '"artifact_id":[[:space:]]*4' "$TMP/ttywait.out"
+check "jobs wait on a terminal: the job's document is printed" grep -q '"artifact_id":[[:space:]]*4' "$TMP/ttywait.out"
+# grep reads \r as any byte: a line starting with "{" follows a real newline, so the live line was ended.
+check "jobs wait on a terminal: the live line is ended before it" grep -q '^{' "$TMP/ttywait.out"
 
 # ---- help ----
 run help help jobs

@@ -93,7 +93,8 @@ is "control: depth 1 wins and agrees" '[.result.verdict, .result.best_depth, .re
 # Numbers cJSON reads but strict JSON does not ("34." and "01"): taken, and the artifact still reads
 # back (SQLite's json_extract refused the stored body, and GET answered 500 from then on: fuzz_api).
 sed -e 's/"tok_s": 34.15584/"tok_s": 34./' -e 's/"depth": 1,/"depth": 01,/' "$TMP/control.json" >"$TMP/lax.json"
-check "the lax control differs from the control" [ "$(grep -c '"tok_s": 34.,' "$TMP/lax.json")" = 1 ]
+check "the lax control differs from the control" [ "$(grep -c '"tok_s": 34\.,' "$TMP/lax.json")" = 1 ]
+check "the lax control has a depth with a leading zero" [ "$(grep -c '"depth": 01,' "$TMP/lax.json")" = 1 ]
 post "/v1/artifacts/$ART/verifications" "$TMP/lax.json"
 check "lax numbers: 201 (got $CODE: $(head -c 200 "$TMP/body"))" [ "$CODE" = 201 ]
 code=$(curl -sS -o "$TMP/body" -w '%{http_code}' "$BASE/v1/artifacts/$ART")
