@@ -133,24 +133,6 @@ static void say(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A relative name that stays inside its folder: no leading '/', no ".." component. */
-static int inside_name(const char *name)
-{
-	const char *p = name;
-
-	if (!*name || name[0] == '/')
-		return 0;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-
-		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return 0;
-		p += n + (slash ? 1 : 0);
-	}
-	return 1;
-}
-
 /* The SHA-256 of path, read whole once per check (memo: path -> hex). */
 static int hash_once(cJSON *memo, const char *path, const char **hex, struct fg_err *err)
 {
@@ -186,7 +168,7 @@ static int check_reference(const cJSON *rec, const char *source, cJSON *memo, ch
 	const char *got = NULL;
 	int ok = 0;
 
-	if (!file || !want || !tensor || !dtype || !cJSON_IsNumber(off) || !cJSON_IsNumber(length) || !inside_name(file)) {
+	if (!file || !want || !tensor || !dtype || !cJSON_IsNumber(off) || !cJSON_IsNumber(length) || !fg_fs_confined_relpath(file)) {
 		say(detail, len, "the record lacks source_file, file_sha256, offset, length or dtype");
 		return 0;
 	}
@@ -235,7 +217,7 @@ static int check_copy(const cJSON *rec, const char *artifact, char *detail, size
 	size_t zr = 1;
 	int fd = -1, ok = 0;
 
-	if (!blob || !want || !cJSON_IsNumber(bytes) || !inside_name(blob) ||
+	if (!blob || !want || !cJSON_IsNumber(bytes) || !fg_fs_confined_relpath(blob) ||
 	    fg_fs_join(path, sizeof(path), artifact, blob, NULL)) {
 		say(detail, len, "the record lacks blob, sha256 or bytes");
 		return 0;
