@@ -220,14 +220,17 @@ static void test_sha256_pipe(void **state)
 
 		if (len > 1000000 - done)
 			len = 1000000 - done;
+		/*
+		 * Up to three chunks in flight: buffer k is spoiled as soon as its
+		 * last chunk is taken, then refilled; a wait that returned before
+		 * the hash threads had read it would hash 'x' bytes.
+		 */
 		fg_sha256_pipe_wait(p, ticket[k]);
+		memset(buf[k], 'x', sizeof(buf[k]));
 		memset(buf[k], 'a', len);
 		ticket[k] = fg_sha256_pipe_push(p, buf[k], len);
 		assert_true(ticket[k] == last + 1); /* tickets count the pushes */
 		last = ticket[k];
-		/* Spoil the buffer once its chunk is taken: only bytes not yet taken must stay. */
-		fg_sha256_pipe_wait(p, ticket[k]);
-		memset(buf[k], 'x', len);
 		done += len;
 		step = step * 31 + 7;
 	}
@@ -343,8 +346,16 @@ static void test_filehash(void **state)
 	assert_int_equal(got, 1000000);
 	/* hashlib.sha256(b"b" * 1000000).hexdigest() */
 	assert_string_equal(again, "e57d44305d1b321432135bd8ee95e1612d88662ab611b8c64518a2e4479d3ad9");
-	/* Another size, the same mtime as before: another version too. */
-	put_aged(path, 'a', 999999, 1800);
+	/* Another size, the same mtime to the nanosecond: another version too. */
+	{
+		struct stat before;
+		struct timespec ts[2];
+
+		assert_int_equal(stat(path, &before), 0);
+		put_aged(path, 'a', 999999, 0);
+		ts[0] = ts[1] = before.st_mtim;
+		assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
 	assert_int_equal(fg_filehash(cache, path, again, &got, NULL, NULL, &err), 0);
 	assert_int_equal(got, 999999);
 
