@@ -151,8 +151,38 @@ static int hash_once(cJSON *memo, const char *path, const char **hex, struct fg_
 	return 0;
 }
 
+/*
+ * What the reference checks share: the SHA-256 of each source file (path ->
+ * hex), and the last source file's header, kept open because the records of
+ * one file come together and a shard's header can hold thousands of tensors
+ * (parsing it again per record made the check quadratic in the records).
+ */
+struct ref_memo {
+	cJSON *hashes;
+	char path[PATH_MAX];
+	struct fg_st_file *st;
+};
+
+/* The header of path, parsed once for the records that follow it. */
+static int memo_open(struct ref_memo *m, const char *path, struct fg_st_file **st, struct fg_err *err)
+{
+	int rc;
+
+	if (m->st && strcmp(m->path, path) == 0) {
+		*st = m->st;
+		return 0;
+	}
+	fg_st_close(m->st);
+	m->st = NULL;
+	if ((rc = fg_st_open(&m->st, path, err)))
+		return rc;
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	*st = m->st;
+	return 0;
+}
+
 /* A reference record against its source file; 1 when it checks out, else 0 with why in detail. */
-static int check_reference(const cJSON *rec, const char *source, cJSON *memo, char *detail, size_t len)
+static int check_reference(const cJSON *rec, const char *source, struct ref_memo *memo, char *detail, size_t len)
 {
 	const char *file = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "source_file"));
 	const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "file_sha256"));
@@ -176,13 +206,13 @@ static int check_reference(const cJSON *rec, const char *source, cJSON *memo, ch
 		snprintf(path, sizeof(path), "%s", source); /* forged from one file */
 	else if (fg_fs_join(path, sizeof(path), source, file, &e))
 		goto fail;
-	if (hash_once(memo, path, &got, &e))
+	if (hash_once(memo->hashes, path, &got, &e))
 		goto fail;
 	if (strcmp(got, want) != 0) {
 		say(detail, len, "%s: SHA-256 %s, the record says %s", path, got, want);
 		return 0;
 	}
-	if (fg_st_open(&st, path, &e))
+	if (memo_open(memo, path, &st, &e))
 		goto fail;
 	t = fg_st_find(st, tensor);
 	if (!t)
@@ -196,7 +226,6 @@ static int check_reference(const cJSON *rec, const char *source, cJSON *memo, ch
 		ok = 1;
 	if (ok)
 		say(detail, len, "%s: SHA-256 and offsets match", path);
-	fg_st_close(st);
 	return ok;
 fail:
 	say(detail, len, "%s", e.msg);
@@ -283,7 +312,8 @@ int fg_provenance_verify_originals(const char *artifact, const char *source, cJS
 				   struct fg_err *err)
 {
 	char path[PATH_MAX];
-	cJSON *prov = NULL, *doc = NULL, *list, *memo = NULL;
+	cJSON *prov = NULL, *doc = NULL, *list;
+	struct ref_memo memo = { .hashes = NULL };
 	const cJSON *originals, *rec;
 	size_t checked = 0, failed = 0;
 	int rc;
@@ -302,8 +332,8 @@ int fg_provenance_verify_originals(const char *artifact, const char *source, cJS
 		goto out;
 	}
 	doc = cJSON_CreateObject();
-	memo = cJSON_CreateObject();
-	if (!doc || !memo || !cJSON_AddStringToObject(doc, "schema", FG_ORIGINALS_CHECK_SCHEMA) ||
+	memo.hashes = cJSON_CreateObject();
+	if (!doc || !memo.hashes || !cJSON_AddStringToObject(doc, "schema", FG_ORIGINALS_CHECK_SCHEMA) ||
 	    !cJSON_AddStringToObject(doc, "artifact", artifact) || !cJSON_AddStringToObject(doc, "source", source) ||
 	    !(list = cJSON_CreateArray())) {
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
@@ -321,7 +351,7 @@ int fg_provenance_verify_originals(const char *artifact, const char *source, cJS
 		if (!form)
 			form = cJSON_GetObjectItemCaseSensitive(rec, "blob") ? "copy" : "";
 		if (strcmp(form, "reference") == 0)
-			ok = check_reference(rec, source, memo, detail, sizeof(detail));
+			ok = check_reference(rec, source, &memo, detail, sizeof(detail));
 		else if (strcmp(form, "copy") == 0)
 			ok = check_copy(rec, artifact, detail, sizeof(detail));
 		else {
@@ -348,7 +378,8 @@ int fg_provenance_verify_originals(const char *artifact, const char *source, cJS
 	doc = NULL;
 out:
 	cJSON_Delete(doc);
-	cJSON_Delete(memo);
+	cJSON_Delete(memo.hashes);
+	fg_st_close(memo.st);
 	cJSON_Delete(prov);
 	return rc;
 }

@@ -68,6 +68,20 @@ check "verify-originals: references check out (exit 0)" quiet "$FORGED" verify-o
 check "verify-originals: copies check out (exit 0)" quiet "$FORGED" verify-originals "$TMP/hf_copy" --source "$FIXTURES/qwen35_hf"
 check "verify-originals --json: every record checked" [ "$("$FORGED" verify-originals "$TMP/hf_mtplx" --json \
 	--source "$FIXTURES/qwen35_hf" | jq -r '[.ok, .checked, .failed] | map(tostring) | join(" ")')" = "true 7 0" ]
+# Records of two source files, interleaved: each is checked against its own file's header (the
+# check keeps the last header open; record 1 names the other shard, which holds none of the head).
+mkdir -p "$TMP/two_files" && cp -r "$TMP/hf_mtplx/." "$TMP/two_files/"
+other=$(jq -r '.originals[0].source_file' "$TMP/hf_mtplx/forged.json" | sed 's/00002-of/00001-of/')
+jq --arg f "$other" --arg h "$(sha256sum "$FIXTURES/qwen35_hf/$other" | cut -d' ' -f1)" \
+	'.originals[1].source_file = $f | .originals[1].file_sha256 = $h' "$TMP/hf_mtplx/forged.json" \
+	>"$TMP/two_files/forged.json"
+rc=0; "$FORGED" verify-originals "$TMP/two_files" --json --source "$FIXTURES/qwen35_hf" >"$TMP/two_files.json" || rc=$?
+check "verify-originals: a failed record is exit 1 ($rc)" [ "$rc" -eq 1 ]
+check "verify-originals: the record naming the other shard fails, the rest pass" \
+	[ "$(jq -r '[.originals[].ok] | map(tostring) | join(" ")' "$TMP/two_files.json")" = \
+	  "true false true true true true true" ]
+check "verify-originals: the failure says the other shard holds no such tensor" \
+	jq -e --arg f "$other" '.originals[1].detail | contains($f) and contains("holds no tensor")' "$TMP/two_files.json"
 cp -r "$FIXTURES/qwen35_hf" "$TMP/src_tamper"
 forge qwen35_hf tamper_art --target mtplx-2.12 # from the fixture, checked against the copy below
 "$PYTHON" - "$TMP/src_tamper/$(jq -r '.originals[0].source_file' "$TMP/tamper_art/forged.json")" \
