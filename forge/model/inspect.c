@@ -1132,41 +1132,72 @@ static int head_payload_empty(struct fg_inspect *r, const struct fg_tset *set)
 	return 1;
 }
 
-/* The quantized head's formats, by module count: "28 x mlx affine bits=4 group=64, 1 x ...". */
+/* A quantized module's kind (its format's name), its position, and (for a kind's first) its kind's count. */
+struct qkind {
+	char name[160];
+	size_t at, count;
+};
+
+static int cmp_qkind(const void *a, const void *b)
+{
+	const struct qkind *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+static int cmp_qkind_at(const void *a, const void *b)
+{
+	const struct qkind *x = a, *y = b;
+
+	return (x->at > y->at) - (x->at < y->at);
+}
+
+/*
+ * The quantized head's formats, by module count: "28 x mlx affine bits=4
+ * group=64, 1 x ...", kinds in the order their first module comes, at most
+ * three.  Each module's name is formatted once and the kinds are counted
+ * from a sort (comparing every module with every other took 7 s for 9,000
+ * FP8 modules).
+ */
 static int verdict_quantized_head(struct fg_inspect *r, const struct fg_set_report *sr)
 {
 	const struct fg_qmods *q = &sr->qmods;
-	char list[256] = "", name[160];
-	size_t used = 0, shown = 0, refused = 0;
+	char list[256] = "";
+	size_t used = 0, refused = 0, m = 0, n_kinds = 0;
+	struct qkind *k = malloc((q->n ? q->n : 1) * sizeof(*k));
 	struct fg_verdict *v;
 	int rc;
 
+	if (!k)
+		return FG_ENOMEM;
 	for (size_t i = 0; i < q->n; i++) {
-		size_t same = 0;
-		int first = 1;
-
 		if (!fg_qmod_quantized(&q->v[i]))
 			continue;
 		refused += q->v[i].rc != 0;
-		fg_qmod_name(&q->v[i], name, sizeof(name));
-		for (size_t k = 0; k < q->n; k++) {
-			char other[160];
-
-			if (!fg_qmod_quantized(&q->v[k]) || strcmp(fg_qmod_name(&q->v[k], other, sizeof(other)), name))
-				continue;
-			first &= k >= i;
-			same++;
-		}
-		if (!first || used >= sizeof(list))
-			continue;
-		if (shown++ == 3) {
-			snprintf(list + used, sizeof(list) - used, "; ...");
-			used = sizeof(list);
-			continue;
-		}
-		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%zu x %s%s", shown > 1 ? "; " : "", same,
-					 q->v[i].rc ? "(not read) " : "", name);
+		fg_qmod_name(&q->v[i], k[m].name, sizeof(k[m].name));
+		k[m++].at = i;
 	}
+	/* Each kind's first module (the sort puts it first), with its kind's count, packed to the front. */
+	qsort(k, m, sizeof(*k), cmp_qkind);
+	for (size_t i = 0, j; i < m; i = j) {
+		for (j = i + 1; j < m && strcmp(k[j].name, k[i].name) == 0; j++)
+			;
+		k[i].count = j - i;
+		if (n_kinds != i)
+			k[n_kinds] = k[i];
+		n_kinds++;
+	}
+	qsort(k, n_kinds, sizeof(*k), cmp_qkind_at);
+	for (size_t i = 0; i < n_kinds && used < sizeof(list); i++) {
+		if (i == 3) {
+			snprintf(list + used, sizeof(list) - used, "; ...");
+			break;
+		}
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%zu x %s%s", i ? "; " : "", k[i].count,
+					 q->v[k[i].at].rc ? "(not read) " : "", k[i].name);
+	}
+	free(k);
 	ADD(FG_V_QUANTIZED_MTP_HEAD, sr->set.name, "%zu head module(s) are quantized: %s%s", sr->set.n_quantized,
 	    list, refused ? " (a forge refuses what it does not read: unsupported_quantization_format)" : "");
 	for (size_t i = 0; i < q->n; i++)

@@ -157,6 +157,14 @@ check "glm fp8 head: o_proj read per tensor (its own config group), the rest per
 	[ "$(jq -c '.mtp_quantization.modules | [.["model.layers.3.self_attn.o_proj"], .["model.layers.3.self_attn.q_proj"]] | map(.dequantized_from | split(" ") | .[-1])' "$TMP/fp8/config.json")" = \
 	  '["strategy=tensor","strategy=channel"]' ]
 
+# Five kinds among the MLX head's 7 modules (the config: 3 take the affine 4/64 default; gate_proj
+# affine 8/64, k_proj mxfp8, v_proj nvfp4, o_proj mxfp4 one each): counted per kind, the first
+# three kinds shown in module order, the rest cut to "...".
+inspect q_mlx_lm_head
+check "mlx head: quantized_mtp_head counts each kind, three shown" \
+	[ "$(verdict i_q_mlx_lm_head.json quantized_mtp_head .detail)" = \
+	  "7 head module(s) are quantized: 3 x mlx affine bits=4 group=64; 1 x mlx mxfp8 bits=8 group=32; 1 x mlx nvfp4 bits=4 group=16; ..." ]
+
 # MLX head as language_model.mtp.*: kept as it is for an MLX target, overrides renamed with the tensors.
 forge q_mlx_lm_head mlx --target mtplx-2.12
 check "mlx head keep: exit 0 ($(head -c 300 "$TMP/mlx.err"))" [ "$RC" -eq 0 ]

@@ -534,6 +534,15 @@ static void test_writer_failure_leaves_nothing(void **state)
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "a" },
 		{ .name = "d", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "b" },
 	};
+	/* Apart, and among others: the name is found however far apart its two tensors are. */
+	struct fg_st_out apart[4] = {
+		{ .name = "w", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "a" },
+		{ .name = "q", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "b" },
+		{ .name = "e", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "c" },
+		{ .name = "q", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 }, .data = "d" },
+	};
+	struct fg_st_out reserved = { .name = "__metadata__", .dtype = FG_DT_U8, .rank = 1, .shape = { 1 },
+				      .data = "a" };
 	struct fg_err err = { 0 };
 	char path[PATH_MAX + 32];
 	int before = count_entries(tmpdir);
@@ -548,6 +557,12 @@ static void test_writer_failure_leaves_nothing(void **state)
 	assert_int_equal(fg_st_write(path, dup, 2, NULL, 0, &err), FG_EUSAGE);
 	assert_non_null(strstr(err.msg, "duplicate"));
 	assert_int_equal(count_entries(tmpdir), before);
+	assert_int_equal(fg_st_write(path, apart, 4, NULL, 0, &err), FG_EUSAGE);
+	assert_non_null(strstr(err.msg, "tensor 'q': duplicate"));
+	assert_int_equal(fg_st_write(path, &reserved, 1, NULL, 0, &err), FG_EUSAGE);
+	assert_non_null(strstr(err.msg, "tensor '__metadata__': duplicate or reserved"));
+	assert_int_equal(count_entries(tmpdir), before);
+	assert_int_equal(access(path, F_OK), -1);
 	assert_int_equal(fg_st_write("/nonexistent-dir/x.safetensors", dup, 1, NULL, 0, &err), FG_EINPUT);
 }
 
