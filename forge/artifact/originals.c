@@ -198,7 +198,7 @@ static cJSON *record(const struct fg_tensor *t, const struct fg_ckpt_file *cf, c
 }
 
 /* A zstd copy of t's bytes under provenance/originals/, hashed as it is written. */
-static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec, uint64_t *base,
+static int copy_original(struct forge *f, const struct fg_tensor *t, size_t nth, cJSON *rec, uint64_t *base,
 			 struct fg_err *err)
 {
 	char rel[64], path[PATH_MAX], hex[FG_SHA256_HEX], zhex[FG_SHA256_HEX];
@@ -207,7 +207,7 @@ static int copy_original(struct forge *f, const struct fg_tensor *t, cJSON *rec,
 	struct zsink z = { .fd = -1, .path = path };
 	int rc;
 
-	snprintf(rel, sizeof(rel), "provenance/originals/%04d.zst", cJSON_GetArraySize(f->originals));
+	snprintf(rel, sizeof(rel), "provenance/originals/%04zu.zst", nth);
 	if ((rc = fg_fs_join(path, sizeof(path), f->tmp, rel, err)) || (rc = fg_art_make_parents(f->tmp, rel, err)))
 		goto out;
 	/* raw hashes the source tensor's bytes, which may be mapped: under the SIGBUS guard. */
@@ -267,18 +267,14 @@ out:
 	return rc;
 }
 
-/* Record the original of source tensor t once (a scale grid or an expert may serve several entries). */
-static int keep_original(struct forge *f, const struct fg_tensor *t, uint64_t *base, struct fg_err *err)
+/* Record the original of source tensor t, the nth record (keep_input sees that it is once). */
+static int keep_original(struct forge *f, const struct fg_tensor *t, size_t nth, uint64_t *base, struct fg_err *err)
 {
 	const struct fg_ckpt_file *cf = fg_art_file_of(f->src, t);
 	const char *file_sha = NULL;
-	const cJSON *it;
 	cJSON *rec;
 	int rc = 0;
 
-	cJSON_ArrayForEach(it, f->originals)
-		if (strcmp(cJSON_GetObjectItemCaseSensitive(it, "tensor")->valuestring, t->name) == 0)
-			return 0;
 	if (!copy_originals(f)) {
 		if (!cf)
 			return fg_err_set(err, FG_EINTERNAL, "'%s': no source file to refer to", t->name);
@@ -292,7 +288,7 @@ static int keep_original(struct forge *f, const struct fg_tensor *t, uint64_t *b
 	if (!rec)
 		return fg_err_set(err, FG_ENOMEM, "out of memory");
 	if (copy_originals(f))
-		rc = copy_original(f, t, rec, base, err);
+		rc = copy_original(f, t, nth, rec, base, err);
 	if (rc) {
 		cJSON_Delete(rec);
 		return rc;
@@ -365,24 +361,75 @@ static uint64_t originals_bytes(struct forge *f)
 	return c.total;
 }
 
-/* keep_original for fg_plan_entry_inputs: its failure stays in err. */
+/*
+ * keep_original for fg_plan_entry_inputs, once per source tensor name (a
+ * scale grid or an expert may serve several entries): the names recorded
+ * are kept in a hash set (a scan of the records per input was quadratic:
+ * 30,000 originals took 6 s).  Its failure stays in err.
+ */
 struct keep_ctx {
 	struct forge *f;
 	uint64_t *done;
 	struct fg_err *err;
+	const char **seen;   /* open addressing over names, NULL: empty */
+	size_t n_seen, mask; /* mask + 1 slots, 0 before the first */
+	size_t n_kept;       /* records made (the next copy's blob number) */
 };
+
+static const char **seen_slot(const struct keep_ctx *k, const char *name)
+{
+	size_t s = fg_hash_bytes(name, strlen(name)) & k->mask;
+
+	while (k->seen[s] && strcmp(k->seen[s], name) != 0)
+		s = (s + 1) & k->mask;
+	return &k->seen[s];
+}
+
+/* 1 when name was recorded before, else 0 (now it is); FG_ENOMEM. */
+static int seen_before(struct keep_ctx *k, const char *name)
+{
+	const char **s;
+
+	if ((k->n_seen + 1) * 3 >= (k->mask + 1) * 2 || !k->seen) {
+		size_t n = k->seen ? 2 * (k->mask + 1) : 256;
+		const char **old = k->seen, **grown = calloc(n, sizeof(*grown));
+		size_t old_n = k->seen ? k->mask + 1 : 0;
+
+		if (!grown)
+			return FG_ENOMEM;
+		k->seen = grown;
+		k->mask = n - 1;
+		for (size_t i = 0; i < old_n; i++)
+			if (old[i])
+				*seen_slot(k, old[i]) = old[i];
+		free(old);
+	}
+	s = seen_slot(k, name);
+	if (*s)
+		return 1;
+	*s = name;
+	k->n_seen++;
+	return 0;
+}
 
 static int keep_input(void *ctx, const struct fg_tensor *t)
 {
 	struct keep_ctx *k = ctx;
+	int rc = seen_before(k, t->name);
 
-	return keep_original(k->f, t, k->done, k->err);
+	if (rc == FG_ENOMEM)
+		return fg_err_set(k->err, FG_ENOMEM, "out of memory");
+	if (rc)
+		return 0;
+	if ((rc = keep_original(k->f, t, k->n_kept, k->done, k->err)) == 0)
+		k->n_kept++;
+	return rc;
 }
 
 int fg_art_write_originals(struct forge *f, struct fg_err *err)
 {
 	uint64_t done = 0;
-	struct keep_ctx k = { f, &done, err };
+	struct keep_ctx k = { f, &done, err, NULL, 0, 0, (size_t)cJSON_GetArraySize(f->originals) };
 	int rc = 0;
 
 	fg_art_stage_total(f, originals_bytes(f));
@@ -394,11 +441,14 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 		if (!e->changed)
 			continue;
 		if (e->op == FG_OP_SHIFT &&
-		    fg_art_note_name(&f->res->shifted, &f->res->n_shifted, &f->res->cap_shifted, e->name))
-			return fg_err_set(err, FG_ENOMEM, "out of memory");
+		    fg_art_note_name(&f->res->shifted, &f->res->n_shifted, &f->res->cap_shifted, e->name)) {
+			rc = fg_err_set(err, FG_ENOMEM, "out of memory");
+			break;
+		}
 		/* every input, a dequantized module's other tensors (scales, zero points, g_idx, ...) too */
 		rc = fg_plan_entry_inputs(e, keep_input, &k);
 	}
+	free(k.seen);
 	fg_art_stage_done(f, done);
 	return rc;
 }

@@ -136,6 +136,8 @@ void fg_plan_release(struct fg_plan *plan)
 	}
 	if (plan) {
 		free(plan->mods);
+		free(plan->by_name);
+		free(plan->mod_slots);
 		qcache_free(plan->qcache);
 		free(plan->t);
 		memset(plan, 0, sizeof(*plan));
@@ -163,22 +165,89 @@ static char *str_fmt(const char *fmt, ...)
 	return n < 0 ? NULL : s;
 }
 
-static const struct fg_tensor *find_in_set(const struct fg_tset *set, const char *name)
+static int cmp_by_name(const void *a, const void *b, void *ctx)
 {
-	for (size_t i = 0; i < set->n_tensors; i++)
-		if (strcmp(set->tensors[i]->name, name) == 0)
-			return set->tensors[i];
-	return NULL;
+	const struct fg_tset *set = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(set->tensors[x]->name, set->tensors[y]->name);
+
+	return c ? c : (x > y) - (x < y);
+}
+
+/*
+ * The first tensor of set (in its order) called name, or NULL; FG_ENOMEM
+ * in *rc when the index could not be made.  The set's tensors are sorted
+ * by name once per plan and set.
+ */
+static const struct fg_tensor *find_in_set(struct fg_plan *plan, const struct fg_tset *set, const char *name,
+					   int *rc)
+{
+	size_t lo = 0, hi = set->n_tensors;
+
+	*rc = 0;
+	if (plan->by_name_set != set) {
+		free(plan->by_name);
+		plan->by_name_set = NULL;
+		if (!(plan->by_name = malloc((set->n_tensors ? set->n_tensors : 1) * sizeof(*plan->by_name)))) {
+			*rc = FG_ENOMEM;
+			return NULL;
+		}
+		for (size_t i = 0; i < set->n_tensors; i++)
+			plan->by_name[i] = i;
+		qsort_r(plan->by_name, set->n_tensors, sizeof(*plan->by_name), cmp_by_name, (void *)set);
+		plan->by_name_set = set;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(set->tensors[plan->by_name[mid]]->name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < set->n_tensors && strcmp(set->tensors[plan->by_name[lo]]->name, name) == 0
+		       ? set->tensors[plan->by_name[lo]]
+		       : NULL;
 }
 
 /* ---- quantized head modules (issue 12) ---- */
 
+static size_t mod_slot(const struct fg_plan *plan, const char *out)
+{
+	size_t mask = plan->n_mod_slots - 1, s = fg_hash_bytes(out, strlen(out)) & mask;
+
+	while (plan->mod_slots[s] && strcmp(plan->mods[plan->mod_slots[s] - 1].out, out) != 0)
+		s = (s + 1) & mask;
+	return s;
+}
+
 struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out)
 {
-	for (size_t i = 0; i < plan->n_mods; i++)
-		if (strcmp(plan->mods[i].out, out) == 0)
-			return &plan->mods[i];
-	return NULL;
+	size_t s;
+
+	if (!plan->n_mod_slots)
+		return NULL;
+	s = mod_slot(plan, out);
+	return plan->mod_slots[s] ? &plan->mods[plan->mod_slots[s] - 1] : NULL;
+}
+
+/* Index mods[i] by its out name, the table kept under two-thirds full; 0 or FG_ENOMEM. */
+static int index_module(struct fg_plan *plan, size_t i)
+{
+	if ((i + 1) * 3 >= plan->n_mod_slots * 2) {
+		size_t n = plan->n_mod_slots ? plan->n_mod_slots * 2 : 64;
+		size_t *slots = calloc(n, sizeof(*slots));
+
+		if (!slots)
+			return FG_ENOMEM;
+		free(plan->mod_slots);
+		plan->mod_slots = slots;
+		plan->n_mod_slots = n;
+		for (size_t k = 0; k < i; k++)
+			plan->mod_slots[mod_slot(plan, plan->mods[k].out)] = k + 1;
+	}
+	plan->mod_slots[mod_slot(plan, plan->mods[i].out)] = i + 1;
+	return 0;
 }
 
 /* Record a quantized module of the head (once per output module); 0 or FG_ENOMEM. */
@@ -203,6 +272,11 @@ static int note_module(struct fg_plan *plan, const char *source, const char *out
 	m->q = q;
 	m->experts = experts;
 	m->how = how;
+	if (index_module(plan, plan->n_mods)) {
+		free(m->source);
+		free(m->out);
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	}
 	plan->n_mods++;
 	return 0;
 }
@@ -285,7 +359,7 @@ static int keep_module(const struct fg_qmod *q, const struct fg_plan_spec *spec,
 }
 
 /* The *_scale_inv companion of an FP8 tensor; FG_EINPUT when missing or malformed. */
-static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
+static int fp8_scales(struct fg_plan *plan, const struct fg_tset *set, const struct fg_tensor *t,
 		      const struct fg_tensor **out, struct fg_err *err)
 {
 	char *name = str_fmt("%s_scale_inv", t->name);
@@ -295,7 +369,11 @@ static int fp8_scales(const struct fg_tset *set, const struct fg_tensor *t,
 
 	if (!name)
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
-	s = find_in_set(set, name);
+	s = find_in_set(plan, set, name, &rc);
+	if (rc) {
+		free(name);
+		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");
+	}
 	rows = (t->shape[0] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
 	cols = (t->shape[1] + FG_FP8_BLOCK - 1) / FG_FP8_BLOCK;
 	if (!s)
@@ -373,10 +451,11 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_set_report 
 			char *mod = str_fmt("%s%llu.%s", b->prefix, (unsigned long long)e, projs[p]);
 			char *src_name = mod ? str_fmt("%s.weight", mod) : NULL;
 			const struct fg_qmod *qm = mod ? fg_qmods_module(&head->qmods, mod) : NULL;
-			const struct fg_tensor *t = src_name ? find_in_set(set, src_name) : NULL;
 			int rc = 0;
+			const struct fg_tensor *t = src_name ? find_in_set(plan, set, src_name, &rc) : NULL;
 
-			if (!src_name) {
+			if (!src_name || rc) {
+				free(src_name);
 				free(mod);
 				return fg_err_set(err, FG_ENOMEM, "out of memory planning experts");
 			}
@@ -405,7 +484,7 @@ static int plan_numbered(const struct fg_inspect *r, const struct fg_set_report 
 			} else if (t->dtype == FG_DT_F8_E5M2) {
 				rc = fg_err_set(err, FG_EINPUT, "'%s': F8_E5M2 experts are not supported", src_name);
 			} else if (t->dtype == FG_DT_F8_E4M3) {
-				rc = fp8_scales(set, t, &o->scale_invs[e], err);
+				rc = fp8_scales(plan, set, t, &o->scale_invs[e], err);
 			}
 			free(src_name);
 			free(mod);
@@ -558,7 +637,7 @@ static int plan_tensor(const struct fg_inspect *r, const struct fg_tset *set, co
 		o->op = FG_OP_FP8;
 		o->dtype = FG_DT_BF16;
 		o->changed = 1;
-		rc = fp8_scales(set, t, &o->scale_inv, err);
+		rc = fp8_scales(plan, set, t, &o->scale_inv, err);
 		if (!rc && q)
 			rc = note_fp8(plan, q, o->name, 0, err);
 		return rc;

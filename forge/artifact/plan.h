@@ -114,6 +114,10 @@ struct fg_plan {
 					     * buffers (owned); updated by materialization although it
 					     * takes a const plan, so one thread at a time
 					     * materializes a plan */
+	/* private: name lookups of the build (a scan per expert was quadratic in the head) */
+	const struct fg_tset *by_name_set;  /* the set by_name sorts */
+	size_t *by_name;                    /* its tensors' indices by name, then position */
+	size_t *mod_slots, n_mod_slots;     /* mods by out name: index + 1, 0 empty */
 };
 
 /* 1 when a runtime id is an MLX-style target (its row's .mlx: absolute norms, stacked experts). */

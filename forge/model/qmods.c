@@ -74,6 +74,7 @@ void fg_qmods_release(struct fg_qmods *q)
 	for (size_t i = 0; i < q->n; i++)
 		free(q->v[i].name);
 	free(q->v);
+	free(q->slot);
 	memset(q, 0, sizeof(*q));
 }
 
@@ -102,32 +103,42 @@ const char *fg_qmod_name(const struct fg_qmod *m, char *buf, size_t len)
 	return buf;
 }
 
-const struct fg_qmod *fg_qmods_module(const struct fg_qmods *q, const char *name)
+/* The module called name's first n bytes, by the scan's index (a scan of the modules without one). */
+static const struct fg_qmod *module_n(const struct fg_qmods *q, const char *name, size_t n)
 {
-	for (size_t i = 0; q && i < q->n; i++)
-		if (strcmp(q->v[i].name, name) == 0)
+	if (!q || !q->n)
+		return NULL;
+	if (q->slot) {
+		const struct table tb = { q->mask, q->slot };
+		size_t *s = lookup(&tb, q, name, n);
+
+		return *s ? &q->v[*s - 1] : NULL;
+	}
+	for (size_t i = 0; i < q->n; i++)
+		if (strncmp(q->v[i].name, name, n) == 0 && q->v[i].name[n] == '\0')
 			return &q->v[i];
 	return NULL;
 }
 
+const struct fg_qmod *fg_qmods_module(const struct fg_qmods *q, const char *name)
+{
+	return module_n(q, name, strlen(name));
+}
+
 const struct fg_qmod *fg_qmods_find(const struct fg_qmods *q, const char *name, enum fg_qrole *role)
 {
+	const struct fg_qmod *m;
 	enum fg_qrole r;
 	size_t n;
 
 	if (!q || !q->n || !split_role(name, &r, &n))
 		return NULL;
-	for (size_t i = 0; i < q->n; i++) {
-		const char *m = q->v[i].name;
-
-		if (strncmp(m, name, n) == 0 && m[n] == '\0' && q->v[i].m.t[r] &&
-		    strcmp(q->v[i].m.t[r]->name, name) == 0) {
-			if (role)
-				*role = r;
-			return &q->v[i];
-		}
-	}
-	return NULL;
+	m = module_n(q, name, n);
+	if (!m || !m->m.t[r] || strcmp(m->m.t[r]->name, name) != 0)
+		return NULL;
+	if (role)
+		*role = r;
+	return m;
 }
 
 uint64_t fg_qmod_stacked(const struct fg_qmod *q)
@@ -302,6 +313,19 @@ int fg_qmods_scan(const struct fg_tset *set, const struct fg_qconfig *cfg, const
 			out->v[*s - 1].m.t[role] = t;
 	}
 	free(tb.slot);
+	/* Kept for lookups by name: a table sized to the modules, not to the set's tensors. */
+	if (!rc && out->n) {
+		n_slots = 16;
+		while (n_slots < 2 * out->n + 2)
+			n_slots <<= 1;
+		tb.mask = n_slots - 1;
+		if (!(tb.slot = calloc(n_slots, sizeof(*tb.slot))))
+			rc = FG_ENOMEM;
+		for (size_t i = 0; !rc && i < out->n; i++)
+			*lookup(&tb, out, out->v[i].name, strlen(out->v[i].name)) = i + 1;
+		out->slot = tb.slot;
+		out->mask = tb.mask;
+	}
 	if (rc) {
 		fg_qmods_release(out);
 		return fg_err_set(err, rc, "out of memory grouping the modules of set '%s'", set->name);

@@ -46,6 +46,9 @@ struct fg_qmod {
 struct fg_qmods {
 	size_t n;
 	struct fg_qmod *v;       /* in the order of each module's first tensor */
+	/* private: the modules by name (fg_qmods_module, fg_qmods_find), made by fg_qmods_scan */
+	size_t mask;
+	size_t *slot;            /* module index + 1; 0: empty */
 };
 
 /*
