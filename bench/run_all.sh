@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 BENCH_JSON=${BENCH_JSON:-$BENCH_DIR/results.json}
-ALL="tensors inspect quant dtype store forge originals pull pull_inspect api"
+ALL="tensors inspect quant dtype store forge forge_scale originals pull pull_inspect api"
 ONLY=${BENCH_ONLY:-$ALL}
 LOGS=$BENCH_DIR/logs
 
@@ -34,6 +34,7 @@ script() {
 	dtype) echo bench/bench_dtype.sh ;;
 	store) echo bench/bench_store.sh ;;
 	forge) echo bench/forge/run.sh ;;
+	forge_scale) echo bench/forge/scale.sh ;;
 	originals) echo bench/bench_originals.sh ;;
 	pull) echo bench/pull/run.sh ;;
 	pull_inspect) echo bench/pull/inspect.sh ;;
