@@ -1552,6 +1552,7 @@ void fg_inspect_free(struct fg_inspect *r)
 		cJSON_Delete(r->manifests[i]);
 	}
 	free(r->dups);
+	fg_qconfig_release(&r->qconfig);
 	cJSON_Delete(r->qconfig_docs[0]);
 	cJSON_Delete(r->qconfig_docs[1]);
 	cJSON_Delete(r->mtplx_runtime);

@@ -2061,6 +2061,58 @@ static void test_config_errors(void **state)
 	assert_int_equal(fg_qconfig_parse(NULL, &src, &err), FG_EUSAGE);
 }
 
+/*
+ * An MLX block with many per-module keys (indexed at parse): each module
+ * reads its own entry, a repeated key its first, false excludes, and an
+ * unlisted module the block's defaults, as with few keys (a scan).
+ */
+static void test_mlx_many_modules(void **state)
+{
+	struct fg_qconfig_src src = { NULL, NULL, NULL };
+	struct fg_qconfig qc;
+	struct fg_err err = { 0 };
+	struct fg_qparams p;
+	char *text = malloc(64 * 1024), name[64];
+	size_t at;
+	cJSON *j;
+
+	(void)state;
+	assert_non_null(text);
+	at = (size_t)snprintf(text, 64 * 1024, "{\"quantization\": {\"group_size\": 64, \"bits\": 4, \"mode\": \"affine\"");
+	/* m.0 .. m.199: bits 2 + i % 7, group 32 (m.7 repeated below with bits 8, which must not win), m.5 false */
+	for (int i = 0; i < 200; i++)
+		at += (size_t)snprintf(text + at, 64 * 1024 - at, i == 5 ? ", \"m.%d\": false" : ", \"m.%d\": {\"group_size\": 32, \"bits\": %d}",
+				       i, 2 + i % 7);
+	snprintf(text + at, 64 * 1024 - at, ", \"m.7\": {\"group_size\": 128, \"bits\": 8}}}");
+	j = json(text);
+	src.config = j;
+	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
+	assert_non_null(qc.mlx_slots); /* indexed: this case tests the index */
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "m.%d", i);
+		assert_int_equal(fg_qconfig_for_module(&qc, name, &p, &err), 0);
+		if (i == 5) {
+			assert_false(p.quantized);
+			continue;
+		}
+		assert_true(p.quantized);
+		assert_int_equal(p.bits, 2 + i % 7);
+		assert_int_equal(p.group_size, 32);
+	}
+	assert_int_equal(fg_qconfig_for_module(&qc, "m.200", &p, &err), 0);
+	assert_true(p.quantized);
+	assert_int_equal(p.bits, 4);
+	assert_int_equal(p.group_size, 64);
+	/* the block's own keys are never modules */
+	assert_int_equal(fg_qconfig_for_module(&qc, "bits", &p, &err), 0);
+	assert_int_equal(p.bits, 4);
+	fg_qconfig_release(&qc);
+	assert_null(qc.mlx_slots);
+	fg_qconfig_release(NULL);
+	cJSON_Delete(j);
+	free(text);
+}
+
 static void test_regex(void **state)
 {
 	static const struct {
@@ -2191,6 +2243,7 @@ int main(void)
 		cmocka_unit_test(test_config_modelopt_fp8_mlx),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_mlx_many_modules),
 		cmocka_unit_test(test_regex),
 	};
 

@@ -39,7 +39,8 @@
  * the first group in the file.  Module names are without ".weight".
  *
  * The parsed config borrows the cJSON trees given to fg_qconfig_parse (they
- * must outlive it); nothing is allocated except transiently while matching.
+ * must outlive it); what it allocates (an index of a large MLX block's
+ * per-module keys) goes with fg_qconfig_release.
  * Every value is type-checked at parse time and every regex compiled, so a
  * malformed config fails fg_qconfig_parse, not a later module lookup.
  */
@@ -78,6 +79,9 @@ struct fg_qconfig {
 	const cJSON *dynamic;     /* GPTQModel dynamic (object) */
 	const cJSON *mlx;         /* MLX quantization object: per-module keys */
 	const cJSON *layers;      /* ModelOpt MIXED_PRECISION quantized_layers (object) */
+	/* private: mlx's members by key when it has many (a lookup per module scanned them all) */
+	const cJSON **mlx_slots;
+	size_t mlx_mask;
 };
 
 /*
@@ -86,6 +90,9 @@ struct fg_qconfig {
  * wrong with its value, FG_EUSAGE for NULL arguments.
  */
 int fg_qconfig_parse(struct fg_qconfig *c, const struct fg_qconfig_src *src, struct fg_err *err);
+
+/* Free what fg_qconfig_parse allocated (NULL, and a config never parsed but zeroed, allowed). */
+void fg_qconfig_release(struct fg_qconfig *c);
 
 /*
  * The parameters c gives module (e.g. "model.layers.61.mlp.down_proj"):
