@@ -66,6 +66,9 @@ for policy in $POLICIES; do
 		extra=(--keep-originals copy)
 		;;
 	esac
+	# MTPLX (the default target) reads a quantized head over this BF16 trunk as affine 4/64 and
+	# refuses the rest (docs/runtimes.md): other formats are forged for lmstudio-mlx
+	case $policy in affine:4:64 | keep) ;; *) extra+=(--target lmstudio-mlx) ;; esac
 	names+=("$n")
 	cmds+=(::: "$n" "$FORGED" forge "$SRC" --out "$OUT" --quant "$policy" "${extra[@]}")
 	labels+=(--label "$n=forged forge SRC --out OUT --quant $policy${extra[*]:+ ${extra[*]}}")

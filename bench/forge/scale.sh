@@ -12,7 +12,8 @@
 #
 # Commands, each on N (small) and 10 x N (big) experts:
 #   keep      forge a BF16 head, default policy
-#   mxfp4     forge it --quant mxfp4 --allow-requantize (an original per expert)
+#   mxfp4     forge it --quant mxfp4 --allow-requantize --target lmstudio-mlx (an original
+#             per expert; MTPLX, the default target, refuses an mxfp4 head over a BF16 trunk)
 #   fp8       forge an F8_E4M3 head with block scales (dequantized to BF16)
 #   inspect8  inspect the F8_E4M3 head (quantized_mtp_head counts its modules)
 #   rewrite   forge a one-shard checkpoint whose trunk holds 4 layers of N/4
@@ -50,7 +51,7 @@ for size in small big; do
 	gen "one_$e" --experts 4 --one-shard --trunk-experts "$((e / 4))"
 	[ "${#cmds[@]}" -gt 1 ] && cmds+=(:::)
 	cmds+=("keep_$size" "$FORGED" forge "$DIR/bf16_$e" --out "$OUT"
-		::: "mxfp4_$size" "$FORGED" forge "$DIR/bf16_$e" --out "$OUT" --quant mxfp4 --allow-requantize
+		::: "mxfp4_$size" "$FORGED" forge "$DIR/bf16_$e" --out "$OUT" --quant mxfp4 --allow-requantize --target lmstudio-mlx
 		::: "fp8_$size" "$FORGED" forge "$DIR/fp8_$e" --out "$OUT"
 		::: "inspect8_$size" "$FORGED" inspect "$DIR/fp8_$e" --json
 		::: "rewrite_$size" sh -c '"$@"; [ $? -le 1 ]' sh "$FORGED" forge "$DIR/one_$e" --out "$OUT")

@@ -557,6 +557,7 @@ static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
 			continue;
 		h->set = &sr->set;
 		h->decision = &sr->decision;
+		h->qmods = &sr->qmods;
 		h->file = sr->role == FG_ROLE_SIDECAR_HEAD && sr->set.file ? file_index(c, sr->set.file, &last) : -1;
 		tf = calloc(sr->set.n_tensors ? sr->set.n_tensors : 1, sizeof(*tf));
 		if (!tf)

@@ -1144,6 +1144,101 @@ static void heal(struct sim *s, const struct fg_rt_head *hl, const struct fg_hea
 }
 
 /* A head was found: load it (filter, experts, heal, contract). */
+/* A quantization block MTPLX reads a head's parameters from: text_config's or the top level's. */
+static int mtplx_quant_block(const cJSON *cfg)
+{
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+	static const char *const keys[] = { "quantization", "quantization_config", "mtplx_mtp_quantization" };
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cfg, keys[k])) ||
+		    cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tc, keys[k])))
+			return 1;
+	return 0;
+}
+
+/*
+ * The bits, group and mode of a quantized head module: as read (an MLX
+ * format forged resolved), else as the artifact's mtp_quantization record
+ * (forged's own) says.  0 when neither tells.
+ */
+static int head_module_params(const struct fg_ckpt *c, const struct fg_qmod *m, int *bits, int *group, const char **mode)
+{
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c->config_raw, "mtp_quantization"),
+						 "modules"),
+		m->name);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(rec, "bits"), *g = cJSON_GetObjectItemCaseSensitive(rec, "group_size");
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(rec, "mode");
+
+	if (!m->rc && m->f.kind >= FG_QF_MLX_AFFINE && m->f.kind <= FG_QF_MLX_NVFP4) {
+		*bits = m->f.bits;
+		*group = m->f.group;
+		*mode = m->f.kind == FG_QF_MLX_AFFINE ? "affine" : fg_qformat_kind_name(m->f.kind);
+		return 1;
+	}
+	if (cJSON_IsNumber(b) && cJSON_IsNumber(g) && cJSON_IsString(md)) {
+		*bits = (int)b->valuedouble;
+		*group = (int)g->valuedouble;
+		*mode = md->valuestring;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * FG_HQ_CONFIG_ELSE_4_64: without a quantization block, MTPLX's generic
+ * injector takes a quantized head as affine bits=4, group 64.  On the
+ * prequantized path (the sidecar's keys exactly one of its expected sets)
+ * it quantizes the head's linears with bits 4, the group inferred from the
+ * tensors; otherwise _finalize_mtp_weights dequantizes each .weight/.scales/
+ * .biases triple with bits 4, group 64, and a module without biases (mxfp4,
+ * nvfp4, mxfp8) goes into a float Linear as it is
+ * (youssofal/MTPLX mtplx/mtp_patch.py@0943c6cb _mtp_contract_for_weight_keys,
+ * _finalize_mtp_weights, _infer_prequantized_group_size).  Only affine 4/64
+ * reads right on both paths; whether forged's keys match an expected set
+ * (mtplx/constants.py) is not modelled, so a 4-bit head of another group,
+ * which the prequantized path would read, is refused too.
+ */
+static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
+{
+	const struct fg_qmods *q = v->h->qmods;
+	size_t wrong = 0, unknown = 0;
+	const char *example = NULL, *what = NULL, *mode;
+	char kind[96] = "";
+	int bits, group;
+
+	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || mtplx_quant_block(s->in->ckpt->config_raw))
+		return;
+	for (size_t i = 0; i < q->n; i++) {
+		const struct fg_qmod *m = &q->v[i];
+
+		if (!fg_qmod_quantized(m))
+			continue;
+		if (!head_module_params(s->in->ckpt, m, &bits, &group, &mode)) {
+			unknown++;
+			what = what ? what : m->name;
+			continue;
+		}
+		if (strcmp(mode, "affine") == 0 && bits == 4 && group == 64)
+			continue;
+		if (!wrong++) {
+			example = m->name;
+			snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+		}
+	}
+	if (wrong) {
+		fail(s, FG_LOAD_FORMAT,
+		     "with no quantization block in config.json it reads a quantized head as affine bits=4 group=64; "
+		     "%zu head module(s) are otherwise (e.g. %s: %s): the first draft fails or decodes wrong values",
+		     wrong, example, kind);
+		set_culprit(s, example);
+	} else if (unknown) {
+		unmodelled(s, "%zu quantized head module(s) with no bits declared (e.g. %s): without a quantization "
+			   "block the runtime assumes affine bits=4 group=64", unknown, what);
+	}
+}
+
 static void load_head(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_ckpt *c = s->in->ckpt;
@@ -1181,6 +1276,7 @@ static void load_head(struct sim *s, const struct fg_rt_head *hl, const struct v
 	}
 	check_experts(s, v->h->experts, hl->experts, hl->experts_known, hl->strict, hl->experts_error,
 		      FG_LOAD_HEAD_EXPERTS, FG_BREAK_HEAD_EXPERTS, "head", 0);
+	head_quant(s, hl, v);
 	heal(s, hl, v->h);
 	if (hl->concat != FG_CONCAT_UNSTATED && hl->concat != want)
 		r->breakage |= FG_BREAK_HEAD_CONTRACT;

@@ -30,6 +30,7 @@
 #include "forge/format/quant/dequant.h"
 #include "forge/model/convention.h"
 #include "forge/model/family.h"
+#include "forge/model/qmods.h"
 #include "forge/model/tset.h"
 
 /* ---- the table ---- */
@@ -197,6 +198,16 @@ enum fg_rt_missing {
 enum fg_rt_hidden { FG_HIDDEN_UNSTATED, FG_HIDDEN_POST_NORM, FG_HIDDEN_PRE_NORM };
 enum fg_rt_concat { FG_CONCAT_UNSTATED, FG_CONCAT_EMBEDDING_FIRST, FG_CONCAT_HIDDEN_FIRST };
 
+/*
+ * How a separate head loader learns a quantized head's parameters.
+ * FG_HQ_CONFIG_ELSE_4_64 (MTPLX's generic injector): from the config's
+ * quantization block (text_config's or the top level's `quantization` /
+ * `quantization_config`), else (no block, no `mtplx_mtp_quantization`)
+ * as affine bits=4, group 64: a head quantized otherwise fails at its first
+ * draft or decodes to wrong values.
+ */
+enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64 };
+
 /* A skip-the-heal declaration a loader reads next to the head's file (vllm-mlx's manifest.json). */
 struct fg_rt_manifest {
 	const char *file;          /* beside the weights file */
@@ -244,6 +255,7 @@ struct fg_rt_head {
 	const char *missing_reason_moe; /* when the MoE path fails first with another error */
 	enum fg_rt_hidden hidden;
 	enum fg_rt_concat concat;
+	enum fg_rt_head_quant quant;
 	const char *source;
 };
 
@@ -453,6 +465,7 @@ struct fg_head_input {
 	const unsigned char *unlisted;  /* per set tensor: 1 when the index does not list it (may be NULL) */
 	unsigned experts;               /* FG_XL_* layouts of its expert blocks */
 	const cJSON *manifest;          /* a manifest.json beside its file, or NULL */
+	const struct fg_qmods *qmods;   /* its quantized-module candidates (qmods.h), or NULL */
 };
 
 /* Copies of one name in several files a runtime may read. */

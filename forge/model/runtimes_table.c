@@ -267,7 +267,9 @@ static const struct fg_rt_head pr1469_heads[] = {
 	  .missing_reason = "RuntimeError: MTP injection failed (no head found, and "                \
 			    "mtp_weights_present_on_disk is true without an index)",                 \
 	  .hidden = FG_HIDDEN_POST_NORM, .concat = FG_CONCAT_EMBEDDING_FIRST,                        \
-	  .source = "youssofal/MTPLX mtplx/mtp_patch.py@0943c6cb inject_mtp_support ~c31000-33500; "  \
+	  .quant = FG_HQ_CONFIG_ELSE_4_64,                                                           \
+	  .source = "youssofal/MTPLX mtplx/mtp_patch.py@0943c6cb inject_mtp_support ~c31000-33500, "  \
+		    "_mtp_contract_for_weight_keys, _finalize_mtp_weights ~c25000-28500; "             \
 		    "mtplx/artifacts.py@6d0a869a expected_mtp_file, is_mtp_key" }
 
 /* The qwen3_5_mtp injector (model_type qwen3_5_mtp with num_nextn_predict_layers > 0): wider

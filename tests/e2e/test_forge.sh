@@ -176,12 +176,36 @@ check "affine:4:64: exit 0 ($(head -c 200 "$TMP/quant_affine.err"))" [ "$RC" -eq
 numpy_check "affine:4:64" quant "$FIXTURES/qwen35_hf" "$TMP/quant_affine"
 check "affine:4:64: fc never quantized" [ "$(jq '.mtp_quantization.modules["mtp.fc"]' "$TMP/quant_affine/config.json")" = null ]
 inspect_clean "affine:4:64" "$TMP/quant_affine" mtplx-2.12
+check "affine:4:64: mtplx-2.12 loads the 4/64 head it assumes (outcome ok, modelled)" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "mtplx-2.12") | "\(.outcome) \(.modelled)"' "$TMP/insp.json")" = "ok true" ]
+# The same head with its bits declared nowhere (no quantization block, no mtp_quantization):
+# what MTPLX assumes cannot be checked against anything, so the row says it is not modelled.
+mkdir -p "$TMP/quant_nobits" && cp -r "$TMP/quant_affine/." "$TMP/quant_nobits/"
+jq 'del(.mtp_quantization)' "$TMP/quant_affine/config.json" >"$TMP/quant_nobits/config.json"
+"$FORGED" inspect "$TMP/quant_nobits" --runtime mtplx-2.12 --json >"$TMP/nobits.json" 2>/dev/null || true
+check "a quantized head with its bits declared nowhere: mtplx-2.12 not modelled, saying why" \
+	jq -e '.runtimes[] | select(.runtime == "mtplx-2.12") | .modelled == false and
+		(.unmodelled | test("7 quantized head module\\(s\\) with no bits declared"))' "$TMP/nobits.json"
 # (an MLX trunk as the backbone, as above: the numbered HF trunk itself would not load)
 forge qwen35_moe_hf_numbered quant_stack --quant affine:4:64 --backbone "$FIXTURES/qwen35_moe_mlx_sidecar"
 check "affine:4:64 of stacked experts: exit 0 ($(head -c 200 "$TMP/quant_stack.err"))" [ "$RC" -eq 0 ]
 numpy_check "affine:4:64 of stacked experts (quantized in row bands across experts)" quant \
 	"$FIXTURES/qwen35_moe_hf_numbered" "$TMP/quant_stack"
-forge qwen35_hf quant_mxfp4 --quant mxfp4
+# MTPLX reads a quantized head over a config with no quantization block as affine 4/64
+# (mtp_patch.py@0943c6cb _finalize_mtp_weights): an mxfp4 head (no biases) would go into float
+# Linears as it is, so the default target refuses it, naming the format and a module.
+forge qwen35_hf quant_mxfp4_mtplx --quant mxfp4
+check "mxfp4 for mtplx-2.12 (no quantization block): exit 1 ($RC)" [ "$RC" -eq 1 ]
+check "mxfp4 for mtplx-2.12: the refusal says what the runtime assumes and names a module" \
+	grep -q "refused: runtime_load_error: .*mtplx-2.12.*affine bits=4 group=64; 7 head module(s) .*mtp.layers.0.self_attn.q_proj: mxfp4 bits=4 group=32" \
+	"$TMP/quant_mxfp4_mtplx.err"
+check "mxfp4 for mtplx-2.12: nothing left at the output" [ ! -e "$TMP/quant_mxfp4_mtplx" ]
+for q in affine:8:64 affine:4:32; do
+	forge qwen35_hf "quant_${q//:/_}" --quant "$q"
+	check "$q for mtplx-2.12 (no quantization block): exit 1 ($RC)" [ "$RC" -eq 1 ]
+done
+# The bytes, for a target whose head loader's quantization forged does not model (docs/runtimes.md).
+forge qwen35_hf quant_mxfp4 --quant mxfp4 --target lmstudio-mlx
 check "mxfp4: exit 0 ($(head -c 200 "$TMP/quant_mxfp4.err"))" [ "$RC" -eq 0 ]
 numpy_check "mxfp4" quant "$FIXTURES/qwen35_hf" "$TMP/quant_mxfp4"
 forge qwen35_hf quant_match --quant match --backbone "$FIXTURES/qwen35_mlx_q4"

@@ -224,7 +224,8 @@ dequant_check "gptq head matched = numpy's MLX affine (the backbone's bits and g
 check "gptq head matched: the backbone's bits and group, the source format kept in the record" \
 	[ "$(jq -c '.mtp_quantization.modules["mtp.layers.0.self_attn.q_proj"] | [.bits, .group_size, .mode, .requantized, (.source | split(" ")[0])]' "$TMP/gptq_mq4b/config.json")" = \
 	  "[$(jq -r '.quantization.bits' "$FIXTURES/qwen35_mlx_q4/config.json"),$(jq -r '.quantization.group_size' "$FIXTURES/qwen35_mlx_q4/config.json"),\"affine\",true,\"gptq\"]" ]
-forge q_awq_head awq_mx --quant mxfp4 --backbone "$BB" --allow-requantize
+# (lmstudio-mlx: MTPLX, the default target, refuses an mxfp4 head over a trunk without a quantization block)
+forge q_awq_head awq_mx --quant mxfp4 --backbone "$BB" --allow-requantize --target lmstudio-mlx
 check "awq head, mxfp4 with the flag: exit 0 ($(head -c 300 "$TMP/awq_mx.err"))" [ "$RC" -eq 0 ]
 dequant_check "awq head re-quantized mxfp4 = numpy's mxfp4 of the BF16 dequantization" q_awq_head awq_mx
 # DeepSeek FP8 blocks are a quantized source too: recorded as dequantized, re-quantized only with the flag.
