@@ -100,7 +100,7 @@ def main():
         q = f"{p}mlp.experts.{e}."
         for w, shape in (("gate_proj", (I, H)), ("up_proj", (I, H)), ("down_proj", (H, I))):
             if a.fp8:
-                # E4M3 bytes below 0x70 are finite values under 1.0; one scale per 128 x 128 block.
+                # E4M3 bytes below 0x70: finite, non-negative values up to 120; one scale per 128 x 128 block.
                 blocks = tuple((d + 127) // 128 for d in shape)
                 head += [(q + w + ".weight", rng.integers(0, 0x70, size=shape, dtype=np.uint8), "F8_E4M3"),
                          (q + w + ".weight_scale_inv", np.full(blocks, 0.01, dtype=np.float32), "F32")]

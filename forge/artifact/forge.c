@@ -506,6 +506,33 @@ static int put_in_place(struct forge *f, const struct place *pl, struct fg_err *
 }
 
 /*
+ * Before anything is written: a head the policy quantizes in a format a
+ * target's head loader reads wrong whatever path it takes is refused now,
+ * with what the check of the written artifact would say (runtimes.h
+ * fg_runtime_head_quant_refuses), instead of after the whole head is
+ * quantized and written.
+ */
+static int quantized_head_readable(struct forge *f, struct fg_err *err)
+{
+	const struct fg_plan_quant *q = NULL;
+	const struct fg_runtime_input in = { .ckpt = f->bb->ckpt, .family = f->src->family };
+	char why[FG_ERR_MSG_MAX / 2];
+
+	for (size_t i = 0; i < f->plan.n && !q; i++)
+		if (f->plan.t[i].op == FG_OP_QUANT)
+			q = &f->plan.t[i].quant;
+	if (!q || f->policy.kind == FG_POLICY_MATCH)
+		return 0; /* match takes the backbone's own block, which resolves the head */
+	for (size_t t = 0; t < f->layout.n_targets; t++)
+		if (fg_runtime_head_quant_refuses(f->layout.targets[t], &in, q->mxfp4 ? "mxfp4" : "affine", q->bits,
+						  q->group, why, sizeof(why)))
+			return fg_err_verdict(err, FG_V_RUNTIME_LOAD_ERROR,
+					      "the artifact would not inspect clean for %s: the runtime refuses to load it "
+					      "(format): %s", f->layout.targets[t]->id, why);
+	return 0;
+}
+
+/*
  * Every target loads what the layout promised: an error verdict refuses the
  * artifact (the first names the refusal), and so does a target that, with
  * no error verdict, decodes plain or loads the head wrong (layout_conflict).
@@ -689,7 +716,8 @@ int fg_forge_run(const struct fg_forge_opts *o, struct fg_forge_result *res, str
 		rc = fg_err_set(err, FG_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err)) || (rc = fetch_head(&f, err)))
+	if ((rc = fg_policy_apply(&f.plan, &f.policy, f.bb, f.quant_record, err)) ||
+	    (rc = quantized_head_readable(&f, err)) || (rc = fetch_head(&f, err)))
 		goto out;
 	clean_stale(&pl);
 	/* pid, then a sequence number: worker threads of one daemon forge at once. */

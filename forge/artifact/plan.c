@@ -795,6 +795,10 @@ int fg_plan_build_spec(const struct fg_inspect *r, const struct fg_plan_spec *sp
 		if (rc)
 			break;
 	}
+	/* The name index is the build's: nothing reads it after (and the set may go before the plan). */
+	free(plan->by_name);
+	plan->by_name = NULL;
+	plan->by_name_set = NULL;
 	if (rc)
 		fg_plan_release(plan);
 	return rc;

@@ -37,7 +37,8 @@ static int cmp_name(const void *a, const void *b)
  * A name two tensors share, or "__metadata__" when a tensor takes it; NULL
  * when there is none.  Sorted once (a lookup in the header being built was
  * a scan of it per tensor: 82 s for a 98,000-tensor shard).  *nomem when
- * the sort's array could not be had.
+ * the sort's array could not be had.  Checked before any tensor's dtype and
+ * shape, and of several repeated names the first in byte order is named.
  */
 static const char *repeated_name(const struct fg_st_out *tensors, size_t n, bool *nomem)
 {

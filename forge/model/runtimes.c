@@ -1143,38 +1143,74 @@ static void heal(struct sim *s, const struct fg_rt_head *hl, const struct fg_hea
 	}
 }
 
-/* A head was found: load it (filter, experts, heal, contract). */
-/* A quantization block MTPLX reads a head's parameters from: text_config's or the top level's. */
-static int mtplx_quant_block(const cJSON *cfg)
+/*
+ * The quantization block MTPLX's _finalize_mtp_weights reads a head's bits
+ * and group from: text_config's `quantization` or `quantization_config`,
+ * else the top level's (an empty one counts as none, as Python's `or`
+ * chain has it); NULL when there is none.
+ */
+static const cJSON *mtplx_quant_block(const cJSON *cfg)
 {
-	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
-	static const char *const keys[] = { "quantization", "quantization_config", "mtplx_mtp_quantization" };
+	const cJSON *owners[2] = { cJSON_GetObjectItemCaseSensitive(cfg, "text_config"), cfg };
 
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-		if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cfg, keys[k])) ||
-		    cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tc, keys[k])))
-			return 1;
-	return 0;
+	for (size_t o = 0; o < 2; o++)
+		for (size_t k = 0; k < 2; k++) {
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(owners[o], k ? "quantization_config" : "quantization");
+
+			if (cJSON_IsObject(b) && b->child)
+				return b;
+		}
+	return NULL;
+}
+
+/* A whole number from 1 up in an object, else dflt (MTPLX: int(block.get(key, dflt))). */
+static int block_int(const cJSON *block, const char *key, int dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(block, key);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1 << 24 ? (int)v->valuedouble : dflt;
+}
+
+/* Without a block, a module not affine or not 4-bit reads wrong on both of MTPLX's paths (head_quant). */
+static int reads_wrong(const cJSON *block, const char *mode, int bits)
+{
+	return !block && (strcmp(mode, "affine") != 0 || bits != 4);
+}
+
+int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_runtime_input *in, const char *mode,
+				  int bits, int group, char *why, size_t len)
+{
+	const struct fg_rt_head *hl = fg_runtime_head_loader(rt, in);
+
+	if (!hl || hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !in->ckpt ||
+	    !reads_wrong(mtplx_quant_block(in->ckpt->config_raw), mode, bits))
+		return 0;
+	snprintf(why, len,
+		 "with no quantization block in config.json it reads a quantized head as affine bits=4 group=64; "
+		 "the head would be %s bits=%d group=%d: the first draft fails or decodes wrong values", mode, bits, group);
+	return 1;
 }
 
 /*
- * The bits, group and mode of a quantized head module: as read (an MLX
- * format forged resolved), else as the artifact's mtp_quantization record
- * (forged's own) says.  0 when neither tells.
+ * A quantized head module's mode ("affine", "mxfp4", ...), bits and group:
+ * as forged read it (an MLX format the config's block resolved), else as the
+ * artifact's mtp_quantization.modules record (forged's own) says; 0 when
+ * neither tells.
  */
-static int head_module_params(const struct fg_ckpt *c, const struct fg_qmod *m, int *bits, int *group, const char **mode)
+static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bits, int *group, const char **mode)
 {
-	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c->config_raw, "mtp_quantization"),
-						 "modules"),
-		m->name);
-	const cJSON *b = cJSON_GetObjectItemCaseSensitive(rec, "bits"), *g = cJSON_GetObjectItemCaseSensitive(rec, "group_size");
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(rec, "mode");
+	static const char *const mlx_modes[] = { "affine", "mxfp4", "nvfp4", "mxfp8" };
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(rec, m->name);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bits"), *g = cJSON_GetObjectItemCaseSensitive(r, "group_size");
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(r, "mode");
 
 	if (!m->rc && m->f.kind >= FG_QF_MLX_AFFINE && m->f.kind <= FG_QF_MLX_NVFP4) {
 		*bits = m->f.bits;
 		*group = m->f.group;
-		*mode = m->f.kind == FG_QF_MLX_AFFINE ? "affine" : fg_qformat_kind_name(m->f.kind);
+		*mode = m->f.kind == FG_QF_MLX_AFFINE   ? mlx_modes[0]
+			: m->f.kind == FG_QF_MLX_MXFP4 ? mlx_modes[1]
+			: m->f.kind == FG_QF_MLX_NVFP4 ? mlx_modes[2]
+						       : mlx_modes[3];
 		return 1;
 	}
 	if (cJSON_IsNumber(b) && cJSON_IsNumber(g) && cJSON_IsString(md)) {
@@ -1187,44 +1223,65 @@ static int head_module_params(const struct fg_ckpt *c, const struct fg_qmod *m, 
 }
 
 /*
- * FG_HQ_CONFIG_ELSE_4_64: without a quantization block, MTPLX's generic
- * injector takes a quantized head as affine bits=4, group 64.  On the
- * prequantized path (the sidecar's keys exactly one of its expected sets)
- * it quantizes the head's linears with bits 4, the group inferred from the
- * tensors; otherwise _finalize_mtp_weights dequantizes each .weight/.scales/
- * .biases triple with bits 4, group 64, and a module without biases (mxfp4,
- * nvfp4, mxfp8) goes into a float Linear as it is
+ * FG_HQ_CONFIG_ELSE_4_64, MTPLX's generic injector
  * (youssofal/MTPLX mtplx/mtp_patch.py@0943c6cb _mtp_contract_for_weight_keys,
- * _finalize_mtp_weights, _infer_prequantized_group_size).  Only affine 4/64
- * reads right on both paths; whether forged's keys match an expected set
- * (mtplx/constants.py) is not modelled, so a 4-bit head of another group,
- * which the prequantized path would read, is refused too.
+ * _finalize_mtp_weights, _infer_prequantized_group_size,
+ * _contract_with_prequantized_module_specs).  A quantized head's bits and
+ * group come from the quantization block (mtplx_quant_block), else are 4
+ * and 64, mode affine.  A sidecar whose keys are exactly one of MTPLX's
+ * expected prequantized sets (mtplx/constants.py) is quantized in place with
+ * those bits, the group inferred from the tensors and per-module specs from
+ * the block; any other has each .weight/.scales/.biases triple dequantized
+ * with the block's bits and group, and a module without biases (mxfp4,
+ * nvfp4, mxfp8) goes into a float Linear as it is.  Which path a head takes
+ * is not modelled, so:
+ *   - without a block, a module that is not affine, or not of 4 bits, reads
+ *     wrong on both paths: the load fails (format);
+ *   - a module that differs from the block's (or the default's) bits and
+ *     group only in what the prequantized path resolves (its group without a
+ *     block; its own spec with one) reads right on that path alone: the row
+ *     is not modelled.
+ * A module whose parameters neither forged's reading nor its record gives is
+ * not modelled (head_module_params).
  */
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_qmods *q = v->h->qmods;
-	size_t wrong = 0, unknown = 0;
-	const char *example = NULL, *what = NULL, *mode;
-	char kind[96] = "";
-	int bits, group;
+	const cJSON *cfg = s->in->ckpt->config_raw;
+	const cJSON *block = mtplx_quant_block(cfg);
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "mtp_quantization"),
+							    "modules");
+	int want_bits = block_int(block, "bits", 4), want_group = block_int(block, "group_size", 64);
+	size_t wrong = 0, path = 0, unknown = 0;
+	const char *example = NULL, *path_example = NULL, *what = NULL;
+	char kind[96] = "", path_kind[96] = "";
 
-	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || mtplx_quant_block(s->in->ckpt->config_raw))
+	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q)
 		return;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct fg_qmod *m = &q->v[i];
+		const char *mode;
+		int bits, group;
 
-		if (!fg_qmod_quantized(m))
+		/* MLX-shaped modules only (a U32 weight with scales): other formats are not this loader's path. */
+		if (!fg_qmod_quantized(m) || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
+		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
 			continue;
-		if (!head_module_params(s->in->ckpt, m, &bits, &group, &mode)) {
+		if (!head_module_params(m, rec, &bits, &group, &mode)) {
 			unknown++;
 			what = what ? what : m->name;
 			continue;
 		}
-		if (strcmp(mode, "affine") == 0 && bits == 4 && group == 64)
+		if (strcmp(mode, "affine") == 0 && bits == want_bits && group == want_group)
 			continue;
-		if (!wrong++) {
-			example = m->name;
-			snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+		if (reads_wrong(block, mode, bits)) {
+			if (!wrong++) {
+				example = m->name;
+				snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+			}
+		} else if (!path++) {
+			path_example = m->name;
+			snprintf(path_kind, sizeof(path_kind), "%s bits=%d group=%d", mode, bits, group);
 		}
 	}
 	if (wrong) {
@@ -1233,12 +1290,18 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 		     "%zu head module(s) are otherwise (e.g. %s: %s): the first draft fails or decodes wrong values",
 		     wrong, example, kind);
 		set_culprit(s, example);
+	} else if (path) {
+		unmodelled(s, "%zu quantized head module(s) differ from the affine bits=%d group=%d it dequantizes with "
+			   "(e.g. %s: %s): they read right only if the sidecar's keys are one of its expected "
+			   "prequantized sets, which forged does not check", path, want_bits, want_group, path_example,
+			   path_kind);
 	} else if (unknown) {
-		unmodelled(s, "%zu quantized head module(s) with no bits declared (e.g. %s): without a quantization "
-			   "block the runtime assumes affine bits=4 group=64", unknown, what);
+		unmodelled(s, "%zu quantized head module(s) whose bits forged's record does not give (e.g. %s): it "
+			   "reads them as affine bits=%d group=%d", unknown, what, want_bits, want_group);
 	}
 }
 
+/* A head was found: load it (filter, experts, heal, contract). */
 static void load_head(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_ckpt *c = s->in->ckpt;

@@ -200,11 +200,11 @@ enum fg_rt_concat { FG_CONCAT_UNSTATED, FG_CONCAT_EMBEDDING_FIRST, FG_CONCAT_HID
 
 /*
  * How a separate head loader learns a quantized head's parameters.
- * FG_HQ_CONFIG_ELSE_4_64 (MTPLX's generic injector): from the config's
- * quantization block (text_config's or the top level's `quantization` /
- * `quantization_config`), else (no block, no `mtplx_mtp_quantization`)
- * as affine bits=4, group 64: a head quantized otherwise fails at its first
- * draft or decodes to wrong values.
+ * FG_HQ_CONFIG_ELSE_4_64 (MTPLX's generic injector): bits and group from the
+ * config's quantization block (text_config's or the top level's
+ * `quantization` / `quantization_config`), else affine bits=4, group 64; a
+ * head quantized otherwise fails at its first draft or decodes to wrong
+ * values, unless its keys take the prequantized path (runtimes.c head_quant).
  */
 enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64 };
 
@@ -623,6 +623,16 @@ struct fg_runtime_result {
 /* Simulate rt on the checkpoint. */
 void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_input *in,
 			 struct fg_runtime_result *out);
+
+/*
+ * Whether rt's head loader (for in's checkpoint: its config and family)
+ * reads a head quantized as mode ("affine", "mxfp4"), bits and group wrong
+ * whatever path it takes (FG_HQ_CONFIG_ELSE_4_64 without a quantization
+ * block): 1 with why, else 0.  The forge asks before it writes a head a
+ * policy quantizes; the simulation of the written artifact says the same.
+ */
+int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_runtime_input *in, const char *mode,
+				  int bits, int group, char *why, size_t len);
 
 /* The head loader of rt for this input (model type and family), or NULL when it runs no head. */
 const struct fg_rt_head *fg_runtime_head_loader(const struct fg_runtime *rt, const struct fg_runtime_input *in);
