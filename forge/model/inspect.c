@@ -535,6 +535,34 @@ static void read_mtplx_runtime(struct fg_inspect *r)
 	close(fd);
 }
 
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * unl[k] = 1 for each tensor of set the index does not list: the unlisted
+ * names sorted once and each tensor looked up (a scan of the set per
+ * mismatch took 3.7 s for a 30,000-tensor head its index left out).
+ * 0, or FG_ENOMEM.
+ */
+static int mark_unlisted(const struct fg_ckpt *c, const struct fg_tset *set, unsigned char *unl)
+{
+	const char **names = malloc(c->n_mismatch * sizeof(*names));
+	size_t n = 0;
+
+	if (!names)
+		return FG_ENOMEM;
+	for (size_t m = 0; m < c->n_mismatch; m++)
+		if (c->mismatch[m].problem == FG_INDEX_UNLISTED)
+			names[n++] = c->mismatch[m].tensor;
+	qsort(names, n, sizeof(*names), cmp_str_ptr);
+	for (size_t k = 0; k < set->n_tensors && n; k++)
+		unl[k] = bsearch(&set->tensors[k]->name, names, n, sizeof(*names), cmp_str_ptr) != NULL;
+	free(names);
+	return 0;
+}
+
 /* What the simulation reads of each head set: files, unlisted tensors, expert layouts, manifests. */
 static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
 {
@@ -572,14 +600,8 @@ static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
 			if (!unl)
 				return fg_err_set(err, FG_ENOMEM, "out of memory");
 			h->unlisted = unl;
-			for (size_t m = 0; m < c->n_mismatch; m++) {
-				if (c->mismatch[m].problem != FG_INDEX_UNLISTED)
-					continue;
-				for (size_t k = 0; k < sr->set.n_tensors; k++)
-					if (sr->set.tensors[k]->name == c->mismatch[m].tensor ||
-					    strcmp(sr->set.tensors[k]->name, c->mismatch[m].tensor) == 0)
-						unl[k] = 1;
-			}
+			if (mark_unlisted(c, &sr->set, unl))
+				return fg_err_set(err, FG_ENOMEM, "out of memory");
 		}
 		if (h->file >= 0 && c->files[h->file].sidecar)
 			h->manifest = r->manifests[s] = sibling_manifest(c, &c->files[h->file]);

@@ -1163,14 +1163,6 @@ static const cJSON *mtplx_quant_block(const cJSON *cfg)
 	return NULL;
 }
 
-/* A whole number from 1 up in an object, else dflt (MTPLX: int(block.get(key, dflt))). */
-static int block_int(const cJSON *block, const char *key, int dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(block, key);
-
-	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1 << 24 ? (int)v->valuedouble : dflt;
-}
-
 /* Without a block, a module not affine or not 4-bit reads wrong on both of MTPLX's paths (head_quant). */
 static int reads_wrong(const cJSON *block, const char *mode, int bits)
 {
@@ -1192,34 +1184,23 @@ int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_r
 }
 
 /*
- * A quantized head module's mode ("affine", "mxfp4", ...), bits and group:
- * as forged read it (an MLX format the config's block resolved), else as the
- * artifact's mtp_quantization.modules record (forged's own) says; 0 when
- * neither tells.
+ * A quantized head module's mode ("affine", "mxfp4", ...), bits and group,
+ * as the artifact's mtp_quantization.modules record (forged's own) says:
+ * without a quantization block forged cannot read them from the tensors.
+ * 0 when the record does not tell.
  */
 static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bits, int *group, const char **mode)
 {
-	static const char *const mlx_modes[] = { "affine", "mxfp4", "nvfp4", "mxfp8" };
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(rec, m->name);
 	const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bits"), *g = cJSON_GetObjectItemCaseSensitive(r, "group_size");
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(r, "mode");
 
-	if (!m->rc && m->f.kind >= FG_QF_MLX_AFFINE && m->f.kind <= FG_QF_MLX_NVFP4) {
-		*bits = m->f.bits;
-		*group = m->f.group;
-		*mode = m->f.kind == FG_QF_MLX_AFFINE   ? mlx_modes[0]
-			: m->f.kind == FG_QF_MLX_MXFP4 ? mlx_modes[1]
-			: m->f.kind == FG_QF_MLX_NVFP4 ? mlx_modes[2]
-						       : mlx_modes[3];
-		return 1;
-	}
-	if (cJSON_IsNumber(b) && cJSON_IsNumber(g) && cJSON_IsString(md)) {
-		*bits = (int)b->valuedouble;
-		*group = (int)g->valuedouble;
-		*mode = md->valuestring;
-		return 1;
-	}
-	return 0;
+	if (!cJSON_IsNumber(b) || !cJSON_IsNumber(g) || !cJSON_IsString(md))
+		return 0;
+	*bits = (int)b->valuedouble;
+	*group = (int)g->valuedouble;
+	*mode = md->valuestring;
+	return 1;
 }
 
 /*
@@ -1234,15 +1215,14 @@ static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bi
  * the block; any other has each .weight/.scales/.biases triple dequantized
  * with the block's bits and group, and a module without biases (mxfp4,
  * nvfp4, mxfp8) goes into a float Linear as it is.  Which path a head takes
- * is not modelled, so:
- *   - without a block, a module that is not affine, or not of 4 bits, reads
- *     wrong on both paths: the load fails (format);
- *   - a module that differs from the block's (or the default's) bits and
- *     group only in what the prequantized path resolves (its group without a
- *     block; its own spec with one) reads right on that path alone: the row
- *     is not modelled.
- * A module whose parameters neither forged's reading nor its record gives is
- * not modelled (head_module_params).
+ * is not modelled, so only what reads wrong on both is judged: without a
+ * block, an MLX-shaped module (a U32 weight with scales) that is not affine
+ * or not of 4 bits fails the load (format).  The rest is not judged (the row
+ * keeps its other verdicts): 4 bits of another group without a block, which
+ * the prequantized path reads; with a block, a module other than the
+ * block's bits and group, which only the prequantized path resolves from
+ * the block's per-module entry; a module forged's record does not describe
+ * (head_module_params).
  */
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
@@ -1251,12 +1231,11 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 	const cJSON *block = mtplx_quant_block(cfg);
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "mtp_quantization"),
 							    "modules");
-	int want_bits = block_int(block, "bits", 4), want_group = block_int(block, "group_size", 64);
-	size_t wrong = 0, path = 0, unknown = 0;
-	const char *example = NULL, *path_example = NULL, *what = NULL;
-	char kind[96] = "", path_kind[96] = "";
+	size_t wrong = 0;
+	const char *example = NULL;
+	char kind[96] = "";
 
-	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q)
+	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || block)
 		return;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct fg_qmod *m = &q->v[i];
@@ -1265,24 +1244,11 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 
 		/* MLX-shaped modules only (a U32 weight with scales): other formats are not this loader's path. */
 		if (!fg_qmod_quantized(m) || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
-		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
+		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT] || !head_module_params(m, rec, &bits, &group, &mode) ||
+		    !reads_wrong(block, mode, bits) || wrong++)
 			continue;
-		if (!head_module_params(m, rec, &bits, &group, &mode)) {
-			unknown++;
-			what = what ? what : m->name;
-			continue;
-		}
-		if (strcmp(mode, "affine") == 0 && bits == want_bits && group == want_group)
-			continue;
-		if (reads_wrong(block, mode, bits)) {
-			if (!wrong++) {
-				example = m->name;
-				snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
-			}
-		} else if (!path++) {
-			path_example = m->name;
-			snprintf(path_kind, sizeof(path_kind), "%s bits=%d group=%d", mode, bits, group);
-		}
+		example = m->name;
+		snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
 	}
 	if (wrong) {
 		fail(s, FG_LOAD_FORMAT,
@@ -1290,14 +1256,6 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 		     "%zu head module(s) are otherwise (e.g. %s: %s): the first draft fails or decodes wrong values",
 		     wrong, example, kind);
 		set_culprit(s, example);
-	} else if (path) {
-		unmodelled(s, "%zu quantized head module(s) differ from the affine bits=%d group=%d it dequantizes with "
-			   "(e.g. %s: %s): they read right only if the sidecar's keys are one of its expected "
-			   "prequantized sets, which forged does not check", path, want_bits, want_group, path_example,
-			   path_kind);
-	} else if (unknown) {
-		unmodelled(s, "%zu quantized head module(s) whose bits forged's record does not give (e.g. %s): it "
-			   "reads them as affine bits=%d group=%d", unknown, what, want_bits, want_group);
 	}
 }
 

@@ -204,7 +204,8 @@ enum fg_rt_concat { FG_CONCAT_UNSTATED, FG_CONCAT_EMBEDDING_FIRST, FG_CONCAT_HID
  * config's quantization block (text_config's or the top level's
  * `quantization` / `quantization_config`), else affine bits=4, group 64; a
  * head quantized otherwise fails at its first draft or decodes to wrong
- * values, unless its keys take the prequantized path (runtimes.c head_quant).
+ * values, unless its keys take the prequantized path (runtimes.c head_quant
+ * judges only what reads wrong on both paths).
  */
 enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64 };
 

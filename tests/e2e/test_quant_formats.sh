@@ -165,6 +165,15 @@ check "mlx head: quantized_mtp_head counts each kind, three shown" \
 	[ "$(verdict i_q_mlx_lm_head.json quantized_mtp_head .detail)" = \
 	  "7 head module(s) are quantized: 3 x mlx affine bits=4 group=64; 1 x mlx mxfp8 bits=8 group=32; 1 x mlx nvfp4 bits=4 group=16; ..." ]
 
+# Its head holds kinds MTPLX would read right on one of its two paths only: not judged, so the
+# verdicts MTPLX's other rules give stay (its guard refuses this trunk's probe).
+inspect q_mlx_lm_head --runtime mtplx-2.12
+check "mlx head for mtplx-2.12: exit 1 ($RC), the shift hazard still names mtplx-2.12" [ "$RC" -eq 1 ]
+check "mlx head for mtplx-2.12: embedded_mtp_shift_hazard lists it" \
+	[ "$(verdict i_q_mlx_lm_head.json embedded_mtp_shift_hazard '.runtimes | index("mtplx-2.12") != null')" = true ]
+check "mlx head for mtplx-2.12: the row stays modelled" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "mtplx-2.12") | .modelled' "$TMP/i_q_mlx_lm_head.json")" = true ]
+
 # MLX head as language_model.mtp.*: kept as it is for an MLX target, overrides renamed with the tensors.
 forge q_mlx_lm_head mlx --target mtplx-2.12
 check "mlx head keep: exit 0 ($(head -c 300 "$TMP/mlx.err"))" [ "$RC" -eq 0 ]
