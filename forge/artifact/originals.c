@@ -28,6 +28,7 @@
 
 #include "forge/core/filehash.h"
 #include "forge/core/fs.h"
+#include "forge/core/nameidx.h"
 #include "forge/core/sha256.h"
 
 #define ORIGINAL_IN_CHUNK ((size_t)8 << 20)
@@ -371,51 +372,14 @@ struct keep_ctx {
 	struct forge *f;
 	uint64_t *done;
 	struct fg_err *err;
-	const char **seen;   /* open addressing over names, NULL: empty */
-	size_t n_seen, mask; /* mask + 1 slots, 0 before the first */
-	size_t n_kept;       /* records made (the next copy's blob number) */
+	struct fg_nameidx seen; /* the names recorded */
+	size_t n_kept;          /* records made (the next copy's blob number) */
 };
-
-static const char **seen_slot(const struct keep_ctx *k, const char *name)
-{
-	size_t s = fg_hash_bytes(name, strlen(name)) & k->mask;
-
-	while (k->seen[s] && strcmp(k->seen[s], name) != 0)
-		s = (s + 1) & k->mask;
-	return &k->seen[s];
-}
-
-/* 1 when name was recorded before, else 0 (now it is); FG_ENOMEM. */
-static int seen_before(struct keep_ctx *k, const char *name)
-{
-	const char **s;
-
-	if ((k->n_seen + 1) * 3 >= (k->mask + 1) * 2 || !k->seen) {
-		size_t n = k->seen ? 2 * (k->mask + 1) : 256;
-		const char **old = k->seen, **grown = calloc(n, sizeof(*grown));
-		size_t old_n = k->seen ? k->mask + 1 : 0;
-
-		if (!grown)
-			return FG_ENOMEM;
-		k->seen = grown;
-		k->mask = n - 1;
-		for (size_t i = 0; i < old_n; i++)
-			if (old[i])
-				*seen_slot(k, old[i]) = old[i];
-		free(old);
-	}
-	s = seen_slot(k, name);
-	if (*s)
-		return 1;
-	*s = name;
-	k->n_seen++;
-	return 0;
-}
 
 static int keep_input(void *ctx, const struct fg_tensor *t)
 {
 	struct keep_ctx *k = ctx;
-	int rc = seen_before(k, t->name);
+	int rc = fg_nameidx_put(&k->seen, t->name, 0, NULL);
 
 	if (rc == FG_ENOMEM)
 		return fg_err_set(k->err, FG_ENOMEM, "out of memory");
@@ -429,7 +393,7 @@ static int keep_input(void *ctx, const struct fg_tensor *t)
 int fg_art_write_originals(struct forge *f, struct fg_err *err)
 {
 	uint64_t done = 0;
-	struct keep_ctx k = { f, &done, err, NULL, 0, 0, (size_t)cJSON_GetArraySize(f->originals) };
+	struct keep_ctx k = { f, &done, err, { 0 }, (size_t)cJSON_GetArraySize(f->originals) };
 	int rc = 0;
 
 	fg_art_stage_total(f, originals_bytes(f));
@@ -448,7 +412,7 @@ int fg_art_write_originals(struct forge *f, struct fg_err *err)
 		/* every input, a dequantized module's other tensors (scales, zero points, g_idx, ...) too */
 		rc = fg_plan_entry_inputs(e, keep_input, &k);
 	}
-	free(k.seen);
+	fg_nameidx_free(&k.seen);
 	fg_art_stage_done(f, done);
 	return rc;
 }

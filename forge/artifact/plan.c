@@ -137,7 +137,7 @@ void fg_plan_release(struct fg_plan *plan)
 	if (plan) {
 		free(plan->mods);
 		free(plan->by_name);
-		free(plan->mod_slots);
+		fg_nameidx_free(&plan->mods_by_out);
 		qcache_free(plan->qcache);
 		free(plan->t);
 		memset(plan, 0, sizeof(*plan));
@@ -212,42 +212,11 @@ static const struct fg_tensor *find_in_set(struct fg_plan *plan, const struct fg
 
 /* ---- quantized head modules (issue 12) ---- */
 
-static size_t mod_slot(const struct fg_plan *plan, const char *out)
-{
-	size_t mask = plan->n_mod_slots - 1, s = fg_hash_bytes(out, strlen(out)) & mask;
-
-	while (plan->mod_slots[s] && strcmp(plan->mods[plan->mod_slots[s] - 1].out, out) != 0)
-		s = (s + 1) & mask;
-	return s;
-}
-
 struct fg_plan_module *fg_plan_module_find(const struct fg_plan *plan, const char *out)
 {
-	size_t s;
+	uintptr_t i;
 
-	if (!plan->n_mod_slots)
-		return NULL;
-	s = mod_slot(plan, out);
-	return plan->mod_slots[s] ? &plan->mods[plan->mod_slots[s] - 1] : NULL;
-}
-
-/* Index mods[i] by its out name, the table kept under two-thirds full; 0 or FG_ENOMEM. */
-static int index_module(struct fg_plan *plan, size_t i)
-{
-	if ((i + 1) * 3 >= plan->n_mod_slots * 2) {
-		size_t n = plan->n_mod_slots ? plan->n_mod_slots * 2 : 64;
-		size_t *slots = calloc(n, sizeof(*slots));
-
-		if (!slots)
-			return FG_ENOMEM;
-		free(plan->mod_slots);
-		plan->mod_slots = slots;
-		plan->n_mod_slots = n;
-		for (size_t k = 0; k < i; k++)
-			plan->mod_slots[mod_slot(plan, plan->mods[k].out)] = k + 1;
-	}
-	plan->mod_slots[mod_slot(plan, plan->mods[i].out)] = i + 1;
-	return 0;
+	return fg_nameidx_get(&plan->mods_by_out, out, &i) ? &plan->mods[i] : NULL;
 }
 
 /* Record a quantized module of the head (once per output module); 0 or FG_ENOMEM. */
@@ -272,7 +241,7 @@ static int note_module(struct fg_plan *plan, const char *source, const char *out
 	m->q = q;
 	m->experts = experts;
 	m->how = how;
-	if (index_module(plan, plan->n_mods)) {
+	if (fg_nameidx_put(&plan->mods_by_out, m->out, plan->n_mods, NULL) == FG_ENOMEM) {
 		free(m->source);
 		free(m->out);
 		return fg_err_set(err, FG_ENOMEM, "out of memory planning the head");

@@ -23,6 +23,7 @@
 #include "forge/model/convention.h"
 #include "forge/core/error.h"
 #include "forge/model/experts.h"
+#include "forge/core/nameidx.h"
 #include "forge/model/inspect.h"
 #include "forge/model/qmods.h"
 #include "forge/format/safetensors.h"
@@ -117,7 +118,7 @@ struct fg_plan {
 	/* private: name lookups of the build (a scan per expert was quadratic in the head) */
 	const struct fg_tset *by_name_set;  /* the set by_name sorts */
 	size_t *by_name;                    /* its tensors' indices by name, then position */
-	size_t *mod_slots, n_mod_slots;     /* mods by out name: index + 1, 0 empty */
+	struct fg_nameidx mods_by_out;      /* mods by out name: their index */
 };
 
 /* 1 when a runtime id is an MLX-style target (its row's .mlx: absolute norms, stacked experts). */

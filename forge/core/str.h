@@ -43,6 +43,12 @@ static inline uint64_t fg_fnv1a_n(const char *s, size_t n)
 	return h;
 }
 
+/* qsort/bsearch order of an array of strings (const char *). */
+static inline int fg_strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /*
  * A 32-bit hash of the n bytes at s for in-process tables of tensor names:
  * sixteen bytes per step in two lanes, where FNV-1a takes one byte, so a

@@ -12,6 +12,7 @@
 #include "forge/format/safetensors.h"
 
 #include "forge/core/fs.h"
+#include "forge/core/str.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -27,11 +28,6 @@
 #define WRITE_CHUNK FG_ST_WRITE_CHUNK /* bytes a produce() callback fills, or a view hands over, at a time */
 #define N_BUFS 4                        /* produce() buffers in turn: the hash threads read the others */
 #define WRITEBACK_STEP ((uint64_t)64 << 20) /* start writeback every this many bytes */
-
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
 
 /*
  * A name two tensors share, or "__metadata__" when a tensor takes it; NULL
@@ -53,7 +49,7 @@ static const char *repeated_name(const struct fg_st_out *tensors, size_t n, bool
 			dup = tensors[i].name;
 	}
 	if (!dup) {
-		qsort(names, n, sizeof(*names), cmp_name);
+		qsort(names, n, sizeof(*names), fg_strcmp_ptr);
 		for (size_t i = 1; i < n && !dup; i++)
 			if (strcmp(names[i - 1], names[i]) == 0)
 				dup = names[i];

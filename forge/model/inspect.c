@@ -535,11 +535,6 @@ static void read_mtplx_runtime(struct fg_inspect *r)
 	close(fd);
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /*
  * unl[k] = 1 for each tensor of set the index does not list: the unlisted
  * names sorted once and each tensor looked up (a scan of the set per
@@ -556,9 +551,9 @@ static int mark_unlisted(const struct fg_ckpt *c, const struct fg_tset *set, uns
 	for (size_t m = 0; m < c->n_mismatch; m++)
 		if (c->mismatch[m].problem == FG_INDEX_UNLISTED)
 			names[n++] = c->mismatch[m].tensor;
-	qsort(names, n, sizeof(*names), cmp_str_ptr);
+	qsort(names, n, sizeof(*names), fg_strcmp_ptr);
 	for (size_t k = 0; k < set->n_tensors && n; k++)
-		unl[k] = bsearch(&set->tensors[k]->name, names, n, sizeof(*names), cmp_str_ptr) != NULL;
+		unl[k] = bsearch(&set->tensors[k]->name, names, n, sizeof(*names), fg_strcmp_ptr) != NULL;
 	free(names);
 	return 0;
 }

@@ -1163,10 +1163,10 @@ static const cJSON *mtplx_quant_block(const cJSON *cfg)
 	return NULL;
 }
 
-/* Without a block, a module not affine or not 4-bit reads wrong on both of MTPLX's paths (head_quant). */
-static int reads_wrong(const cJSON *block, const char *mode, int bits)
+/* Without a quantization block, a module not affine or not 4-bit reads wrong on both of MTPLX's paths (head_quant). */
+static int reads_wrong(const char *mode, int bits)
 {
-	return !block && (strcmp(mode, "affine") != 0 || bits != 4);
+	return strcmp(mode, "affine") != 0 || bits != 4;
 }
 
 int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_runtime_input *in, const char *mode,
@@ -1174,8 +1174,8 @@ int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_r
 {
 	const struct fg_rt_head *hl = fg_runtime_head_loader(rt, in);
 
-	if (!hl || hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !in->ckpt ||
-	    !reads_wrong(mtplx_quant_block(in->ckpt->config_raw), mode, bits))
+	if (!hl || hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !in->ckpt || mtplx_quant_block(in->ckpt->config_raw) ||
+	    !reads_wrong(mode, bits))
 		return 0;
 	snprintf(why, len,
 		 "with no quantization block in config.json it reads a quantized head as affine bits=4 group=64; "
@@ -1228,14 +1228,13 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 {
 	const struct fg_qmods *q = v->h->qmods;
 	const cJSON *cfg = s->in->ckpt->config_raw;
-	const cJSON *block = mtplx_quant_block(cfg);
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "mtp_quantization"),
 							    "modules");
 	size_t wrong = 0;
 	const char *example = NULL;
 	char kind[96] = "";
 
-	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || block)
+	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || mtplx_quant_block(cfg))
 		return;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct fg_qmod *m = &q->v[i];
@@ -1245,7 +1244,7 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 		/* MLX-shaped modules only (a U32 weight with scales): other formats are not this loader's path. */
 		if (!fg_qmod_quantized(m) || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
 		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT] || !head_module_params(m, rec, &bits, &group, &mode) ||
-		    !reads_wrong(block, mode, bits) || wrong++)
+		    !reads_wrong(mode, bits) || wrong++)
 			continue;
 		example = m->name;
 		snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);

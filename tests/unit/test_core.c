@@ -27,6 +27,7 @@
 #include "forge/core/filehash.h"
 #include "forge/core/fs.h"
 #include "forge/core/grow.h"
+#include "forge/core/nameidx.h"
 #include "forge/core/json.h"
 #include "forge/core/sha256.h"
 #include "forge/core/str.h"
@@ -50,6 +51,35 @@ static void test_ends_with(void **state)
  * whatever follows them (every length 0-40, the tail is loaded two ways),
  * and the names of a checkpoint's expert tensors do not collide.
  */
+/* 3,000 names through several growths: each reads back its own value, a second put keeps the first. */
+static void test_nameidx(void **state)
+{
+	static char names[3000][16];
+	struct fg_nameidx x = { 0 };
+	uintptr_t v = 0;
+
+	(void)state;
+	assert_int_equal(fg_nameidx_get(&x, "a", &v), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(names[i], sizeof(names[i]), "m.%d.w", i);
+		assert_int_equal(fg_nameidx_put(&x, names[i], (uintptr_t)i * 7, NULL), 0);
+	}
+	assert_int_equal(fg_nameidx_put(&x, "m.17.w", 1, &v), 1);
+	assert_int_equal(v, 17 * 7);
+	for (int i = 0; i < 3000; i++) {
+		assert_int_equal(fg_nameidx_get(&x, names[i], &v), 1);
+		assert_int_equal(v, (uintptr_t)i * 7);
+	}
+	assert_int_equal(fg_nameidx_get(&x, "m.3000.w", &v), 0);
+	assert_int_equal(fg_nameidx_get(&x, "m.1", &v), 0);
+	assert_int_equal(x.n, 3000);
+	assert_true(x.n * 3 < (x.mask + 1) * 2);
+	fg_nameidx_free(&x);
+	assert_null(x.slot);
+	assert_int_equal(fg_nameidx_get(&x, "m.1.w", &v), 0);
+	fg_nameidx_free(NULL);
+}
+
 static void test_hash_bytes(void **state)
 {
 	char text[64], moved[128], name[80];
@@ -640,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_ends_with),
 		cmocka_unit_test(test_fnv1a),
 		cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_nameidx),
 		cmocka_unit_test(test_hex_nibble),
 		cmocka_unit_test(test_grow_one_at_a_time),
 		cmocka_unit_test(test_grow_exact_need),

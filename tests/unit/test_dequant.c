@@ -2087,7 +2087,7 @@ static void test_mlx_many_modules(void **state)
 	j = json(text);
 	src.config = j;
 	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
-	assert_non_null(qc.mlx_slots); /* indexed: this case tests the index */
+	assert_non_null(qc.mlx_keys.slot); /* indexed: this case tests the index */
 	for (int i = 0; i < 200; i++) {
 		snprintf(name, sizeof(name), "m.%d", i);
 		assert_int_equal(fg_qconfig_for_module(&qc, name, &p, &err), 0);
@@ -2107,7 +2107,7 @@ static void test_mlx_many_modules(void **state)
 	assert_int_equal(fg_qconfig_for_module(&qc, "bits", &p, &err), 0);
 	assert_int_equal(p.bits, 4);
 	fg_qconfig_release(&qc);
-	assert_null(qc.mlx_slots);
+	assert_null(qc.mlx_keys.slot);
 	fg_qconfig_release(NULL);
 	cJSON_Delete(j);
 	free(text);

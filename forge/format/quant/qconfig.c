@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/core/str.h"
-
 #define WHERE_MAX 160
 
 /* ---- typed getters: absent or null leaves *out untouched ---------------------------- */
@@ -743,15 +741,6 @@ static int mlx_fields(const cJSON *o, struct fg_qparams *p, const char *where, s
 
 #define MLX_INDEX_MIN 32 /* per-module keys from which they are indexed */
 
-static size_t mlx_slot(const struct fg_qconfig *c, const char *key)
-{
-	size_t s = fg_hash_bytes(key, strlen(key)) & c->mlx_mask;
-
-	while (c->mlx_slots[s] && strcmp(c->mlx_slots[s]->string, key) != 0)
-		s = (s + 1) & c->mlx_mask;
-	return s;
-}
-
 /*
  * Index the MLX block's members by key (the first of a repeated key, as
  * cJSON_GetObjectItemCaseSensitive finds it).  Only a speed-up: without
@@ -759,33 +748,24 @@ static size_t mlx_slot(const struct fg_qconfig *c, const char *key)
  */
 static void index_mlx(struct fg_qconfig *c)
 {
-	size_t n = 0, slots = 64;
+	size_t n = 0;
 	const cJSON *e;
 
 	cJSON_ArrayForEach(e, c->mlx)
 		n++;
 	if (n < MLX_INDEX_MIN)
 		return;
-	while (slots < 2 * n)
-		slots <<= 1;
-	if (!(c->mlx_slots = calloc(slots, sizeof(*c->mlx_slots))))
-		return;
-	c->mlx_mask = slots - 1;
-	cJSON_ArrayForEach(e, c->mlx) {
-		size_t s = mlx_slot(c, e->string);
-
-		if (!c->mlx_slots[s])
-			c->mlx_slots[s] = e;
-	}
+	cJSON_ArrayForEach(e, c->mlx)
+		if (fg_nameidx_put(&c->mlx_keys, e->string, (uintptr_t)e, NULL) == FG_ENOMEM) {
+			fg_nameidx_free(&c->mlx_keys);
+			return;
+		}
 }
 
 void fg_qconfig_release(struct fg_qconfig *c)
 {
-	if (!c)
-		return;
-	free(c->mlx_slots);
-	c->mlx_slots = NULL;
-	c->mlx_mask = 0;
+	if (c)
+		fg_nameidx_free(&c->mlx_keys);
 }
 
 static int parse_mlx(struct fg_qconfig *c, const cJSON *q, const char *where, struct fg_err *err)
@@ -824,9 +804,13 @@ static int parse_mlx(struct fg_qconfig *c, const cJSON *q, const char *where, st
 static int module_mlx(const struct fg_qconfig *c, const char *module, struct fg_qparams *p,
 		      struct fg_err *err)
 {
-	const cJSON *o = mlx_key(module)  ? NULL
-			 : c->mlx_slots ? c->mlx_slots[mlx_slot(c, module)]
-					: cJSON_GetObjectItemCaseSensitive(c->mlx, module);
+	const cJSON *o = NULL;
+	uintptr_t hit;
+
+	if (!mlx_key(module) && c->mlx_keys.slot)
+		o = fg_nameidx_get(&c->mlx_keys, module, &hit) ? (const cJSON *)hit : NULL;
+	else if (!mlx_key(module))
+		o = cJSON_GetObjectItemCaseSensitive(c->mlx, module);
 
 	if (!o)
 		return 0;

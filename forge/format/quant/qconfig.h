@@ -52,6 +52,7 @@
 #include <cjson/cJSON.h>
 
 #include "forge/core/error.h"
+#include "forge/core/nameidx.h"
 #include "forge/format/quant/dequant.h"
 
 /* The JSON files a checkpoint may carry (any may be NULL). */
@@ -80,8 +81,7 @@ struct fg_qconfig {
 	const cJSON *mlx;         /* MLX quantization object: per-module keys */
 	const cJSON *layers;      /* ModelOpt MIXED_PRECISION quantized_layers (object) */
 	/* private: mlx's members by key when it has many (a lookup per module scanned them all) */
-	const cJSON **mlx_slots;
-	size_t mlx_mask;
+	struct fg_nameidx mlx_keys;
 };
 
 /*
