@@ -1040,7 +1040,7 @@ static void prefault_write(void *p, size_t len)
 	const uintptr_t page = 4096;
 	uintptr_t from = (uintptr_t)p & ~(page - 1);
 
-	if (len >= 16 * page)
+	if (len >= page)
 		(void)madvise((void *)from, (uintptr_t)p + len - from, MADV_POPULATE_WRITE);
 #else
 	(void)p;
