@@ -276,11 +276,19 @@ static int write_index(struct forge *f, struct fg_err *err)
 	return rc;
 }
 
-/* 1 when a folder entry of the backbone is an extra file to carry (tokenizer, generation config, ...). */
+/*
+ * 1 when a folder entry of the backbone is an extra file to carry
+ * (tokenizer, generation config, ...).  Never the files that describe the
+ * backbone as an artifact (a backbone forged, or packed by MTPLX, before):
+ * forged.json, and mtplx_runtime.json, whose fingerprints and verification
+ * name that artifact, not this one (the forge writes its own for an MTPLX
+ * target).
+ */
 static int is_extra(const char *name)
 {
 	return name[0] != '.' && strcmp(name, "config.json") != 0 && strcmp(name, "forged.json") != 0 &&
-	       strcmp(name, "model.safetensors.index.json") != 0 && !fg_str_ends_with(name, ".safetensors");
+	       strcmp(name, FG_MTPLX_RUNTIME_FILE) != 0 && strcmp(name, "model.safetensors.index.json") != 0 &&
+	       !fg_str_ends_with(name, ".safetensors");
 }
 
 /* Other backbone files a runtime needs, linked. */

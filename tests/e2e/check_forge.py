@@ -454,6 +454,11 @@ def mode_dequant(src, art):
     s = shards(src)
     scfg = json.load(open(os.path.join(src, "config.json")))
     qc = scfg.get("quantization") or scfg.get("quantization_config") or {}
+    if not qc and "mtp_quantization" in scfg:
+        # A source forged wrote over a float trunk: its head in the sidecar, each module's
+        # {bits, group_size, mode} only in its own record (the config has no quantization block).
+        s.update(read(os.path.join(src, "mtp.safetensors"))[0])
+        qc = {k: v for k, v in scfg["mtp_quantization"]["modules"].items() if isinstance(v, dict)}
     side, _ = check_common(art)
     cfg = json.load(open(os.path.join(art, "config.json")))
     records = cfg["mtp_quantization"]["modules"]

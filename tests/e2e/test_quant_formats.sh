@@ -244,5 +244,49 @@ check "deepseek fp8 keep: the record names the FP8 blocks" \
 	  "fp8 e4m3 strategy=block block=[128,128]" ]
 forge deepseek_v3_fp8 ds_rq --target hf --quant affine:4:64
 check "deepseek fp8, affine without --allow-requantize: exit 2" [ "$RC" -eq 2 ]
+
+# forged's own artifact as a source: a head it quantized over a float trunk (the config has no
+# quantization block, only forged's record, mtp_quantization.modules) is read as the record says.
+own() { # own NAME SRC ARGS...: forge SRC (a folder) into $TMP/NAME, exit in $RC
+	local name=$1 src=$2; shift 2
+	RC=0
+	"$FORGED" forge "$src" --out "$TMP/$name" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" || RC=$?
+}
+# listed NAME: every file forged.json lists has that SHA-256 on disk (sha256sum); prints what differs
+listed() {
+	[ -f "$TMP/$1/forged.json" ] || { echo "no $1/forged.json"; return; }
+	jq -r '.files | to_entries[] | "\(.value)  \(.key)"' "$TMP/$1/forged.json" | (cd "$TMP/$1" && sha256sum --quiet -c - 2>&1)
+}
+own own_mx "$FIXTURES/qwen35_hf" --quant mxfp4 --allow-requantize --target lmstudio-mlx
+check "own mxfp4 artifact: forged ($(head -c 300 "$TMP/own_mx.err"))" [ "$RC" -eq 0 ]
+RC=0
+"$FORGED" inspect "$TMP/own_mx" --json >"$TMP/i_own_mx.json" 2>"$TMP/i_own_mx.err" || RC=$?
+check "own mxfp4 artifact: inspect exits 0 ($RC)" [ "$RC" -eq 0 ]
+check "own mxfp4 artifact: inspect reads each head module's format from forged's record" \
+	[ "$(verdict i_own_mx.json quantized_mtp_head .detail)" = "7 head module(s) are quantized: 7 x mlx mxfp4 bits=4 group=32" ]
+own own_mx_re "$TMP/own_mx" --target lmstudio-mlx
+check "own mxfp4 artifact as a source: forges ($(head -c 300 "$TMP/own_mx_re.err"))" [ "$RC" -eq 0 ]
+if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$TMP/own_mx" "$TMP/own_mx_re" 2>&1); then ok; else
+	bad "own mxfp4 artifact re-forged: the head = numpy's mxfp4 decode rounded to BF16: $out"; fi
+own own_af "$FIXTURES/qwen35_hf" --quant affine:4:64 --allow-requantize --target mtplx-2.12
+check "own affine artifact for mtplx: forged ($(head -c 300 "$TMP/own_af.err"))" [ "$RC" -eq 0 ]
+own own_af_re "$TMP/own_af" --target mtplx-2.12
+check "own affine artifact as a source: forges ($(head -c 300 "$TMP/own_af_re.err"))" [ "$RC" -eq 0 ]
+if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$TMP/own_af" "$TMP/own_af_re" 2>&1); then ok; else
+	bad "own affine artifact re-forged: the head = numpy's affine decode rounded to BF16: $out"; fi
+# The source's mtplx_runtime.json names the source artifact: never carried, never listed (an
+# artifact with a BF16 head too, which forged always read).
+for src in own_af own_bf; do
+	[ "$src" = own_bf ] && own own_bf "$FIXTURES/qwen35_hf" --target mtplx-2.12
+	[ "$src" = own_bf ] && own own_bf_re "$TMP/own_bf" --target mtplx-2.12
+	check "$src re-forged for mtplx: forged.json lists no mtplx_runtime.json" \
+		[ "$(jq -r '.files | has("mtplx_runtime.json")' "$TMP/${src}_re/forged.json")" = false ]
+	check "$src re-forged for mtplx: every listed file has its listed SHA-256 ($(listed "${src}_re" | head -c 200))" \
+		[ -z "$(listed "${src}_re")" ]
+	own "${src}_lm" "$TMP/$src" --target lmstudio-mlx
+	check "$src re-forged for lmstudio-mlx: forged ($(head -c 300 "$TMP/${src}_lm.err"))" [ "$RC" -eq 0 ]
+	check "$src re-forged for lmstudio-mlx: the source's mtplx_runtime.json is not carried" \
+		[ -f "$TMP/${src}_lm/forged.json" -a ! -e "$TMP/${src}_lm/mtplx_runtime.json" ]
+done
 check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
 finish

@@ -2113,6 +2113,105 @@ static void test_mlx_many_modules(void **state)
 	free(text);
 }
 
+/*
+ * forged's own record of a head it quantized over a float trunk
+ * (mtp_quantization.modules, no quantization block): a module it quantized
+ * resolves as MLX with its own fields, one it kept as floats (null, or bits
+ * null) and one it does not name are not quantized, a config that states a
+ * format is read instead of the record, and a malformed record fails the parse.
+ */
+static void test_own_record(void **state)
+{
+	static const char *rec = "{\"mtp_quantization\": {\"policy\": \"mxfp4\", \"modules\": {"
+		"\"mtp.fc\": null,"
+		" \"mtp.layers.0.self_attn.q_proj\": {\"bits\": 4, \"group_size\": 32, \"mode\": \"mxfp4\"},"
+		" \"mtp.layers.0.mlp.up_proj\": {\"bits\": 8, \"group_size\": 64, \"mode\": \"affine\", \"source\": \"x\"},"
+		" \"mtp.layers.0.mlp.gate_proj\": {\"bits\": 2, \"group_size\": 128},"
+		" \"mtp.layers.0.mlp.down_proj\": {\"bits\": null, \"group_size\": null, \"mode\": null,"
+		" \"dequantized_from\": \"gptq bits=4\"}}}}";
+	struct fg_qconfig_src src = { NULL, NULL, NULL };
+	struct fg_qconfig qc;
+	struct fg_err err = { 0 };
+	struct fg_qparams p;
+	cJSON *j = json(rec);
+
+	(void)state;
+	src.config = j;
+	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
+	assert_int_equal(qc.base.method, FG_QM_NONE); /* no trunk format */
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.self_attn.q_proj", &p, &err), 0);
+	assert_true(p.quantized);
+	assert_true(p.have_weights);
+	assert_int_equal(p.method, FG_QM_MLX);
+	assert_int_equal(p.bits, 4);
+	assert_int_equal(p.group_size, 32);
+	assert_string_equal(p.fmt, "mxfp4");
+	assert_string_equal(p.why, "mtp_quantization.modules['mtp.layers.0.self_attn.q_proj']");
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.up_proj", &p, &err), 0);
+	assert_int_equal(p.bits, 8);
+	assert_int_equal(p.group_size, 64);
+	assert_string_equal(p.fmt, "affine");
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.gate_proj", &p, &err), 0);
+	assert_int_equal(p.bits, 2);
+	assert_string_equal(p.fmt, "affine"); /* no mode: MLX's default */
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.down_proj", &p, &err), 0);
+	assert_false(p.quantized);
+	assert_non_null(strstr(p.why, "stores it as floats"));
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.fc", &p, &err), 0);
+	assert_false(p.quantized);
+	assert_int_equal(fg_qconfig_for_module(&qc, "model.layers.0.mlp.up_proj", &p, &err), 0);
+	assert_false(p.quantized);
+	assert_int_equal(p.method, FG_QM_NONE);
+	fg_qconfig_release(&qc);
+	cJSON_Delete(j);
+
+	/* A config that states a format is what decides, record or not. */
+	j = json("{\"quantization\": {\"bits\": 4, \"group_size\": 64},"
+		 " \"mtp_quantization\": {\"modules\": {\"mtp.x\": {\"bits\": 8, \"group_size\": 32}}}}");
+	src.config = j;
+	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.x", &p, &err), 0);
+	assert_int_equal(p.bits, 4);
+	assert_int_equal(p.group_size, 64);
+	fg_qconfig_release(&qc);
+	cJSON_Delete(j);
+
+	/* A record of many modules (a large MoE head) is indexed, and reads the same. */
+	{
+		char text[8192], name[32];
+		size_t at = (size_t)snprintf(text, sizeof(text), "{\"mtp_quantization\": {\"modules\": {\"m.0\": null");
+
+		for (int i = 1; i < 100; i++)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, ", \"m.%d\": {\"bits\": %d, \"group_size\": 64}", i,
+					       2 + i % 7);
+		snprintf(text + at, sizeof(text) - at, "}}}");
+		j = json(text);
+		src.config = j;
+		assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
+		assert_non_null(qc.record_keys.slot);
+		for (int i = 0; i < 101; i++) {
+			snprintf(name, sizeof(name), "m.%d", i);
+			assert_int_equal(fg_qconfig_for_module(&qc, name, &p, &err), 0);
+			assert_int_equal(p.quantized, i > 0 && i < 100);
+			if (p.quantized)
+				assert_int_equal(p.bits, 2 + i % 7);
+		}
+		fg_qconfig_release(&qc);
+		assert_null(qc.record_keys.slot);
+		cJSON_Delete(j);
+	}
+
+	/* A malformed record is named. */
+	bad_config("{\"mtp_quantization\": {\"modules\": {\"mtp.x\": 3}}}",
+		   "mtp_quantization.modules['mtp.x'] is neither null nor a module's record", NULL);
+	bad_config("{\"mtp_quantization\": {\"modules\": {\"mtp.x\": {\"bits\": 4}}}}",
+		   "mtp_quantization.modules['mtp.x'].group_size is missing", NULL);
+	bad_config("{\"mtp_quantization\": {\"modules\": {\"mtp.x\": {\"bits\": 4.5, \"group_size\": 64}}}}",
+		   "bits is not an integer", NULL);
+	bad_config("{\"mtp_quantization\": {\"modules\": []}}", "config.mtp_quantization.modules is not an object", NULL);
+	bad_config("{\"mtp_quantization\": 7}", "config.mtp_quantization is not an object", NULL);
+}
+
 static void test_regex(void **state)
 {
 	static const struct {
@@ -2244,6 +2343,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_mlx_many_modules),
+		cmocka_unit_test(test_own_record),
 		cmocka_unit_test(test_regex),
 	};
 

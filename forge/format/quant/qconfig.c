@@ -742,30 +742,42 @@ static int mlx_fields(const cJSON *o, struct fg_qparams *p, const char *where, s
 #define MLX_INDEX_MIN 32 /* per-module keys from which they are indexed */
 
 /*
- * Index the MLX block's members by key (the first of a repeated key, as
- * cJSON_GetObjectItemCaseSensitive finds it).  Only a speed-up: without
- * memory for it, lookups scan the block.
+ * Index the members of o (an MLX block, forged's record) by key (the
+ * first of a repeated key, as cJSON_GetObjectItemCaseSensitive finds it).
+ * Only a speed-up: without memory for it, lookups scan the object.
  */
-static void index_mlx(struct fg_qconfig *c)
+static void index_members(const cJSON *o, struct fg_nameidx *idx)
 {
 	size_t n = 0;
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, c->mlx)
+	cJSON_ArrayForEach(e, o)
 		n++;
 	if (n < MLX_INDEX_MIN)
 		return;
-	cJSON_ArrayForEach(e, c->mlx)
-		if (fg_nameidx_put(&c->mlx_keys, e->string, (uintptr_t)e, NULL) == FG_ENOMEM) {
-			fg_nameidx_free(&c->mlx_keys);
+	cJSON_ArrayForEach(e, o)
+		if (fg_nameidx_put(idx, e->string, (uintptr_t)e, NULL) == FG_ENOMEM) {
+			fg_nameidx_free(idx);
 			return;
 		}
 }
 
+/* o's member key, through idx when o was indexed; NULL when absent. */
+static const cJSON *member(const cJSON *o, const struct fg_nameidx *idx, const char *key)
+{
+	uintptr_t hit;
+
+	if (idx->slot)
+		return fg_nameidx_get(idx, key, &hit) ? (const cJSON *)hit : NULL;
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
 void fg_qconfig_release(struct fg_qconfig *c)
 {
-	if (c)
+	if (c) {
 		fg_nameidx_free(&c->mlx_keys);
+		fg_nameidx_free(&c->record_keys);
+	}
 }
 
 static int parse_mlx(struct fg_qconfig *c, const cJSON *q, const char *where, struct fg_err *err)
@@ -797,20 +809,14 @@ static int parse_mlx(struct fg_qconfig *c, const cJSON *q, const char *where, st
 		if (rc)
 			return rc;
 	}
-	index_mlx(c);
+	index_members(c->mlx, &c->mlx_keys);
 	return 0;
 }
 
 static int module_mlx(const struct fg_qconfig *c, const char *module, struct fg_qparams *p,
 		      struct fg_err *err)
 {
-	const cJSON *o = NULL;
-	uintptr_t hit;
-
-	if (!mlx_key(module) && c->mlx_keys.slot)
-		o = fg_nameidx_get(&c->mlx_keys, module, &hit) ? (const cJSON *)hit : NULL;
-	else if (!mlx_key(module))
-		o = cJSON_GetObjectItemCaseSensitive(c->mlx, module);
+	const cJSON *o = mlx_key(module) ? NULL : member(c->mlx, &c->mlx_keys, module);
 
 	if (!o)
 		return 0;
@@ -824,6 +830,75 @@ static int module_mlx(const struct fg_qconfig *c, const char *module, struct fg_
 		return mlx_fields(o, p, "quantization", err);
 	}
 	return 0;
+}
+
+/* ---- forged's own record ------------------------------------------------------------------ */
+
+/*
+ * A config without any quantization config may still describe quantized
+ * modules: the artifact forged wrote when it quantized an MTP head over a
+ * float trunk.  Its config.json has no quantization block (there is no
+ * trunk format to state), only forged's record, mtp_quantization.modules:
+ * each head linear under its module path, {bits, group_size, mode} (an MLX
+ * format, the one forged wrote) when the sidecar stores it quantized, else
+ * null or {bits: null, ...} (stored as floats).  That record is read only
+ * when no config states a format: a config with one (an MLX block carries
+ * forged's per-module overrides too) is what the trunk's loader reads.
+ */
+static int parse_record(struct fg_qconfig *c, const cJSON *cfg, struct fg_err *err)
+{
+	const cJSON *mq = NULL, *mods = NULL, *e;
+	int rc = get_obj(cfg, "mtp_quantization", &mq, "config", err);
+
+	if (!rc)
+		rc = get_obj(mq, "modules", &mods, "config.mtp_quantization", err);
+	if (rc || !mods)
+		return rc;
+	cJSON_ArrayForEach(e, mods) {
+		char w[WHERE_MAX];
+		struct fg_qparams scratch;
+
+		snprintf(w, sizeof(w), "config.mtp_quantization.modules['%.60s']", e->string);
+		if (cJSON_IsNull(e))
+			continue;
+		if (!cJSON_IsObject(e))
+			return fg_err_set(err, FG_EINPUT, "quantization config: %s is neither null nor a module's record", w);
+		if (!item(e, "bits"))
+			continue;
+		fg_qparams_init(&scratch);
+		rc = mlx_fields(e, &scratch, w, err);
+		if (rc)
+			return rc;
+		if (!scratch.group_size)
+			return bad(err, w, "group_size", "is missing (bits is given)");
+	}
+	c->record = mods;
+	index_members(mods, &c->record_keys);
+	return 0;
+}
+
+/* The parameters forged's record gives module (c->record set). */
+static int module_record(const struct fg_qconfig *c, const char *module, struct fg_qparams *p,
+			 struct fg_err *err)
+{
+	const cJSON *o = member(c->record, &c->record_keys, module);
+	int rc;
+
+	if (!o || !item(o, "bits")) {
+		set_why(p, o ? "mtp_quantization.modules['%.60s'] stores it as floats"
+			     : "the checkpoint has no quantization config (forged's mtp_quantization names no '%.60s')",
+			module);
+		return 0;
+	}
+	p->method = FG_QM_MLX;
+	snprintf(p->method_name, sizeof(p->method_name), "mlx");
+	p->quantized = true;
+	p->have_weights = true;
+	set_why(p, "mtp_quantization.modules['%.60s']", module);
+	rc = mlx_fields(o, p, "mtp_quantization.modules", err);
+	if (!rc && !p->fmt[0])
+		snprintf(p->fmt, sizeof(p->fmt), "affine");
+	return rc;
 }
 
 /* ---- parse / resolve ----------------------------------------------------------------------- */
@@ -920,6 +995,8 @@ int fg_qconfig_parse(struct fg_qconfig *c, const struct fg_qconfig_src *src, str
 			rc = parse_gptq(c, lq, "quantize_config", err);
 		}
 	}
+	if (!rc && c->base.method == FG_QM_NONE)
+		rc = parse_record(c, cfg, err);
 	if (rc)
 		return rc;
 	c->base.quantized = c->base.method != FG_QM_NONE;
@@ -940,6 +1017,8 @@ int fg_qconfig_for_module(const struct fg_qconfig *c, const char *module, struct
 	out->why[0] = 0;
 	switch (c->base.method) {
 	case FG_QM_NONE:
+		if (c->record)
+			return module_record(c, module, out, err);
 		set_why(out, "the checkpoint has no quantization config");
 		return 0;
 	case FG_QM_UNSUPPORTED:

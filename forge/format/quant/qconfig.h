@@ -28,6 +28,11 @@
  *            their own {group_size, bits, mode};
  *   anything else: FG_QM_UNSUPPORTED, named (fg_qformat_detect refuses it for
  *            any module whose tensors are quantized).
+ * A config that states none of these may carry forged's own record of an
+ * MTP head it quantized over a float trunk, mtp_quantization.modules
+ * (module path -> {bits, group_size, mode}, an MLX format, or null / bits
+ * null for a module kept as floats): base.method stays FG_QM_NONE, and the
+ * modules the record quantizes resolve as MLX with its fields.
  *
  * Matching (compressed-tensors, utils/match.py): an ignore or target entry
  * "re:<regex>" matches when the regex matches at the start of the module
@@ -80,8 +85,9 @@ struct fg_qconfig {
 	const cJSON *dynamic;     /* GPTQModel dynamic (object) */
 	const cJSON *mlx;         /* MLX quantization object: per-module keys */
 	const cJSON *layers;      /* ModelOpt MIXED_PRECISION quantized_layers (object) */
-	/* private: mlx's members by key when it has many (a lookup per module scanned them all) */
-	struct fg_nameidx mlx_keys;
+	const cJSON *record;      /* forged's mtp_quantization.modules, read when no config states a format */
+	/* private: mlx's and record's members by key when they have many (a lookup per module scanned them all) */
+	struct fg_nameidx mlx_keys, record_keys;
 };
 
 /*
