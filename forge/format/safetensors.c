@@ -1037,7 +1037,7 @@ static void slab_take(struct slab_region *r, size_t used)
 static void prefault_write(void *p, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
-	const uintptr_t page = 4096;
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t from = (uintptr_t)p & ~(page - 1);
 
 	if (len >= page)

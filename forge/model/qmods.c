@@ -220,7 +220,7 @@ static void decide(struct fg_qmod *q, const struct fg_qconfig *cfg, const char *
 		snprintf(q->why, sizeof(q->why), "%s", cfg_error ? cfg_error : "the quantization config cannot be read");
 		return;
 	}
-	q->rc = fg_qconfig_for_module(cfg, q->name, &p, &err);
+	q->rc = check ? fg_qconfig_for_head_module(cfg, q->name, &p, &err) : fg_qconfig_for_module(cfg, q->name, &p, &err);
 	if (!q->rc)
 		q->rc = fg_qformat_detect_why(&p, &q->m, &q->f, &uns, &err);
 	if (q->rc && !uns && p.method == FG_QM_NONE && deepseek_fp8(&q->m)) {

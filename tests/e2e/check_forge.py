@@ -454,11 +454,13 @@ def mode_dequant(src, art):
     s = shards(src)
     scfg = json.load(open(os.path.join(src, "config.json")))
     qc = scfg.get("quantization") or scfg.get("quantization_config") or {}
-    if not qc and "mtp_quantization" in scfg:
-        # A source forged wrote over a float trunk: its head in the sidecar, each module's
-        # {bits, group_size, mode} only in its own record (the config has no quantization block).
-        s.update(read(os.path.join(src, "mtp.safetensors"))[0])
-        qc = {k: v for k, v in scfg["mtp_quantization"]["modules"].items() if isinstance(v, dict)}
+    # A source forged wrote: each head module it stored quantized has its MLX {bits, group_size,
+    # mode} in forged's record (over a float trunk the config has no block; over a Hugging Face
+    # format the trunk's config does not describe them); its head file is where its layout says.
+    own = {k: v for k, v in scfg.get("mtp_quantization", {}).get("modules", {}).items()
+           if isinstance(v, dict) and isinstance(v.get("bits"), int)}
+    if own:
+        s.update(read(os.path.join(src, json.load(open(os.path.join(src, "forged.json")))["layout"]["file"]))[0])
     side, _ = check_common(art)
     cfg = json.load(open(os.path.join(art, "config.json")))
     records = cfg["mtp_quantization"]["modules"]
@@ -479,13 +481,13 @@ def mode_dequant(src, art):
                 e += 1
             if not srcs:
                 fail(f"{out}: no numbered source experts")
-            want = np.stack([bf16_of(decode(mods[p], qc, p)) for p in srcs])
+            want = np.stack([bf16_of(decode(mods[p], own if p in own else qc, p)) for p in srcs])
             counts["stacked"] += 1
         else:
             if strip(out) not in by_strip:
                 fail(f"{out}: recorded {rec} but no quantized source module")
             p = by_strip[strip(out)]
-            want = bf16_of(decode(mods[p], qc, p))
+            want = bf16_of(decode(mods[p], own if p in own else qc, p))
         if rec.get("dequantized_from"):
             dt, shape, raw = side[out + ".weight"]
             got = np.frombuffer(raw, "<u2").reshape(shape)

@@ -274,11 +274,31 @@ own own_af_re "$TMP/own_af" --target mtplx-2.12
 check "own affine artifact as a source: forges ($(head -c 300 "$TMP/own_af_re.err"))" [ "$RC" -eq 0 ]
 if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$TMP/own_af" "$TMP/own_af_re" 2>&1); then ok; else
 	bad "own affine artifact re-forged: the head = numpy's affine decode rounded to BF16: $out"; fi
+# Bits and group other than MLX's defaults (4, 64) come from the record, not from a default.
+own own_a8 "$FIXTURES/qwen35_hf" --quant affine:8:32 --allow-requantize --target lmstudio-mlx
+check "own affine 8/32 artifact: forged ($(head -c 300 "$TMP/own_a8.err"))" [ "$RC" -eq 0 ]
+check "own affine 8/32 artifact: the record says what --quant asked" \
+	[ "$(jq -c '[.mtp_quantization.modules[] | select(. != null) | [.bits, .group_size, .mode]] | unique' "$TMP/own_a8/config.json")" = '[[8,32,"affine"]]' ]
+own own_a8_re "$TMP/own_a8" --target lmstudio-mlx
+check "own affine 8/32 artifact as a source: forges ($(head -c 300 "$TMP/own_a8_re.err"))" [ "$RC" -eq 0 ]
+if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$TMP/own_a8" "$TMP/own_a8_re" 2>&1); then ok; else
+	bad "own affine 8/32 artifact re-forged: the head = numpy's 8-bit decode rounded to BF16: $out"; fi
+# Over a compressed-tensors trunk (whose config says nothing of the MLX head modules), embedded for hf.
+own own_ct "$FIXTURES/q_ct_dense" --quant affine:4:64 --allow-requantize --target hf
+check "own head over a compressed-tensors trunk: forged ($(head -c 300 "$TMP/own_ct.err"))" [ "$RC" -eq 0 ]
+own own_ct_re "$TMP/own_ct" --target hf
+check "own head over a compressed-tensors trunk as a source: forges ($(head -c 300 "$TMP/own_ct_re.err"))" [ "$RC" -eq 0 ]
+if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$TMP/own_ct" "$TMP/own_ct_re" model-head.safetensors 2>&1); then ok; else
+	bad "own head over a compressed-tensors trunk re-forged = numpy's decode rounded to BF16: $out"; fi
+
 # The source's mtplx_runtime.json names the source artifact: never carried, never listed (an
 # artifact with a BF16 head too, which forged always read).
 for src in own_af own_bf; do
 	[ "$src" = own_bf ] && own own_bf "$FIXTURES/qwen35_hf" --target mtplx-2.12
-	[ "$src" = own_bf ] && own own_bf_re "$TMP/own_bf" --target mtplx-2.12
+	if [ "$src" = own_bf ]; then
+		own own_bf_re "$TMP/own_bf" --target mtplx-2.12
+		check "own_bf re-forged for mtplx: forged ($(head -c 300 "$TMP/own_bf_re.err"))" [ "$RC" -eq 0 ]
+	fi
 	check "$src re-forged for mtplx: forged.json lists no mtplx_runtime.json" \
 		[ "$(jq -r '.files | has("mtplx_runtime.json")' "$TMP/${src}_re/forged.json")" = false ]
 	check "$src re-forged for mtplx: every listed file has its listed SHA-256 ($(listed "${src}_re" | head -c 200))" \

@@ -2115,10 +2115,11 @@ static void test_mlx_many_modules(void **state)
 
 /*
  * forged's own record of a head it quantized over a float trunk
- * (mtp_quantization.modules, no quantization block): a module it quantized
- * resolves as MLX with its own fields, one it kept as floats (null, or bits
- * null) and one it does not name are not quantized, a config that states a
- * format is read instead of the record, and a malformed record fails the parse.
+ * (mtp_quantization.modules, no quantization block): a head module it
+ * quantized resolves as MLX with its own fields, one it kept as floats (null,
+ * or bits null) and one it does not name go by the config (none here), a
+ * trunk lookup never reads it, over a trunk format it still describes the
+ * head modules it names, and a malformed record fails the parse.
  */
 static void test_own_record(void **state)
 {
@@ -2139,7 +2140,7 @@ static void test_own_record(void **state)
 	src.config = j;
 	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
 	assert_int_equal(qc.base.method, FG_QM_NONE); /* no trunk format */
-	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.self_attn.q_proj", &p, &err), 0);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.layers.0.self_attn.q_proj", &p, &err), 0);
 	assert_true(p.quantized);
 	assert_true(p.have_weights);
 	assert_int_equal(p.method, FG_QM_MLX);
@@ -2147,32 +2148,47 @@ static void test_own_record(void **state)
 	assert_int_equal(p.group_size, 32);
 	assert_string_equal(p.fmt, "mxfp4");
 	assert_string_equal(p.why, "mtp_quantization.modules['mtp.layers.0.self_attn.q_proj']");
-	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.up_proj", &p, &err), 0);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.layers.0.mlp.up_proj", &p, &err), 0);
 	assert_int_equal(p.bits, 8);
 	assert_int_equal(p.group_size, 64);
 	assert_string_equal(p.fmt, "affine");
-	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.gate_proj", &p, &err), 0);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.layers.0.mlp.gate_proj", &p, &err), 0);
 	assert_int_equal(p.bits, 2);
 	assert_string_equal(p.fmt, "affine"); /* no mode: MLX's default */
-	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.mlp.down_proj", &p, &err), 0);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.layers.0.mlp.down_proj", &p, &err), 0);
 	assert_false(p.quantized);
-	assert_non_null(strstr(p.why, "stores it as floats"));
-	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.fc", &p, &err), 0);
+	assert_string_equal(p.why, "the checkpoint has no quantization config");
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.fc", &p, &err), 0);
 	assert_false(p.quantized);
-	assert_int_equal(fg_qconfig_for_module(&qc, "model.layers.0.mlp.up_proj", &p, &err), 0);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "model.layers.0.mlp.up_proj", &p, &err), 0);
 	assert_false(p.quantized);
 	assert_int_equal(p.method, FG_QM_NONE);
+	/* a trunk lookup never reads the record */
+	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.layers.0.self_attn.q_proj", &p, &err), 0);
+	assert_false(p.quantized);
 	fg_qconfig_release(&qc);
 	cJSON_Delete(j);
 
-	/* A config that states a format is what decides, record or not. */
-	j = json("{\"quantization\": {\"bits\": 4, \"group_size\": 64},"
-		 " \"mtp_quantization\": {\"modules\": {\"mtp.x\": {\"bits\": 8, \"group_size\": 32}}}}");
+	/*
+	 * Over a trunk format, the record still describes the head modules it names with bits
+	 * (a Hugging Face trunk's config says nothing of MLX head modules); the others, and
+	 * every trunk lookup, go by the config.
+	 */
+	j = json("{\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": 128},"
+		 " \"mtp_quantization\": {\"modules\": {\"mtp.x\": {\"bits\": 8, \"group_size\": 32}, \"mtp.y\": null}}}");
 	src.config = j;
 	assert_int_equal(fg_qconfig_parse(&qc, &src, &err), 0);
+	assert_int_equal(qc.base.method, FG_QM_AWQ);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.x", &p, &err), 0);
+	assert_int_equal(p.method, FG_QM_MLX);
+	assert_int_equal(p.bits, 8);
+	assert_int_equal(p.group_size, 32);
+	assert_int_equal(fg_qconfig_for_head_module(&qc, "mtp.y", &p, &err), 0);
+	assert_int_equal(p.method, FG_QM_AWQ);
+	assert_int_equal(p.group_size, 128);
 	assert_int_equal(fg_qconfig_for_module(&qc, "mtp.x", &p, &err), 0);
+	assert_int_equal(p.method, FG_QM_AWQ);
 	assert_int_equal(p.bits, 4);
-	assert_int_equal(p.group_size, 64);
 	fg_qconfig_release(&qc);
 	cJSON_Delete(j);
 
@@ -2191,7 +2207,7 @@ static void test_own_record(void **state)
 		assert_non_null(qc.record_keys.slot);
 		for (int i = 0; i < 101; i++) {
 			snprintf(name, sizeof(name), "m.%d", i);
-			assert_int_equal(fg_qconfig_for_module(&qc, name, &p, &err), 0);
+			assert_int_equal(fg_qconfig_for_head_module(&qc, name, &p, &err), 0);
 			assert_int_equal(p.quantized, i > 0 && i < 100);
 			if (p.quantized)
 				assert_int_equal(p.bits, 2 + i % 7);

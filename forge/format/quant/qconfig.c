@@ -835,15 +835,16 @@ static int module_mlx(const struct fg_qconfig *c, const char *module, struct fg_
 /* ---- forged's own record ------------------------------------------------------------------ */
 
 /*
- * A config without any quantization config may still describe quantized
- * modules: the artifact forged wrote when it quantized an MTP head over a
- * float trunk.  Its config.json has no quantization block (there is no
- * trunk format to state), only forged's record, mtp_quantization.modules:
+ * forged's record of the head it wrote, config.json mtp_quantization.modules:
  * each head linear under its module path, {bits, group_size, mode} (an MLX
- * format, the one forged wrote) when the sidecar stores it quantized, else
- * null or {bits: null, ...} (stored as floats).  That record is read only
- * when no config states a format: a config with one (an MLX block carries
- * forged's per-module overrides too) is what the trunk's loader reads.
+ * format: the one forged quantized it into, or kept it in) when the sidecar
+ * stores it quantized, else null or {bits: null, ...} (stored as floats).
+ * An artifact whose head forged quantized over a float trunk has no
+ * quantization block, and one over a Hugging Face format (GPTQ, AWQ,
+ * compressed-tensors, ModelOpt, FP8) has the trunk's, which does not
+ * describe the MLX head modules: the record is what does.  Read for head
+ * modules only (fg_qconfig_for_head_module): forged never records a trunk
+ * module.
  */
 static int parse_record(struct fg_qconfig *c, const cJSON *cfg, struct fg_err *err)
 {
@@ -877,19 +878,16 @@ static int parse_record(struct fg_qconfig *c, const cJSON *cfg, struct fg_err *e
 	return 0;
 }
 
-/* The parameters forged's record gives module (c->record set). */
+/* The parameters forged's record gives module: 1 when it names it quantized, else 0 (out untouched). */
 static int module_record(const struct fg_qconfig *c, const char *module, struct fg_qparams *p,
 			 struct fg_err *err)
 {
-	const cJSON *o = member(c->record, &c->record_keys, module);
+	const cJSON *o = c->record ? member(c->record, &c->record_keys, module) : NULL;
 	int rc;
 
-	if (!o || !item(o, "bits")) {
-		set_why(p, o ? "mtp_quantization.modules['%.60s'] stores it as floats"
-			     : "the checkpoint has no quantization config (forged's mtp_quantization names no '%.60s')",
-			module);
+	if (!o || !item(o, "bits"))
 		return 0;
-	}
+	fg_qparams_init(p);
 	p->method = FG_QM_MLX;
 	snprintf(p->method_name, sizeof(p->method_name), "mlx");
 	p->quantized = true;
@@ -898,7 +896,7 @@ static int module_record(const struct fg_qconfig *c, const char *module, struct 
 	rc = mlx_fields(o, p, "mtp_quantization.modules", err);
 	if (!rc && !p->fmt[0])
 		snprintf(p->fmt, sizeof(p->fmt), "affine");
-	return rc;
+	return rc ? rc : 1;
 }
 
 /* ---- parse / resolve ----------------------------------------------------------------------- */
@@ -995,7 +993,7 @@ int fg_qconfig_parse(struct fg_qconfig *c, const struct fg_qconfig_src *src, str
 			rc = parse_gptq(c, lq, "quantize_config", err);
 		}
 	}
-	if (!rc && c->base.method == FG_QM_NONE)
+	if (!rc)
 		rc = parse_record(c, cfg, err);
 	if (rc)
 		return rc;
@@ -1017,8 +1015,6 @@ int fg_qconfig_for_module(const struct fg_qconfig *c, const char *module, struct
 	out->why[0] = 0;
 	switch (c->base.method) {
 	case FG_QM_NONE:
-		if (c->record)
-			return module_record(c, module, out, err);
 		set_why(out, "the checkpoint has no quantization config");
 		return 0;
 	case FG_QM_UNSUPPORTED:
@@ -1044,4 +1040,17 @@ int fg_qconfig_for_module(const struct fg_qconfig *c, const char *module, struct
 		return rc;
 	}
 	return 0;
+}
+
+int fg_qconfig_for_head_module(const struct fg_qconfig *c, const char *module, struct fg_qparams *out,
+			       struct fg_err *err)
+{
+	int rc;
+
+	if (!c || !module || !out)
+		return fg_err_set(err, FG_EUSAGE, "fg_qconfig_for_head_module: NULL argument");
+	rc = module_record(c, module, out, err);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	return fg_qconfig_for_module(c, module, out, err);
 }

@@ -28,11 +28,13 @@
  *            their own {group_size, bits, mode};
  *   anything else: FG_QM_UNSUPPORTED, named (fg_qformat_detect refuses it for
  *            any module whose tensors are quantized).
- * A config that states none of these may carry forged's own record of an
- * MTP head it quantized over a float trunk, mtp_quantization.modules
- * (module path -> {bits, group_size, mode}, an MLX format, or null / bits
- * null for a module kept as floats): base.method stays FG_QM_NONE, and the
- * modules the record quantizes resolve as MLX with its fields.
+ * forged's own artifacts also carry its record of the MTP head it wrote,
+ * mtp_quantization.modules (module path -> {bits, group_size, mode}, an MLX
+ * format, or null / bits null for a module kept as floats): over a float
+ * trunk there is no block, over a Hugging Face format the trunk's config
+ * does not describe the MLX head modules.  fg_qconfig_for_head_module
+ * resolves the modules the record quantizes as MLX with its fields, and
+ * everything else as fg_qconfig_for_module does (which never reads it).
  *
  * Matching (compressed-tensors, utils/match.py): an ignore or target entry
  * "re:<regex>" matches when the regex matches at the start of the module
@@ -85,7 +87,7 @@ struct fg_qconfig {
 	const cJSON *dynamic;     /* GPTQModel dynamic (object) */
 	const cJSON *mlx;         /* MLX quantization object: per-module keys */
 	const cJSON *layers;      /* ModelOpt MIXED_PRECISION quantized_layers (object) */
-	const cJSON *record;      /* forged's mtp_quantization.modules, read when no config states a format */
+	const cJSON *record;      /* forged's mtp_quantization.modules (head modules only) */
 	/* private: mlx's and record's members by key when they have many (a lookup per module scanned them all) */
 	struct fg_nameidx mlx_keys, record_keys;
 };
@@ -109,6 +111,13 @@ void fg_qconfig_release(struct fg_qconfig *c);
  */
 int fg_qconfig_for_module(const struct fg_qconfig *c, const char *module, struct fg_qparams *out,
 			  struct fg_err *err);
+
+/*
+ * The same for a module of an MTP head: forged's record first (a module it
+ * names with bits), else fg_qconfig_for_module.
+ */
+int fg_qconfig_for_head_module(const struct fg_qconfig *c, const char *module, struct fg_qparams *out,
+			       struct fg_err *err);
 
 /*
  * Python re.match(pattern, name) for the subset of Python's syntax that
