@@ -1169,11 +1169,73 @@ static int reads_wrong(const char *mode, int bits)
 	return strcmp(mode, "affine") != 0 || bits != 4;
 }
 
+/* Where vllm_mlx_head_params took the bits and group from, for messages. */
+static const char *vllm_mlx_block_source(const cJSON *cfg)
+{
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(tc ? tc : cfg, "quantization");
+
+	if (!q && tc)
+		q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
+	if (cJSON_IsObject(q) && q->child)
+		return q == cJSON_GetObjectItemCaseSensitive(cfg, "quantization") ? "config.json quantization"
+										   : "text_config.quantization";
+	return "no quantization block in config.json: its defaults";
+}
+
+/*
+ * The bits and group vllm-mlx's Qwen3.5 patch dequantizes every head triple
+ * with (waybarrios/vllm-mlx vllm_mlx/patches/qwen3_5_mtp.py@4b654c09e610
+ * L276-277, L356-358): `text_config = config.get("text_config", config)`,
+ * then `text_config.get("quantization", config.get("quantization", {}))`,
+ * its bits and group_size when it is a non-empty dict (default 4 and 64),
+ * else 4 and 64.  0 when the config is not one the patch reads (a
+ * text_config or block of another type, bits or group_size not numbers):
+ * not judged.
+ */
+static int vllm_mlx_head_params(const cJSON *cfg, int *bits, int *group)
+{
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+	const cJSON *owner = tc ? tc : cfg, *q, *b, *g;
+
+	if (!cJSON_IsObject(owner))
+		return 0;
+	q = cJSON_GetObjectItemCaseSensitive(owner, "quantization");
+	if (!q && owner != cfg)
+		q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
+	*bits = 4;
+	*group = 64;
+	if (!q || cJSON_IsNull(q) || ((cJSON_IsObject(q) || cJSON_IsArray(q)) && !q->child))
+		return 1; /* none, None or empty: falsy */
+	if (!cJSON_IsObject(q))
+		return 0;
+	b = cJSON_GetObjectItemCaseSensitive(q, "bits");
+	g = cJSON_GetObjectItemCaseSensitive(q, "group_size");
+	if ((b && !cJSON_IsNumber(b)) || (g && !cJSON_IsNumber(g)))
+		return 0;
+	if (b)
+		*bits = (int)b->valuedouble;
+	if (g)
+		*group = (int)g->valuedouble;
+	return 1;
+}
+
 int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_runtime_input *in, const char *mode,
 				  int bits, int group, char *why, size_t len)
 {
 	const struct fg_rt_head *hl = fg_runtime_head_loader(rt, in);
+	int b, g;
 
+	if (hl && hl->quant == FG_HQ_DEQUANT_BLOCK_ELSE_4_64 && in->ckpt &&
+	    vllm_mlx_head_params(in->ckpt->config_raw, &b, &g) &&
+	    (strcmp(mode, "affine") != 0 || bits != b || group != g)) {
+		snprintf(why, len,
+			 "it dequantizes every quantized head module as affine bits=%d group=%d (%s); the head would be "
+			 "%s bits=%d group=%d: the first draft fails or decodes wrong values (--quant affine:%d:%d is "
+			 "what it reads)",
+			 b, g, vllm_mlx_block_source(in->ckpt->config_raw), mode, bits, group, b, g);
+		return 1;
+	}
 	if (!hl || hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !in->ckpt || mtplx_quant_block(in->ckpt->config_raw) ||
 	    !reads_wrong(mode, bits))
 		return 0;
@@ -1224,6 +1286,50 @@ static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bi
  * the block's per-module entry; a module forged's record does not describe
  * (head_module_params).
  */
+/*
+ * FG_HQ_DEQUANT_BLOCK_ELSE_4_64, vllm-mlx's Qwen3.5 patch (qwen3_5_mtp.py@4b654c09e610
+ * L356-358 the bits and group, L374-396 each key with both a `.scales` and a
+ * `.biases` companion goes through mx.dequantize with them, mode affine, any
+ * other as loaded; L450 load_weights(strict=False), which checks no shapes).
+ * Judged: each MLX-shaped head module (a U32 weight with scales) whose format
+ * forged reads (from the block, or its own record): it reads right only with
+ * biases, affine, and exactly those bits and group.  A module whose format
+ * forged does not read is not judged.
+ */
+static void head_dequant(struct sim *s, const struct view *v)
+{
+	const struct fg_qmods *q = v->h->qmods;
+	const cJSON *cfg = s->in->ckpt->config_raw;
+	size_t wrong = 0;
+	const char *example = NULL;
+	char kind[96] = "";
+	int bits, group;
+
+	if (!q || !vllm_mlx_head_params(cfg, &bits, &group))
+		return;
+	for (size_t i = 0; i < q->n; i++) {
+		const struct fg_qmod *m = &q->v[i];
+
+		if (m->rc || m->f.kind == FG_QF_DENSE || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
+		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
+			continue;
+		if (m->m.t[FG_QR_BIASES] && m->f.kind == FG_QF_MLX_AFFINE && m->f.bits == bits && m->f.group == group)
+			continue;
+		if (wrong++)
+			continue;
+		example = m->name;
+		fg_qformat_name(&m->f, kind, sizeof(kind));
+	}
+	if (wrong) {
+		fail(s, FG_LOAD_FORMAT,
+		     "it dequantizes every quantized head module as affine bits=%d group=%d (%s); %zu head module(s) are "
+		     "otherwise (e.g. %s: %s): the first draft fails or decodes wrong values (a forge with "
+		     "--quant affine:%d:%d --allow-requantize writes what it reads)",
+		     bits, group, vllm_mlx_block_source(cfg), wrong, example, kind, bits, group);
+		set_culprit(s, example);
+	}
+}
+
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_qmods *q = v->h->qmods;
@@ -1234,6 +1340,10 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 	const char *example = NULL;
 	char kind[96] = "";
 
+	if (hl->quant == FG_HQ_DEQUANT_BLOCK_ELSE_4_64) {
+		head_dequant(s, v);
+		return;
+	}
 	if (hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !q || mtplx_quant_block(cfg))
 		return;
 	for (size_t i = 0; i < q->n; i++) {

@@ -207,7 +207,16 @@ enum fg_rt_concat { FG_CONCAT_UNSTATED, FG_CONCAT_EMBEDDING_FIRST, FG_CONCAT_HID
  * values, unless its keys take the prequantized path (runtimes.c head_quant
  * judges only what reads wrong on both paths).
  */
-enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64 };
+/*
+ * FG_HQ_DEQUANT_BLOCK_ELSE_4_64 (vllm-mlx's Qwen3.5 patch): bits and group
+ * from text_config's `quantization`, else the top level's (never
+ * `quantization_config`, never a per-module entry; an empty or null one
+ * gives the defaults), else 4 and 64; every weight/scales/biases triple is
+ * dequantized as affine with them, and any other module goes into a float
+ * Linear as stored: a head module other than affine with those bits and
+ * group fails at its first draft or decodes wrong values.
+ */
+enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64, FG_HQ_DEQUANT_BLOCK_ELSE_4_64 };
 
 /* A skip-the-heal declaration a loader reads next to the head's file (vllm-mlx's manifest.json). */
 struct fg_rt_manifest {
@@ -629,7 +638,8 @@ void fg_runtime_simulate(const struct fg_runtime *rt, const struct fg_runtime_in
  * Whether rt's head loader (for in's checkpoint: its config and family)
  * reads a head quantized as mode ("affine", "mxfp4"), bits and group wrong
  * whatever path it takes (FG_HQ_CONFIG_ELSE_4_64 without a quantization
- * block): 1 with why, else 0.  The forge asks before it writes a head a
+ * block; FG_HQ_DEQUANT_BLOCK_ELSE_4_64 unless affine with the block's bits
+ * and group): 1 with why, else 0.  The forge asks before it writes a head a
  * policy quantizes; the simulation of the written artifact says the same.
  */
 int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_runtime_input *in, const char *mode,

@@ -337,7 +337,11 @@ static const struct fg_rt_head mtplx212_heads[] = {
  * malformed shapes refused (L122-186, L406-434); mtp_hidden_state_mode default post_norm
  * (L50-71); [embedding, hidden] (L514-536).  Qwen3-Next patch: model-mtp.safetensors only
  * (qwen3_next_mtp.py@4b654c09e610:L47-55), mtp. only and strict=False (L114-116), no heal,
- * pre-norm hidden (L149), [hidden, embedding] (L163). */
+ * pre-norm hidden (L149), [hidden, embedding] (L163).  A quantized Qwen3.5 head: bits and group
+ * from text_config's, else the top level's `quantization` (4 and 64 without one, L276-277,
+ * L356-358), every weight/scales/biases triple mx.dequantize'd with them, any other tensor loaded
+ * as stored (L374-396).  Not modelled: the Qwen3-Next patch's nn.quantize of the empty head
+ * module with the top-level block's bits (default 6) and group before its load (L88-108). */
 static const struct fg_rt_head vllm_mlx_heads[] = {
 	{ .families = qwen3_5_only, .mode = FG_HEAD_SEPARATE,
 	  .count_keys = LIST("num_nextn_predict_layers", "mtp_num_hidden_layers"),
@@ -351,7 +355,9 @@ static const struct fg_rt_head vllm_mlx_heads[] = {
 	  .experts_known = FG_XL_FUSED_LINEAR | FG_XL_FUSED_BMM | FG_XL_SWITCH_MLP | FG_XL_NUMBERED,
 	  .experts_error = "the patch validates the fused expert shapes and refuses the artifact",
 	  .missing = FG_MISSING_AR, .hidden = FG_HIDDEN_POST_NORM, .concat = FG_CONCAT_EMBEDDING_FIRST,
-	  .source = "waybarrios/vllm-mlx vllm_mlx/patches/qwen3_5_mtp.py@4b654c09e610:L29-112, L290-298, L406-450, L506-536" },
+	  .quant = FG_HQ_DEQUANT_BLOCK_ELSE_4_64,
+	  .source = "waybarrios/vllm-mlx vllm_mlx/patches/qwen3_5_mtp.py@4b654c09e610:L29-112, L276-277, L290-298, "
+		    "L356-396, L406-450, L506-536" },
 	{ .families = LIST("qwen3_next"), .mode = FG_HEAD_SEPARATE, .count_keys = LIST("num_nextn_predict_layers"),
 	  .sources = SOURCES({ .kind = FG_HSRC_FILE, .file = "model-mtp.safetensors", .empty = FG_EMPTY_BINDS }),
 	  .keys = FG_KEY_MTP, .strict = FG_LOAD_LENIENT, .heal = FG_HEAL_NONE,

@@ -308,5 +308,40 @@ for src in own_af own_bf; do
 	check "$src re-forged for lmstudio-mlx: the source's mtplx_runtime.json is not carried" \
 		[ -f "$TMP/${src}_lm/forged.json" -a ! -e "$TMP/${src}_lm/mtplx_runtime.json" ]
 done
+
+# vllm-mlx's Qwen3.5 patch (qwen3_5_mtp.py@4b654c09e610 L356-396) dequantizes every quantized
+# head module as affine with the quantization block's bits and group (4 and 64 without one),
+# whatever the module is: a head quantized otherwise is refused before anything is written.
+for q in mxfp4 affine:8:64 affine:4:32; do
+	own "vm_$q" "$FIXTURES/qwen35_hf" --quant "$q" --allow-requantize --target vllm-mlx
+	check "vllm-mlx, $q over a BF16 trunk: exit 1 ($RC)" [ "$RC" -eq 1 ]
+	check "vllm-mlx, $q: the refusal says how it reads the head and what reads right" \
+		grep -q "runtime_load_error: .*vllm-mlx.*dequantizes every quantized head module as affine bits=4 group=64 (no quantization block in config.json: its defaults).*--quant affine:4:64 is what it reads" "$TMP/vm_$q.err"
+	check "vllm-mlx, $q: nothing written" [ ! -e "$TMP/vm_$q" ]
+done
+own vm_ok "$FIXTURES/qwen35_hf" --quant affine:4:64 --allow-requantize --target vllm-mlx
+check "vllm-mlx, affine:4:64 over a BF16 trunk: exit 0 ($(head -c 300 "$TMP/vm_ok.err"))" [ "$RC" -eq 0 ]
+check "vllm-mlx, affine:4:64: the head in mtp/weights.safetensors" [ -f "$TMP/vm_ok/mtp/weights.safetensors" ]
+# The block's bits and group, not the defaults: a BF16 checkpoint whose config states 8 bits, group 32.
+mkdir -p "$TMP/h8"
+cp -r "$FIXTURES/qwen35_hf/." "$TMP/h8/"
+jq '. + {quantization: {bits: 8, group_size: 32}}' "$FIXTURES/qwen35_hf/config.json" >"$TMP/h8/config.json"
+own vm_h8 "$TMP/h8" --quant affine:8:32 --allow-requantize --target vllm-mlx
+check "vllm-mlx, affine:8:32 under an 8-bit, group-32 block: exit 0 ($(head -c 300 "$TMP/vm_h8.err"))" [ "$RC" -eq 0 ]
+own vm_h8b "$TMP/h8" --quant affine:4:64 --allow-requantize --target vllm-mlx
+check "vllm-mlx, affine:4:64 under an 8-bit, group-32 block: exit 1 ($RC)" [ "$RC" -eq 1 ]
+check "vllm-mlx, affine:4:64 under the block: it reads 8 bits, group 32, from config.json quantization" \
+	grep -q "as affine bits=8 group=32 (config.json quantization)" "$TMP/vm_h8b.err"
+# A source head of five MLX kinds kept as stored: vllm-mlx reads four of them wrong (its
+# block says affine 4/64). The forge's own check of the artifact refuses it, naming one.
+forge q_mlx_lm_head vm_keep --target vllm-mlx
+check "vllm-mlx, a mixed MLX head kept: exit 1 ($RC)" [ "$RC" -eq 1 ]
+check "vllm-mlx, a mixed MLX head kept: 4 modules otherwise, e.g. the mxfp8 k_proj" \
+	grep -q "4 head module(s) are otherwise (e.g. mtp.layers.0.self_attn.k_proj: mlx mxfp8 bits=8 group=32)" "$TMP/vm_keep.err"
+forge q_mlx_lm_head vm_match --target vllm-mlx --quant match --allow-requantize
+check "vllm-mlx, the mixed head matched to the block: exit 0 ($(head -c 300 "$TMP/vm_match.err"))" [ "$RC" -eq 0 ]
+check "vllm-mlx, the mixed head matched: every module recorded affine 4/64" \
+	[ "$(jq -c '[.mtp_quantization.modules[] | select(. != null and .bits != null) | [.bits, .group_size, .mode]] | unique' "$TMP/vm_match/config.json")" = '[[4,64,"affine"]]' ]
+dequant_check "vllm-mlx, the mixed head matched = numpy's affine 4/64 of the BF16 dequantization" q_mlx_lm_head vm_match mtp/weights.safetensors
 check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
 finish
