@@ -514,21 +514,29 @@ static int put_in_place(struct forge *f, const struct place *pl, struct fg_err *
  */
 static int quantized_head_readable(struct forge *f, struct fg_err *err)
 {
-	const struct fg_plan_quant *q = NULL;
 	const struct fg_runtime_input in = { .ckpt = f->bb->ckpt, .family = f->src->family };
+	const struct fg_plan_quant *last = NULL;
 	char why[FG_ERR_MSG_MAX / 2];
 
-	for (size_t i = 0; i < f->plan.n && !q; i++)
-		if (f->plan.t[i].op == FG_OP_QUANT)
-			q = &f->plan.t[i].quant;
-	if (!q || f->policy.kind == FG_POLICY_MATCH)
-		return 0; /* match takes the backbone's own block, which resolves the head */
-	for (size_t t = 0; t < f->layout.n_targets; t++)
-		if (fg_runtime_head_quant_refuses(f->layout.targets[t], &in, q->mxfp4 ? "mxfp4" : "affine", q->bits,
-						  q->group, why, sizeof(why)))
-			return fg_err_verdict(err, FG_V_RUNTIME_LOAD_ERROR,
-					      "the artifact would not inspect clean for %s: the runtime refuses to load it "
-					      "(format): %s", f->layout.targets[t]->id, why);
+	/*
+	 * Every spec the plan quantizes with, each once in a row: under match a
+	 * module takes its own entry of the backbone's block, which a loader that
+	 * reads only the block's bits and group (vllm-mlx) does not see.
+	 */
+	for (size_t i = 0; i < f->plan.n; i++) {
+		const struct fg_plan_quant *q = &f->plan.t[i].quant;
+
+		if (f->plan.t[i].op != FG_OP_QUANT ||
+		    (last && last->mxfp4 == q->mxfp4 && last->bits == q->bits && last->group == q->group))
+			continue;
+		last = q;
+		for (size_t t = 0; t < f->layout.n_targets; t++)
+			if (fg_runtime_head_quant_refuses(f->layout.targets[t], &in, q->mxfp4 ? "mxfp4" : "affine",
+							  q->bits, q->group, why, sizeof(why)))
+				return fg_err_verdict(err, FG_V_RUNTIME_LOAD_ERROR,
+						      "the artifact would not inspect clean for %s: the runtime refuses to "
+						      "load it (format): %s", f->layout.targets[t]->id, why);
+	}
 	return 0;
 }
 

@@ -1169,44 +1169,56 @@ static int reads_wrong(const char *mode, int bits)
 	return strcmp(mode, "affine") != 0 || bits != 4;
 }
 
-/* Where vllm_mlx_head_params took the bits and group from, for messages. */
-static const char *vllm_mlx_block_source(const cJSON *cfg)
-{
-	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
-	const cJSON *q = cJSON_GetObjectItemCaseSensitive(tc ? tc : cfg, "quantization");
+/* The bits and group vllm-mlx's Qwen3.5 patch dequantizes a head with, and where they came from. */
+struct vm_params {
+	int bits, group;
+	const char *from; /* for messages */
+};
 
-	if (!q && tc)
-		q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
-	if (cJSON_IsObject(q) && q->child)
-		return q == cJSON_GetObjectItemCaseSensitive(cfg, "quantization") ? "config.json quantization"
-										   : "text_config.quantization";
-	return "no quantization block in config.json: its defaults";
+/* Python's truthiness of a JSON value: null, false, 0, "", [] and {} are falsy. */
+static int py_truthy(const cJSON *v)
+{
+	if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v))
+		return 0;
+	if (cJSON_IsNumber(v))
+		return v->valuedouble != 0;
+	if (cJSON_IsString(v))
+		return v->valuestring[0] != 0;
+	if (cJSON_IsArray(v) || cJSON_IsObject(v))
+		return v->child != NULL;
+	return 1;
 }
 
 /*
- * The bits and group vllm-mlx's Qwen3.5 patch dequantizes every head triple
- * with (waybarrios/vllm-mlx vllm_mlx/patches/qwen3_5_mtp.py@4b654c09e610
- * L276-277, L356-358): `text_config = config.get("text_config", config)`,
- * then `text_config.get("quantization", config.get("quantization", {}))`,
- * its bits and group_size when it is a non-empty dict (default 4 and 64),
- * else 4 and 64.  0 when the config is not one the patch reads (a
- * text_config or block of another type, bits or group_size not numbers):
- * not judged.
+ * waybarrios/vllm-mlx vllm_mlx/patches/qwen3_5_mtp.py@4b654c09e610
+ * L276-277, L356-358: `text_config = config.get("text_config", config)`,
+ * `quant_config = text_config.get("quantization", config.get("quantization",
+ * {}))` (the top level's only when text_config has no such key), then its
+ * bits and group_size (default 4 and 64) when it is truthy, else 4 and 64.
+ * 0 when the config is not one the patch reads without raising (a
+ * text_config or a truthy block that is no object, bits or group_size not
+ * numbers): not judged.
  */
-static int vllm_mlx_head_params(const cJSON *cfg, int *bits, int *group)
+static int vllm_mlx_head_params(const cJSON *cfg, struct vm_params *p)
 {
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
 	const cJSON *owner = tc ? tc : cfg, *q, *b, *g;
+	int own;
 
 	if (!cJSON_IsObject(owner))
 		return 0;
 	q = cJSON_GetObjectItemCaseSensitive(owner, "quantization");
+	own = q != NULL;
 	if (!q && owner != cfg)
 		q = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
-	*bits = 4;
-	*group = 64;
-	if (!q || cJSON_IsNull(q) || ((cJSON_IsObject(q) || cJSON_IsArray(q)) && !q->child))
-		return 1; /* none, None or empty: falsy */
+	p->bits = 4;
+	p->group = 64;
+	if (!py_truthy(q)) {
+		p->from = !q ? "no quantization block: its defaults"
+			: own && owner != cfg ? "text_config.quantization is empty: its defaults"
+					      : "config.json quantization is empty: its defaults";
+		return 1;
+	}
 	if (!cJSON_IsObject(q))
 		return 0;
 	b = cJSON_GetObjectItemCaseSensitive(q, "bits");
@@ -1214,9 +1226,10 @@ static int vllm_mlx_head_params(const cJSON *cfg, int *bits, int *group)
 	if ((b && !cJSON_IsNumber(b)) || (g && !cJSON_IsNumber(g)))
 		return 0;
 	if (b)
-		*bits = (int)b->valuedouble;
+		p->bits = (int)b->valuedouble;
 	if (g)
-		*group = (int)g->valuedouble;
+		p->group = (int)g->valuedouble;
+	p->from = own && owner != cfg ? "text_config.quantization" : "config.json quantization";
 	return 1;
 }
 
@@ -1224,16 +1237,15 @@ int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_r
 				  int bits, int group, char *why, size_t len)
 {
 	const struct fg_rt_head *hl = fg_runtime_head_loader(rt, in);
-	int b, g;
+	struct vm_params vp;
 
 	if (hl && hl->quant == FG_HQ_DEQUANT_BLOCK_ELSE_4_64 && in->ckpt &&
-	    vllm_mlx_head_params(in->ckpt->config_raw, &b, &g) &&
-	    (strcmp(mode, "affine") != 0 || bits != b || group != g)) {
+	    vllm_mlx_head_params(in->ckpt->config_raw, &vp) &&
+	    (strcmp(mode, "affine") != 0 || bits != vp.bits || group != vp.group)) {
 		snprintf(why, len,
-			 "it dequantizes every quantized head module as affine bits=%d group=%d (%s); the head would be "
-			 "%s bits=%d group=%d: the first draft fails or decodes wrong values (--quant affine:%d:%d is "
-			 "what it reads)",
-			 b, g, vllm_mlx_block_source(in->ckpt->config_raw), mode, bits, group, b, g);
+			 "it reads every quantized head module as affine bits=%d group=%d (%s); the head would be "
+			 "%s bits=%d group=%d: wrong values or a load error (--quant affine:%d:%d is what it reads)",
+			 vp.bits, vp.group, vp.from, mode, bits, group, vp.bits, vp.group);
 		return 1;
 	}
 	if (!hl || hl->quant != FG_HQ_CONFIG_ELSE_4_64 || !in->ckpt || mtplx_quant_block(in->ckpt->config_raw) ||
@@ -1266,6 +1278,69 @@ static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bi
 }
 
 /*
+ * FG_HQ_DEQUANT_BLOCK_ELSE_4_64, vllm-mlx's Qwen3.5 patch
+ * (qwen3_5_mtp.py@4b654c09e610 L356-358 the bits and group; L115-119,
+ * L374-396: a key with both a `.scales` and a `.biases` companion goes
+ * through mx.dequantize with them, mode affine, which checks the scales
+ * against the weight; any other key is kept as stored, unpaired scales and
+ * biases dropped; L450 load_weights(strict=False), which checks no shapes).
+ * It reads tensors, not formats, so a head module with a U32 weight and
+ * scales is judged by them: without biases, the packed weight goes into a
+ * float module; with biases, scales that do not fit that bits and group make
+ * the dequantize raise; and when forged reads the module's format (from the
+ * block or its own record), anything but affine with that bits and group
+ * decodes wrong values.  Not judged: a module whose tensors fit and whose
+ * format forged does not read, and a quantized tensor forged's module scan
+ * does not see (fused experts without `.weight`).
+ */
+static const char *vm_wrong(const struct fg_qmod *m, const struct vm_params *vp, char *buf, size_t len)
+{
+	const struct fg_tensor *w = m->m.t[FG_QR_WEIGHT], *sc = m->m.t[FG_QR_SCALES], *bi = m->m.t[FG_QR_BIASES];
+	uint64_t cols, in;
+
+	if (!bi)
+		return "no biases: its packed weight goes into a float module";
+	cols = w->rank ? w->shape[w->rank - 1] : 0;
+	in = cols * 32 / (uint64_t)(vp->bits > 0 ? vp->bits : 1);
+	if (vp->bits <= 0 || vp->group <= 0 || in % (uint64_t)vp->group || sc->rank != w->rank ||
+	    sc->shape[sc->rank - 1] != in / (uint64_t)vp->group || bi->rank != sc->rank ||
+	    memcmp(bi->shape, sc->shape, (size_t)sc->rank * sizeof(sc->shape[0])) != 0)
+		return "its scales do not fit: the dequantize raises";
+	if (!m->rc && (m->f.kind != FG_QF_MLX_AFFINE || m->f.bits != vp->bits || m->f.group != vp->group))
+		return fg_qformat_name(&m->f, buf, len);
+	return NULL;
+}
+
+static void head_dequant(struct sim *s, const struct view *v)
+{
+	const struct fg_qmods *q = v->h->qmods;
+	struct vm_params vp;
+	size_t wrong = 0;
+	const char *example = NULL;
+	char kind[96] = "", buf[96];
+
+	if (!q || !vllm_mlx_head_params(s->in->ckpt->config_raw, &vp))
+		return;
+	for (size_t i = 0; i < q->n; i++) {
+		const struct fg_qmod *m = &q->v[i];
+		const char *why;
+
+		if (!m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 || !m->m.t[FG_QR_SCALES] ||
+		    m->m.t[FG_QR_QWEIGHT] || !(why = vm_wrong(m, &vp, buf, sizeof(buf))) || wrong++)
+			continue;
+		example = m->name;
+		snprintf(kind, sizeof(kind), "%s", why);
+	}
+	if (wrong) {
+		fail(s, FG_LOAD_FORMAT,
+		     "it reads every quantized head module as affine bits=%d group=%d (%s); %zu are not, e.g. %s "
+		     "(%s): wrong values or a load error",
+		     vp.bits, vp.group, vp.from, wrong, example, kind);
+		set_culprit(s, example);
+	}
+}
+
+/*
  * FG_HQ_CONFIG_ELSE_4_64, MTPLX's generic injector
  * (youssofal/MTPLX mtplx/mtp_patch.py@0943c6cb _mtp_contract_for_weight_keys,
  * _finalize_mtp_weights, _infer_prequantized_group_size,
@@ -1286,50 +1361,6 @@ static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bi
  * the block's per-module entry; a module forged's record does not describe
  * (head_module_params).
  */
-/*
- * FG_HQ_DEQUANT_BLOCK_ELSE_4_64, vllm-mlx's Qwen3.5 patch (qwen3_5_mtp.py@4b654c09e610
- * L356-358 the bits and group, L374-396 each key with both a `.scales` and a
- * `.biases` companion goes through mx.dequantize with them, mode affine, any
- * other as loaded; L450 load_weights(strict=False), which checks no shapes).
- * Judged: each MLX-shaped head module (a U32 weight with scales) whose format
- * forged reads (from the block, or its own record): it reads right only with
- * biases, affine, and exactly those bits and group.  A module whose format
- * forged does not read is not judged.
- */
-static void head_dequant(struct sim *s, const struct view *v)
-{
-	const struct fg_qmods *q = v->h->qmods;
-	const cJSON *cfg = s->in->ckpt->config_raw;
-	size_t wrong = 0;
-	const char *example = NULL;
-	char kind[96] = "";
-	int bits, group;
-
-	if (!q || !vllm_mlx_head_params(cfg, &bits, &group))
-		return;
-	for (size_t i = 0; i < q->n; i++) {
-		const struct fg_qmod *m = &q->v[i];
-
-		if (m->rc || m->f.kind == FG_QF_DENSE || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
-		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
-			continue;
-		if (m->m.t[FG_QR_BIASES] && m->f.kind == FG_QF_MLX_AFFINE && m->f.bits == bits && m->f.group == group)
-			continue;
-		if (wrong++)
-			continue;
-		example = m->name;
-		fg_qformat_name(&m->f, kind, sizeof(kind));
-	}
-	if (wrong) {
-		fail(s, FG_LOAD_FORMAT,
-		     "it dequantizes every quantized head module as affine bits=%d group=%d (%s); %zu head module(s) are "
-		     "otherwise (e.g. %s: %s): the first draft fails or decodes wrong values (a forge with "
-		     "--quant affine:%d:%d --allow-requantize writes what it reads)",
-		     bits, group, vllm_mlx_block_source(cfg), wrong, example, kind, bits, group);
-		set_culprit(s, example);
-	}
-}
-
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_qmods *q = v->h->qmods;

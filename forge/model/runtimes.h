@@ -210,11 +210,12 @@ enum fg_rt_concat { FG_CONCAT_UNSTATED, FG_CONCAT_EMBEDDING_FIRST, FG_CONCAT_HID
 /*
  * FG_HQ_DEQUANT_BLOCK_ELSE_4_64 (vllm-mlx's Qwen3.5 patch): bits and group
  * from text_config's `quantization`, else the top level's (never
- * `quantization_config`, never a per-module entry; an empty or null one
- * gives the defaults), else 4 and 64; every weight/scales/biases triple is
- * dequantized as affine with them, and any other module goes into a float
- * Linear as stored: a head module other than affine with those bits and
- * group fails at its first draft or decodes wrong values.
+ * `quantization_config`, never a per-module entry; a falsy one gives the
+ * defaults), else 4 and 64; every weight/scales/biases triple is
+ * dequantized as affine with them (raising when the scales do not fit), and
+ * any other key goes into the float module as stored: a head module other
+ * than affine with those bits and group fails to load or decodes wrong
+ * values (judged by its tensors, runtimes.c head_dequant).
  */
 enum fg_rt_head_quant { FG_HQ_UNSTATED, FG_HQ_CONFIG_ELSE_4_64, FG_HQ_DEQUANT_BLOCK_ELSE_4_64 };
 
@@ -623,7 +624,7 @@ struct fg_runtime_result {
 	unsigned breakage;              /* FG_BREAK_* */
 	enum fg_decode decode;
 	enum fg_load_cause load_cause;
-	char load_error[256];           /* what the runtime would print, when load_cause */
+	char load_error[384];           /* what the runtime would print, when load_cause */
 	size_t order_dependent;         /* names with differing copies whose winner depends on order */
 	const char *culprit;            /* one tensor the load error or breakage is about, or NULL */
 	const struct fg_tset *head_set; /* the head set it loaded, or NULL */

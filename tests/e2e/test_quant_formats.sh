@@ -316,7 +316,7 @@ for q in mxfp4 affine:8:64 affine:4:32; do
 	own "vm_$q" "$FIXTURES/qwen35_hf" --quant "$q" --allow-requantize --target vllm-mlx
 	check "vllm-mlx, $q over a BF16 trunk: exit 1 ($RC)" [ "$RC" -eq 1 ]
 	check "vllm-mlx, $q: the refusal says how it reads the head and what reads right" \
-		grep -q "runtime_load_error: .*vllm-mlx.*dequantizes every quantized head module as affine bits=4 group=64 (no quantization block in config.json: its defaults).*--quant affine:4:64 is what it reads" "$TMP/vm_$q.err"
+		grep -q "runtime_load_error: .*vllm-mlx.*reads every quantized head module as affine bits=4 group=64 (no quantization block: its defaults).*--quant affine:4:64 is what it reads" "$TMP/vm_$q.err"
 	check "vllm-mlx, $q: nothing written" [ ! -e "$TMP/vm_$q" ]
 done
 own vm_ok "$FIXTURES/qwen35_hf" --quant affine:4:64 --allow-requantize --target vllm-mlx
@@ -332,16 +332,52 @@ own vm_h8b "$TMP/h8" --quant affine:4:64 --allow-requantize --target vllm-mlx
 check "vllm-mlx, affine:4:64 under an 8-bit, group-32 block: exit 1 ($RC)" [ "$RC" -eq 1 ]
 check "vllm-mlx, affine:4:64 under the block: it reads 8 bits, group 32, from config.json quantization" \
 	grep -q "as affine bits=8 group=32 (config.json quantization)" "$TMP/vm_h8b.err"
+# text_config's block first, the top level's only when text_config has none (L356).
+mkdir -p "$TMP/htc"
+cp -r "$FIXTURES/qwen35_hf/." "$TMP/htc/"
+jq '.text_config.quantization = {bits: 8, group_size: 32} | .quantization = {bits: 4, group_size: 64}' \
+	"$FIXTURES/qwen35_hf/config.json" >"$TMP/htc/config.json"
+own vm_htc "$TMP/htc" --quant affine:4:64 --allow-requantize --target vllm-mlx
+check "vllm-mlx, text_config's 8/32 block over a top-level 4/64 one: affine:4:64 refused ($RC)" [ "$RC" -eq 1 ]
+check "vllm-mlx, text_config's block is the one read" grep -q "as affine bits=8 group=32 (text_config.quantization)" "$TMP/vm_htc.err"
+own vm_htc8 "$TMP/htc" --quant affine:8:32 --allow-requantize --target vllm-mlx
+check "vllm-mlx, text_config's 8/32 block: affine:8:32 forged ($(head -c 300 "$TMP/vm_htc8.err"))" [ "$RC" -eq 0 ]
+# It reads tensors, not formats: a head moved into vllm-mlx's layout with no record and no block
+# is judged by its tensors (8 bits in groups of 64: the scales do not fit 4/64; mxfp4: no biases).
+for q in affine:8:64 mxfp4; do
+	own "vmt_$q" "$FIXTURES/qwen35_hf" --quant "$q" --allow-requantize --target lmstudio-mlx
+	mkdir -p "$TMP/vmt_${q}_moved/mtp"
+	cp -r "$TMP/vmt_$q/." "$TMP/vmt_${q}_moved/"
+	mv "$TMP/vmt_${q}_moved/mtp.safetensors" "$TMP/vmt_${q}_moved/mtp/weights.safetensors"
+	jq 'del(.mtp_quantization) | del(.mlx_lm_extra_tensors)' "$TMP/vmt_$q/config.json" >"$TMP/vmt_${q}_moved/config.json"
+	RC=0
+	"$FORGED" inspect "$TMP/vmt_${q}_moved" --runtime vllm-mlx --json >"$TMP/i_vmt_$q.json" 2>/dev/null || RC=$?
+	check "vllm-mlx, a $q head with no record: inspect exits 1 ($RC)" [ "$RC" -eq 1 ]
+	case $q in mxfp4) want="no biases: its packed weight goes into a float module" ;; *) want="its scales do not fit: the dequantize raises" ;; esac
+	check "vllm-mlx, a $q head with no record: refused by its tensors ($want)" \
+		[ "$(jq -r --arg w "$want" '.runtimes[] | select(.runtime == "vllm-mlx") | (.load_error.cause + " " + (.load_error.reason | contains($w) | tostring))' "$TMP/i_vmt_$q.json")" = "format true" ]
+done
 # A source head of five MLX kinds kept as stored: vllm-mlx reads four of them wrong (its
 # block says affine 4/64). The forge's own check of the artifact refuses it, naming one.
 forge q_mlx_lm_head vm_keep --target vllm-mlx
 check "vllm-mlx, a mixed MLX head kept: exit 1 ($RC)" [ "$RC" -eq 1 ]
-check "vllm-mlx, a mixed MLX head kept: 4 modules otherwise, e.g. the mxfp8 k_proj" \
-	grep -q "4 head module(s) are otherwise (e.g. mtp.layers.0.self_attn.k_proj: mlx mxfp8 bits=8 group=32)" "$TMP/vm_keep.err"
+check "vllm-mlx, a mixed MLX head kept: 4 modules read wrong, e.g. the mxfp8 k_proj (no biases)" \
+	grep -q "4 are not, e.g. mtp.layers.0.self_attn.k_proj (no biases: its packed weight goes into a float module)" "$TMP/vm_keep.err"
 forge q_mlx_lm_head vm_match --target vllm-mlx --quant match --allow-requantize
 check "vllm-mlx, the mixed head matched to the block: exit 0 ($(head -c 300 "$TMP/vm_match.err"))" [ "$RC" -eq 0 ]
 check "vllm-mlx, the mixed head matched: every module recorded affine 4/64" \
 	[ "$(jq -c '[.mtp_quantization.modules[] | select(. != null and .bits != null) | [.bits, .group_size, .mode]] | unique' "$TMP/vm_match/config.json")" = '[[4,64,"affine"]]' ]
 dequant_check "vllm-mlx, the mixed head matched = numpy's affine 4/64 of the BF16 dequantization" q_mlx_lm_head vm_match mtp/weights.safetensors
+# match takes each module's own entry of the block; vllm-mlx reads only the block's bits and group:
+# a head module matched to an 8-bit override is refused before anything is written.
+mkdir -p "$TMP/qov"
+cp -r "$FIXTURES/q_mlx_lm_head/." "$TMP/qov/"
+jq '.quantization["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}
+    | .quantization_config["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}' \
+	"$FIXTURES/q_mlx_lm_head/config.json" >"$TMP/qov/config.json"
+own vm_qov "$TMP/qov" --quant match --allow-requantize --target vllm-mlx
+check "vllm-mlx, match to an 8-bit per-module entry: exit 1 ($RC)" [ "$RC" -eq 1 ]
+check "vllm-mlx, match to an 8-bit per-module entry: refused before the write, naming it" \
+	grep -q "the head would be affine bits=8 group=64: wrong values or a load error (--quant affine:4:64 is what it reads)" "$TMP/vm_qov.err"
 check "no temporary folders left" [ -z "$(ls -A "$TMP" | grep forged-tmp)" ]
 finish
