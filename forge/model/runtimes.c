@@ -1358,8 +1358,9 @@ static void head_dequant(struct sim *s, const struct view *v)
  * keeps its other verdicts): 4 bits of another group without a block, which
  * the prequantized path reads; with a block, a module other than the
  * block's bits and group, which only the prequantized path resolves from
- * the block's per-module entry; a module forged's record does not describe
- * (head_module_params).
+ * the block's per-module entry; a module with biases forged's record does
+ * not describe (head_module_params).  One without biases is no affine
+ * module, and fails.
  */
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
@@ -1380,15 +1381,21 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 	for (size_t i = 0; i < q->n; i++) {
 		const struct fg_qmod *m = &q->v[i];
 		const char *mode;
-		int bits, group;
+		int bits, group, known;
 
 		/* MLX-shaped modules only (a U32 weight with scales): other formats are not this loader's path. */
 		if (!fg_qmod_quantized(m) || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
-		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT] || !head_module_params(m, rec, &bits, &group, &mode) ||
-		    !reads_wrong(mode, bits) || wrong++)
+		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
+			continue;
+		/* Without the record's word, the tensors still tell one thing: no biases is no affine module. */
+		known = head_module_params(m, rec, &bits, &group, &mode);
+		if ((known ? !reads_wrong(mode, bits) : m->m.t[FG_QR_BIASES] != NULL) || wrong++)
 			continue;
 		example = m->name;
-		snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+		if (known)
+			snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+		else
+			snprintf(kind, sizeof(kind), "no biases: not affine");
 	}
 	if (wrong) {
 		fail(s, FG_LOAD_FORMAT,

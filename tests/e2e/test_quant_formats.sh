@@ -357,6 +357,16 @@ for q in affine:8:64 mxfp4; do
 	check "vllm-mlx, a $q head with no record: refused by its tensors ($want)" \
 		[ "$(jq -r --arg w "$want" '.runtimes[] | select(.runtime == "vllm-mlx") | (.load_error.cause + " " + (.load_error.reason | contains($w) | tostring))' "$TMP/i_vmt_$q.json")" = "format true" ]
 done
+# MTPLX's generic injector without a block: a head with no record is judged by its tensors too
+# (no biases is no affine module, which it reads on neither path).
+mkdir -p "$TMP/mtplx_norec"
+cp -r "$TMP/vmt_mxfp4/." "$TMP/mtplx_norec/"
+jq 'del(.mtp_quantization)' "$TMP/vmt_mxfp4/config.json" >"$TMP/mtplx_norec/config.json"
+RC=0
+"$FORGED" inspect "$TMP/mtplx_norec" --runtime mtplx-2.12 --json >"$TMP/i_mtplx_norec.json" 2>/dev/null || RC=$?
+check "mtplx-2.12, an mxfp4 head with no record: inspect exits 1 ($RC)" [ "$RC" -eq 1 ]
+check "mtplx-2.12, an mxfp4 head with no record: refused by its tensors (no biases)" \
+	[ "$(jq -r '.runtimes[] | select(.runtime == "mtplx-2.12") | (.load_error.cause + " " + (.load_error.reason | contains("no biases: not affine") | tostring))' "$TMP/i_mtplx_norec.json")" = "format true" ]
 # A source head of five MLX kinds kept as stored: vllm-mlx reads four of them wrong (its
 # block says affine 4/64). The forge's own check of the artifact refuses it, naming one.
 forge q_mlx_lm_head vm_keep --target vllm-mlx
