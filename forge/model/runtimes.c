@@ -1300,9 +1300,11 @@ static const char *vm_wrong(const struct fg_qmod *m, const struct vm_params *vp,
 
 	if (!bi)
 		return "no biases: its packed weight goes into a float module";
-	cols = w->rank ? w->shape[w->rank - 1] : 0;
-	in = cols * 32 / (uint64_t)(vp->bits > 0 ? vp->bits : 1);
-	if (vp->bits <= 0 || vp->group <= 0 || in % (uint64_t)vp->group || sc->rank != w->rank ||
+	if (!w->rank || sc->rank != w->rank || vp->bits <= 0 || vp->group <= 0)
+		return "its scales do not fit: the dequantize raises";
+	cols = w->shape[w->rank - 1];
+	in = cols * 32 / (uint64_t)vp->bits;
+	if (in % (uint64_t)vp->group ||
 	    sc->shape[sc->rank - 1] != in / (uint64_t)vp->group || bi->rank != sc->rank ||
 	    memcmp(bi->shape, sc->shape, (size_t)sc->rank * sizeof(sc->shape[0])) != 0)
 		return "its scales do not fit: the dequantize raises";
