@@ -2226,6 +2226,21 @@ static void test_own_record(void **state)
 		   "bits is not an integer", NULL);
 	bad_config("{\"mtp_quantization\": {\"modules\": []}}", "config.mtp_quantization.modules is not an object", NULL);
 	bad_config("{\"mtp_quantization\": 7}", "config.mtp_quantization is not an object", NULL);
+	/* A record that fails after an MLX block of many keys was indexed: the failed parse frees the index. */
+	{
+		char text[4096];
+		size_t at = (size_t)snprintf(text, sizeof(text), "{\"quantization\": {\"bits\": 4, \"group_size\": 64");
+
+		for (int i = 0; i < 40; i++)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, ", \"m.%d\": false", i);
+		snprintf(text + at, sizeof(text) - at, "}, \"mtp_quantization\": {\"modules\": {\"mtp.x\": 3}}}");
+		j = json(text);
+		src.config = j;
+		assert_int_equal(fg_qconfig_parse(&qc, &src, &err), FG_EINPUT);
+		expect_msg(&err, "mtp_quantization.modules['mtp.x'] is neither null nor a module's record", NULL);
+		assert_null(qc.mlx_keys.slot);
+		cJSON_Delete(j);
+	}
 }
 
 static void test_regex(void **state)

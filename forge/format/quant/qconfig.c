@@ -995,8 +995,10 @@ int fg_qconfig_parse(struct fg_qconfig *c, const struct fg_qconfig_src *src, str
 	}
 	if (!rc)
 		rc = parse_record(c, cfg, err);
-	if (rc)
+	if (rc) {
+		fg_qconfig_release(c); /* an MLX block's index, made before the record failed */
 		return rc;
+	}
 	c->base.quantized = c->base.method != FG_QM_NONE;
 	c->base.have_weights = c->base.method != FG_QM_NONE && c->base.method != FG_QM_UNSUPPORTED &&
 			       c->base.method != FG_QM_CT;
