@@ -200,21 +200,6 @@ static cJSON *spec_json(const struct fg_plan_quant *spec)
 	return o;
 }
 
-/* The MLX mode word of a kept MLX format. */
-static const char *mlx_mode(enum fg_qformat_kind k)
-{
-	switch (k) {
-	case FG_QF_MLX_MXFP4:
-		return "mxfp4";
-	case FG_QF_MLX_MXFP8:
-		return "mxfp8";
-	case FG_QF_MLX_NVFP4:
-		return "nvfp4";
-	default:
-		return "affine";
-	}
-}
-
 /*
  * The record of one head linear: spec when the policy quantizes it, else
  * what became of a quantized source module (kept as stored, or dequantized
@@ -242,7 +227,7 @@ static cJSON *module_record(const struct fg_plan_quant *spec, const struct fg_pl
 	if (pm->how == FG_PQ_KEPT) {
 		cJSON_AddNumberToObject(o, "bits", pm->q->f.bits);
 		cJSON_AddNumberToObject(o, "group_size", pm->q->f.group);
-		cJSON_AddStringToObject(o, "mode", mlx_mode(pm->q->f.kind));
+		cJSON_AddStringToObject(o, "mode", fg_qformat_mlx_mode(pm->q->f.kind));
 		cJSON_AddStringToObject(o, "source", name);
 	} else {
 		cJSON_AddNullToObject(o, "bits");

@@ -148,6 +148,19 @@ uint64_t fg_qmod_stacked(const struct fg_qmod *q)
 	return w && w->rank == 3 && q->f.kind >= FG_QF_MLX_AFFINE && q->f.kind <= FG_QF_MLX_NVFP4 ? w->shape[0] : 0;
 }
 
+int fg_qmod_fits(const struct fg_qmod *q, const struct fg_qformat *f, struct fg_qdims *dims, struct fg_err *err)
+{
+	struct fg_tensor views[FG_QR_COUNT];
+	struct fg_qmodule slice;
+	struct fg_qmod as = *q;
+
+	as.f = *f;
+	if (!fg_qmod_stacked(&as))
+		return fg_qformat_check(f, &q->m, dims, err);
+	fg_qmod_slice(&as, 0, views, &slice);
+	return fg_qformat_check(f, &slice, dims, err);
+}
+
 void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[FG_QR_COUNT],
 		   struct fg_qmodule *out)
 {
@@ -243,15 +256,7 @@ static void decide(struct fg_qmod *q, const struct fg_qconfig *cfg, const char *
 		uns = false;
 	}
 	if (!q->rc && check && q->f.kind != FG_QF_DENSE) {
-		struct fg_tensor views[FG_QR_COUNT];
-		struct fg_qmodule slice;
-
-		if (fg_qmod_stacked(q)) {
-			fg_qmod_slice(q, 0, views, &slice);
-			q->rc = fg_qformat_check(&q->f, &slice, &q->dims, &err);
-		} else {
-			q->rc = fg_qformat_check(&q->f, &q->m, &q->dims, &err);
-		}
+		q->rc = fg_qmod_fits(q, &q->f, &q->dims, &err);
 		q->checked = q->rc == 0;
 	}
 	if (q->rc) {

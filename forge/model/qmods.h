@@ -73,6 +73,13 @@ void fg_qmods_release(struct fg_qmods *q);
 void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[FG_QR_COUNT],
 		   struct fg_qmodule *out);
 
+/*
+ * Whether q's tensors fit format f (fg_qformat_check; an MLX module with a
+ * 3-D weight checked on its first expert's slice): 0 with dims, or the
+ * error.  f need not be the format q was read as.
+ */
+int fg_qmod_fits(const struct fg_qmod *q, const struct fg_qformat *f, struct fg_qdims *dims, struct fg_err *err);
+
 /* The number of stacked experts of an MLX module with a 3-D weight, else 0. */
 uint64_t fg_qmod_stacked(const struct fg_qmod *q);
 

@@ -1257,24 +1257,11 @@ int fg_runtime_head_quant_refuses(const struct fg_runtime *rt, const struct fg_r
 	return 1;
 }
 
-/*
- * A quantized head module's mode ("affine", "mxfp4", ...), bits and group,
- * as the artifact's mtp_quantization.modules record (forged's own) says:
- * without a quantization block forged cannot read them from the tensors.
- * 0 when the record does not tell.
- */
-static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bits, int *group, const char **mode)
+/* A module in an MLX layout: a U32 weight with scales (no GPTQ qweight). */
+static int mlx_shaped(const struct fg_qmod *m)
 {
-	const cJSON *r = cJSON_GetObjectItemCaseSensitive(rec, m->name);
-	const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bits"), *g = cJSON_GetObjectItemCaseSensitive(r, "group_size");
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(r, "mode");
-
-	if (!cJSON_IsNumber(b) || !cJSON_IsNumber(g) || !cJSON_IsString(md))
-		return 0;
-	*bits = (int)b->valuedouble;
-	*group = (int)g->valuedouble;
-	*mode = md->valuestring;
-	return 1;
+	return m->m.t[FG_QR_WEIGHT] && m->m.t[FG_QR_WEIGHT]->dtype == FG_DT_U32 && m->m.t[FG_QR_SCALES] &&
+	       !m->m.t[FG_QR_QWEIGHT];
 }
 
 /*
@@ -1295,18 +1282,13 @@ static int head_module_params(const struct fg_qmod *m, const cJSON *rec, int *bi
  */
 static const char *vm_wrong(const struct fg_qmod *m, const struct vm_params *vp, char *buf, size_t len)
 {
-	const struct fg_tensor *w = m->m.t[FG_QR_WEIGHT], *sc = m->m.t[FG_QR_SCALES], *bi = m->m.t[FG_QR_BIASES];
-	uint64_t cols, in;
+	const struct fg_qformat as_read = { .kind = FG_QF_MLX_AFFINE, .method = FG_QM_MLX, .bits = vp->bits,
+					    .group = vp->group };
+	struct fg_err err = { 0 };
 
-	if (!bi)
+	if (!m->m.t[FG_QR_BIASES])
 		return "no biases: its packed weight goes into a float module";
-	if (!w->rank || sc->rank != w->rank || vp->bits <= 0 || vp->group <= 0)
-		return "its scales do not fit: the dequantize raises";
-	cols = w->shape[w->rank - 1];
-	in = cols * 32 / (uint64_t)vp->bits;
-	if (in % (uint64_t)vp->group ||
-	    sc->shape[sc->rank - 1] != in / (uint64_t)vp->group || bi->rank != sc->rank ||
-	    memcmp(bi->shape, sc->shape, (size_t)sc->rank * sizeof(sc->shape[0])) != 0)
+	if (fg_qmod_fits(m, &as_read, NULL, &err))
 		return "its scales do not fit: the dequantize raises";
 	if (!m->rc && (m->f.kind != FG_QF_MLX_AFFINE || m->f.bits != vp->bits || m->f.group != vp->group))
 		return fg_qformat_name(&m->f, buf, len);
@@ -1327,8 +1309,7 @@ static void head_dequant(struct sim *s, const struct view *v)
 		const struct fg_qmod *m = &q->v[i];
 		const char *why;
 
-		if (!m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 || !m->m.t[FG_QR_SCALES] ||
-		    m->m.t[FG_QR_QWEIGHT] || !(why = vm_wrong(m, &vp, buf, sizeof(buf))) || wrong++)
+		if (!mlx_shaped(m) || !(why = vm_wrong(m, &vp, buf, sizeof(buf))) || wrong++)
 			continue;
 		example = m->name;
 		snprintf(kind, sizeof(kind), "%s", why);
@@ -1360,16 +1341,14 @@ static void head_dequant(struct sim *s, const struct view *v)
  * keeps its other verdicts): 4 bits of another group without a block, which
  * the prequantized path reads; with a block, a module other than the
  * block's bits and group, which only the prequantized path resolves from
- * the block's per-module entry; a module with biases forged's record does
- * not describe (head_module_params).  One without biases is no affine
- * module, and fails.
+ * the block's per-module entry; a module with biases whose format forged
+ * does not read (without a block, only its own record tells it).  One
+ * without biases is no affine module, and fails.
  */
 static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct view *v)
 {
 	const struct fg_qmods *q = v->h->qmods;
 	const cJSON *cfg = s->in->ckpt->config_raw;
-	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "mtp_quantization"),
-							    "modules");
 	size_t wrong = 0;
 	const char *example = NULL;
 	char kind[96] = "";
@@ -1382,20 +1361,18 @@ static void head_quant(struct sim *s, const struct fg_rt_head *hl, const struct 
 		return;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct fg_qmod *m = &q->v[i];
-		const char *mode;
-		int bits, group, known;
+		/* Without a block, forged reads a head module's format only from its own record (qconfig.h). */
+		const char *mode = m->rc ? NULL : fg_qformat_mlx_mode(m->f.kind);
 
-		/* MLX-shaped modules only (a U32 weight with scales): other formats are not this loader's path. */
-		if (!fg_qmod_quantized(m) || !m->m.t[FG_QR_WEIGHT] || m->m.t[FG_QR_WEIGHT]->dtype != FG_DT_U32 ||
-		    !m->m.t[FG_QR_SCALES] || m->m.t[FG_QR_QWEIGHT])
+		/* MLX-shaped modules only: other formats are not this loader's path. */
+		if (!fg_qmod_quantized(m) || !mlx_shaped(m))
 			continue;
-		/* Without the record's word, the tensors still tell one thing: no biases is no affine module. */
-		known = head_module_params(m, rec, &bits, &group, &mode);
-		if ((known ? !reads_wrong(mode, bits) : m->m.t[FG_QR_BIASES] != NULL) || wrong++)
+		/* Without the format, the tensors still tell one thing: no biases is no affine module. */
+		if ((mode ? !reads_wrong(mode, m->f.bits) : m->m.t[FG_QR_BIASES] != NULL) || wrong++)
 			continue;
 		example = m->name;
-		if (known)
-			snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, bits, group);
+		if (mode)
+			snprintf(kind, sizeof(kind), "%s bits=%d group=%d", mode, m->f.bits, m->f.group);
 		else
 			snprintf(kind, sizeof(kind), "no biases: not affine");
 	}

@@ -170,6 +170,9 @@ struct fg_qdims {
 /* "gptq", "awq", "compressed-tensors", ... for a kind; never NULL. */
 const char *fg_qformat_kind_name(enum fg_qformat_kind k);
 
+/* The MLX `mode` word of an MLX kind ("affine", "mxfp4", "mxfp8", "nvfp4"), NULL for any other kind. */
+const char *fg_qformat_mlx_mode(enum fg_qformat_kind k);
+
 /*
  * Render f for messages, e.g. "gptq bits=4 group=128 desc_act=true sym=true
  * checkpoint_format=gptq", into buf (always terminated when len > 0).

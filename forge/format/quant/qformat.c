@@ -93,6 +93,22 @@ const char *fg_qformat_kind_name(enum fg_qformat_kind k)
 	return (unsigned)k < FG_QF_COUNT ? kind_names[k] : "invalid";
 }
 
+const char *fg_qformat_mlx_mode(enum fg_qformat_kind k)
+{
+	switch (k) {
+	case FG_QF_MLX_AFFINE:
+		return "affine";
+	case FG_QF_MLX_MXFP4:
+		return "mxfp4";
+	case FG_QF_MLX_MXFP8:
+		return "mxfp8";
+	case FG_QF_MLX_NVFP4:
+		return "nvfp4";
+	default:
+		return NULL;
+	}
+}
+
 static const char *scale_name(enum fg_qscale s)
 {
 	switch (s) {
