@@ -14,8 +14,17 @@ manifest=$FIXTURES/quant_manifest.json
 # forge NAME OUT [ARGS...]: exit code in $RC, JSON in $TMP/OUT.json
 forge() {
 	local name=$1 out=$2; shift 2
+	own "$out" "$FIXTURES/$name" "$@"
+}
+own() { # own NAME SRC ARGS...: forge SRC (a folder) into $TMP/NAME, exit in $RC
+	local name=$1 src=$2; shift 2
 	RC=0
-	"$FORGED" forge "$FIXTURES/$name" --out "$TMP/$out" --json "$@" >"$TMP/$out.json" 2>"$TMP/$out.err" || RC=$?
+	"$FORGED" forge "$src" --out "$TMP/$name" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" || RC=$?
+}
+variant() { # variant NAME SRC FILTER: $TMP/NAME, a copy of the folder SRC whose config.json is jq FILTER of SRC's
+	mkdir -p "$TMP/$1"
+	cp -r "$2/." "$TMP/$1/"
+	jq "$3" "$2/config.json" >"$TMP/$1/config.json"
 }
 dequant_check() { # dequant_check DESC SRC ART [HEAD_FILE]
 	if out=$("$NUMPY_PY" "$here/check_forge.py" dequant "$FIXTURES/$2" "$TMP/$3" ${4:+"$4"} 2>&1); then ok; else bad "$1: $out"; fi
@@ -247,11 +256,6 @@ check "deepseek fp8, affine without --allow-requantize: exit 2" [ "$RC" -eq 2 ]
 
 # forged's own artifact as a source: a head it quantized over a float trunk (the config has no
 # quantization block, only forged's record, mtp_quantization.modules) is read as the record says.
-own() { # own NAME SRC ARGS...: forge SRC (a folder) into $TMP/NAME, exit in $RC
-	local name=$1 src=$2; shift 2
-	RC=0
-	"$FORGED" forge "$src" --out "$TMP/$name" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" || RC=$?
-}
 # listed NAME: every file forged.json lists has that SHA-256 on disk (sha256sum); prints what differs
 listed() {
 	[ -f "$TMP/$1/forged.json" ] || { echo "no $1/forged.json"; return; }
@@ -323,9 +327,7 @@ own vm_ok "$FIXTURES/qwen35_hf" --quant affine:4:64 --allow-requantize --target 
 check "vllm-mlx, affine:4:64 over a BF16 trunk: exit 0 ($(head -c 300 "$TMP/vm_ok.err"))" [ "$RC" -eq 0 ]
 check "vllm-mlx, affine:4:64: the head in mtp/weights.safetensors" [ -f "$TMP/vm_ok/mtp/weights.safetensors" ]
 # The block's bits and group, not the defaults: a BF16 checkpoint whose config states 8 bits, group 32.
-mkdir -p "$TMP/h8"
-cp -r "$FIXTURES/qwen35_hf/." "$TMP/h8/"
-jq '. + {quantization: {bits: 8, group_size: 32}}' "$FIXTURES/qwen35_hf/config.json" >"$TMP/h8/config.json"
+variant h8 "$FIXTURES/qwen35_hf" '. + {quantization: {bits: 8, group_size: 32}}'
 own vm_h8 "$TMP/h8" --quant affine:8:32 --allow-requantize --target vllm-mlx
 check "vllm-mlx, affine:8:32 under an 8-bit, group-32 block: exit 0 ($(head -c 300 "$TMP/vm_h8.err"))" [ "$RC" -eq 0 ]
 own vm_h8b "$TMP/h8" --quant affine:4:64 --allow-requantize --target vllm-mlx
@@ -333,10 +335,7 @@ check "vllm-mlx, affine:4:64 under an 8-bit, group-32 block: exit 1 ($RC)" [ "$R
 check "vllm-mlx, affine:4:64 under the block: it reads 8 bits, group 32, from config.json quantization" \
 	grep -q "as affine bits=8 group=32 (config.json quantization)" "$TMP/vm_h8b.err"
 # text_config's block first, the top level's only when text_config has none (L356).
-mkdir -p "$TMP/htc"
-cp -r "$FIXTURES/qwen35_hf/." "$TMP/htc/"
-jq '.text_config.quantization = {bits: 8, group_size: 32} | .quantization = {bits: 4, group_size: 64}' \
-	"$FIXTURES/qwen35_hf/config.json" >"$TMP/htc/config.json"
+variant htc "$FIXTURES/qwen35_hf" '.text_config.quantization = {bits: 8, group_size: 32} | .quantization = {bits: 4, group_size: 64}'
 own vm_htc "$TMP/htc" --quant affine:4:64 --allow-requantize --target vllm-mlx
 check "vllm-mlx, text_config's 8/32 block over a top-level 4/64 one: affine:4:64 refused ($RC)" [ "$RC" -eq 1 ]
 check "vllm-mlx, text_config's block is the one read" grep -q "as affine bits=8 group=32 (text_config.quantization)" "$TMP/vm_htc.err"
@@ -346,10 +345,9 @@ check "vllm-mlx, text_config's 8/32 block: affine:8:32 forged ($(head -c 300 "$T
 # is judged by its tensors (8 bits in groups of 64: the scales do not fit 4/64; mxfp4: no biases).
 for q in affine:8:64 mxfp4; do
 	own "vmt_$q" "$FIXTURES/qwen35_hf" --quant "$q" --allow-requantize --target lmstudio-mlx
+	variant "vmt_${q}_moved" "$TMP/vmt_$q" 'del(.mtp_quantization) | del(.mlx_lm_extra_tensors)'
 	mkdir -p "$TMP/vmt_${q}_moved/mtp"
-	cp -r "$TMP/vmt_$q/." "$TMP/vmt_${q}_moved/"
 	mv "$TMP/vmt_${q}_moved/mtp.safetensors" "$TMP/vmt_${q}_moved/mtp/weights.safetensors"
-	jq 'del(.mtp_quantization) | del(.mlx_lm_extra_tensors)' "$TMP/vmt_$q/config.json" >"$TMP/vmt_${q}_moved/config.json"
 	RC=0
 	"$FORGED" inspect "$TMP/vmt_${q}_moved" --runtime vllm-mlx --json >"$TMP/i_vmt_$q.json" 2>/dev/null || RC=$?
 	check "vllm-mlx, a $q head with no record: inspect exits 1 ($RC)" [ "$RC" -eq 1 ]
@@ -359,9 +357,7 @@ for q in affine:8:64 mxfp4; do
 done
 # MTPLX's generic injector without a block: a head with no record is judged by its tensors too
 # (no biases is no affine module, which it reads on neither path).
-mkdir -p "$TMP/mtplx_norec"
-cp -r "$TMP/vmt_mxfp4/." "$TMP/mtplx_norec/"
-jq 'del(.mtp_quantization)' "$TMP/vmt_mxfp4/config.json" >"$TMP/mtplx_norec/config.json"
+variant mtplx_norec "$TMP/vmt_mxfp4" 'del(.mtp_quantization)'
 RC=0
 "$FORGED" inspect "$TMP/mtplx_norec" --runtime mtplx-2.12 --json >"$TMP/i_mtplx_norec.json" 2>/dev/null || RC=$?
 check "mtplx-2.12, an mxfp4 head with no record: inspect exits 1 ($RC)" [ "$RC" -eq 1 ]
@@ -380,11 +376,8 @@ check "vllm-mlx, the mixed head matched: every module recorded affine 4/64" \
 dequant_check "vllm-mlx, the mixed head matched = numpy's affine 4/64 of the BF16 dequantization" q_mlx_lm_head vm_match mtp/weights.safetensors
 # match takes each module's own entry of the block; vllm-mlx reads only the block's bits and group:
 # a head module matched to an 8-bit override is refused before anything is written.
-mkdir -p "$TMP/qov"
-cp -r "$FIXTURES/q_mlx_lm_head/." "$TMP/qov/"
-jq '.quantization["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}
-    | .quantization_config["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}' \
-	"$FIXTURES/q_mlx_lm_head/config.json" >"$TMP/qov/config.json"
+variant qov "$FIXTURES/q_mlx_lm_head" '.quantization["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}
+    | .quantization_config["language_model.model.layers.0.mlp.gate_proj"] = {bits: 8, group_size: 64}'
 own vm_qov "$TMP/qov" --quant match --allow-requantize --target vllm-mlx
 check "vllm-mlx, match to an 8-bit per-module entry: exit 1 ($RC)" [ "$RC" -eq 1 ]
 check "vllm-mlx, match to an 8-bit per-module entry: refused before the write, naming it" \
