@@ -768,14 +768,41 @@ static cJSON *rewrite_runtime_file(struct fg_store *s, int64_t id)
 	return o;
 }
 
+/*
+ * The 201 body {id, artifact_id, result, mtplx_runtime}, with result as the
+ * store printed it (compact, UTF-8: the body's strings were checked), not
+ * printed a second time.  runtime: rewrite_runtime_file's answer, or NULL
+ * for JSON null.  NULL when out of memory.
+ */
+static char *created_body(int64_t id, int64_t artifact, const char *result, cJSON *runtime)
+{
+	char *rt = NULL, *out;
+	size_t cap;
+
+	if (runtime) {
+		fg_json_utf8_fix(runtime); /* the path is any bytes */
+		if (!(rt = cJSON_PrintUnformatted(runtime)))
+			return NULL;
+	}
+	cap = strlen(result) + (rt ? strlen(rt) : 4) + 96;
+	out = malloc(cap);
+	if (out)
+		snprintf(out, cap, "{\"id\":%lld,\"artifact_id\":%lld,\"result\":%s,\"mtplx_runtime\":%s}", (long long)id,
+			 (long long)artifact, result, rt ? rt : "null");
+	cJSON_free(rt);
+	return out;
+}
+
 static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_verify_input in;
 	struct fg_verify_result res;
 	struct fg_err err = { 0 };
 	struct fg_store *s;
-	cJSON *body = fg_req_json(req, resp), *result = NULL, *doc;
+	cJSON *body = fg_req_json(req, resp), *result = NULL, *runtime = NULL;
+	char *stored = NULL;
 	int64_t id;
+	int restamped = 0;
 
 	memset(&in, 0, sizeof(in));
 	if (!body)
@@ -795,21 +822,32 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	/* The store keeps the body as cJSON prints it (fg_store_verification_put). */
-	if (fg_store_verification_put(s, req->id, req->body, result, &id, &err) != 0) {
+	if (fg_store_verification_put(s, req->id, req->body, result, &id, &restamped, &stored, &err) != 0) {
 		fg_problem_from_err(resp, req, &err);
 		goto out;
 	}
 	fg_api_data_changed(req->api);
-	doc = cJSON_CreateObject();
-	cJSON_AddNumberToObject(doc, "id", (double)id);
-	cJSON_AddNumberToObject(doc, "artifact_id", (double)req->id);
-	cJSON_AddItemToObject(doc, "result", result);
-	result = NULL;
-	cJSON_AddItemToObject(doc, "mtplx_runtime", rewrite_runtime_file(s, req->id));
+	/* Only a restamped document has a file to rewrite: the others answer null without reading the store again. */
+	if (restamped && !(runtime = rewrite_runtime_file(s, req->id))) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		goto out;
+	}
+	if (runtime && cJSON_IsNull(runtime)) {
+		cJSON_Delete(runtime);
+		runtime = NULL;
+	}
+	resp->body = created_body(id, req->id, stored, runtime);
+	if (!resp->body) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		goto out;
+	}
+	resp->status = 201;
+	resp->content_type = "application/json";
 	/* Verifications are read as the artifact's verifications[]. */
 	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
-	fg_json_reply(resp, 201, doc);
 out:
+	cJSON_Delete(runtime);
+	cJSON_free(stored);
 	cJSON_Delete(result);
 	fg_verify_release(&in);
 	cJSON_Delete(body);

@@ -269,7 +269,7 @@ static void verify_one(struct fg_store *s, int64_t artifact)
 	cJSON_AddStringToObject(result, "severity", fg_severity_name(fg_verdict_code_find(v)->severity));
 	if (fg_store_verification_put(s, artifact,
 				      "[{\"depth\":0,\"tok_s\":15.04},{\"depth\":1,\"tok_s\":13.46,\"acceptance\":[0.067]}]",
-				      result, &id, &err))
+				      result, &id, NULL, NULL, &err))
 		die("verification_put", &err);
 	cJSON_Delete(result);
 }

@@ -161,7 +161,7 @@ struct fg_store_ops {
 	/* row: the result's verdict (checked), result: the caller's (the runtime stamp), result_text: it printed */
 	int (*verification_put)(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 				const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
-				struct fg_err *err);
+				int *restamped, struct fg_err *err);
 	/* runtime_reported: as the host named it (NULL: runtime); observed: printed ("{}" when none) */
 	int (*fleet_report)(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 			    const char *runtime_reported, const char *observed, struct fg_err *err);
@@ -537,7 +537,7 @@ int fg_sqlite_artifact_list(struct fg_store *s, const char *verdict, const char 
 			    cJSON **out, int64_t *next, struct fg_err *err);
 int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
-			       struct fg_err *err);
+			       int *restamped, struct fg_err *err);
 int fg_sqlite_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 			   const char *runtime_reported, const char *observed, struct fg_err *err);
 int fg_sqlite_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);

@@ -668,22 +668,28 @@ struct verification_args {
 	const cJSON *result;
 	const char *text;
 	int64_t id;
+	int restamped;
 };
 
 static int verification_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
 	struct verification_args *a = arg;
 
-	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, a->text, &a->id, err);
+	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, a->text, &a->id, &a->restamped,
+					 err);
 }
 
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
-			      int64_t *id, struct fg_err *err)
+			      int64_t *id, int *restamped, char **result_text, struct fg_err *err)
 {
-	struct verification_args a = { artifact_id, NULL, NULL, result, NULL, 0 };
+	struct verification_args a = { artifact_id, NULL, NULL, result, NULL, 0, 0 };
 	char *text = NULL, *rows = NULL;
 	int rc;
 
+	if (restamped)
+		*restamped = 0;
+	if (result_text)
+		*result_text = NULL;
 	if (!s || !rows_json || !result)
 		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
 	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, &rows, err);
@@ -693,6 +699,12 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 		rc = fg_store_write(s, verification_fn, &a, err);
 	if (!rc && id)
 		*id = a.id;
+	if (!rc && restamped)
+		*restamped = a.restamped;
+	if (!rc && result_text) {
+		*result_text = text;
+		text = NULL;
+	}
 	cJSON_free(text);
 	cJSON_free(rows);
 	return rc;

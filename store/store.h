@@ -368,10 +368,14 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
  * every reader reads it back) and their result (cJSON, with "verdict").
  * The artifact's stored mtplx_runtime.json, when it is one
  * forged wrote, is restamped with the result in the same transaction
- * (fg_mtplx_runtime_stamp).
+ * (fg_mtplx_runtime_stamp).  Each output may be NULL: *id the new
+ * verification's id; *restamped 1 when the runtime document took the
+ * result; *result_text the result as stored, compact (cJSON_free), so a
+ * caller that answers with it need not print it again.
  */
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
-			      const cJSON *result, int64_t *id, struct fg_err *err);
+			      const cJSON *result, int64_t *id, int *restamped, char **result_text,
+			      struct fg_err *err);
 
 /* ---- fleet ---- */
 

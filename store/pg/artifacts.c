@@ -660,7 +660,7 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
  * inspected MTPLX pack is that pack's, and left as read.
  */
 static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t verification, const cJSON *result,
-			   struct fg_err *err)
+			   int *restamped, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
@@ -702,18 +702,21 @@ static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t veri
 				 "restamping the runtime document");
 	}
 	cJSON_free(text);
+	if (!rc)
+		*restamped = 1;
 	return rc;
 }
 
 int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			   const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
-			   struct fg_err *err)
+			   int *restamped, struct fg_err *err)
 {
 	struct fg_pg_args a = { 0 };
 	PGresult *res = NULL;
 	int64_t new_id = 0;
 	int rc;
 
+	*restamped = 0;
 	rc = fg_pg_begin(s, err);
 	if (rc)
 		goto out;
@@ -733,14 +736,17 @@ int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *
 	new_id = fg_pg_int(res, 0, 0);
 	a.n = 0;
 	fg_pg_arg_int(&a, artifact_id);
-	rc = fg_pg_query(s, "DELETE FROM verdicts WHERE artifact_id = $1 AND origin = 'verification'", &a, NULL, err,
-			 "replacing the verification verdict");
+	fg_pg_arg_text(&a, row->name);
+	/* An unchanged verdict stays as it is (add_verdict does nothing): no row, index or counter rewritten. */
+	rc = fg_pg_query(s,
+			 "DELETE FROM verdicts WHERE artifact_id = $1 AND origin = 'verification' AND code IS DISTINCT FROM $2",
+			 &a, NULL, err, "replacing the verification verdict");
 	if (!rc)
 		rc = add_verdict(s, artifact_id, row->name, fg_severity_name(row->severity), "verification", err);
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
 	if (!rc)
-		rc = restamp_runtime(s, artifact_id, new_id, result, err);
+		rc = restamp_runtime(s, artifact_id, new_id, result, restamped, err);
 	if (!rc)
 		rc = fg_pg_notify(s, FG_PG_CHANNEL_DATA, err);
 	if (!rc)

@@ -141,7 +141,7 @@ int fg_pg_artifact_list(struct fg_store *s, const char *verdict, const char *fam
 			cJSON **out, int64_t *next, struct fg_err *err);
 int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			   const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
-			   struct fg_err *err);
+			   int *restamped, struct fg_err *err);
 int fg_pg_fleet_report(struct fg_store *s, const char *host, int64_t artifact_id, const char *runtime,
 		       const char *runtime_reported, const char *observed, struct fg_err *err);
 int fg_pg_fleet_health(struct fg_store *s, cJSON **out, struct fg_err *err);

@@ -739,7 +739,7 @@ static const char sql_runtime_update[] = "UPDATE artifact_runtime SET doc = ?2 W
  * inspected MTPLX pack is that pack's, and left as read.
  */
 static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t verification, const cJSON *result,
-			   struct fg_err *err)
+			   int *restamped, struct fg_err *err)
 {
 	char when[32];
 	sqlite3_stmt *st;
@@ -779,24 +779,33 @@ static int restamp_runtime(struct fg_store *s, int64_t artifact_id, int64_t veri
 		rc = fg_sql_exec(s, st, err, "restamping the runtime document");
 	}
 	cJSON_free(text);
+	if (!rc)
+		*restamped = 1;
 	return rc;
 }
 
 static const char sql_verification_insert[] =
 	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
 	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")";
+/*
+ * The previous verification's verdict row goes unless it is this one's code,
+ * which then stays as it is (sql_verdict_insert does nothing): an unchanged
+ * verdict, the common case, writes no page of the verdict table, its two
+ * indexes or the counters its triggers keep.
+ */
 static const char sql_verdicts_drop_verification[] =
-	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification'";
+	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification' AND code IS NOT ?2";
 
 int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
-			       struct fg_err *err)
+			       int *restamped, struct fg_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	const char *verdict = row->name;
 	int64_t new_id = 0;
 	int rc;
 
+	*restamped = 0;
 	rc = fg_sql_begin(s, err);
 	if (rc)
 		goto out;
@@ -822,6 +831,7 @@ int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const ch
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, artifact_id);
+	fg_sql_bind_text(st, 2, verdict);
 	rc = fg_sql_exec(s, st, err, "replacing the verification verdict");
 	st = NULL;
 	if (!rc)
@@ -829,7 +839,7 @@ int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const ch
 	if (!rc)
 		rc = refresh_health(s, artifact_id, err);
 	if (!rc)
-		rc = restamp_runtime(s, artifact_id, new_id, result, err);
+		rc = restamp_runtime(s, artifact_id, new_id, result, restamped, err);
 	if (!rc)
 		rc = fg_sql_commit(s, err);
 	if (!rc && id)

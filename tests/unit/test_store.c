@@ -349,7 +349,7 @@ static void put_verification(struct fg_store *s, int64_t artifact, const char *v
 
 	assert_non_null(result);
 	cJSON_AddStringToObject(result, "verdict", verdict);
-	if (fg_store_verification_put(s, artifact, "[{\"depth\":0,\"tok_s\":15.0}]", result, &id, &err))
+	if (fg_store_verification_put(s, artifact, "[{\"depth\":0,\"tok_s\":15.0}]", result, &id, NULL, NULL, &err))
 		fail_msg("verification_put: %s", err.msg);
 	cJSON_Delete(result);
 	assert_true(id > 0);
@@ -1378,23 +1378,23 @@ static void test_verification(void **state)
 
 	/* The result's own severity is kept. */
 	result = cJSON_Parse("{\"verdict\":\"no_mtp_depth_beat_ar\",\"severity\":\"warning\",\"best_depth\":null}");
-	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), 0);
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, NULL, NULL, &err), 0);
 	assert_int_equal(id, 3);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1 AND origin ="
 					 " 'verification' AND severity = 'warning'"), 1);
 	/* Refusals. */
-	assert_int_equal(fg_store_verification_put(f->s, 42, "[]", result, &id, &err), FG_ENOTFOUND);
+	assert_int_equal(fg_store_verification_put(f->s, 42, "[]", result, &id, NULL, NULL, &err), FG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "42"));
-	assert_int_equal(fg_store_verification_put(f->s, 1, "[oops", result, &id, &err), FG_EINPUT);
-	assert_int_equal(fg_store_verification_put(f->s, 1, NULL, result, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[oops", result, &id, NULL, NULL, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, NULL, result, &id, NULL, NULL, &err), FG_EINPUT);
 	/* A severity other than the table's, or a static code, is refused. */
 	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("info"));
-	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, NULL, NULL, &err), FG_EINPUT);
 	cJSON_ReplaceItemInObject(result, "severity", cJSON_CreateString("warning"));
 	cJSON_ReplaceItemInObject(result, "verdict", cJSON_CreateString("stray_shard"));
-	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, NULL, NULL, &err), FG_EINPUT);
 	cJSON_DeleteItemFromObject(result, "verdict");
-	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, &err), FG_EINPUT);
+	assert_int_equal(fg_store_verification_put(f->s, 1, "[]", result, &id, NULL, NULL, &err), FG_EINPUT);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications"), 3);
 	cJSON_Delete(result);
 	assert_stats_consistent(f->s);
@@ -1793,7 +1793,7 @@ static void test_verification_rows(void **state)
 	assert_int_equal(fg_store_verification_put(f->s, a,
 						   "{\"runtime\":\"mtplx-2.12\",\"rows\":[{\"depth\":0,\"tok_s\":15.04},"
 						   "{\"depth\":1,\"tok_s\":13.46,\"acceptance\":[0.067]}]}",
-						   result, &id, &err), 0);
+						   result, &id, NULL, NULL, &err), 0);
 	cJSON_Delete(result);
 	assert_int_equal(fg_store_artifact_get(f->s, a, &doc, &err), 0);
 	v = cJSON_GetObjectItem(doc, "verifications");
@@ -1918,6 +1918,7 @@ static int64_t put_forged(struct fg_store *s, const char *source, const char *di
 
 #define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+#define D3 "sha256:3333333333333333333333333333333333333333333333333333333333333333"
 #define HEAD "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define LEGACY "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
@@ -2094,7 +2095,9 @@ static void test_verification_restamps_runtime(void **state)
 				    "{\"depth\":3,\"verdict\":\"mtp_depth_wins\",\"forge_verify_rows\":[{\"depth\":0},"
 				    "{\"depth\":1},{\"depth\":3}],\"failure_reasons\":[]}}");
 	cJSON *doc = NULL, *rt;
-	int64_t forged, read_pack, id;
+	char *text = NULL, stored[1024];
+	int64_t forged, read_pack, bare, id;
+	int restamped = -1;
 
 	forged = put_forged(f->s, "forged", D1, HEAD, LEGACY,
 			    "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":1,\"recommended_profile\":\"stable\","
@@ -2102,8 +2105,19 @@ static void test_verification_restamps_runtime(void **state)
 			    "\"artifact_fingerprint\":\"" HEAD "\"},\"forge_provenance\":{\"forged_version\":\"0.1.0\"}}",
 			    NULL);
 	read_pack = put_forged(f->s, "pack", D2, NULL, NULL, "{\"mtplx_version\":\"2.12.0\",\"mtp_depth_max\":2}", NULL);
-	assert_int_equal(fg_store_verification_put(f->s, forged, "{}", result, &id, &err), 0);
-	assert_int_equal(fg_store_verification_put(f->s, read_pack, "{}", result, &id, &err), 0);
+	bare = put_forged(f->s, "bare", D3, NULL, NULL, NULL, NULL);
+	/* The caller hears which document took the result, and the result as stored. */
+	assert_int_equal(fg_store_verification_put(f->s, forged, "{}", result, &id, &restamped, &text, &err), 0);
+	assert_int_equal(restamped, 1);
+	assert_non_null(text);
+	query_text(f->s, "SELECT result FROM verifications ORDER BY id DESC LIMIT 1", stored, sizeof(stored));
+	assert_string_equal(text, stored);
+	assert_non_null(strstr(text, "\"hardware\":\"M4 Max\""));
+	cJSON_free(text);
+	assert_int_equal(fg_store_verification_put(f->s, read_pack, "{}", result, &id, &restamped, NULL, &err), 0);
+	assert_int_equal(restamped, 0);
+	assert_int_equal(fg_store_verification_put(f->s, bare, "{}", result, &id, &restamped, NULL, &err), 0);
+	assert_int_equal(restamped, 0);
 	assert_int_equal(fg_store_artifact_get(f->s, forged, &doc, &err), 0);
 	rt = cJSON_GetObjectItem(doc, "mtplx_runtime");
 	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 3);
@@ -2120,6 +2134,49 @@ static void test_verification_restamps_runtime(void **state)
 	assert_null(cJSON_GetObjectItem(rt, "verified_on"));
 	cJSON_Delete(doc);
 	cJSON_Delete(result);
+}
+
+/*
+ * A verification whose verdict is the one standing keeps that verdict row as
+ * it is (the same row id: no row, index entry or counter rewritten); one
+ * with another verdict replaces it, and the counters follow both.
+ */
+static void test_verification_verdict_kept(void **state)
+{
+	struct fixture *f = *state;
+	struct fg_store_counts c;
+	struct fg_err err = { 0 };
+	int64_t first, again, other;
+
+	put_artifact(f->s, "m", "qwen3_5", "fp", WARN_VERDICT, NAN, NULL);
+	put_verification(f->s, 1, "mtp_depth_wins");
+	first = query_int(f->s, "SELECT id FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'");
+	/* A later verdict row, so that a row deleted and inserted again would take another id. */
+	put_artifact(f->s, "m2", "qwen3_5", "fp2", WARN_VERDICT, NAN, NULL);
+	put_verification(f->s, 1, "mtp_depth_wins");
+	again = query_int(f->s, "SELECT id FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'");
+	assert_true(first > 0);
+	assert_int_equal(again, first);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1"), 2);
+	assert_stats_consistent(f->s);
+	put_verification(f->s, 1, "mtp_acceptance_collapsed");
+	other = query_int(f->s, "SELECT id FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'"
+					 " AND code = 'mtp_acceptance_collapsed'"), 1);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1"), 2);
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts_unhealthy, 1);
+	assert_stats_consistent(f->s);
+	put_verification(f->s, 1, "mtp_acceptance_collapsed");
+	assert_int_equal(query_int(f->s, "SELECT id FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'"),
+			 other);
+	put_verification(f->s, 1, "mtp_depth_wins");
+	assert_int_equal(fg_store_counts(f->s, &c, NULL, &err), 0);
+	assert_int_equal(c.artifacts_unhealthy, 0);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'"
+					 " AND code = 'mtp_depth_wins'"), 1);
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications WHERE artifact_id = 1"), 5);
+	assert_stats_consistent(f->s);
 }
 
 /* Fleet reports keep the runtime as the host named it; the artifact document lists them with what was observed. */
@@ -2230,7 +2287,7 @@ static void test_migrate_v7_to_v8(void **state)
 	assert_int_equal(fg_store_artifact_get(f->s, without, &doc, &err), 0);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "mtplx_runtime")));
 	cJSON_Delete(doc);
-	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, &err), 0);
+	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, NULL, NULL, &err), 0);
 	assert_int_equal(query_int(f->s, "SELECT json_extract(doc, '$.mtp_depth_max') FROM artifact_runtime"), 2);
 	cJSON_Delete(result);
 }
@@ -2250,7 +2307,7 @@ static void test_lax_verification_rows(void **state)
 
 	char stored[256];
 
-	assert_int_equal(fg_store_verification_put(f->s, art, "{\"rows\":[{\"depth\":01,\"tok_s\":15.}]}", result, &id,
+	assert_int_equal(fg_store_verification_put(f->s, art, "{\"rows\":[{\"depth\":01,\"tok_s\":15.}]}", result, &id, NULL, NULL,
 						   &err), 0);
 	/* Stored as cJSON prints it (hand-written expectation)... */
 	query_text(f->s, "SELECT rows FROM verifications", stored, sizeof(stored));
@@ -2287,7 +2344,7 @@ static void test_artifact_runtime(void **state)
 	assert_string_equal(path, "/artifacts/x");
 	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 1);
 	cJSON_Delete(rt);
-	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, &err), 0);
+	assert_int_equal(fg_store_verification_put(f->s, with, "{}", result, &id, NULL, NULL, &err), 0);
 	assert_int_equal(fg_store_artifact_runtime(f->s, with, path, sizeof(path), &rt, &err), 0);
 	assert_int_equal(cJSON_GetObjectItem(rt, "mtp_depth_max")->valueint, 3);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(rt, "verified_on"), "hardware")->valuestring, "M4 Max");
@@ -2788,7 +2845,7 @@ static void *gc_thread(void *arg)
 
 		cJSON_AddStringToObject(result, "verdict", i % 2 ? "mtp_depth_wins" : "mtp_acceptance_collapsed");
 		/* One write in ten names an artifact that does not exist: only that one fails. */
-		rc = fg_store_verification_put(s, i % 10 == 9 ? 999 : 1 + (g->index + i) % 3, "[]", result, &id, &err);
+		rc = fg_store_verification_put(s, i % 10 == 9 ? 999 : 1 + (g->index + i) % 3, "[]", result, &id, NULL, NULL, &err);
 		cJSON_Delete(result);
 		if (rc == FG_ENOTFOUND)
 			g->missing++;
@@ -3292,7 +3349,7 @@ static void test_pg_listen(void **state)
 	aid = put_artifact(other, "a", "qwen3_5", NULL, WARN_VERDICT, NAN, NULL);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 1, 5000), 1);
 	cJSON_AddStringToObject(result, "verdict", "mtp_depth_wins");
-	assert_int_equal(fg_store_verification_put(other, aid, "[]", result, &vid, &err), 0);
+	assert_int_equal(fg_store_verification_put(other, aid, "[]", result, &vid, NULL, NULL, &err), 0);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 2, 5000), 2);
 	assert_int_equal(fg_store_fleet_report(other, "gpu-1", aid, "ollama", NULL, NULL, &err), 0);
 	assert_int_equal(wait_event(&e, FG_STORE_EV_DATA, 3, 5000), 3);
@@ -3373,6 +3430,7 @@ int main(void)
 		T(test_artifact_resolve, setup, BOTH),
 		T(test_job_request_echo, setup, BOTH),
 		T(test_verification_restamps_runtime, setup, BOTH),
+		T(test_verification_verdict_kept, setup, BOTH),
 		T(test_artifact_runtime, setup, BOTH),
 		T(test_lax_verification_rows, setup, BOTH),
 		T(test_fleet_runtime_reported, setup, BOTH),
