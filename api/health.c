@@ -13,10 +13,10 @@
  * (generation unchanged) and for at most FG_API_HEALTH_MAX_AGE_MS, which
  * bounds staleness from writers outside this process.  The generation is
  * read before the store is, so a write that races the build leaves the
- * cache marked stale rather than hiding the write.  When a snapshot is only
- * too old, one request rebuilds it while the others keep answering it: a
- * rebuild reads the whole fleet, and every handler thread doing it at once
- * stalled them all.  Snapshots are reference-counted, so a request cutting
+ * cache marked stale rather than hiding the write.  One request builds at a
+ * time: when a snapshot is only too old, the others keep answering it; when
+ * something was written since, they wait for the build (a build reads the
+ * whole fleet, and every handler thread doing it at once stalled them all).  Snapshots are reference-counted, so a request cutting
  * a page from one keeps it while another request replaces it.
  */
 #include "api/internal.h"
@@ -140,35 +140,51 @@ static struct fg_health_snap *build(struct fg_req *req, struct fg_resp *resp)
 	return h;
 }
 
-/* The current snapshot (one reference), rebuilt when stale; NULL with resp set. */
+/*
+ * The current snapshot (one reference), rebuilt when stale; NULL with resp
+ * set.  One request builds at a time.  A snapshot answers a request when
+ * it was built at or after the generation the request saw on arrival (it
+ * holds every write acknowledged before), and while it is not too old or
+ * another request is already building its successor.  A request it cannot
+ * answer waits for the build under way, then looks again, and builds
+ * itself only when no build is under way: after a write, the handler
+ * threads asking at once used to build the whole fleet each, and the
+ * last of them answered after all their builds had shared the CPUs.
+ */
 static struct fg_health_snap *current(struct fg_req *req, struct fg_resp *resp)
 {
 	struct fg_api *api = req->api;
 	struct fg_health_snap *h = NULL, *old = NULL;
-	unsigned long long gen;
-	int rebuilding = 0;
+	unsigned long long gen, built_at;
 
 	pthread_mutex_lock(&api->health_lock);
 	gen = api->generation;
-	if (api->health && api->health_gen == gen) {
-		if (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_rebuilding)
+	for (;;) {
+		if (api->health && api->health_gen >= gen &&
+		    (ms_since(&api->health_at) < FG_API_HEALTH_MAX_AGE_MS || api->health_building)) {
 			h = snap_ref(api->health);
-		else
-			rebuilding = api->health_rebuilding = 1;
+			pthread_mutex_unlock(&api->health_lock);
+			return h;
+		}
+		if (!api->health_building)
+			break;
+		pthread_cond_wait(&api->health_built, &api->health_lock);
 	}
+	/* Read before the store is: a write racing the build leaves a newer generation, so the copy counts as stale. */
+	built_at = api->generation;
+	api->health_building = 1;
+	api->health_builds++;
 	pthread_mutex_unlock(&api->health_lock);
-	if (h)
-		return h;
 	h = build(req, resp);
 	pthread_mutex_lock(&api->health_lock);
-	if (rebuilding)
-		api->health_rebuilding = 0;
-	if (h && api->generation == gen) {
+	api->health_building = 0;
+	if (h && (!api->health || built_at >= api->health_gen)) {
 		old = api->health;
 		api->health = snap_ref(h);
-		api->health_gen = gen;
+		api->health_gen = built_at;
 		clock_gettime(CLOCK_MONOTONIC, &api->health_at);
 	}
+	pthread_cond_broadcast(&api->health_built);
 	pthread_mutex_unlock(&api->health_lock);
 	fg_health_snap_unref(old);
 	return h;

@@ -58,7 +58,9 @@ struct fg_api {
 	unsigned long long health_gen;       /* the generation health was built at */
 	struct timespec health_at;           /* CLOCK_MONOTONIC, when it was built */
 	struct fg_health_snap *health;       /* one reference; NULL: none (health.c) */
-	int health_rebuilding;               /* a request is rebuilding an expired copy */
+	int health_building;                 /* a request is building one: the others wait or answer the old */
+	pthread_cond_t health_built;         /* broadcast when that build ends (under health_lock) */
+	unsigned long long health_builds;    /* builds started (/metrics) */
 	/*
 	 * The drain (fg_api_drain): from then on requests are answered 503
 	 * draining (/livez still 200), and fg_api_drain returns once no handler

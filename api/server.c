@@ -530,7 +530,7 @@ char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *coun
 	struct text t = { NULL, 0, 0 };
 	struct proc_figures pf;
 	const cJSON *it;
-	unsigned long long cum = 0, closed[FG_CONN_PHASES];
+	unsigned long long cum = 0, closed[FG_CONN_PHASES], health_builds;
 	unsigned stuck = 0, running = fg_api_inspections_running(&stuck);
 
 	/* Every instance of a farm gives the same store figures: this line says which one answered. */
@@ -609,6 +609,12 @@ char *fg_api_metrics_text(struct fg_api *api, const struct fg_store_counts *coun
 		     "shards not counted).\n# TYPE forged_forge_bytes_written_total counter\n"
 		     "forged_forge_bytes_written_total %llu\n", api->forge_written);
 	pthread_mutex_unlock(&api->metrics_lock);
+	pthread_mutex_lock(&api->health_lock);
+	health_builds = api->health_builds;
+	pthread_mutex_unlock(&api->health_lock);
+	text_add(&t, "# HELP forged_fleet_health_builds_total Fleet health documents built from the store (one at "
+		     "a time; the others are answered from the last one).\n# TYPE forged_fleet_health_builds_total counter\n"
+		     "forged_fleet_health_builds_total %llu\n", health_builds);
 	pthread_mutex_lock(&api->conns.lock);
 	memcpy(closed, api->conns.closed, sizeof(closed));
 	pthread_mutex_unlock(&api->conns.lock);
@@ -1220,6 +1226,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 	pthread_rwlock_init(&api->tokens_lock, NULL);
 	pthread_mutex_init(&api->metrics_lock, NULL);
 	pthread_mutex_init(&api->health_lock, NULL);
+	pthread_cond_init(&api->health_built, NULL);
 	pthread_mutex_init(&api->drain_lock, NULL);
 	pthread_mutex_init(&api->inspect_lock, NULL);
 	pthread_cond_init(&api->drain_cond, NULL);
@@ -1314,6 +1321,7 @@ void fg_api_stop(struct fg_api *api)
 	pthread_rwlock_destroy(&api->tokens_lock);
 	pthread_mutex_destroy(&api->metrics_lock);
 	pthread_mutex_destroy(&api->health_lock);
+	pthread_cond_destroy(&api->health_built);
 	pthread_mutex_destroy(&api->drain_lock);
 	pthread_mutex_destroy(&api->inspect_lock);
 	pthread_cond_destroy(&api->drain_cond);
