@@ -12,7 +12,8 @@
 #                   the browser tests leave screenshots in build/ui-shots
 #   make SANITIZE=address,undefined test    the same under ASan+UBSan (in build/san)
 #   make tsan-test  ThreadSanitizer (in build/tsan) on the store's unit test and the
-#                   serve e2e tests (test_serve, test_hostile_api, test_conventions);
+#                   serve e2e tests (test_serve, test_hostile_api, test_conventions,
+#                   test_write_suspend, test_health_build);
 #                   any report fails it (TSAN_OPTIONS halt_on_error=1, exitcode=66)
 #   make demo       generate a fixture checkpoint and run forged on it
 #   make fuzz       run every libFuzzer target (tests/fuzz) for FUZZ_SECONDS each (clang)
@@ -228,7 +229,8 @@ test-build: $(FORGED) $(COMPLETIONS) $(UNIT_BIN) $(FIXTURES)/manifest.json $(QUA
 # ThreadSanitizer on the store and the server: build/tsan, then test_store and the
 # serve scripts with a TSan-built forged.  A report makes the process exit 66 and
 # the run fail; tests/tsan.supp names what is suppressed and why.
-TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh
+TSAN_TESTS ?= tests/e2e/test_serve.sh tests/e2e/test_hostile_api.sh tests/e2e/test_conventions.sh \
+	tests/e2e/test_write_suspend.sh tests/e2e/test_health_build.sh
 tsan-test: deps
 	@$(MAKE) --no-print-directory SANITIZE=thread build/tsan/forged build/tsan/tests/test_store \
 		build/tsan/fixtures/manifest.json build/tsan/fixtures/quant_manifest.json

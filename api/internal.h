@@ -69,7 +69,8 @@ struct fg_api {
 	pthread_mutex_t drain_lock;
 	pthread_cond_t drain_cond;
 	int draining;
-	unsigned handlers_running;
+	unsigned handlers_running;           /* a suspended request counts until it is answered */
+	unsigned suspended;                  /* requests whose write is with the store's writer (fg_req_suspend) */
 	/* Inspections off the HTTP threads (inspect_task.c). */
 	pthread_mutex_t inspect_lock;
 	unsigned inspect_waiting;            /* HTTP threads waiting for an inspection */
@@ -111,6 +112,8 @@ void fg_shared_body_unref(void *b);         /* NULL allowed; an MHD free callbac
 struct fg_route;
 
 /* One request, from the first MHD callback to the completion callback. */
+struct fg_resp;
+
 struct fg_req {
 	struct fg_api *api;
 	struct MHD_Connection *conn;
@@ -131,7 +134,30 @@ struct fg_req {
 	enum fg_role role;
 	const char *token_name;               /* points at token_copy once authenticated */
 	char token_copy[64];
+	/*
+	 * A handler whose write goes to the store's writer without waiting
+	 * (fg_req_suspend): the connection is suspended, the handler thread
+	 * serves others, and once the writer's callback has resumed it
+	 * (fg_req_resume) finish answers on the connection's thread.
+	 */
+	int may_suspend;                      /* dispatch: no Idempotency-Key, so the handler may suspend */
+	int suspended;
+	_Atomic int resumed;                  /* stored by fg_req_resume before it resumes the connection */
+	void (*finish)(struct fg_req *req, struct fg_resp *resp);
+	void *pending;                        /* the handler's state, freed by pending_free (once) */
+	void (*pending_free)(void *pending);
 };
+
+/*
+ * Suspend req's connection before handing a write to the store's writer
+ * (only when req->may_suspend): the handler returns without an answer and
+ * finish(req, resp) answers once fg_req_resume has run, from any thread
+ * (the writer's callback), exactly once; pending is freed after finish or
+ * when the connection ends first.
+ */
+void fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
+		    void (*pending_free)(void *));
+void fg_req_resume(struct fg_req *req);
 
 /*
  * What a handler answers.  Answers of GET and HEAD with status 200 carry an

@@ -34,7 +34,9 @@
 	  (struct MHD_Connection *connection, unsigned int status_code, struct MHD_Response *response), \
 	  (connection, status_code, response), MHD_NO) \
 	F(const char *, MHD_lookup_connection_value, \
-	  (struct MHD_Connection *connection, enum MHD_ValueKind kind, const char *key), (connection, kind, key), NULL)
+	  (struct MHD_Connection *connection, enum MHD_ValueKind kind, const char *key), (connection, kind, key), NULL) \
+	V(MHD_suspend_connection, (struct MHD_Connection *connection), (connection)) \
+	V(MHD_resume_connection, (struct MHD_Connection *connection), (connection))
 
 static const char *const names[] = { MHD_FNS(FG_LAZY_NAME, FG_LAZY_NAME_V) "MHD_start_daemon_va",
 				     "MHD_get_connection_info", "MHD_get_daemon_info" };

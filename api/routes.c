@@ -793,64 +793,122 @@ static char *created_body(int64_t id, int64_t artifact, const char *result, cJSO
 	return out;
 }
 
+/* A verification post between its checks and its answer (the write may be with the store's writer). */
+struct verification_post {
+	struct fg_verify_input in;
+	cJSON *body, *result;
+	struct fg_verification_put put;
+};
+
+static void verification_post_free(void *p)
+{
+	struct verification_post *v = p;
+
+	fg_store_verification_put_release(&v->put);
+	cJSON_Delete(v->result);
+	fg_verify_release(&v->in);
+	cJSON_Delete(v->body);
+	free(v);
+}
+
+/* The answer once the write is done: the store's outcome in v->put. */
+static void verification_answer(struct fg_req *req, struct fg_resp *resp, struct verification_post *v)
+{
+	struct fg_err err = { 0 };
+	struct fg_store *s;
+	cJSON *runtime = NULL;
+
+	if (v->put.rc) {
+		fg_problem_from_err(resp, req, &v->put.err);
+		return;
+	}
+	fg_api_data_changed(req->api);
+	/* Only a restamped document has a file to rewrite: the others answer null without reading the store again. */
+	if (v->put.restamped) {
+		if (!(s = fg_api_store(req->api, &err))) {
+			fg_problem_from_err(resp, req, &err);
+			return;
+		}
+		if (!(runtime = rewrite_runtime_file(s, req->id))) {
+			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+			return;
+		}
+		if (cJSON_IsNull(runtime)) {
+			cJSON_Delete(runtime);
+			runtime = NULL;
+		}
+	}
+	resp->body = created_body(v->put.id, req->id, v->put.result_text, runtime);
+	cJSON_Delete(runtime);
+	if (!resp->body) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
+		return;
+	}
+	resp->status = 201;
+	resp->content_type = "application/json";
+	/* Verifications are read as the artifact's verifications[]. */
+	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
+}
+
+static void verification_finish(struct fg_req *req, struct fg_resp *resp)
+{
+	verification_answer(req, resp, req->pending);
+}
+
+/* The writer's callback: the connection runs again and verification_finish answers. */
+static void verification_written(void *ctx)
+{
+	fg_req_resume(ctx);
+}
+
 static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 {
-	struct fg_verify_input in;
 	struct fg_verify_result res;
 	struct fg_err err = { 0 };
 	struct fg_store *s;
-	cJSON *body = fg_req_json(req, resp), *result = NULL, *runtime = NULL;
-	char *stored = NULL;
-	int64_t id;
-	int restamped = 0;
+	struct verification_post *v = calloc(1, sizeof(*v));
 
-	memset(&in, 0, sizeof(in));
-	if (!body)
+	if (!v) {
+		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		return;
-	if (fg_verify_parse(&in, body, &err) != 0 ||
-	    fg_verify_decide(&in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
-								: FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
+	}
+	if (!(v->body = fg_req_json(req, resp)))
+		goto out;
+	if (fg_verify_parse(&v->in, v->body, &err) != 0 ||
+	    fg_verify_decide(&v->in, req->api->cfg.collapse_threshold > 0 ? req->api->cfg.collapse_threshold
+								   : FG_VERIFY_COLLAPSE_DEFAULT, &res, &err) != 0) {
 		fg_problem(resp, req, 422, "invalid-verification", "Invalid verification rows", "%s", err.msg);
 		goto out;
 	}
 	if (!(s = store_or_problem(req, resp)))
 		goto out;
 	/* An unknown artifact is the store's FG_ENOTFOUND (a foreign key), hence 404. */
-	result = fg_verify_result_json(&res);
-	if (!result) {
+	if (!(v->result = fg_verify_result_json(&res))) {
 		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
 		goto out;
 	}
 	/* The store keeps the body as cJSON prints it (fg_store_verification_put). */
-	if (fg_store_verification_put(s, req->id, req->body, result, &id, &restamped, &stored, &err) != 0) {
-		fg_problem_from_err(resp, req, &err);
-		goto out;
+	if (req->may_suspend) {
+		/*
+		 * The handler thread does not wait for the commit: the connection is
+		 * suspended until the writer's callback resumes it, and
+		 * verification_finish answers then.  Suspended first, so that a
+		 * callback that comes at once finds it suspended.
+		 */
+		fg_req_suspend(req, verification_finish, v, verification_post_free);
+		if (fg_store_verification_put_async(s, &v->put, req->id, req->body, v->result, verification_written, req,
+						    &err) != 0) {
+			v->put.rc = err.code ? err.code : FG_EINTERNAL;
+			v->put.err = err;
+			fg_req_resume(req);
+		}
+		return;
 	}
-	fg_api_data_changed(req->api);
-	/* Only a restamped document has a file to rewrite: the others answer null without reading the store again. */
-	if (restamped && !(runtime = rewrite_runtime_file(s, req->id))) {
-		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
-		goto out;
-	}
-	if (runtime && cJSON_IsNull(runtime)) {
-		cJSON_Delete(runtime);
-		runtime = NULL;
-	}
-	resp->body = created_body(id, req->id, stored, runtime);
-	if (!resp->body) {
-		fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
-		goto out;
-	}
-	resp->status = 201;
-	resp->content_type = "application/json";
-	/* Verifications are read as the artifact's verifications[]. */
-	snprintf(resp->location, sizeof(resp->location), "/v1/artifacts/%lld", (long long)req->id);
+	v->put.rc = fg_store_verification_put(s, req->id, req->body, v->result, &v->put.id, &v->put.restamped,
+					      &v->put.result_text, &v->put.err);
+	verification_answer(req, resp, v);
 out:
-	cJSON_Delete(runtime);
-	cJSON_free(stored);
-	cJSON_Delete(result);
-	fg_verify_release(&in);
-	cJSON_Delete(body);
+	verification_post_free(v);
 }
 
 /* ---- fleet ---- */

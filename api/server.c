@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -977,11 +978,55 @@ static void dispatch(struct fg_req *req, struct fg_resp *resp)
 		answer_draining(req, resp);
 		return;
 	}
-	if (key && strcmp(req->method, "POST") == 0 && strcmp(req->route->path, "/v1/jobs") != 0)
+	if (key && strcmp(req->method, "POST") == 0 && strcmp(req->route->path, "/v1/jobs") != 0) {
 		run_keyed(req, resp, key);
-	else
+	} else {
+		/* Under a key the answer is stored before the handler returns: only unkeyed requests suspend. */
+		req->may_suspend = 1;
 		req->route->fn(req, resp);
-	handler_leave(req->api);
+		req->may_suspend = 0;
+	}
+	/* A suspended request is still running: it leaves once answered (or when its connection ends). */
+	if (!req->suspended)
+		handler_leave(req->api);
+}
+
+void fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
+		    void (*pending_free)(void *))
+{
+	struct fg_api *api = req->api;
+
+	req->finish = finish;
+	req->pending = pending;
+	req->pending_free = pending_free;
+	req->suspended = 1;
+	atomic_store(&req->resumed, 0);
+	pthread_mutex_lock(&api->drain_lock);
+	api->suspended++;
+	pthread_mutex_unlock(&api->drain_lock);
+	MHD_suspend_connection(req->conn);
+}
+
+void fg_req_resume(struct fg_req *req)
+{
+	/* Nothing of req is touched once its connection runs again: it may be answered and freed at once. */
+	struct fg_api *api = req->api;
+	struct MHD_Connection *conn = req->conn;
+
+	atomic_store(&req->resumed, 1);
+	MHD_resume_connection(conn);
+	pthread_mutex_lock(&api->drain_lock);
+	if (--api->suspended == 0)
+		pthread_cond_broadcast(&api->drain_cond);
+	pthread_mutex_unlock(&api->drain_lock);
+}
+
+static void pending_release(struct fg_req *req)
+{
+	if (req->pending && req->pending_free)
+		req->pending_free(req->pending);
+	req->pending = NULL;
+	req->pending_free = NULL;
 }
 
 static enum MHD_Result send_response(struct fg_req *req, struct fg_resp *resp)
@@ -1150,10 +1195,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (req->suspended) {
+		/* Called again once fg_req_resume has run: the write is done, finish answers. */
+		if (!atomic_load(&req->resumed))
+			return MHD_YES;
+		req->suspended = 0;
+		req->finish(req, &resp);
+		pending_release(req);
+		handler_leave(api);
+		req->answered = 1;
+		return answer_now(req, &resp);
+	}
 	if (req->answered)
 		return MHD_YES;
 	fg_conns_phase(&api->conns, conn, FG_CONN_HANDLING);
 	dispatch(req, &resp);
+	if (req->suspended)
+		return MHD_YES;
 	req->answered = 1;
 	return answer_now(req, &resp);
 }
@@ -1167,6 +1225,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	/* Kept alive: the next request's headers must be complete within the idle deadline. */
 	fg_conns_phase(&((struct fg_api *)cls)->conns, conn, FG_CONN_IDLE);
 	if (req) {
+		/* Resumed, but the connection ended before finish ran: the handler leaves here. */
+		if (req->suspended)
+			handler_leave(req->api);
+		pending_release(req);
 		free(req->body);
 		free(req);
 		*con_cls = NULL;
@@ -1277,6 +1339,7 @@ int fg_api_start(struct fg_api **out, const struct fg_api_config *cfg, struct fg
 		api->conns_started = 1;
 	}
 	api->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+				    MHD_ALLOW_SUSPEND_RESUME |
 				    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				    0, NULL, NULL, on_request, api,
 				    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
@@ -1313,6 +1376,11 @@ void fg_api_stop(struct fg_api *api)
 {
 	if (!api)
 		return;
+	/* A write with the store's writer resumes its connection when done: the daemon must outlive that. */
+	pthread_mutex_lock(&api->drain_lock);
+	while (api->suspended > 0)
+		pthread_cond_wait(&api->drain_cond, &api->drain_lock);
+	pthread_mutex_unlock(&api->drain_lock);
 	if (api->mhd)
 		MHD_stop_daemon(api->mhd);
 	if (api->conns_started)

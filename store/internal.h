@@ -208,6 +208,20 @@ void fg_writer_put(struct fg_writer *w);
  */
 int fg_store_write(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err *err);
 
+/* fg_store_write_async's callback: rc, with err filled when rc is not 0. */
+typedef void (*fg_write_done_fn)(void *ctx, int rc);
+
+/*
+ * fg_store_write without waiting: fn is queued to the writer and
+ * done(ctx, rc) runs on the writer's thread once the transaction that holds
+ * it has committed or fn failed, after which the writer touches nothing of
+ * the caller's.  arg, err and ctx must live until then.  Without a writer,
+ * fn runs at once (as fg_store_write) and done runs before this returns.
+ * Returns 0 when done will run or has run, else an error (done never runs).
+ */
+int fg_store_write_async(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err *err, fg_write_done_fn done,
+			 void *ctx);
+
 /*
  * A connection of ops to target with the handle's defaults, opened (and
  * migrated) by ops->open; NULL with err set.  fg_store_free_conn closes

@@ -661,52 +661,82 @@ int fg_store_artifact_list(struct fg_store *s, const char *verdict, const char *
 	return s->ops->artifact_list(s, verdict, family, cursor, limit, out, next, err);
 }
 
-struct verification_args {
-	int64_t artifact;
-	const char *rows;
-	const struct fg_verdict_row *row;
-	const cJSON *result;
-	const char *text;
-	int64_t id;
-	int restamped;
-};
-
 static int verification_fn(struct fg_store *ws, void *arg, struct fg_err *err)
 {
-	struct verification_args *a = arg;
+	struct fg_verification_put *v = arg;
 
-	return ws->ops->verification_put(ws, a->artifact, a->rows, a->row, a->result, a->text, &a->id, &a->restamped,
-					 err);
+	return ws->ops->verification_put(ws, v->artifact, v->rows_text, v->row, v->result, v->result_text, &v->id,
+					 &v->restamped, err);
+}
+
+/* v set up for artifact_id: the checks and the texts of fg_store_prepare_verification. */
+static int verification_prepare(struct fg_verification_put *v, struct fg_store *s, int64_t artifact_id,
+				const char *rows_json, const cJSON *result, struct fg_err *err)
+{
+	memset(v, 0, sizeof(*v));
+	v->artifact = artifact_id;
+	v->result = result;
+	if (!s || !rows_json || !result)
+		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
+	return fg_store_prepare_verification(artifact_id, rows_json, result, &v->row, &v->result_text, &v->rows_text,
+					     err);
+}
+
+void fg_store_verification_put_release(struct fg_verification_put *v)
+{
+	if (!v)
+		return;
+	cJSON_free(v->result_text);
+	cJSON_free(v->rows_text);
+	v->result_text = v->rows_text = NULL;
 }
 
 int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json, const cJSON *result,
 			      int64_t *id, int *restamped, char **result_text, struct fg_err *err)
 {
-	struct verification_args a = { artifact_id, NULL, NULL, result, NULL, 0, 0 };
-	char *text = NULL, *rows = NULL;
+	struct fg_verification_put v;
 	int rc;
 
 	if (restamped)
 		*restamped = 0;
 	if (result_text)
 		*result_text = NULL;
-	if (!s || !rows_json || !result)
-		return fg_err_set(err, FG_EINPUT, "storing a verification: no store, rows or result");
-	rc = fg_store_prepare_verification(artifact_id, rows_json, result, &a.row, &text, &rows, err);
-	a.text = text;
-	a.rows = rows;
+	rc = verification_prepare(&v, s, artifact_id, rows_json, result, err);
 	if (!rc)
-		rc = fg_store_write(s, verification_fn, &a, err);
+		rc = fg_store_write(s, verification_fn, &v, err);
 	if (!rc && id)
-		*id = a.id;
+		*id = v.id;
 	if (!rc && restamped)
-		*restamped = a.restamped;
+		*restamped = v.restamped;
 	if (!rc && result_text) {
-		*result_text = text;
-		text = NULL;
+		*result_text = v.result_text;
+		v.result_text = NULL;
 	}
-	cJSON_free(text);
-	cJSON_free(rows);
+	fg_store_verification_put_release(&v);
+	return rc;
+}
+
+static void verification_done(void *ctx, int rc)
+{
+	struct fg_verification_put *v = ctx;
+
+	v->rc = rc;
+	v->done(v->done_ctx);
+}
+
+int fg_store_verification_put_async(struct fg_store *s, struct fg_verification_put *v, int64_t artifact_id,
+				    const char *rows_json, const cJSON *result, void (*done)(void *ctx), void *ctx,
+				    struct fg_err *err)
+{
+	int rc = verification_prepare(v, s, artifact_id, rows_json, result, err);
+
+	if (!rc) {
+		v->done = done;
+		v->done_ctx = ctx;
+		rc = fg_store_write_async(s, verification_fn, v, &v->err, verification_done, v);
+	}
+	if (rc)
+		fg_store_verification_put_release(v);
 	return rc;
 }
 

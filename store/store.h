@@ -377,6 +377,35 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
 			      const cJSON *result, int64_t *id, int *restamped, char **result_text,
 			      struct fg_err *err);
 
+/*
+ * fg_store_verification_put without waiting for the commit (the API, so
+ * that a handler thread serves other connections meanwhile): the checks
+ * run now (an error returned, done never runs), then the write is queued
+ * and done(ctx) runs on the writer's thread once it has committed or
+ * failed.  v is the caller's and holds the outcome then: rc (0, or an
+ * error with err), id, restamped and result_text as above.  v and result
+ * must live until done has run; fg_store_verification_put_release frees
+ * v's texts afterwards.
+ */
+struct fg_verification_put {
+	int rc;
+	struct fg_err err;
+	int64_t id;
+	int restamped;
+	char *result_text;                 /* the result as stored, compact (cJSON_free or _release) */
+	/* the store's own */
+	int64_t artifact;
+	const cJSON *result;
+	const struct fg_verdict_row *row;
+	char *rows_text;
+	void (*done)(void *ctx);
+	void *done_ctx;
+};
+int fg_store_verification_put_async(struct fg_store *s, struct fg_verification_put *v, int64_t artifact_id,
+				    const char *rows_json, const cJSON *result, void (*done)(void *ctx), void *ctx,
+				    struct fg_err *err);
+void fg_store_verification_put_release(struct fg_verification_put *v);
+
 /* ---- fleet ---- */
 
 /*

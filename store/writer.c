@@ -8,6 +8,9 @@
  * synchronous=FULL) or the WAL flush (PostgreSQL) that covers its write.
  * While a batch commits, the next one queues, so under load one flush
  * serves many writes; idle, a write waits for nothing but its own commit.
+ * A caller that must not block a thread (the API's verification posts)
+ * queues with fg_store_write_async and hears the outcome from a callback
+ * the writer runs after the commit.
  *
  * Failures stay per write: a write that fails rolls back its savepoint and
  * the others commit.  When the transaction itself is lost (SQLite rolls it
@@ -44,6 +47,8 @@ struct request {
 	struct fg_err *err;
 	int rc;
 	int done;
+	fg_write_done_fn on_done;      /* fg_store_write_async: called instead of cond; the request is the writer's */
+	void *ctx;
 	struct timespec deadline;      /* CLOCK_MONOTONIC: the lock-wait budget ends */
 	pthread_cond_t cond;           /* signalled when done */
 	struct request *next;
@@ -255,8 +260,24 @@ static void *writer_main(void *arg)
 			w->tail = NULL;
 		pthread_mutex_unlock(&w->lock);
 		run_batch(w, batch, n);
+		/* Writes queued without waiting hear it here, outside the lock (their callbacks take locks of their own). */
+		for (size_t i = 0; i < n; i++) {
+			struct request *r = batch[i];
+
+			if (r->on_done) {
+				fg_write_done_fn on_done = r->on_done;
+				void *ctx = r->ctx;
+				int rc = r->rc;
+
+				batch[i] = NULL;
+				free(r);
+				on_done(ctx, rc);
+			}
+		}
 		pthread_mutex_lock(&w->lock);
 		for (size_t i = 0; i < n; i++) {
+			if (!batch[i])
+				continue;
 			batch[i]->done = 1;
 			pthread_cond_signal(&batch[i]->cond);
 		}
@@ -457,6 +478,36 @@ int fg_store_write(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err 
 	pthread_mutex_unlock(&w->lock);
 	pthread_cond_destroy(&r.cond);
 	return r.rc;
+}
+
+int fg_store_write_async(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err *err, fg_write_done_fn done,
+			 void *ctx)
+{
+	struct fg_writer *w = s->writer;
+	struct request *r;
+
+	if (!w) {
+		done(ctx, fg_store_write(s, fn, arg, err));
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return fg_err_set(err, FG_ENOMEM, "queueing a write: out of memory");
+	r->fn = fn;
+	r->arg = arg;
+	r->err = err;
+	r->on_done = done;
+	r->ctx = ctx;
+	deadline_in(&r->deadline, s->busy_ms);
+	pthread_mutex_lock(&w->lock);
+	if (w->tail)
+		w->tail->next = r;
+	else
+		w->head = r;
+	w->tail = r;
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
 }
 
 struct fg_store *fg_store_writer_conn(struct fg_store *s)

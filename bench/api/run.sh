@@ -136,12 +136,11 @@ if [ "$CONNECTIONS" -gt 32 ] && "$FORGED" serve --help 2>&1 | grep -q -- --per-i
 	# Twice CONNECTIONS: a connection wrk reopens may arrive before the server has seen the old one close.
 	SERVE_ARGS=(--per-ip-connections "$((2 * CONNECTIONS > 256 ? 256 : 2 * CONNECTIONS))")
 fi
-# A write holds its handler thread until the group commit that covers it (docs/architecture.md
-# section 5): with fewer threads than connections, clients queue behind each other's fsyncs on a
-# shared thread. HTTP_THREADS (default: CONNECTIONS, at most 256) sizes the pool as an operator
-# would for that many concurrent writers; HTTP_THREADS=default runs forged's own default (16).
-HTTP_THREADS=${HTTP_THREADS:-$((CONNECTIONS > 256 ? 256 : CONNECTIONS))}
-if [ "$HTTP_THREADS" != default ] && "$FORGED" serve --help 2>&1 | grep -q -- --http-threads; then
+# HTTP_THREADS: the handler pool (--http-threads); unset or "default", forged's own
+# default (16). A verification post does not hold its thread while its write waits for
+# the group commit (the connection is suspended), so 64 connections need no 64 threads.
+HTTP_THREADS=${HTTP_THREADS:-default}
+if [ "$HTTP_THREADS" != default ]; then
 	SERVE_ARGS+=(--http-threads "$HTTP_THREADS")
 fi
 
