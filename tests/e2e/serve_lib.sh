@@ -86,3 +86,19 @@ poll_job() {
 valid_utf8() { "$PYTHON" -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8", "strict")' "$1" 2>/dev/null; }
 # no_sanitizer_report: no ASan/UBSan/TSan report in any server log so far.
 no_sanitizer_report() { [ -z "$(grep -l 'Sanitizer\|runtime error:' "$TMP"/*.log 2>/dev/null)" ]; }
+
+# sqlite_state WHY: STATE=$TMP/state, a state folder whose SQLite database has
+# forged's schema (a server started and stopped on it), for scripts that then
+# write rows or hold locks in that file themselves.  Under
+# FORGED_E2E_STORE=postgres the script says WHY it needs SQLite and ends.
+sqlite_state() {
+	if [ "$E2E_STORE" = postgres ]; then
+		echo "$(basename "$0" .sh): $1: SQLite only"
+		finish
+		exit 0
+	fi
+	STATE=$TMP/state
+	start_server boot --state-dir "$STATE" --tokens-file "$TMP/tokens" --workers 0 || { finish; exit 1; }
+	stop_server "$SPID" 10
+	check "forged made the schema" [ -f "$STATE/forged.db" ]
+}

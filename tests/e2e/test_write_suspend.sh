@@ -13,18 +13,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 
-if [ "$E2E_STORE" = postgres ]; then
-	echo "test_write_suspend: the lock is SQLite's file lock: SQLite only"
-	finish
-	exit 0
-fi
-
-STATE=$TMP/state
+sqlite_state "the lock is SQLite's file lock"
 ROWS='{"schema": "forged.verification.v1", "runtime": "mtplx-2.12", "rows": [{"depth": 0, "tok_s": 15.04},
  {"depth": 1, "tok_s": 34.15, "acceptance": [0.978], "quality_passed": true}]}'
 
-start_server boot --state-dir "$STATE" --tokens-file "$TMP/tokens" --workers 0 || { finish; exit 1; }
-stop_server "$SPID" 10
 /usr/bin/python3 - "$STATE/forged.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
