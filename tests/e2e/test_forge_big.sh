@@ -154,7 +154,7 @@ while time.time() < deadline:
     samples.append({k: j.get(k) for k in ("state", "stage", "progress", "bytes_done", "bytes_total", "eta_s")})
     if j["state"] in ("succeeded", "failed", "cancelled"):
         break
-    time.sleep(0.05)
+    time.sleep(0.02)
 json.dump(samples, open(out, "w"))
 PY
 check "serve: the job succeeded ($(jq -c '.[-1]' "$TMP/samples.json" 2>/dev/null))" \
@@ -167,9 +167,11 @@ check "serve: it never went back" [ "$(jq '[. as $s | range(1; length) | select(
 check "serve: running samples carry stage, bytes_done, bytes_total and eta_s" \
 	[ "$(jq '[.[] | select(.state == "running" and .bytes_total != null and .bytes_done != null and .bytes_done <= .bytes_total
 		and .eta_s != null and (.stage | length) > 0)] | length' "$TMP/samples.json" 2>/dev/null)" -ge 2 ]
+# At least once: bytes are recorded at most every PROGRESS_EVERY_S within a stage (daemon/workers.c), and on a
+# fast run the provenance stage (1 GB hashed) gives two or three values, so two rises failed a CI run.
 check "serve: bytes_done rose within a stage" [ "$(jq '[. as $s | range(1; length) | select($s[.].stage == $s[. - 1].stage
 	and $s[.].bytes_done != null and $s[. - 1].bytes_done != null and $s[.].bytes_done > $s[. - 1].bytes_done)] | length' \
-	"$TMP/samples.json" 2>/dev/null)" -ge 2 ]
+	"$TMP/samples.json" 2>/dev/null)" -ge 1 ]
 kill -TERM "$SPID"
 wait "$SPID" 2>/dev/null
 
