@@ -71,6 +71,7 @@ struct fg_api {
 	int draining;
 	unsigned handlers_running;           /* a suspended request counts until it is answered */
 	unsigned suspended;                  /* requests whose write is with the store's writer (fg_req_suspend) */
+	int stopping;                        /* fg_api_stop has begun: no request suspends any more */
 	/* Inspections off the HTTP threads (inspect_task.c). */
 	pthread_mutex_t inspect_lock;
 	unsigned inspect_waiting;            /* HTTP threads waiting for an inspection */
@@ -153,10 +154,11 @@ struct fg_req {
  * (only when req->may_suspend): the handler returns without an answer and
  * finish(req, resp) answers once fg_req_resume has run, from any thread
  * (the writer's callback), exactly once; pending is freed after finish or
- * when the connection ends first.
+ * when the connection ends first.  -1 (nothing suspended) once fg_api_stop
+ * has begun: the handler then writes and answers in its thread.
  */
-void fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
-		    void (*pending_free)(void *));
+int fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
+		   void (*pending_free)(void *));
 void fg_req_resume(struct fg_req *req);
 
 /*

@@ -826,14 +826,13 @@ static void verification_answer(struct fg_req *req, struct fg_resp *resp, struct
 	/* Only a restamped document has a file to rewrite: the others answer null without reading the store again. */
 	if (v->put.restamped) {
 		if (!(s = fg_api_store(req->api, &err))) {
-			fg_problem_from_err(resp, req, &err);
-			return;
+			/* Committed already: 201 without the file's news rather than an error a client would retry. */
+			if (req->api->cfg.log)
+				req->api->cfg.log(4, "artifact %lld: runtime file not rewritten: %s", (long long)req->id, err.msg);
 		}
-		if (!(runtime = rewrite_runtime_file(s, req->id))) {
-			fg_problem(resp, req, 500, "internal", "Internal error", "out of memory");
-			return;
-		}
-		if (cJSON_IsNull(runtime)) {
+		/* Out of memory here still answers 201: the verification is committed, a retry would store it twice. */
+		runtime = s ? rewrite_runtime_file(s, req->id) : NULL;
+		if (runtime && cJSON_IsNull(runtime)) {
 			cJSON_Delete(runtime);
 			runtime = NULL;
 		}
@@ -888,18 +887,19 @@ static void post_verifications(struct fg_req *req, struct fg_resp *resp)
 		goto out;
 	}
 	/* The store keeps the body as cJSON prints it (fg_store_verification_put). */
-	if (req->may_suspend) {
-		/*
-		 * The handler thread does not wait for the commit: the connection is
-		 * suspended until the writer's callback resumes it, and
-		 * verification_finish answers then.  Suspended first, so that a
-		 * callback that comes at once finds it suspended.
-		 */
-		fg_req_suspend(req, verification_finish, v, verification_post_free);
+	/*
+	 * The handler thread does not wait for the commit: the connection is
+	 * suspended until the writer's callback resumes it, and
+	 * verification_finish answers then.  Suspended first, so that a
+	 * callback that comes at once finds it suspended.
+	 */
+	if (req->may_suspend && fg_req_suspend(req, verification_finish, v, verification_post_free) == 0) {
 		if (fg_store_verification_put_async(s, &v->put, req->id, req->body, v->result, verification_written, req,
 						    &err) != 0) {
-			v->put.rc = err.code ? err.code : FG_EINTERNAL;
-			v->put.err = err;
+			/* Refused at once (its checks, or no memory to queue it): the error is in err or in put.err. */
+			if (err.code)
+				v->put.err = err;
+			v->put.rc = v->put.err.code ? v->put.err.code : FG_EINTERNAL;
 			fg_req_resume(req);
 		}
 		return;

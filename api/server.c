@@ -991,20 +991,26 @@ static void dispatch(struct fg_req *req, struct fg_resp *resp)
 		handler_leave(req->api);
 }
 
-void fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
-		    void (*pending_free)(void *))
+int fg_req_suspend(struct fg_req *req, void (*finish)(struct fg_req *, struct fg_resp *), void *pending,
+		   void (*pending_free)(void *))
 {
 	struct fg_api *api = req->api;
 
+	/* Once the stop has begun, libmicrohttpd may be stopped before a write queued now comes back. */
+	pthread_mutex_lock(&api->drain_lock);
+	if (api->stopping) {
+		pthread_mutex_unlock(&api->drain_lock);
+		return -1;
+	}
+	api->suspended++;
+	pthread_mutex_unlock(&api->drain_lock);
 	req->finish = finish;
 	req->pending = pending;
 	req->pending_free = pending_free;
 	req->suspended = 1;
 	atomic_store(&req->resumed, 0);
-	pthread_mutex_lock(&api->drain_lock);
-	api->suspended++;
-	pthread_mutex_unlock(&api->drain_lock);
 	MHD_suspend_connection(req->conn);
+	return 0;
 }
 
 void fg_req_resume(struct fg_req *req)
@@ -1378,6 +1384,7 @@ void fg_api_stop(struct fg_api *api)
 		return;
 	/* A write with the store's writer resumes its connection when done: the daemon must outlive that. */
 	pthread_mutex_lock(&api->drain_lock);
+	api->stopping = 1;
 	while (api->suspended > 0)
 		pthread_cond_wait(&api->drain_cond, &api->drain_lock);
 	pthread_mutex_unlock(&api->drain_lock);

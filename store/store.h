@@ -382,7 +382,7 @@ int fg_store_verification_put(struct fg_store *s, int64_t artifact_id, const cha
  * that a handler thread serves other connections meanwhile): the checks
  * run now (an error returned, done never runs), then the write is queued
  * and done(ctx) runs on the writer's thread once it has committed or
- * failed.  v is the caller's and holds the outcome then: rc (0, or an
+ * failed (without a writer: at once, before this returns).  v is the caller's and holds the outcome then: rc (0, or an
  * error with err), id, restamped and result_text as above.  v and result
  * must live until done has run; fg_store_verification_put_release frees
  * v's texts afterwards.

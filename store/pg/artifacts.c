@@ -737,9 +737,11 @@ int fg_pg_verification_put(struct fg_store *s, int64_t artifact_id, const char *
 	a.n = 0;
 	fg_pg_arg_int(&a, artifact_id);
 	fg_pg_arg_text(&a, row->name);
+	fg_pg_arg_text(&a, fg_severity_name(row->severity));
 	/* An unchanged verdict stays as it is (add_verdict does nothing): no row, index or counter rewritten. */
 	rc = fg_pg_query(s,
-			 "DELETE FROM verdicts WHERE artifact_id = $1 AND origin = 'verification' AND code IS DISTINCT FROM $2",
+			 "DELETE FROM verdicts WHERE artifact_id = $1 AND origin = 'verification'"
+			 " AND (code IS DISTINCT FROM $2 OR severity IS DISTINCT FROM $3)",
 			 &a, NULL, err, "replacing the verification verdict");
 	if (!rc)
 		rc = add_verdict(s, artifact_id, row->name, fg_severity_name(row->severity), "verification", err);

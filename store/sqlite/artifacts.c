@@ -788,13 +788,14 @@ static const char sql_verification_insert[] =
 	"INSERT INTO verifications (artifact_id, rows, result, verdict, created_at)"
 	" VALUES (?1, ?2, ?3, ?4, " FG_SQL_NOW ")";
 /*
- * The previous verification's verdict row goes unless it is this one's code,
+ * The previous verification's verdict row goes unless it is this one's code
+ * and severity (a row an older table gave another severity is replaced),
  * which then stays as it is (sql_verdict_insert does nothing): an unchanged
  * verdict, the common case, writes no page of the verdict table, its two
  * indexes or the counters its triggers keep.
  */
 static const char sql_verdicts_drop_verification[] =
-	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification' AND code IS NOT ?2";
+	"DELETE FROM verdicts WHERE artifact_id = ?1 AND origin = 'verification' AND (code IS NOT ?2 OR severity IS NOT ?3)";
 
 int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const char *rows_json,
 			       const struct fg_verdict_row *row, const cJSON *result, const char *result_text, int64_t *id,
@@ -832,6 +833,7 @@ int fg_sqlite_verification_put(struct fg_store *s, int64_t artifact_id, const ch
 		goto out;
 	sqlite3_bind_int64(st, 1, artifact_id);
 	fg_sql_bind_text(st, 2, verdict);
+	fg_sql_bind_text(st, 3, fg_severity_name(row->severity));
 	rc = fg_sql_exec(s, st, err, "replacing the verification verdict");
 	st = NULL;
 	if (!rc)

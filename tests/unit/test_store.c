@@ -2177,6 +2177,13 @@ static void test_verification_verdict_kept(void **state)
 					 " AND code = 'mtp_depth_wins'"), 1);
 	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verifications WHERE artifact_id = 1"), 5);
 	assert_stats_consistent(f->s);
+	/* A standing row of another severity (an older table's) is replaced, and the counters by severity follow. */
+	assert_true(query_int(f->s, "UPDATE verdicts SET severity = 'warning' WHERE artifact_id = 1"
+				    " AND origin = 'verification' RETURNING id") > 0);
+	put_verification(f->s, 1, "mtp_depth_wins");
+	assert_int_equal(query_int(f->s, "SELECT count(*) FROM verdicts WHERE artifact_id = 1 AND origin = 'verification'"
+					 " AND code = 'mtp_depth_wins' AND severity = 'info'"), 1);
+	assert_stats_consistent(f->s);
 }
 
 /* Fleet reports keep the runtime as the host named it; the artifact document lists them with what was observed. */
