@@ -16,8 +16,9 @@
  * cache marked stale rather than hiding the write.  One request builds at a
  * time: when a snapshot is only too old, the others keep answering it; when
  * something was written since, they wait for the build (a build reads the
- * whole fleet, and every handler thread doing it at once stalled them all).  Snapshots are reference-counted, so a request cutting
- * a page from one keeps it while another request replaces it.
+ * whole fleet, and every handler thread doing it at once stalled them all).
+ * Snapshots are reference-counted, so a request cutting a page from one
+ * keeps it while another request replaces it.
  */
 #include "api/internal.h"
 

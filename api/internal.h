@@ -112,9 +112,9 @@ void fg_shared_body_unref(void *b);         /* NULL allowed; an MHD free callbac
 
 struct fg_route;
 
-/* One request, from the first MHD callback to the completion callback. */
 struct fg_resp;
 
+/* One request, from the first MHD callback to the completion callback. */
 struct fg_req {
 	struct fg_api *api;
 	struct MHD_Connection *conn;

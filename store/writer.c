@@ -440,6 +440,17 @@ void fg_writer_put(struct fg_writer *w)
 	writer_free(w);
 }
 
+/* Queue r at the tail and wake the writer; under w->lock. */
+static void enqueue(struct fg_writer *w, struct request *r)
+{
+	if (w->tail)
+		w->tail->next = r;
+	else
+		w->head = r;
+	w->tail = r;
+	pthread_cond_signal(&w->work);
+}
+
 int fg_store_write(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err *err)
 {
 	struct fg_writer *w = s->writer;
@@ -467,12 +478,7 @@ int fg_store_write(struct fg_store *s, fg_write_fn fn, void *arg, struct fg_err 
 	deadline_in(&r.deadline, s->busy_ms);
 	pthread_cond_init(&r.cond, NULL);
 	pthread_mutex_lock(&w->lock);
-	if (w->tail)
-		w->tail->next = &r;
-	else
-		w->head = &r;
-	w->tail = &r;
-	pthread_cond_signal(&w->work);
+	enqueue(w, &r);
 	while (!r.done)
 		pthread_cond_wait(&r.cond, &w->lock);
 	pthread_mutex_unlock(&w->lock);
@@ -500,12 +506,7 @@ int fg_store_write_async(struct fg_store *s, fg_write_fn fn, void *arg, struct f
 	r->ctx = ctx;
 	deadline_in(&r->deadline, s->busy_ms);
 	pthread_mutex_lock(&w->lock);
-	if (w->tail)
-		w->tail->next = r;
-	else
-		w->head = r;
-	w->tail = r;
-	pthread_cond_signal(&w->work);
+	enqueue(w, r);
 	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
