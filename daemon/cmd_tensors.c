@@ -102,7 +102,7 @@ static cJSON *tensor_json(const struct fg_tensor *t)
 	for (int d = 0; d < t->rank; d++)
 		cJSON_AddItemToArray(shape, raw_count(t->shape[d]));
 	cJSON_AddItemToArray(offs, raw_count(t->begin));
-	cJSON_AddItemToArray(offs, raw_count(t->end));
+	cJSON_AddItemToArray(offs, raw_count(fg_tensor_end(t)));
 	if (fg_tstats_compute(t, &s) == 0)
 		cJSON_AddItemToObject(o, "stats", stats_json(&s));
 	return o;
@@ -185,13 +185,13 @@ static int print_human(const struct fg_st_file *f)
 
 		format_shape(shape, sizeof(shape), t);
 		snprintf(offs, sizeof(offs), "[%llu, %llu)", (unsigned long long)t->begin,
-			 (unsigned long long)t->end);
+			 (unsigned long long)fg_tensor_end(t));
 		printf("%-*s  %-7s  %-18s  %-24s", width, t->name, fg_dtype_name(t->dtype), shape, offs);
 		if (fg_tstats_compute(t, &s) == 0 && s.has_finite)
 			printf("  %12.6g  %12.6g  %12.6g  %llu\n", s.min, s.max, s.mean,
 			       (unsigned long long)s.nonfinite);
 		else if (fg_dtype_is_float(t->dtype))
-			printf("  %12s  %12s  %12s  %llu\n", "-", "-", "-", (unsigned long long)t->nelem);
+			printf("  %12s  %12s  %12s  %llu\n", "-", "-", "-", (unsigned long long)fg_tensor_nelem(t));
 		else
 			printf("\n");
 	}

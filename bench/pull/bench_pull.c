@@ -158,9 +158,9 @@ int main(int argc, char **argv)
 					return 3;
 			}
 			norms[n_norms++] = (struct fg_pull_range){
-				names[i], st[i]->data_start + ts->begin, ts->end - ts->begin, NULL
+				names[i], st[i]->data_start + ts->begin, fg_tensor_bytes(ts), NULL
 			};
-			norm_bytes += ts->end - ts->begin;
+			norm_bytes += fg_tensor_bytes(ts);
 		}
 	}
 	if (fg_pull_ranges(p, norms, n_norms, &err))

@@ -209,15 +209,15 @@ static int trial_build(struct trial *t, const struct fg_inspect *src, const stru
 
 		x->name = e->name;
 		x->dtype = e->dtype;
-		x->rank = e->rank;
-		memcpy(x->shape, e->shape, sizeof(x->shape));
-		fg_shape_nelem(e->shape, e->rank, &x->nelem);
-		x->end = fg_plan_entry_bytes(e);
+		x->rank = (unsigned)e->rank & 7u; /* a plan entry has at most FG_ST_MAX_RANK */
+		x->shape = e->shape; /* the plan's entries outlive the trial's tensors */
 		if (is_norm_entry(e)) {
 			if (e->op == FG_OP_VIEW) {
 				x->data = e->src->data;
 			} else {
-				t->bufs[i] = malloc(x->end ? (size_t)x->end : 1);
+				uint64_t bytes = fg_plan_entry_bytes(e);
+
+				t->bufs[i] = malloc(bytes ? (size_t)bytes : 1);
 				if (!t->bufs[i])
 					return fg_err_set(err, FG_ENOMEM, "out of memory judging layouts");
 				if ((rc = fg_plan_materialize(&t->plan, e, t->bufs[i], err)))

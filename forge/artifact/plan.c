@@ -883,10 +883,10 @@ static int fp8_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t row
 	(void)o;
 	if (s->dtype != FG_DT_F32) {
 		/* quant/fp8.c reads F32 grids: widen a BF16 grid (it is tiny). */
-		widened = malloc((size_t)s->nelem * sizeof(float) + 1);
+		widened = malloc((size_t)fg_tensor_nelem(s) * sizeof(float) + 1);
 		if (!widened)
 			return fg_err_set(err, FG_ENOMEM, "out of memory for '%s'", s->name);
-		fg_dtype_to_f32(s->dtype, s->data, widened, (size_t)s->nelem);
+		fg_dtype_to_f32(s->dtype, s->data, widened, (size_t)fg_tensor_nelem(s));
 	}
 	fg_art_will_read(t, row0 * cols, n * cols);
 	for (uint64_t r = row0; !rc && r < row0 + n; r += FP8_BAND_ROWS) {
@@ -920,10 +920,10 @@ static int dequant_rows(const struct fg_plan_entry *o, const void *ctx, uint64_t
 		rc = fg_qformat_dequant_rows_bf16(&q->f, &q->m, (size_t)row0, (size_t)n, (uint16_t *)(void *)dst, err);
 	for (uint64_t g = row0; !rc && experts && g < row0 + n;) {
 		uint64_t e = g / out, r = g % out, k = min_u64(out - r, row0 + n - g);
-		struct fg_tensor views[FG_QR_COUNT];
+		struct fg_qslice views;
 		struct fg_qmodule slice;
 
-		fg_qmod_slice(q, e, views, &slice);
+		fg_qmod_slice(q, e, &views, &slice);
 		rc = fg_qformat_dequant_rows_bf16(&q->f, &slice, (size_t)r, (size_t)k,
 						  (uint16_t *)(void *)(dst + (g - row0) * row_bytes), err);
 		g += k;

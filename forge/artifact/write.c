@@ -181,7 +181,7 @@ static int write_shard(struct forge *f, size_t idx, uint64_t *base, struct fg_er
 		keep[n_keep].name = t->name;
 		keep[n_keep].dtype = t->dtype;
 		keep[n_keep].rank = t->rank;
-		memcpy(keep[n_keep].shape, t->shape, sizeof(t->shape));
+		memcpy(keep[n_keep].shape, t->shape, sizeof(keep[n_keep].shape));
 		ctx[n_keep].f = f;
 		ctx[n_keep].t = t;
 		keep[n_keep].span = span_kept;

@@ -144,43 +144,59 @@ static size_t utf8_bad_at(const uint8_t *s, size_t len)
 }
 
 /*
- * Find name in the table; returns the slot holding it, or the empty slot where
- * it would go.  n_slots is a power of two larger than the tensor count.
+ * The name table: n_slots slots (at least 1.5 per tensor, not a power of
+ * two: a file of 22,000 tensors would round 33,000 up to 65,536) of index + 1,
+ * 0 = empty, 16 bits wide when every index + 1 fits, probed linearly from
+ * the slot the hash's high bits pick (h * n_slots / 2^32).
  */
+static inline size_t slot_get(const struct fg_st_file *f, size_t i)
+{
+	return f->slots16 ? f->slots16[i] : f->slots[i];
+}
+
+static inline size_t slot_first(const struct fg_st_file *f, uint32_t h)
+{
+	return (size_t)(((uint64_t)h * f->n_slots) >> 32);
+}
+
+static inline size_t slot_next(const struct fg_st_file *f, size_t i)
+{
+	return i + 1 == f->n_slots ? 0 : i + 1;
+}
+
+/* The slot holding name (hash h), or the empty slot where it would go. */
 static size_t slot_of_h(const struct fg_st_file *f, const char *name, uint32_t h)
 {
-	size_t mask = f->n_slots - 1;
-	size_t i = (size_t)h & mask;
+	size_t i = slot_first(f, h), k;
 
-	while (f->slots[i]) {
-		const struct fg_tensor *t = &f->tensors[f->slots[i] - 1];
+	while ((k = slot_get(f, i))) {
+		const struct fg_tensor *t = &f->tensors[k - 1];
 
 		if (t->hash == h && strcmp(t->name, name) == 0)
 			break;
-		i = (i + 1) & mask;
+		i = slot_next(f, i);
 	}
 	return i;
 }
 
 const struct fg_tensor *fg_st_find(const struct fg_st_file *f, const char *name)
 {
-	size_t i;
+	size_t k;
 
 	if (!f || !f->n_slots)
 		return NULL;
-	i = slot_of_h(f, name, fg_st_name_hash(name, strlen(name)));
-	return f->slots[i] ? &f->tensors[f->slots[i] - 1] : NULL;
+	k = slot_get(f, slot_of_h(f, name, fg_st_name_hash(name, strlen(name))));
+	return k ? &f->tensors[k - 1] : NULL;
 }
 
 const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *name, size_t len, uint32_t h)
 {
-	size_t mask, i;
+	size_t i, k;
 
 	if (!f || !f->n_slots)
 		return NULL;
-	mask = f->n_slots - 1;
-	for (i = (size_t)h & mask; f->slots[i]; i = (i + 1) & mask) {
-		const struct fg_tensor *t = &f->tensors[f->slots[i] - 1];
+	for (i = slot_first(f, h); (k = slot_get(f, i)); i = slot_next(f, i)) {
+		const struct fg_tensor *t = &f->tensors[k - 1];
 
 		if (t->hash == h && memcmp(t->name, name, len) == 0 && t->name[len] == '\0')
 			return t;
@@ -196,6 +212,18 @@ const char *fg_st_meta(const struct fg_st_file *f, const char *key)
 	return NULL;
 }
 
+/* A checkpoint holds hundreds of thousands of tensors: the table's bytes per tensor are counted. */
+_Static_assert(sizeof(struct fg_tensor) == 40, "struct fg_tensor is 40 bytes");
+
+/* A chunk of a file's shape pool (see intern_shape). */
+#define SHAPES_PER_CHUNK 64
+
+struct fg_st_shapes {
+	struct fg_st_shapes *next;
+	size_t used;
+	uint64_t dims[SHAPES_PER_CHUNK][FG_ST_MAX_RANK];
+};
+
 void fg_st_close(struct fg_st_file *f)
 {
 	if (!f)
@@ -207,9 +235,16 @@ void fg_st_close(struct fg_st_file *f)
 		free(f->tensors);
 		free(f->strings);
 	}
+	while (f->shapes) { /* even in a slab: a slab's tensors are not read after their file is closed */
+		struct fg_st_shapes *c = f->shapes;
+
+		f->shapes = c->next;
+		free(c);
+	}
 	free(f->meta);
 	free(f->meta_text);
 	free(f->slots);
+	free(f->slots16);
 	free(f);
 }
 
@@ -568,12 +603,54 @@ struct dtype_cache {
 	enum fg_dtype dt;
 };
 
+/*
+ * ---- The shape pool ----
+ *
+ * Each distinct shape of a file is kept once, FG_ST_MAX_RANK dimensions
+ * padded with zeros, in malloc'd chunks that never move (the classifier and every
+ * later reader hold pointers into them).  A parse remembers the last few
+ * shapes it kept and reuses one that matches: the tensors of a real file
+ * take a handful of shapes, in runs (an expert's three projections).  A
+ * file whose shapes all differ keeps one per tensor, 48 bytes each, which
+ * its header text paid for in full.
+ */
+#define SHAPE_RECENT 8
+
+struct shape_intern {
+	struct fg_st_file *f;
+	const uint64_t *recent[SHAPE_RECENT];
+	unsigned next;         /* the slot of recent the next new shape takes */
+};
+
+/* A pointer to dims (FG_ST_MAX_RANK of them) kept in f's pool; NULL when out of memory. */
+static const uint64_t *intern_shape(struct shape_intern *si, const uint64_t *dims)
+{
+	struct fg_st_shapes *c = si->f->shapes;
+	uint64_t *kept;
+
+	for (unsigned i = 0; i < SHAPE_RECENT && si->recent[i]; i++)
+		if (memcmp(si->recent[i], dims, sizeof(uint64_t) * FG_ST_MAX_RANK) == 0)
+			return si->recent[i];
+	if (!c || c->used == SHAPES_PER_CHUNK) {
+		if (!(c = malloc(sizeof(*c))))
+			return NULL;
+		c->used = 0;
+		c->next = si->f->shapes;
+		si->f->shapes = c;
+	}
+	kept = c->dims[c->used++];
+	memcpy(kept, dims, sizeof(uint64_t) * FG_ST_MAX_RANK);
+	si->recent[si->next] = kept;
+	si->next = (si->next + 1) % SHAPE_RECENT;
+	return kept;
+}
+
 /* The checks of one entry, in the order (and with the words) of the tree-based reader. */
 static int check_entry(struct fg_tensor *t, const struct entry *e, bool is_object, struct dtype_cache *dc,
-		       const char *label, struct fg_err *err)
+		       struct shape_intern *si, const char *label, struct fg_err *err)
 {
 	const char *why;
-	uint64_t nbytes, b, x;
+	uint64_t nbytes, nelem, b, x, dims[FG_ST_MAX_RANK] = { 0 };
 
 	if (!is_object)
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': entry is not a JSON object",
@@ -584,9 +661,12 @@ static int check_entry(struct fg_tensor *t, const struct entry *e, bool is_objec
 	if (dc->len && e->dtype_len == dc->len && memcmp(e->dtype, dc->name, dc->len) == 0) {
 		t->dtype = dc->dt;
 	} else {
-		if (e->dtype_len >= sizeof(e->dtype) || fg_dtype_parse(e->dtype, &t->dtype) != 0)
+		enum fg_dtype dt;
+
+		if (e->dtype_len >= sizeof(e->dtype) || fg_dtype_parse(e->dtype, &dt) != 0)
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': unknown dtype '%.15s'",
 					  label, t->name, e->dtype);
+		t->dtype = dt;
 		memcpy(dc->name, e->dtype, e->dtype_len);
 		dc->len = e->dtype_len;
 		dc->dt = t->dtype;
@@ -598,16 +678,15 @@ static int check_entry(struct fg_tensor *t, const struct entry *e, bool is_objec
 		if (i == FG_ST_MAX_RANK)
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': shape rank exceeds the cap of %d",
 					  label, t->name, FG_ST_MAX_RANK);
-		if (json_u64(&e->shape[i], &t->shape[i], &why) != 0)
+		if (json_u64(&e->shape[i], &dims[i], &why) != 0)
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': shape[%zu] %s",
 					  label, t->name, i, why);
 	}
-	t->rank = (int)e->rank;
-	if (fg_shape_nelem(t->shape, t->rank, &t->nelem) != 0 ||
-	    t->nelem > UINT64_MAX / fg_dtype_size(t->dtype))
+	t->rank = (unsigned)e->rank & 7u; /* at most FG_ST_MAX_RANK, checked above */
+	if (fg_shape_nelem(dims, t->rank, &nelem) != 0 || nelem > UINT64_MAX / fg_dtype_size(t->dtype))
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': element count of its shape overflows",
 				  label, t->name);
-	nbytes = t->nelem * fg_dtype_size(t->dtype);
+	nbytes = nelem * fg_dtype_size(t->dtype);
 	if (e->offsets_kind != FG_JL_ARRAY || e->n_offs != 2)
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': \"data_offsets\" is not a [begin, end] pair",
 				  label, t->name);
@@ -624,9 +703,10 @@ static int check_entry(struct fg_tensor *t, const struct entry *e, bool is_objec
 		return fg_err_set(err, FG_EINPUT,
 				  "%s: tensor '%s': data_offsets span %llu bytes but %s x %llu elements need %llu",
 				  label, t->name, (unsigned long long)(x - b), fg_dtype_name(t->dtype),
-				  (unsigned long long)t->nelem, (unsigned long long)nbytes);
+				  (unsigned long long)nelem, (unsigned long long)nbytes);
+	if (!(t->shape = intern_shape(si, dims)))
+		return fg_err_set(err, FG_ENOMEM, "%s: out of memory for the shape of tensor '%s'", label, t->name);
 	t->begin = b;
-	t->end = x;
 	return 0;
 }
 
@@ -636,8 +716,8 @@ static int cmp_offsets(const void *pa, const void *pb)
 
 	if (a->begin != b->begin)
 		return a->begin < b->begin ? -1 : 1;
-	if (a->end != b->end)
-		return a->end < b->end ? -1 : 1;
+	if (fg_tensor_end(a) != fg_tensor_end(b))
+		return fg_tensor_end(a) < fg_tensor_end(b) ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
@@ -786,11 +866,12 @@ static int check_tiling(const struct fg_st_file *f, uint64_t data_len, const cha
 
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		const struct fg_tensor *t = &f->tensors[i];
+		uint64_t end = fg_tensor_end(t);
 
-		if (t->end > data_len)
+		if (end > data_len)
 			return fg_err_set(err, FG_EINPUT,
 					  "%s: tensor '%s': data_offsets end %llu runs past the %llu-byte data section",
-					  label, t->name, (unsigned long long)t->end,
+					  label, t->name, (unsigned long long)end,
 					  (unsigned long long)data_len);
 		if (t->begin < expect)
 			return fg_err_set(err, FG_EINPUT,
@@ -802,7 +883,7 @@ static int check_tiling(const struct fg_st_file *f, uint64_t data_len, const cha
 					  "%s: gap of %llu unused bytes at data offset %llu before tensor '%s'",
 					  label, (unsigned long long)(t->begin - expect),
 					  (unsigned long long)expect, t->name);
-		expect = t->end;
+		expect = end;
 	}
 	if (expect != data_len)
 		return fg_err_set(err, FG_EINPUT,
@@ -1048,24 +1129,31 @@ static void prefault_write(void *p, size_t len)
 #endif
 }
 
-/* The name hash table: slots of index + 1, at most 2/3 full. */
+/* The name table (see slot_get): at most 2/3 full. */
 static int build_slots(struct fg_st_file *f, const char *label, struct fg_err *err)
 {
-	size_t slots = 8;
+	size_t slots = f->n_tensors + f->n_tensors / 2 + 2;
+	int narrow = f->n_tensors < UINT16_MAX;
+	size_t width = narrow ? sizeof(*f->slots16) : sizeof(*f->slots);
+	void *table = calloc(slots, width);
 
-	while (slots < f->n_tensors + f->n_tensors / 2 + 2)
-		slots <<= 1;
-	f->slots = calloc(slots, sizeof(*f->slots));
-	if (!f->slots)
+	if (!table)
 		return fg_err_set(err, FG_ENOMEM, "%s: out of memory for %zu tensors", label, f->n_tensors);
-	prefault_write(f->slots, slots * sizeof(*f->slots));
+	if (narrow)
+		f->slots16 = table;
+	else
+		f->slots = table;
+	prefault_write(table, slots * width);
 	f->n_slots = slots;
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		size_t s = slot_of_h(f, f->tensors[i].name, f->tensors[i].hash);
 
-		if (f->slots[s])
+		if (slot_get(f, s))
 			return fg_err_set(err, FG_EINPUT, "%s: duplicate tensor name '%s'", label, f->tensors[i].name);
-		f->slots[s] = (uint32_t)(i + 1);
+		if (narrow)
+			f->slots16[s] = (uint16_t)(i + 1);
+		else
+			f->slots[s] = (uint32_t)(i + 1);
 	}
 	return 0;
 }
@@ -1100,6 +1188,7 @@ static int read_table(void *ctx, struct fg_err *err)
 	struct arena a = { NULL, 0 };
 	struct fg_st_slab *slab = job->opts ? job->opts->slab : NULL;
 	struct dtype_cache dc = { "", 0, FG_DT_F32 };
+	struct shape_intern si = { .f = f };
 	size_t bad, tcap, mcap = 0;
 	bool first = true, seen_meta = false, is_object, escaped = false;
 	int rc;
@@ -1183,7 +1272,7 @@ static int read_table(void *ctx, struct fg_err *err)
 			/* Escaped keys of the entry decode into the arena's free middle (never kept). */
 			goto syntax;
 		}
-		rc = check_entry(t, &e, is_object, &dc, label, err);
+		rc = check_entry(t, &e, is_object, &dc, &si, label, err);
 		if (rc) {
 			if (!json_ok(hdr, hlen))
 				goto syntax;

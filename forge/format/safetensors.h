@@ -38,22 +38,49 @@
 
 /*
  * One tensor of a file: a borrowed view, valid while its fg_st_file lives.
- * facts and skip belong to the layer that opened the file (the classifier
- * of struct fg_st_parse_opts fills them once, at parse time); hash is
- * fg_st_name_hash of the name.
+ * shape points at FG_ST_MAX_RANK dimensions (zero past rank) in storage
+ * that outlives the view: the file's pool of distinct shapes (a file of
+ * 20,000 experts has a handful), or, for a view built elsewhere, its
+ * builder's.  Its element count and end offset follow from shape, dtype
+ * and begin (fg_tensor_nelem, fg_tensor_end), which the reader checks
+ * against the header's data_offsets.  facts and skip belong to the layer
+ * that opened the file (the classifier of struct fg_st_parse_opts fills
+ * them once, at parse time); hash is fg_st_name_hash of the name.  40
+ * bytes: a checkpoint holds hundreds of thousands of them.
  */
 struct fg_tensor {
 	const char *name;
 	const uint8_t *data;  /* the tensor's bytes once read or mapped, else NULL */
-	uint64_t shape[FG_ST_MAX_RANK];
-	uint64_t nelem;
-	uint64_t begin, end;  /* offsets into the data section */
-	enum fg_dtype dtype;
-	int rank;
-	uint8_t skip;         /* classifier's: bytes of container prefixes before the name's body */
-	uint16_t facts;       /* classifier's: 0 when not classified */
+	const uint64_t *shape;
+	uint64_t begin;       /* offset into the data section */
 	uint32_t hash;
+	uint16_t facts;       /* classifier's: 0 when not classified */
+	uint8_t skip;         /* classifier's: bytes of container prefixes before the name's body */
+	enum fg_dtype dtype : 5;
+	unsigned rank : 3;    /* at most FG_ST_MAX_RANK */
 };
+
+/* Element count of t (the product of its dimensions; 1 for a scalar). */
+static inline uint64_t fg_tensor_nelem(const struct fg_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (int i = 0; i < t->rank; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+/* Bytes of a tensor's data. */
+static inline uint64_t fg_tensor_bytes(const struct fg_tensor *t)
+{
+	return fg_tensor_nelem(t) * fg_dtype_size(t->dtype);
+}
+
+/* The tensor's end offset in the data section. */
+static inline uint64_t fg_tensor_end(const struct fg_tensor *t)
+{
+	return t->begin + fg_tensor_bytes(t);
+}
 
 /*
  * Options of a parse: classify(t, name_len, ctx), when not NULL, is called
@@ -72,7 +99,8 @@ struct fg_st_parse_opts {
  * mappings (huge pages where the kernel gives them), so that a checkpoint
  * of 100,000 tensors does not pay a page fault per 4 KiB of them.  A file
  * parsed with opts->slab keeps its table and names there: they live until
- * fg_st_slab_free, which must come after fg_st_close of every such file.
+ * fg_st_slab_free, which must come after fg_st_close of every such file
+ * (a tensor is read only while its file is open: its shape is the file's).
  * One thread at a time may parse into a slab.
  */
 struct fg_st_slab;
@@ -107,7 +135,9 @@ struct fg_st_file {
 	int in_slab;                /* tensors and strings belong to a fg_st_slab */
 	int plain_names;            /* no tensor key of the header had an escape */
 	uint32_t *slots;            /* name hash table, index + 1, 0 = empty */
+	uint16_t *slots16;          /* the same, narrow, for a file of under 65,535 tensors (slots is NULL then) */
 	size_t n_slots;
+	struct fg_st_shapes *shapes; /* the pool the tensors' shapes point into, freed at fg_st_close */
 };
 
 /*
@@ -187,12 +217,6 @@ const struct fg_tensor *fg_st_find_n(const struct fg_st_file *f, const char *nam
 
 /* The metadata value for key, or NULL. */
 const char *fg_st_meta(const struct fg_st_file *f, const char *key);
-
-/* Bytes of a tensor's data (end - begin). */
-static inline uint64_t fg_tensor_bytes(const struct fg_tensor *t)
-{
-	return t->end - t->begin;
-}
 
 /*
  * Where a run of a tensor's bytes already is (fg_st_out.span): data points

@@ -293,10 +293,10 @@ static int fetch_norms(struct fg_inspect *r, struct fg_err *err)
 		for (size_t i = 0; i < r->sets[s].set.n_tensors; i++) {
 			const struct fg_tensor *t = r->sets[s].set.tensors[i];
 			/* a head's compressed-tensors weight_shape (two integers) gives its dequantized shape */
-			int shape = r->sets[s].role != FG_ROLE_TRUNK && t->rank == 1 && t->nelem <= 8 &&
+			int shape = r->sets[s].role != FG_ROLE_TRUNK && t->rank == 1 && fg_tensor_nelem(t) <= 8 &&
 				    fg_str_ends_with(t->name, ".weight_shape");
 
-			if (!shape && (t->rank != 1 || t->nelem > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
+			if (!shape && (t->rank != 1 || fg_tensor_nelem(t) > FG_NORM_MAX_ELEMS || !fg_dtype_is_float(t->dtype) ||
 				       fg_tensor_norm_class(t) == FG_NAME_NOT_NORM))
 				continue;
 			want[n++] = t;
@@ -587,7 +587,7 @@ static int build_head_inputs(struct fg_inspect *r, struct fg_err *err)
 			return fg_err_set(err, FG_ENOMEM, "out of memory");
 		h->tensor_file = tf;
 		for (size_t k = 0; k < sr->set.n_tensors; k++) {
-			tf[k] = file_index(c, sr->set.tensor_files[k], &last);
+			tf[k] = file_index(c, fg_tset_file(&sr->set, k), &last);
 			h->experts |= fg_inspect_expert_layout(sr->set.tensors[k], &dims);
 		}
 		if (sr->role == FG_ROLE_EMBEDDED_HEAD && c->n_mismatch && sr->set.n_tensors) {
@@ -1399,7 +1399,7 @@ static int verdict_precision(struct fg_inspect *r)
 			if (!summed16)
 				continue;
 			narrow++;
-			for (uint64_t k = 0; k < nm->t->nelem; k++) {
+			for (uint64_t k = 0; k < fg_tensor_nelem(nm->t); k++) {
 				double w = fg_dtype_load_f64(dt, nm->t->data, (size_t)k), e;
 
 				if (!isfinite(w))

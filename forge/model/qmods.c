@@ -150,18 +150,18 @@ uint64_t fg_qmod_stacked(const struct fg_qmod *q)
 
 int fg_qmod_fits(const struct fg_qmod *q, const struct fg_qformat *f, struct fg_qdims *dims, struct fg_err *err)
 {
-	struct fg_tensor views[FG_QR_COUNT];
+	struct fg_qslice views;
 	struct fg_qmodule slice;
 	struct fg_qmod as = *q;
 
 	as.f = *f;
 	if (!fg_qmod_stacked(&as))
 		return fg_qformat_check(f, &q->m, dims, err);
-	fg_qmod_slice(&as, 0, views, &slice);
+	fg_qmod_slice(&as, 0, &views, &slice);
 	return fg_qformat_check(f, &slice, dims, err);
 }
 
-void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[FG_QR_COUNT],
+void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_qslice *v,
 		   struct fg_qmodule *out)
 {
 	uint64_t experts = fg_qmod_stacked(q);
@@ -173,26 +173,24 @@ void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[F
 
 		if (!t)
 			continue;
-		views[r] = *t;
+		v->views[r] = *t;
+		memset(v->shapes[r], 0, sizeof(v->shapes[r]));
 		if (experts && t->rank == 3 && t->shape[0] == experts) {
-			views[r].rank = 2;
-			views[r].shape[0] = t->shape[1];
-			views[r].shape[1] = t->shape[2];
-			views[r].shape[2] = 0;
+			v->views[r].rank = 2;
+			v->shapes[r][0] = t->shape[1];
+			v->shapes[r][1] = t->shape[2];
 			per = t->shape[1] * t->shape[2];
 		} else if (experts && t->rank == 2 && t->shape[0] == experts) {
-			views[r].rank = 1; /* a stacked linear bias [E, out] */
-			views[r].shape[0] = t->shape[1];
-			views[r].shape[1] = 0;
+			v->views[r].rank = 1; /* a stacked linear bias [E, out] */
+			v->shapes[r][0] = t->shape[1];
 			per = t->shape[1];
 		}
 		if (per) {
-			views[r].nelem = per;
-			views[r].begin = t->begin + e * per * fg_dtype_size(t->dtype);
-			views[r].end = views[r].begin + per * fg_dtype_size(t->dtype);
-			views[r].data = t->data ? t->data + e * per * fg_dtype_size(t->dtype) : NULL;
+			v->views[r].shape = v->shapes[r];
+			v->views[r].begin = t->begin + e * per * fg_dtype_size(t->dtype);
+			v->views[r].data = t->data ? t->data + e * per * fg_dtype_size(t->dtype) : NULL;
 		}
-		out->t[r] = &views[r];
+		out->t[r] = &v->views[r];
 	}
 }
 

@@ -64,13 +64,20 @@ int fg_qmods_scan(const struct fg_tset *set, const struct fg_qconfig *cfg, const
 
 void fg_qmods_release(struct fg_qmods *q);
 
+/* The views of one expert's slice and the shapes they point at (fg_qmod_slice). */
+struct fg_qslice {
+	struct fg_tensor views[FG_QR_COUNT];
+	uint64_t shapes[FG_QR_COUNT][FG_ST_MAX_RANK];
+};
+
 /*
  * Expert e's 2-D slices of a stacked MLX module (weight [E, out, words],
- * scales and biases [E, out, groups], a linear bias [E, out]) into views,
- * and out filed with them; other tensors are shared as they are.  The views'
- * data point into e's part (NULL when the tensors have no data yet).
+ * scales and biases [E, out, groups], a linear bias [E, out]) into v, and
+ * out filed with them; other tensors are shared as they are.  The views'
+ * data point into e's part (NULL when the tensors have no data yet); their
+ * shapes are v's, so out is valid while v is (not to be copied away).
  */
-void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_tensor views[FG_QR_COUNT],
+void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_qslice *v,
 		   struct fg_qmodule *out);
 
 /*

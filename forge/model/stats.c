@@ -114,13 +114,15 @@ int fg_tstats_compute(const struct fg_tensor *t, struct fg_tstats *out)
 	double dbuf[CHUNK];
 	size_t esize;
 
-	if (!fg_dtype_is_float(t->dtype) || (!t->data && t->nelem))
+	uint64_t nelem = fg_tensor_nelem(t);
+
+	if (!fg_dtype_is_float(t->dtype) || (!t->data && nelem))
 		return FG_EUSAGE;
 	memset(&s, 0, sizeof(s));
-	s.count = t->nelem;
+	s.count = nelem;
 	esize = fg_dtype_size(t->dtype);
-	for (uint64_t i = 0; i < t->nelem; i += CHUNK) {
-		size_t len = t->nelem - i < CHUNK ? (size_t)(t->nelem - i) : CHUNK;
+	for (uint64_t i = 0; i < nelem; i += CHUNK) {
+		size_t len = nelem - i < CHUNK ? (size_t)(nelem - i) : CHUNK;
 		const uint8_t *src = t->data + i * esize;
 
 		if (t->dtype == FG_DT_F64) {

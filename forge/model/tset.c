@@ -25,7 +25,7 @@ void fg_tset_release(struct fg_tset *s)
 		return;
 	free(s->name);
 	free(s->tensors);
-	free(s->tensor_files);
+	free(s->runs);
 	free(s->norms);
 	memset(s, 0, sizeof(*s));
 }
@@ -33,17 +33,32 @@ void fg_tset_release(struct fg_tset *s)
 int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
 		struct fg_err *err)
 {
-	/* Two parallel arrays, one capacity: each grows from the same cap to the same new one. */
-	size_t cap_t = s->cap, cap_f = s->cap;
+	/* A file per run of tensors, not per tensor: a trunk of 400,000 tensors comes from a few dozen files. */
+	int new_run = !s->n_runs || s->runs[s->n_runs - 1].file != file;
 
-	if (FG_GROW(s->tensors, s->n_tensors + 1, cap_t) || FG_GROW(s->tensor_files, s->n_tensors + 1, cap_f))
+	if (FG_GROW(s->tensors, s->n_tensors + 1, s->cap) ||
+	    (new_run && FG_GROW(s->runs, s->n_runs + 1, s->cap_runs)))
 		return fg_err_set(err, FG_ENOMEM, "out of memory for tensor set '%s'", s->name);
-	assert(cap_t == cap_f);
-	s->cap = cap_t;
-	s->tensors[s->n_tensors] = t;
-	s->tensor_files[s->n_tensors] = file;
-	s->n_tensors++;
+	if (new_run)
+		s->runs[s->n_runs++] = (struct fg_tset_run){ s->n_tensors, file };
+	s->tensors[s->n_tensors++] = t;
 	return 0;
+}
+
+const char *fg_tset_file(const struct fg_tset *s, size_t i)
+{
+	size_t lo = 0, hi = s->n_runs; /* the last run whose from <= i is in [lo, hi) */
+
+	assert(i < s->n_tensors && s->n_runs);
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->runs[mid].from <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return s->runs[lo].file;
 }
 
 int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
@@ -65,14 +80,14 @@ int fg_tset_measure(struct fg_tset *s, struct fg_err *err)
 
 		if (cls == FG_NAME_NOT_NORM)
 			continue;
-		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || t->nelem > FG_NORM_MAX_ELEMS || (!t->data && t->nelem)) {
+		if (t->rank != 1 || !fg_dtype_is_float(t->dtype) || fg_tensor_nelem(t) > FG_NORM_MAX_ELEMS || (!t->data && fg_tensor_nelem(t))) {
 			if (!s->n_bad_norms++)
 				s->bad_norm = t->name;
 			continue;
 		}
 		nm = &s->norms[s->n_norms++];
 		nm->t = t;
-		nm->file = s->tensor_files[i];
+		nm->file = fg_tset_file(s, i);
 		nm->cls = cls;
 		fg_tstats_compute(t, &nm->st);
 		nm->all_zero = nm->st.nonfinite == 0 && nm->st.count > 0 &&

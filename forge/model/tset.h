@@ -38,7 +38,6 @@ struct fg_tset {
 	const char *file;            /* the sidecar's file for sidecar sets, else NULL */
 	size_t n_tensors;
 	const struct fg_tensor **tensors;  /* borrowed views, in discovery order */
-	const char **tensor_files;   /* parallel to tensors */
 	size_t n_norms;
 	struct fg_norm *norms;
 	size_t n_quantized;          /* quantized modules of any format (qmods.h; inspect counts them,
@@ -48,6 +47,14 @@ struct fg_tset {
 	const char *bad_norm;        /* the first of them */
 	/* private */
 	size_t cap;
+	struct fg_tset_run *runs;    /* the files of the tensors, by runs (fg_tset_file) */
+	size_t n_runs, cap_runs;
+};
+
+/* Tensors [from, the next run's from) of a set come from file (tensors are added file by file). */
+struct fg_tset_run {
+	size_t from;
+	const char *file;
 };
 
 /*
@@ -58,7 +65,10 @@ struct fg_tset {
 int fg_tset_init(struct fg_tset *s, const char *name, struct fg_err *err);
 void fg_tset_release(struct fg_tset *s);
 
-/* Add a tensor (borrowed, with its file's name) to the set. */
+/* The file of s->tensors[i] (i < s->n_tensors), as it was given to fg_tset_add.  O(log files). */
+const char *fg_tset_file(const struct fg_tset *s, size_t i);
+
+/* Add a tensor (borrowed, with its file's name, also borrowed) to the set. */
 int fg_tset_add(struct fg_tset *s, const struct fg_tensor *t, const char *file,
 		struct fg_err *err);
 

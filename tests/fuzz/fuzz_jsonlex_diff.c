@@ -115,7 +115,7 @@ static void same_file(const struct fg_st_file *a, const struct fg_st_file *b)
 		const struct fg_tensor *x = &a->tensors[i], *y = &b->tensors[i];
 
 		if (strcmp(x->name, y->name) || x->dtype != y->dtype || x->rank != y->rank || x->begin != y->begin ||
-		    x->end != y->end || x->nelem != y->nelem ||
+		    fg_tensor_end(x) != fg_tensor_end(y) || fg_tensor_nelem(x) != fg_tensor_nelem(y) ||
 		    memcmp(x->shape, y->shape, (size_t)x->rank * sizeof(x->shape[0])))
 			__builtin_trap();
 		if (fg_st_find(a, x->name) != x)

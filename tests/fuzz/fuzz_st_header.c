@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (fg_st_find(f, t->name) != t)
 			__builtin_trap();
-		if (t->end > f->file_size - f->data_start)
+		if (fg_tensor_end(t) > f->file_size - f->data_start)
 			__builtin_trap();
 		fg_tstats_compute(t, &s);
 	}

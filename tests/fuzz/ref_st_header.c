@@ -158,7 +158,8 @@ static int parse_tensor(struct fg_tensor *t, const cJSON *entry, const char *lab
 {
 	const cJSON *dtype, *shape, *offsets, *dim;
 	const char *why;
-	uint64_t nbytes, b, e;
+	uint64_t nbytes, nelem, b, e;
+	enum fg_dtype dt;
 	int rank = 0;
 
 	if (!cJSON_IsObject(entry))
@@ -170,9 +171,10 @@ static int parse_tensor(struct fg_tensor *t, const cJSON *entry, const char *lab
 	if (!cJSON_IsString(dtype))
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': missing or non-string \"dtype\"",
 				  label, t->name);
-	if (fg_dtype_parse(dtype->valuestring, &t->dtype) != 0)
+	if (fg_dtype_parse(dtype->valuestring, &dt) != 0)
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': unknown dtype '%.64s'",
 				  label, t->name, dtype->valuestring);
+	t->dtype = dt;
 	if (!cJSON_IsArray(shape))
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': missing or non-array \"shape\"",
 				  label, t->name);
@@ -180,17 +182,16 @@ static int parse_tensor(struct fg_tensor *t, const cJSON *entry, const char *lab
 		if (rank == FG_ST_MAX_RANK)
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': shape rank exceeds the cap of %d",
 					  label, t->name, FG_ST_MAX_RANK);
-		if (json_u64(dim, &t->shape[rank], &why) != 0)
+		if (json_u64(dim, &((uint64_t *)(uintptr_t)t->shape)[rank], &why) != 0)
 			return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': shape[%d] %s",
 					  label, t->name, rank, why);
 		rank++;
 	}
-	t->rank = rank;
-	if (ref_shape_nelem(t->shape, rank, &t->nelem) != 0 ||
-	    t->nelem > UINT64_MAX / fg_dtype_size(t->dtype))
+	t->rank = (unsigned)rank & 7u;
+	if (ref_shape_nelem(t->shape, rank, &nelem) != 0 || nelem > UINT64_MAX / fg_dtype_size(t->dtype))
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': element count of its shape overflows",
 				  label, t->name);
-	nbytes = t->nelem * fg_dtype_size(t->dtype);
+	nbytes = nelem * fg_dtype_size(t->dtype);
 	if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
 		return fg_err_set(err, FG_EINPUT, "%s: tensor '%s': \"data_offsets\" is not a [begin, end] pair",
 				  label, t->name);
@@ -207,9 +208,8 @@ static int parse_tensor(struct fg_tensor *t, const cJSON *entry, const char *lab
 		return fg_err_set(err, FG_EINPUT,
 				  "%s: tensor '%s': data_offsets span %llu bytes but %s x %llu elements need %llu",
 				  label, t->name, (unsigned long long)(e - b), fg_dtype_name(t->dtype),
-				  (unsigned long long)t->nelem, (unsigned long long)nbytes);
+				  (unsigned long long)nelem, (unsigned long long)nbytes);
 	t->begin = b;
-	t->end = e;
 	return 0;
 }
 
@@ -248,8 +248,8 @@ static int cmp_offsets(const void *pa, const void *pb)
 
 	if (a->begin != b->begin)
 		return a->begin < b->begin ? -1 : 1;
-	if (a->end != b->end)
-		return a->end < b->end ? -1 : 1;
+	if (fg_tensor_end(a) != fg_tensor_end(b))
+		return fg_tensor_end(a) < fg_tensor_end(b) ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
@@ -262,10 +262,10 @@ static int check_tiling(const struct fg_st_file *f, uint64_t data_len, const cha
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		const struct fg_tensor *t = &f->tensors[i];
 
-		if (t->end > data_len)
+		if (fg_tensor_end(t) > data_len)
 			return fg_err_set(err, FG_EINPUT,
 					  "%s: tensor '%s': data_offsets end %llu runs past the %llu-byte data section",
-					  label, t->name, (unsigned long long)t->end,
+					  label, t->name, (unsigned long long)fg_tensor_end(t),
 					  (unsigned long long)data_len);
 		if (t->begin < expect)
 			return fg_err_set(err, FG_EINPUT,
@@ -277,7 +277,7 @@ static int check_tiling(const struct fg_st_file *f, uint64_t data_len, const cha
 					  "%s: gap of %llu unused bytes at data offset %llu before tensor '%s'",
 					  label, (unsigned long long)(t->begin - expect),
 					  (unsigned long long)expect, t->name);
-		expect = t->end;
+		expect = fg_tensor_end(t);
 	}
 	if (expect != data_len)
 		return fg_err_set(err, FG_EINPUT,
@@ -334,7 +334,8 @@ static int parse_header_text(struct fg_st_file *f, const char *hdr, uint64_t hle
 	while (slots < 2 * n + 2)
 		slots <<= 1;
 	f->strings = malloc(strbytes ? strbytes : 1);
-	f->tensors = calloc(n ? n : 1, sizeof(*f->tensors));
+	/* the table, then one shape per tensor (the tensors point at theirs) */
+	f->tensors = calloc(n ? n : 1, sizeof(*f->tensors) + sizeof(uint64_t) * FG_ST_MAX_RANK);
 	f->slots = calloc(slots, sizeof(*f->slots));
 	if (!f->strings || !f->tensors || !f->slots) {
 		rc = fg_err_set(err, FG_ENOMEM, "%s: out of memory for %zu tensors", label, n);
@@ -355,6 +356,7 @@ static int parse_header_text(struct fg_st_file *f, const char *hdr, uint64_t hle
 			continue;
 		}
 		t = &f->tensors[f->n_tensors];
+		t->shape = (const uint64_t *)(void *)(f->tensors + n) + f->n_tensors * FG_ST_MAX_RANK;
 		t->name = arena_put(f->strings, &pos, item->string);
 		rc = parse_tensor(t, item, label, err);
 		if (rc)

@@ -44,6 +44,28 @@ int bench_release(void **state)
 	return 0;
 }
 
+/* Shapes by the chunk, never freed: each chunk is reachable from shape_chunks. */
+struct shape_chunk {
+	struct shape_chunk *next;
+	size_t used;
+	uint64_t dims[1024][FG_ST_MAX_RANK];
+};
+
+static struct shape_chunk *shape_chunks;
+
+uint64_t *test_shape(void)
+{
+	struct shape_chunk *c = shape_chunks;
+
+	if (!c || c->used == 1024) {
+		if (!(c = calloc(1, sizeof(*c))))
+			fail_msg("test_shape: out of memory");
+		c->next = shape_chunks;
+		shape_chunks = c;
+	}
+	return c->dims[c->used++];
+}
+
 /* The next tensor slot, named and added to the set; the caller fills in the rest first. */
 static struct fg_tensor *bench_slot(struct bench *b, const char *name)
 {
@@ -57,6 +79,7 @@ static struct fg_tensor *bench_slot(struct bench *b, const char *name)
 	memset(t, 0, sizeof(*t));
 	snprintf(b->names[b->n], sizeof(b->names[0]), "%s", name);
 	t->name = b->names[b->n];
+	t->shape = test_shape();
 	return t;
 }
 
@@ -77,9 +100,7 @@ struct fg_tensor *bench_tensor(struct bench *b, const char *name, enum fg_dtype 
 		fail_msg("bench: '%s' has %zu elements, at most %d fit", name, n, BENCH_MAX_ELEMS);
 	t->dtype = dt;
 	t->rank = 1;
-	t->shape[0] = n;
-	t->nelem = n;
-	t->end = n * fg_dtype_size(dt);
+	TSHAPE(*t)[0] = n;
 	t->data = (const uint8_t *)&b->data[b->n];
 	bench_commit(b, t);
 	return t;
@@ -92,10 +113,9 @@ struct fg_tensor *bench_shape(struct bench *b, const char *name, enum fg_dtype d
 
 	t->dtype = dt;
 	t->rank = d2 ? 3 : d1 ? 2 : 1;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->shape[2] = d2;
-	t->nelem = d0 * (d1 ? d1 : 1) * (d2 ? d2 : 1);
+	TSHAPE(*t)[0] = d0;
+	TSHAPE(*t)[1] = d1;
+	TSHAPE(*t)[2] = d2;
 	bench_commit(b, t);
 	return t;
 }

@@ -38,6 +38,14 @@
 #define BENCH_MAX_ELEMS   8
 
 /*
+ * A zeroed shape of FG_ST_MAX_RANK dimensions that lives as long as the test
+ * binary, for a tensor a test builds by hand (a struct fg_tensor points at
+ * its shape).  TSHAPE(t) is that shape for writing.
+ */
+uint64_t *test_shape(void);
+#define TSHAPE(t) ((uint64_t *)(uintptr_t)(t).shape)
+
+/*
  * A tensor set under construction and the bytes its tensors point to.  There
  * is one bench per binary (bench_new resets it); it lives outside the test's
  * frame so that bench_release, as a cmocka teardown, frees the set (and the

@@ -393,8 +393,8 @@ static void test_stats_in_f64(void **state)
 	t.name = "model.norm.weight";
 	t.dtype = FG_DT_F64;
 	t.rank = 1;
-	t.shape[0] = t.nelem = 3;
-	t.end = sizeof(v);
+	t.shape = test_shape();
+	TSHAPE(t)[0] = 3;
 	t.data = (const uint8_t *)v;
 	assert_int_equal(fg_tstats_compute(&t, &st), 0);
 	assert_true(st.mean > 1.0);
@@ -487,8 +487,8 @@ static void test_bad_norms(void **state)
 	for (int i = 0; i < 4; i++)
 		b->data[b->n - 1].f32[i] = 2.79f;
 	t->rank = 2;
-	t->shape[0] = 2;
-	t->shape[1] = 2;
+	TSHAPE(*t)[0] = 2;
+	TSHAPE(*t)[1] = 2;
 	/* An integer norm is not a float norm either. */
 	t = bench_tensor(b, "model.layers.1.input_layernorm.weight", FG_DT_I32, 4);
 	(void)t;

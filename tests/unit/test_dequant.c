@@ -58,10 +58,10 @@ static struct fg_tensor tensor(const char *name, enum fg_dtype dt, const void *d
 	memset(&t, 0, sizeof(t));
 	t.name = name;
 	t.dtype = dt;
-	t.rank = rank;
-	t.shape[0] = d0;
-	t.shape[1] = d1;
-	t.nelem = rank == 0 ? 1 : rank == 1 ? d0 : d0 * d1;
+	t.rank = (unsigned)rank & 7u;
+	t.shape = test_shape();
+	TSHAPE(t)[0] = d0;
+	TSHAPE(t)[1] = d1;
 	t.data = data;
 	return t;
 }
@@ -271,6 +271,7 @@ static void load_case(const cJSON *c, struct loaded *L)
 	cJSON_ArrayForEach(e, tensors) {
 		const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape"), *d;
 		enum fg_qrole role;
+		enum fg_dtype dt;
 		struct fg_tensor *t;
 		size_t len, want = 1;
 		int i = 0;
@@ -279,14 +280,15 @@ static void load_case(const cJSON *c, struct loaded *L)
 			fail_msg("golden: role '%s' unknown", e->string);
 		t = &L->t[role];
 		t->name = e->string;
-		if (fg_dtype_parse(jstr(e, "dtype"), &t->dtype))
+		t->shape = test_shape();
+		if (fg_dtype_parse(jstr(e, "dtype"), &dt))
 			fail_msg("golden: dtype '%s' unknown", jstr(e, "dtype"));
+		t->dtype = dt;
 		cJSON_ArrayForEach(d, shape) {
-			t->shape[i++] = (uint64_t)d->valuedouble;
+			TSHAPE(*t)[i++] = (uint64_t)d->valuedouble;
 			want *= (size_t)d->valuedouble;
 		}
-		t->rank = i;
-		t->nelem = want;
+		t->rank = (unsigned)i & 7u;
 		L->data[role] = read_file(jstr(e, "file"), &len);
 		assert_int_equal(len, want * fg_dtype_size(t->dtype));
 		t->data = L->data[role];
@@ -770,7 +772,7 @@ static void test_hand_ct(void **state)
 			   "fits both the padded (< 0.18) and the bitstream (>= 0.18) packing of in = 12", NULL);
 		/* a width only one packing has decides without a version: 21 values */
 		shape[1] = 21;
-		tw.shape[1] = 3; /* padded: ceil(21 / 10); bitstream would be 2 */
+		TSHAPE(tw)[1] = 3; /* padded: ceil(21 / 10); bitstream would be 2 */
 		{
 			uint32_t w[3] = { legacy[0], legacy[0], 0x1A };
 
@@ -897,7 +899,7 @@ static void test_hand_nvfp4(void **state)
 	}
 	/* weight_scale_2 of shape [1] reads the same */
 	h.t_s2.rank = 1;
-	h.t_s2.shape[0] = 1;
+	TSHAPE(h.t_s2)[0] = 1;
 	expect_bf16(&h.f, &h.m, want, 2, 16);
 }
 
@@ -1036,13 +1038,13 @@ static void test_check_gptq(void **state)
 	(void)state;
 #define FRESH() gptq_hand_init(&h, 1, false)
 	FRESH();
-	h.t_sc.shape[1] = 7;
+	TSHAPE(h.t_sc)[1] = 7;
 	REJECT(&h.f, &h.m, "gptq: scales [2, 7] does not fit qweight [2, 8]: expected [G, 8]");
 	FRESH();
-	h.t_qz.shape[1] = 2;
+	TSHAPE(h.t_qz)[1] = 2;
 	REJECT(&h.f, &h.m, "gptq: qzeros [2, 2] does not fit scales [2, 8]: expected [2, 1]");
 	FRESH();
-	h.t_gi.shape[0] = 15;
+	TSHAPE(h.t_gi)[0] = 15;
 	REJECT(&h.f, &h.m, "gptq: qweight [2, 8] does not fit g_idx [15]", "in = 15");
 	FRESH();
 	h.t_qw.dtype = FG_DT_F32;
@@ -1067,12 +1069,12 @@ static void test_check_gptq(void **state)
 	h.f.group = 0;
 	REJECT(&h.f, &h.m, "expected 1 groups for in = 16 at group size -1");
 	FRESH();
-	h.t_sc.shape[1] = 12; /* 12 output columns at 4 bits do not fill qzeros words */
-	h.t_qw.shape[1] = 12;
+	TSHAPE(h.t_sc)[1] = 12; /* 12 output columns at 4 bits do not fill qzeros words */
+	TSHAPE(h.t_qw)[1] = 12;
 	REJECT(&h.f, &h.m, "12 output columns do not fill whole qzeros words at 4 bits");
 	FRESH();
-	h.t_qw.shape[0] = (uint64_t)1 << 61;
-	h.t_qw.shape[1] = 1u << 4;
+	TSHAPE(h.t_qw)[0] = (uint64_t)1 << 61;
+	TSHAPE(h.t_qw)[1] = 1u << 4;
 	REJECT(&h.f, &h.m, "qweight [2305843009213693952, 16] is too large to address");
 	FRESH();
 	bad = tensor("p.bias", FG_DT_F16, h.sc, 1, 7, 0);
@@ -1140,13 +1142,13 @@ static void test_check_awq(void **state)
 	h.m.t[FG_QR_QZEROS] = NULL;
 	REJECT(&h.f, &h.m, "unsupported_quantization_format: awq", "qzeros is missing");
 	FRESH();
-	h.t_sc.shape[1] = 9;
+	TSHAPE(h.t_sc)[1] = 9;
 	REJECT(&h.f, &h.m, "awq: scales [2, 9] does not fit qweight [16, 1]: expected [G, 8]");
 	FRESH();
-	h.t_qz.shape[0] = 3;
+	TSHAPE(h.t_qz)[0] = 3;
 	REJECT(&h.f, &h.m, "awq: qzeros [3, 1] does not fit scales [2, 8]: expected [2, 1]");
 	FRESH();
-	h.t_qw.shape[0] = 15;
+	TSHAPE(h.t_qw)[0] = 15;
 	REJECT(&h.f, &h.m, "scales [2, 8] does not fit qweight [15, 1]: expected a group count dividing in = 15");
 	FRESH();
 	h.f.group = 4;
@@ -1169,7 +1171,7 @@ static void test_check_ct(void **state)
 	(void)state;
 #define FRESH(sym) ct_hand_init(&h, sym)
 	FRESH(true);
-	h.t_shape.shape[0] = 3;
+	TSHAPE(h.t_shape)[0] = 3;
 	REJECT(&h.f, &h.m, "weight_shape [3] does not fit weight_packed [2, 2]: expected [2] ([out, in])");
 	FRESH(true);
 	h.shape[0] = 3;
@@ -1192,10 +1194,10 @@ static void test_check_ct(void **state)
 	h.m.t[FG_QR_WEIGHT_ZERO_POINT] = NULL;
 	REJECT(&h.f, &h.m, "compressed-tensors pack-quantized: weight_zero_point is missing");
 	FRESH(false);
-	h.t_zp.shape[1] = 3;
+	TSHAPE(h.t_zp)[1] = 3;
 	REJECT(&h.f, &h.m, "weight_zero_point [1, 3] does not fit weight_scale [2, 2]: expected [1, 2]");
 	FRESH(true);
-	h.t_sc.shape[1] = 3;
+	TSHAPE(h.t_sc)[1] = 3;
 	REJECT(&h.f, &h.m, "weight_scale [2, 3] does not fit weight_packed [2, 2]: expected [2, 2] for group 8 of in = 16");
 	FRESH(true);
 	h.f.scale = FG_QS_CHANNEL;
@@ -1227,9 +1229,9 @@ static void test_check_ct(void **state)
 	h.f.act_order = true;
 	assert_int_equal(fg_ct_int_dequant_rows(&h.f, &h.m, 0, 1, out, &err), 0);
 	assert_true(out[0] == -8.0f * 0.25f); /* column 0 now uses group 1's scale */
-	bad.shape[0] = 15;
+	TSHAPE(bad)[0] = 15;
 	REJECT(&h.f, &h.m, "weight_g_idx [15] does not fit weight_shape [2]: expected [16] ([in])");
-	bad.shape[0] = 16;
+	TSHAPE(bad)[0] = 16;
 	gi[5] = -1;
 	assert_int_equal(fg_ct_int_dequant_rows(&h.f, &h.m, 0, 1, out, &err), FG_EINPUT);
 	expect_msg(&err, "weight_g_idx mixes -1 (unset) with group indices", NULL);
@@ -1283,7 +1285,7 @@ static void test_check_fp8(void **state)
 	m.t[FG_QR_WEIGHT_SCALE] = NULL;
 	REJECT(&f, &m, "unsupported_quantization_format: fp8 e4m3 strategy=channel", "has no weight_scale or weight_scale_inv");
 	FRESH();
-	ts.shape[1] = 2;
+	TSHAPE(ts)[1] = 2;
 	REJECT(&f, &m, "fp8: weight_scale [2, 2] does not fit weight [2, 4]: expected [2, 1] for strategy channel");
 	FRESH();
 	m.t[FG_QR_WEIGHT_SCALE] = NULL;
@@ -1318,14 +1320,14 @@ static void test_check_nvfp4(void **state)
 	(void)state;
 #define FRESH() nv_hand_init(&h, 0x3E800000u)
 	FRESH();
-	h.t_sc.shape[1] = 2;
+	TSHAPE(h.t_sc)[1] = 2;
 	REJECT(&h.f, &h.m, "modelopt nvfp4: weight_scale [2, 2] does not fit weight [2, 8]: expected [2, 1] ([out, in/16], in = 16)");
 	FRESH();
 	h.t_s2.rank = 1;
-	h.t_s2.shape[0] = 2;
+	TSHAPE(h.t_s2)[0] = 2;
 	REJECT(&h.f, &h.m, "weight_scale_2 [2] does not fit weight [2, 8]: expected a scalar");
 	FRESH();
-	h.t_w.shape[1] = 4;
+	TSHAPE(h.t_w)[1] = 4;
 	REJECT(&h.f, &h.m, "weight [2, 4] holds 8 columns, not a multiple of 16");
 	FRESH();
 	h.t_s2.dtype = FG_DT_BF16;
@@ -1388,7 +1390,7 @@ static void test_check_mlx(void **state)
 	expect_msg(&err, "scales[0, 0] is the E4M3 NaN code 0x7f", NULL);
 	s[0] = 127;
 	FRESH(FG_QF_MLX_NVFP4, 1, 2);
-	ts.shape[1] = 2;
+	TSHAPE(ts)[1] = 2;
 	REJECT(&f, &m, "mlx: scales [1, 2] does not fit weight [1, 2]: expected [1, 1] ([out, in/16], in = 16)");
 	FRESH(FG_QF_MLX_MXFP8, 1, 8);
 	ts.dtype = FG_DT_BF16;
@@ -1410,9 +1412,9 @@ static void test_check_mlx(void **state)
 	tb = tensor("biases", FG_DT_BF16, ba, 2, 1, 1);
 	m.t[FG_QR_BIASES] = &tb;
 	assert_int_equal(fg_mlx_dequant_rows(&f, &m, 0, 1, out, &err), 0);
-	tb.shape[1] = 2;
+	TSHAPE(tb)[1] = 2;
 	REJECT(&f, &m, "mlx: biases [1, 2] does not fit scales [1, 1]: expected [1, 1]");
-	tb.shape[1] = 1;
+	TSHAPE(tb)[1] = 1;
 	tb.dtype = FG_DT_F16;
 	REJECT(&f, &m, "mlx: biases [1, 1] has dtype F16, expected BF16");
 	tb.dtype = FG_DT_BF16;
@@ -1927,7 +1929,7 @@ static void test_refusals(void **state)
 	       "unsupported_quantization_format: awq bits=4 group=8 version=gemv zero_point=true: the gemv kernel's layout is not read");
 	REFUSE(AWQ_CFG("\"version\": \"gemm\", \"zero_point\": false"), &a.m, "zero_point=false", "without zero points");
 	a.m.t[FG_QR_QZEROS] = NULL;
-	a.t_sc.shape[1] = 8;
+	TSHAPE(a.t_sc)[1] = 8;
 	REFUSE(AWQ_CFG("\"version\": \"gemm\""), &a.m, "unsupported_quantization_format: awq", "qzeros is missing");
 	/* compressed-tensors layouts forged does not read */
 	{
@@ -1957,7 +1959,7 @@ static void test_refusals(void **state)
 		REFUSE(ctc, &m, "F8_E5M2 weights are not read");
 		/* FP8 under a CT config whose strategy cannot be read from the shape */
 		m.t[FG_QR_WEIGHT] = &w8;
-		sbf.shape[1] = 3;
+		TSHAPE(sbf)[1] = 3;
 		REFUSE("{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"config_groups\": {\"g\": {"
 		       "\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"tensor_group\"}}}}}",
 		       &m, "strategy tensor_group is not read for FP8 weights");

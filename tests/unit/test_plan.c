@@ -57,13 +57,10 @@ static struct fg_tensor src(const char *name, enum fg_dtype dt, int rank, const 
 	memset(&t, 0, sizeof(t));
 	t.name = name;
 	t.dtype = dt;
-	t.rank = rank;
-	t.nelem = 1;
-	for (int i = 0; i < rank; i++) {
-		t.shape[i] = shape[i];
-		t.nelem *= shape[i];
-	}
-	t.end = t.nelem * fg_dtype_size(dt);
+	t.rank = (unsigned)rank & 7u;
+	t.shape = test_shape();
+	for (int i = 0; i < rank; i++)
+		TSHAPE(t)[i] = shape[i];
 	t.data = data;
 	return t;
 }

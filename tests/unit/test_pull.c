@@ -540,7 +540,7 @@ static void check_shard_tensors(struct fg_pull *p, const char *repo, const char 
 
 		r[i].file = file;
 		r[i].offset = st->data_start + t->begin;
-		r[i].len = t->end - t->begin;
+		r[i].len = fg_tensor_bytes(t);
 	}
 	if (fg_pull_ranges(p, r, st->n_tensors, &err))
 		fail_msg("%s", err.msg);

@@ -25,6 +25,7 @@ struct bench {
 	struct fg_tensor t[MAX_TENSORS];
 	char names[MAX_TENSORS][128];
 	int64_t shapes[MAX_TENSORS][2]; /* weight_shape data */
+	uint64_t dims[MAX_TENSORS][FG_ST_MAX_RANK]; /* the tensors' shapes */
 	struct fg_qmods q;
 	cJSON *config;
 	struct fg_qconfig qc;
@@ -75,9 +76,10 @@ static void add(struct bench *b, const char *name, enum fg_dtype dt, uint64_t d0
 	t->name = b->names[b->n];
 	t->dtype = dt;
 	t->rank = d1 ? 2 : 1;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->nelem = d0 * (d1 ? d1 : 1);
+	memset(b->dims[b->n], 0, sizeof(b->dims[0]));
+	b->dims[b->n][0] = d0;
+	b->dims[b->n][1] = d1;
+	t->shape = b->dims[b->n];
 	b->n++;
 	assert_int_equal(fg_tset_add(&b->set, t, "model.safetensors", &err), 0);
 }
@@ -96,6 +98,61 @@ static void scan(struct bench *b, int check)
 
 	fg_qmods_release(&b->q);
 	assert_int_equal(fg_qmods_scan(&b->set, &b->qc, NULL, check, &b->q, &err), 0);
+}
+
+/*
+ * Expert e's slice of a stacked MLX module: 2-D views of [E, out, words]
+ * and [E, out, groups] (a [E, out] bias 1-D) whose shapes are the slice's
+ * own, whose data and offsets are e's part, and whose source tensors keep
+ * their 3-D shapes (a view never writes through to the file's shape pool).
+ */
+static void test_slice_keeps_sources(void **state)
+{
+	static const uint64_t w_shape[FG_ST_MAX_RANK] = { 3, 4, 2 }, s_shape[FG_ST_MAX_RANK] = { 3, 4, 1 },
+			      b_shape[FG_ST_MAX_RANK] = { 3, 4 };
+	uint32_t w[3 * 4 * 2];
+	uint16_t sc[3 * 4], bi[3 * 4];
+	struct fg_tensor tw = { .name = "m.weight", .data = (const uint8_t *)w, .shape = w_shape, .begin = 1000,
+				.dtype = FG_DT_U32, .rank = 3 };
+	struct fg_tensor ts = { .name = "m.scales", .data = (const uint8_t *)sc, .shape = s_shape, .dtype = FG_DT_BF16,
+				.rank = 3 };
+	struct fg_tensor tb = { .name = "m.bias", .data = (const uint8_t *)bi, .shape = b_shape, .dtype = FG_DT_BF16,
+				.rank = 2 };
+	struct fg_qmod q;
+	struct fg_qslice v;
+	struct fg_qmodule out;
+
+	(void)state;
+	memset(&q, 0, sizeof(q));
+	q.f.kind = FG_QF_MLX_AFFINE;
+	q.m.t[FG_QR_WEIGHT] = &tw;
+	q.m.t[FG_QR_SCALES] = &ts;
+	q.m.t[FG_QR_BIAS] = &tb;
+	assert_int_equal(fg_qmod_stacked(&q), 3);
+	fg_qmod_slice(&q, 2, &v, &out);
+	assert_ptr_equal(out.t[FG_QR_WEIGHT], &v.views[FG_QR_WEIGHT]);
+	assert_int_equal(out.t[FG_QR_WEIGHT]->rank, 2);
+	assert_int_equal(out.t[FG_QR_WEIGHT]->shape[0], 4);
+	assert_int_equal(out.t[FG_QR_WEIGHT]->shape[1], 2);
+	assert_int_equal(out.t[FG_QR_WEIGHT]->shape[2], 0);
+	assert_int_equal(fg_tensor_nelem(out.t[FG_QR_WEIGHT]), 8);
+	assert_int_equal(out.t[FG_QR_WEIGHT]->begin, 1000 + 2 * 8 * 4);
+	assert_int_equal(fg_tensor_end(out.t[FG_QR_WEIGHT]), 1000 + 3 * 8 * 4);
+	assert_ptr_equal(out.t[FG_QR_WEIGHT]->data, (const uint8_t *)&w[16]);
+	assert_int_equal(out.t[FG_QR_SCALES]->shape[1], 1);
+	assert_ptr_equal(out.t[FG_QR_SCALES]->data, (const uint8_t *)&sc[8]);
+	assert_int_equal(out.t[FG_QR_BIAS]->rank, 1);
+	assert_int_equal(out.t[FG_QR_BIAS]->shape[0], 4);
+	assert_int_equal(out.t[FG_QR_BIAS]->shape[1], 0);
+	/* the sources are as they were */
+	assert_int_equal(tw.rank, 3);
+	assert_ptr_equal(tw.shape, w_shape);
+	assert_int_equal(w_shape[0], 3);
+	assert_int_equal(w_shape[1], 4);
+	assert_int_equal(w_shape[2], 2);
+	assert_int_equal(s_shape[2], 1);
+	assert_int_equal(b_shape[0], 3);
+	assert_int_equal(b_shape[1], 4);
 }
 
 static void test_mlx_and_dense(void **state)
@@ -244,6 +301,7 @@ static void test_ct_experts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_slice_keeps_sources),
 		cmocka_unit_test_teardown(test_mlx_and_dense, release_bench),
 		cmocka_unit_test_teardown(test_gptq_and_refusals, release_bench),
 		cmocka_unit_test_teardown(test_ct_experts, release_bench),

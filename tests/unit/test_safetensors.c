@@ -75,10 +75,10 @@ static void test_golden_read(void **state)
 	assert_int_equal(a->rank, 2);
 	assert_int_equal(a->shape[0], 1);
 	assert_int_equal(a->shape[1], 2);
-	assert_int_equal(a->nelem, 2);
+	assert_int_equal(fg_tensor_nelem(a), 2);
 	assert_int_equal(b->dtype, FG_DT_BF16);
 	assert_int_equal(b->begin, 8);
-	assert_int_equal(b->end, 12);
+	assert_int_equal(fg_tensor_end(b), 12);
 	/* Views borrow the buffer: no copy. */
 	assert_ptr_equal(a->data, buf + 152);
 	assert_ptr_equal(b->data, buf + 160);
@@ -110,7 +110,7 @@ static void test_empty_and_zero_sized(void **state)
 	memcpy(buf + 8, zh, sizeof(zh) - 1);
 	assert_int_equal(fg_st_parse(&f, buf, 8 + sizeof(zh) - 1, "zero", &err), 0);
 	assert_int_equal(f->n_tensors, 2);
-	assert_int_equal(fg_st_find(f, "z")->nelem, 0);
+	assert_int_equal(fg_tensor_nelem(fg_st_find(f, "z")), 0);
 	fg_st_close(f);
 }
 
@@ -274,12 +274,12 @@ static void test_writer_streams(void **state)
 	assert_int_equal(fg_st_open(&f, path, &err), 0);
 	big = fg_st_find(f, "big");
 	assert_non_null(big);
-	assert_int_equal(big->nelem, 9u << 20);
-	for (uint64_t i = 0; i < big->nelem; i++)
+	assert_int_equal(fg_tensor_nelem(big), 9u << 20);
+	for (uint64_t i = 0; i < fg_tensor_nelem(big); i++)
 		bad += big->data[i] != (uint8_t)(i % 251);
 	assert_int_equal(bad, 0);
 	assert_int_equal(fg_st_find(f, "small")->rank, 0);
-	assert_int_equal(fg_st_find(f, "small")->nelem, 1);
+	assert_int_equal(fg_tensor_nelem(fg_st_find(f, "small")), 1);
 	fg_st_close(f);
 }
 
@@ -629,15 +629,15 @@ static void test_entry_spellings(void **state)
 		assert_int_equal(f->tensors[0].rank, 1);
 		assert_int_equal(f->tensors[0].shape[0], 1);
 		assert_int_equal(f->tensors[0].begin, 0);
-		assert_int_equal(f->tensors[0].end, 4);
+		assert_int_equal(fg_tensor_end(&f->tensors[0]), 4);
 		assert_string_equal(f->tensors[1].name, "z");
 		assert_int_equal(f->tensors[1].dtype, FG_DT_U8);
 		assert_int_equal(f->tensors[1].rank, 2);
 		assert_int_equal(f->tensors[1].shape[0], 2);
 		assert_int_equal(f->tensors[1].shape[1], 3);
-		assert_int_equal(f->tensors[1].nelem, 6);
+		assert_int_equal(fg_tensor_nelem(&f->tensors[1]), 6);
 		assert_int_equal(f->tensors[1].begin, 4);
-		assert_int_equal(f->tensors[1].end, 10);
+		assert_int_equal(fg_tensor_end(&f->tensors[1]), 10);
 		/* Header order, NUL-separated: "z" then "a". */
 		assert_int_equal(f->names_len, 4);
 		assert_memory_equal(f->strings, "z\0a\0", 4);
@@ -772,6 +772,167 @@ static void test_slab(void **state)
 	fg_st_slab_free(slab);
 }
 
+/*
+ * The table's shapes: tensors of one shape share it (a file of 20,000
+ * experts keeps a handful), dimensions past the rank read 0, and the
+ * element count and end offset follow from shape, dtype and begin.  More
+ * distinct shapes than the parse remembers, and than a chunk of the pool
+ * holds, each keep their own values.
+ */
+static void test_shape_pool(void **state)
+{
+	size_t cap = 1 << 16, n, off = 0, len;
+	char *header = malloc(cap);
+	uint8_t *buf;
+	struct fg_st_file *f = NULL;
+	struct fg_err err = { 0 };
+	const struct fg_tensor *a, *b, *c, *d, *again;
+
+	(void)state;
+	assert_non_null(header);
+	/* a and b [2, 3] U8, c [6], d a scalar, then s0..s199 of shape [k + 1, 7] (U8), then "again" [2, 3]. */
+	n = (size_t)snprintf(header, cap,
+			     "{\"a\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+			     "\"b\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[6,12]},"
+			     "\"c\":{\"dtype\":\"U8\",\"shape\":[6],\"data_offsets\":[12,18]},"
+			     "\"d\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[18,22]}");
+	off = 22;
+	for (int k = 0; k < 200; k++) {
+		n += (size_t)snprintf(header + n, cap - n, ",\"s%d\":{\"dtype\":\"U8\",\"shape\":[%d,7],\"data_offsets\":[%zu,%zu]}",
+				      k, k + 1, off, off + (size_t)(k + 1) * 7);
+		off += (size_t)(k + 1) * 7;
+	}
+	n += (size_t)snprintf(header + n, cap - n, ",\"again\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[%zu,%zu]}}",
+			      off, off + 6);
+	off += 6;
+	assert_true(n < cap);
+	buf = malloc(8 + n + off);
+	assert_non_null(buf);
+	len = st_bytes(buf, header, off);
+	assert_int_equal(fg_st_parse(&f, buf, len, "shapes", &err), 0);
+	assert_int_equal(f->n_tensors, 205);
+	a = fg_st_find(f, "a");
+	b = fg_st_find(f, "b");
+	c = fg_st_find(f, "c");
+	d = fg_st_find(f, "d");
+	again = fg_st_find(f, "again");
+	assert_true(a && b && c && d && again);
+	assert_ptr_equal(a->shape, b->shape);
+	assert_true(a->shape != c->shape);
+	assert_int_equal(a->rank, 2);
+	assert_int_equal(a->shape[0], 2);
+	assert_int_equal(a->shape[1], 3);
+	assert_int_equal(c->rank, 1);
+	assert_int_equal(c->shape[0], 6);
+	for (int i = 1; i < FG_ST_MAX_RANK; i++)
+		assert_int_equal(c->shape[i], 0);
+	assert_int_equal(d->rank, 0);
+	assert_int_equal(fg_tensor_nelem(d), 1);
+	assert_int_equal(fg_tensor_bytes(d), 4);
+	assert_int_equal(fg_tensor_end(d), 22);
+	assert_int_equal(fg_tensor_nelem(b), 6);
+	assert_int_equal(fg_tensor_end(b), 12);
+	for (int k = 0; k < 200; k++) {
+		char name[16];
+		const struct fg_tensor *t;
+
+		snprintf(name, sizeof(name), "s%d", k);
+		t = fg_st_find(f, name);
+		assert_non_null(t);
+		assert_int_equal(t->rank, 2);
+		assert_int_equal(t->shape[0], (uint64_t)k + 1);
+		assert_int_equal(t->shape[1], 7);
+		assert_int_equal(t->shape[2], 0);
+		assert_int_equal(fg_tensor_bytes(t), (uint64_t)(k + 1) * 7);
+	}
+	/* Two hundred shapes later [2, 3] is read again, with the same values. */
+	assert_int_equal(again->rank, 2);
+	assert_int_equal(again->shape[0], 2);
+	assert_int_equal(again->shape[1], 3);
+	assert_int_equal(fg_tensor_end(again), off);
+	fg_st_close(f);
+	free(buf);
+	free(header);
+}
+
+/* A header of n one-byte U8 tensors "t0".."t{n-1}" (plus "t{dup}" once more when dup >= 0) into buf. */
+static uint8_t *many_tensors(size_t n, long dup, size_t *len)
+{
+	size_t cap = (n + 1) * 96 + 16, at = 0;
+	char *header = malloc(cap);
+	uint8_t *buf;
+
+	assert_non_null(header);
+	header[at++] = '{';
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)snprintf(header + at, cap - at, "%s\"t%zu\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%zu,%zu]}",
+				       i ? "," : "", i, i, i + 1);
+	if (dup >= 0)
+		at += (size_t)snprintf(header + at, cap - at, ",\"t%ld\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%zu,%zu]}",
+				       dup, n, n + 1);
+	assert_true(at + 2 < cap);
+	header[at++] = '}';
+	header[at] = '\0';
+	buf = malloc(8 + at + n + 1);
+	assert_non_null(buf);
+	*len = st_bytes(buf, header, n + (dup >= 0));
+	free(header);
+	return buf;
+}
+
+/*
+ * The name table: 16-bit slots for a file of fewer than 65,535 tensors,
+ * 32-bit ones beyond, about 1.5 slots a tensor either way (not rounded up
+ * to a power of two); every name is found, a name not there is not, and a
+ * name given twice is refused in both widths.
+ */
+static void test_name_table_widths(void **state)
+{
+	static const size_t sizes[] = { 1, 65534, 70000 };
+	struct fg_err err = { 0 };
+
+	(void)state;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], len;
+		uint8_t *buf = many_tensors(n, -1, &len);
+		struct fg_st_file *f = NULL;
+		char name[64];
+
+		if (fg_st_parse(&f, buf, len, "many", &err) != 0)
+			fail_msg("n = %zu: %s", n, err.msg);
+		assert_int_equal(f->n_tensors, n);
+		if (n < 65535) {
+			assert_non_null(f->slots16);
+			assert_null(f->slots);
+		} else {
+			assert_null(f->slots16);
+			assert_non_null(f->slots);
+		}
+		assert_true(f->n_slots >= n + n / 2 && f->n_slots <= n + n / 2 + 2);
+		for (size_t i = 0; i < n; i++) {
+			const struct fg_tensor *t;
+
+			snprintf(name, sizeof(name), "t%zu", i);
+			t = fg_st_find(f, name);
+			assert_non_null(t);
+			assert_int_equal(t->begin, i);
+			assert_ptr_equal(fg_st_find_n(f, name, strlen(name), fg_st_name_hash(name, strlen(name))), t);
+		}
+		snprintf(name, sizeof(name), "t%zu", n);
+		assert_null(fg_st_find(f, name));
+		assert_null(fg_st_find(f, "t"));
+		fg_st_close(f);
+		free(buf);
+		buf = many_tensors(n, (long)(n / 2), &len);
+		f = NULL;
+		assert_int_equal(fg_st_parse(&f, buf, len, "dups", &err), FG_EINPUT);
+		assert_null(f);
+		snprintf(name, sizeof(name), "duplicate tensor name 't%zu'", n / 2);
+		assert_non_null(strstr(err.msg, name));
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -790,6 +951,8 @@ int main(void)
 		cmocka_unit_test(test_entry_number_edges),
 		cmocka_unit_test(test_header_shrinks_while_read),
 		cmocka_unit_test(test_slab),
+		cmocka_unit_test(test_shape_pool),
+		cmocka_unit_test(test_name_table_widths),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

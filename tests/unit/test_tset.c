@@ -118,8 +118,8 @@ static void test_many_chunks(void **state)
 	t.name = "long";
 	t.dtype = FG_DT_F32;
 	t.rank = 1;
-	t.shape[0] = t.nelem = 3000;
-	t.end = 3000 * sizeof(float);
+	t.shape = test_shape();
+	TSHAPE(t)[0] = 3000;
 	t.data = (const uint8_t *)v;
 	st = stats_of(&t);
 	assert_int_equal(st.count, 3000);
@@ -259,8 +259,8 @@ static struct fg_tensor ramp(enum fg_dtype dt, size_t n, void **mem)
 	t.name = "ramp";
 	t.dtype = dt;
 	t.rank = 1;
-	t.shape[0] = t.nelem = n;
-	t.end = n * fg_dtype_size(dt);
+	t.shape = test_shape();
+	TSHAPE(t)[0] = n;
 	t.data = data;
 	*mem = data;
 	return t;
@@ -328,7 +328,7 @@ static void test_set_measure(void **state)
 	/* Bad norms: rank 2, an integer dtype, a float without data. */
 	t = bench_tensor(b, "model.layers.1.self_attn.q_norm.weight", FG_DT_F32, 4);
 	t->rank = 2;
-	t->shape[0] = t->shape[1] = 2;
+	TSHAPE(*t)[0] = TSHAPE(*t)[1] = 2;
 	bench_tensor(b, "model.layers.1.input_layernorm.weight", FG_DT_I32, 4);
 	bench_shape(b, "model.layers.2.input_layernorm.weight", FG_DT_F32, 4, 0, 0);
 	bench_norm(b, "model.norm.weight", 2.25f);
@@ -376,8 +376,8 @@ static void test_set_growth_and_release(void **state)
 		t[i].name = names[i];
 		t[i].dtype = FG_DT_F32;
 		t[i].rank = 1;
-		t[i].shape[0] = t[i].nelem = 1;
-		t[i].end = 4;
+		t[i].shape = test_shape();
+		TSHAPE(t[i])[0] = 1;
 		t[i].data = (const uint8_t *)&one;
 		assert_int_equal(fg_tset_add(&s, &t[i], i % 2 ? "odd.safetensors" : "even.safetensors", &err), 0);
 	}
@@ -385,7 +385,7 @@ static void test_set_growth_and_release(void **state)
 	assert_int_equal(s.n_tensors, N);
 	for (int i = 0; i < N; i++) {
 		assert_ptr_equal(s.tensors[i], &t[i]);
-		assert_string_equal(s.tensor_files[i], i % 2 ? "odd.safetensors" : "even.safetensors");
+		assert_string_equal(fg_tset_file(&s, (size_t)i), i % 2 ? "odd.safetensors" : "even.safetensors");
 	}
 	assert_int_equal(fg_tset_measure(&s, &err), 0);
 	assert_int_equal(s.n_norms, N / 4);
@@ -400,11 +400,45 @@ static void test_set_growth_and_release(void **state)
 	free(names);
 }
 
+/*
+ * A set keeps its tensors' files by runs: tensors come file by file, so a
+ * trunk of 400,000 tensors from 18 shards keeps 18 file pointers, not
+ * 400,000.  A file met again after another starts a run of its own.
+ */
+static void test_set_files_by_runs(void **state)
+{
+	static const char *const files[] = { "a", "a", "a", "b", "b", "a", "c" };
+	enum { N = sizeof(files) / sizeof(files[0]) };
+	struct fg_tensor t[N];
+	struct fg_tset s;
+	struct fg_err err = { 0 };
+	/* each file name as its own pointer, as the checkpoint layer passes them */
+	const char *a = "x.safetensors", *b = "y.safetensors", *c = "z.safetensors";
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	assert_int_equal(fg_tset_init(&s, "trunk", &err), 0);
+	for (int i = 0; i < N; i++) {
+		const char *f = files[i][0] == 'a' ? a : files[i][0] == 'b' ? b : c;
+
+		t[i].name = "model.layers.0.mlp.w.weight";
+		t[i].shape = test_shape();
+		t[i].dtype = FG_DT_U8;
+		assert_int_equal(fg_tset_add(&s, &t[i], f, &err), 0);
+	}
+	assert_int_equal(s.n_tensors, N);
+	assert_int_equal(s.n_runs, 4);
+	for (int i = 0; i < N; i++)
+		assert_ptr_equal(fg_tset_file(&s, (size_t)i), files[i][0] == 'a' ? a : files[i][0] == 'b' ? b : c);
+	fg_tset_release(&s);
+	assert_null(s.runs);
+}
+
 static void test_long_name_kept_whole(void **state)
 {
 	char a[400], b[400];
 	struct fg_tset s1, s2;
-	struct fg_tensor t = { .name = "mtp.norm.weight", .dtype = FG_DT_BF16, .rank = 1, .shape = { 0 } };
+	struct fg_tensor t = { .name = "mtp.norm.weight", .dtype = FG_DT_BF16, .rank = 1, .shape = test_shape() };
 	struct fg_err err = { 0 };
 
 	(void)state;
@@ -444,6 +478,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_all_zero, bench_release),
 		cmocka_unit_test_teardown(test_set_measure, bench_release),
 		cmocka_unit_test(test_set_growth_and_release),
+		cmocka_unit_test(test_set_files_by_runs),
 		cmocka_unit_test(test_long_name_kept_whole),
 	};
 

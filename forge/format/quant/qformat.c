@@ -323,7 +323,7 @@ int dq_count(const char *fmt, const char *role, const struct fg_tensor *t, size_
 	size_t c = 1, esz = fg_dtype_size(t->dtype);
 	int i;
 
-	if (t->rank < 0 || t->rank > FG_ST_MAX_RANK)
+	if (t->rank > FG_ST_MAX_RANK)
 		return fg_err_set(err, FG_EINPUT, "%s: %s has rank %d", fmt, role, t->rank);
 	for (i = 0; i < t->rank; i++) {
 		uint64_t d = t->shape[i];
