@@ -47,11 +47,15 @@ int fg_cli_put_json(FILE *out, const cJSON *item, int pretty, int depth)
 
 	if (!text)
 		return -1;
-	for (const char *p = text; *p; p++) {
-		fputc(*p, out);
-		if (*p == '\n')
-			for (int d = 0; d < depth; d++)
-				fputc('\t', out);
+	/* A line at a time (the report of a large checkpoint is tens of KB: fputc per byte was 2% of an inspect). */
+	for (const char *p = text, *nl; *p; p = nl + 1) {
+		if (!(nl = strchr(p, '\n'))) {
+			fputs(p, out);
+			break;
+		}
+		fwrite(p, 1, (size_t)(nl - p) + 1, out);
+		for (int d = 0; d < depth; d++)
+			fputc('\t', out);
 	}
 	free(text);
 	return 0;
