@@ -179,14 +179,15 @@ void fg_qmod_slice(const struct fg_qmod *q, uint64_t e, struct fg_qslice *v,
 			v->views[r].rank = 2;
 			v->shapes[r][0] = t->shape[1];
 			v->shapes[r][1] = t->shape[2];
+			v->views[r].shape = v->shapes[r];
 			per = t->shape[1] * t->shape[2];
 		} else if (experts && t->rank == 2 && t->shape[0] == experts) {
 			v->views[r].rank = 1; /* a stacked linear bias [E, out] */
 			v->shapes[r][0] = t->shape[1];
+			v->views[r].shape = v->shapes[r];
 			per = t->shape[1];
 		}
 		if (per) {
-			v->views[r].shape = v->shapes[r];
 			v->views[r].begin = t->begin + e * per * fg_dtype_size(t->dtype);
 			v->views[r].data = t->data ? t->data + e * per * fg_dtype_size(t->dtype) : NULL;
 		}

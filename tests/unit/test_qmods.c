@@ -153,6 +153,19 @@ static void test_slice_keeps_sources(void **state)
 	assert_int_equal(s_shape[2], 1);
 	assert_int_equal(b_shape[0], 3);
 	assert_int_equal(b_shape[1], 4);
+	/* A stacked tensor with an empty dimension slices to an empty view: [E, out, 0] is [out, 0], 0 bytes. */
+	{
+		static const uint64_t z_shape[FG_ST_MAX_RANK] = { 3, 4, 0 };
+		struct fg_tensor tz = { .name = "m.scales", .shape = z_shape, .begin = 96, .dtype = FG_DT_BF16, .rank = 3 };
+
+		q.m.t[FG_QR_SCALES] = &tz;
+		fg_qmod_slice(&q, 1, &v, &out);
+		assert_int_equal(out.t[FG_QR_SCALES]->rank, 2);
+		assert_int_equal(out.t[FG_QR_SCALES]->shape[0], 4);
+		assert_int_equal(out.t[FG_QR_SCALES]->shape[1], 0);
+		assert_int_equal(fg_tensor_bytes(out.t[FG_QR_SCALES]), 0);
+		assert_int_equal(fg_tensor_end(out.t[FG_QR_SCALES]), 96);
+	}
 }
 
 static void test_mlx_and_dense(void **state)
