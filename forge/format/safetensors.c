@@ -154,6 +154,14 @@ static inline size_t slot_get(const struct fg_st_file *f, size_t i)
 	return f->slots16 ? f->slots16[i] : f->slots[i];
 }
 
+static inline void slot_set(struct fg_st_file *f, size_t i, size_t v)
+{
+	if (f->slots16)
+		f->slots16[i] = (uint16_t)v;
+	else
+		f->slots[i] = (uint32_t)v;
+}
+
 static inline size_t slot_first(const struct fg_st_file *f, uint32_t h)
 {
 	return (size_t)(((uint64_t)h * f->n_slots) >> 32);
@@ -1150,10 +1158,7 @@ static int build_slots(struct fg_st_file *f, const char *label, struct fg_err *e
 
 		if (slot_get(f, s))
 			return fg_err_set(err, FG_EINPUT, "%s: duplicate tensor name '%s'", label, f->tensors[i].name);
-		if (narrow)
-			f->slots16[s] = (uint16_t)(i + 1);
-		else
-			f->slots[s] = (uint32_t)(i + 1);
+		slot_set(f, s, i + 1);
 	}
 	return 0;
 }
